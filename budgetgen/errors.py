@@ -1,0 +1,84 @@
+"""Exceptions and the problems they carry: every message names sheet, cell, value and fix."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Code(str, Enum):
+    """Stable problem codes, so tests assert codes and places rather than prose."""
+
+    NOT_A_FILE = "not_a_file"
+    WRONG_FORMAT = "wrong_format"
+    ENCRYPTED = "encrypted"
+    TOO_LARGE = "too_large"
+    UNREADABLE = "unreadable"
+    MISSING_SHEET = "missing_sheet"
+    MISSING_COLUMN = "missing_column"
+    NOT_A_NUMBER = "not_a_number"
+    NOT_POSITIVE = "not_positive"
+    OUT_OF_RANGE = "out_of_range"
+    UNKNOWN_VALUE = "unknown_value"
+    DUPLICATE = "duplicate"
+    REQUIRED = "required"
+    BAD_MONTH = "bad_month"
+    MONTH_OUTSIDE_PLAN = "month_outside_plan"
+    DOES_NOT_FIT = "does_not_fit"
+    NO_PRICE = "no_price"
+    TOO_MANY_CARDS = "too_many_cards"
+    FORMULA = "formula"
+    CURRENCY = "currency"
+    OUTPUT = "output"
+    TOO_BIG_FOR_EXCEL = "too_big_for_excel"
+
+
+def _cell_key(cell: str) -> tuple[int, int]:
+    """Sort key for an A1 reference: row first, then column (so a row's problems read left to right)."""
+    m = re.fullmatch(r"([A-Z]*)(\d*)", cell or "")
+    if not m:
+        return (0, 0)
+    letters, digits = m.groups()
+    col = 0
+    for ch in letters:
+        col = col * 26 + ord(ch) - 64
+    return (int(digits or 0), col)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with the input, at one place."""
+
+    code: Code
+    sheet: str
+    cell: str
+    message: str
+
+    @property
+    def place(self) -> str:
+        if self.sheet and self.cell:
+            return f"{self.sheet}!{self.cell}"
+        return self.sheet or ""
+
+    def __str__(self) -> str:
+        return f"{self.place} {self.message}".strip()
+
+    def sort_key(self) -> tuple:
+        return (self.sheet, _cell_key(self.cell), self.message)
+
+
+class BudgetgenError(Exception):
+    """Base class of every error budgetgen reports to the user."""
+
+
+class InputError(BudgetgenError):
+    """The input has one or more problems; all of them are listed."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = sorted(problems, key=Problem.sort_key)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class OutputError(BudgetgenError):
+    """The output could not be written where asked."""
