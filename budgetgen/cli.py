@@ -1,0 +1,115 @@
+"""The command line: init, validate, build, catalog. The only module that imports click."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .catalog import CATALOG_CURRENCY, builtin_catalog
+from .engine import plan_budget
+from .errors import BudgetgenError, Code, InputError, OutputError, Problem
+from .reader import read_inputs
+from .results import plan_json
+from .schema import TIERS
+from .template import write_template
+from .writer import write_workbook
+
+
+def _fail(exc: BudgetgenError) -> None:
+    if isinstance(exc, InputError):
+        for problem in exc.problems:
+            click.echo(f"Error: {problem}", err=True)
+        click.echo(f"{len(exc.problems)} problem(s) found; nothing was written.", err=True)
+    else:
+        click.echo(f"Error: {exc}", err=True)
+    sys.exit(1)
+
+
+@click.group()
+@click.version_option(package_name="budgetgen")
+def main() -> None:
+    """budgetgen: turn an inventory of AI workloads into a GPU budget workbook."""
+
+
+@main.command()
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+def init(path: Path, force: bool) -> None:
+    """Write a fillable input workbook with notes, dropdowns and example rows."""
+    if path.exists() and not force:
+        _fail(OutputError(f"{path} exists: choose another name or pass --force"))
+    write_template(path)
+    click.echo(f"Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.")
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+def validate(path: Path) -> None:
+    """Check an input workbook: every error and warning with sheet and cell."""
+    try:
+        plan = plan_budget(read_inputs(path))
+    except BudgetgenError as exc:
+        _fail(exc)
+    for warning in plan.warnings:
+        click.echo(f"Warning: {warning}")
+    click.echo(f"OK: {len(plan.tasks)} tasks, {len(plan.warnings)} warning(s).")
+
+
+def _money(value: float, currency: str) -> str:
+    return f"{value:,.0f} {currency}"
+
+
+@main.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Output workbook (default outputs/<input stem>-budget.xlsx).")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the engine's results as JSON.")
+def build(path: Path, output: Path | None, json_path: Path | None) -> None:
+    """Validate, compute and write the budget workbook."""
+    output = output or Path("outputs") / f"{path.stem}-budget.xlsx"
+    try:
+        if output.resolve() == path.resolve() or (json_path and json_path.resolve() == path.resolve()):
+            raise InputError([Problem(Code.OUTPUT, path.name, "", "the output would overwrite the input: "
+                                      "choose another -o/--json path")])
+        plan = plan_budget(read_inputs(path))
+        write_workbook(plan, output)
+        if json_path:
+            _write_json(plan_json(plan), json_path)
+    except BudgetgenError as exc:
+        _fail(exc)
+    cur = plan.inputs.settings.currency
+    click.echo(f"Wrote {output}")
+    click.echo(f"Period total {plan.months[0]} to {plan.months[-1]}: {_money(plan.period_total, cur)}")
+    for month, t in plan.month_totals.items():
+        click.echo(f"  {month}: GPU {_money(t.gpu, cur)} + extras {_money(t.extras, cur)} "
+                   f"+ buffer {_money(t.buffer, cur)} = {_money(t.total, cur)}")
+    for warning in plan.warnings:
+        click.echo(f"Warning: {warning}")
+
+
+def _write_json(data: dict, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+@main.command()
+def catalog() -> None:
+    """Show the built-in GPU catalog (prices in CNY)."""
+    header = f"{'gpu':<12}{'class':<13}{'GB':>6}{'GB/s':>7}{'TFLOP/s':>9}  {'link':<7}" + \
+        "".join(f"{t:>11}" for t in TIERS) + f"{'purchase':>10}"
+    click.echo(f"Built-in catalog, prices in {CATALOG_CURRENCY} (edit on your GPUs sheet):")
+    click.echo(header)
+    for g in builtin_catalog():
+        prices = "".join(f"{g.prices[t]:>11,.1f}" if g.prices[t] is not None else f"{'-':>11}" for t in TIERS)
+        purchase = f"{g.purchase_price:>10,.0f}" if g.purchase_price else f"{'-':>10}"
+        click.echo(f"{g.name:<12}{g.gpu_class:<13}{g.vram_gb:>6g}{g.bandwidth_gbs:>7g}{g.tflops:>9g}  "
+                   f"{g.interconnect:<7}{prices}{purchase}")

@@ -1,0 +1,229 @@
+"""The plan: per task the GPU, cards, hours and cost; per month and tier the totals. No I/O."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .columns import evaluate
+from .errors import Code, InputError, Problem
+from .model import Gpu, Inputs, Task
+from .schema import TIERS, TRAINING_KINDS
+
+CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One catalog GPU evaluated for a task; `excluded` says why it cannot be chosen."""
+
+    gpu: str
+    row: dict
+    excluded: str = ""
+    chosen: bool = False
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task's results: the chosen GPU's evaluated row, the other candidates, its warnings."""
+
+    task: Task
+    row: dict
+    candidates: tuple[Candidate, ...]
+    warnings: tuple[str, ...]
+
+    def cost_in(self, month_index: int) -> float:
+        """Cost in plan month `month_index` (1-based): nothing outside start..end."""
+        active = self.row["start_index"] <= month_index <= self.row["end_index"]
+        return self.row["monthly_cost"] if active else 0.0
+
+
+@dataclass(frozen=True)
+class MonthTotals:
+    """One plan month: GPU subtotal, extras, hidden-cost buffer, total."""
+
+    gpu: float
+    extras: float
+    buffer: float
+
+    @property
+    def total(self) -> float:
+        return self.gpu + self.extras + self.buffer
+
+
+@dataclass(frozen=True)
+class BuyVsRent:
+    """§3.7 for one GPU type with a purchase price."""
+
+    gpu: str
+    daily_fixed: float
+    energy_per_hour: float
+    break_even_hours_per_day: float | None
+    plan_hours_per_day: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole budget: tasks, months, tiers, buy-versus-rent and warnings."""
+
+    inputs: Inputs
+    tasks: tuple[TaskPlan, ...]
+    months: tuple[str, ...]
+    month_totals: dict[str, MonthTotals]
+    tier_totals: dict[str, dict[str, float]]
+    extras_by_month: dict[str, list[float]]
+    buy_vs_rent: tuple[BuyVsRent, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def period_total(self) -> float:
+        return sum(t.total for t in self.month_totals.values())
+
+
+def _candidate(task: Task, gpu: Gpu, inputs: Inputs) -> Candidate:
+    s = inputs.settings
+    values = dict(task.values)
+    if task.values["gpu"] not in (None, gpu.name):
+        values["cards"] = None  # a user's card count belongs to the GPU the user named
+    row = evaluate(values, s, gpu)
+    given = values["cards"]
+    reason = ""
+    if given is not None and given < row["cards_min"]:
+        reason = f"does not fit: needs {row['cards_min']} cards ({row['vram_gb']:,.1f} GB), cards is {given}"
+    elif given is None and row["cards_min"] > s.max_cards:
+        reason = f"does not fit within max_cards: needs {row['cards_min']} x {gpu.name}, max_cards is {s.max_cards}"
+    elif gpu.prices.get(task.values["tier"]) is None:
+        reason = f"no {task.values['tier']} price"
+    return Candidate(gpu.name, row, reason)
+
+
+def _sort_key(c: Candidate, inputs: Inputs) -> tuple:
+    return (c.row["monthly_cost"], c.row["cards_held"], -inputs.gpu(c.gpu).vram_gb, c.gpu)
+
+
+def choose(options: list[Candidate], method: str, inputs: Inputs) -> Candidate:
+    """`cheapest`: lowest monthly cost (ties: fewer cards, more memory). `balanced`: §3.5's middle."""
+    ranked = sorted(options, key=lambda c: _sort_key(c, inputs))
+    if method != "balanced" or len(ranked) <= 2:
+        return ranked[0]
+    rest = ranked[1:-1]
+    return rest[(len(rest) - 1) // 2]
+
+
+def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> Problem:
+    s = inputs.settings
+    tier = task.values["tier"]
+    cell = task.cell("gpu") if task.values["gpu"] else task.cell("model_params_b")
+    if task.values["gpu"]:
+        c = next(c for c in candidates if c.gpu == task.values["gpu"])
+        if c.excluded.startswith("does not fit within"):
+            msg = (f"needs {c.row['cards_min']} x {c.gpu}, max_cards is {s.max_cards}: "
+                   "set cards or raise max_cards")
+            return Problem(Code.TOO_MANY_CARDS, "Tasks", cell, f"gpu: {msg}")
+        if c.excluded.startswith("does not fit"):
+            return Problem(Code.DOES_NOT_FIT, "Tasks", task.cell("cards"),
+                           f"cards: {c.excluded}: raise cards or leave it blank")
+        return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
+                       f"tier: {c.gpu} has no {tier} price (enter one on the GPUs sheet or choose another tier)")
+    fitting = [c for c in candidates if not c.excluded.startswith("does not fit")]
+    if fitting:
+        return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
+                       f"tier: no GPU that fits has a {tier} price (fits: {', '.join(c.gpu for c in fitting)}; "
+                       "enter a price on the GPUs sheet or choose another tier)")
+    largest = max(inputs.gpus, key=lambda g: g.vram_gb)
+    need = candidates[0].row["vram_gb"] if candidates else 0
+    return Problem(Code.DOES_NOT_FIT, "Tasks", cell,
+                   f"model_params_b: needs {need:,.1f} GB of GPU memory, more than {s.max_cards} x the largest "
+                   f"card ({largest.name}, {largest.vram_gb:g} GB): use lora/qlora or int8/int4, or raise max_cards")
+
+
+def _task_warnings(task: Task, row: dict, gpu: Gpu) -> list[str]:
+    tid = task.task_id
+    out = []
+    if task.kind in TRAINING_KINDS and gpu.gpu_class == "consumer" and row["gpu_hours_per_month"] > \
+            CONSUMER_TRAINING_HOURS:
+        out.append(f"{tid}: {gpu.name} is a consumer card for {row['gpu_hours_per_month']:,.0f} GPU-hours a month "
+                   f"of training (over {CONSUMER_TRAINING_HOURS}): long continuous runs belong on datacenter cards")
+    if row["cards_per_run"] > row["cards_min"] and gpu.interconnect == "pcie":
+        out.append(f"{tid}: {row['cards_per_run']} cards where {row['cards_min']} fit, on PCIe {gpu.name} "
+                   f"(poor scaling: speedup {row['speedup']:.2f})")
+    if task.kind == "inference" and task.values["tier"] == "spot":
+        out.append(f"{tid}: online inference on spot: an interruption takes the service down")
+    if row["tier_saving"] > 0:
+        out.append(f"{tid}: {row['cheapest_tier']} is cheaper than {task.values['tier']} by "
+                   f"{row['tier_saving']:,.0f} a month")
+    return out
+
+
+def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
+    """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice)."""
+    candidates = [_candidate(task, g, inputs) for g in inputs.gpus]
+    if task.values["gpu"]:
+        pick = [c for c in candidates if c.gpu == task.values["gpu"] and not c.excluded]
+        chosen = pick[0] if pick else None
+    else:
+        options = [c for c in candidates if not c.excluded]
+        chosen = choose(options, inputs.settings.gpu_choice, inputs) if options else None
+    if chosen is None:
+        raise InputError([_no_fit_problem(task, candidates, inputs)])
+    marked = tuple(Candidate(c.gpu, c.row, c.excluded, c is chosen) for c in candidates)
+    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu))
+    return TaskPlan(task, chosen.row, marked, tuple(warnings))
+
+
+def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
+    s = inputs.settings
+    n = len(s.plan_months)
+    days_per_month = s.hours_per_month / 24
+    out = []
+    for gpu in inputs.gpus:
+        mine = [t for t in tasks if t.row["gpu"] == gpu.name]
+        if not mine or gpu.purchase_price is None:
+            continue
+        daily_fixed = gpu.purchase_price / (s.depreciation_years * 365) + s.upkeep_per_year / 365
+        energy = (gpu.power_w or 0) / 1000 * s.electricity_per_kwh
+        on_demand = gpu.prices.get("on_demand")
+        margin = on_demand - energy if on_demand is not None else 0
+        break_even = daily_fixed / margin if margin > 0 else None
+        hours = sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine) / n
+        cards = sum(t.row["cards_held"] * t.row["active_months"] for t in mine) / n
+        per_day = hours / days_per_month / cards
+        verdict = "buy" if break_even is not None and per_day > break_even else "rent"
+        out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict))
+    return out
+
+
+def plan_budget(inputs: Inputs) -> Plan:
+    """Compute the whole plan; raises InputError for tasks that cannot be placed on any GPU."""
+    s = inputs.settings
+    months = s.plan_months
+    tasks, problems = [], []
+    for task in inputs.tasks:
+        try:
+            tasks.append(plan_task(task, inputs))
+        except InputError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise InputError(problems)
+    extras_by_month = {m: [e.monthly_cost if e.start_month <= m <= e.end_month else 0.0 for e in inputs.extras]
+                       for m in months}
+    month_totals = {}
+    tier_totals = {t: {} for t in TIERS}
+    for i, month in enumerate(months, start=1):
+        gpu = math.fsum(t.cost_in(i) for t in tasks)
+        month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]), gpu * s.hidden_cost_buffer)
+        for tier in TIERS:
+            tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
+    warnings = list(inputs.warnings)
+    for t in tasks:
+        warnings.extend(t.warnings)
+    if not 0.20 <= s.hidden_cost_buffer <= 0.30:
+        warnings.append(f"hidden_cost_buffer {s.hidden_cost_buffer:.0%} is outside the 20-30% guidance")
+    for tier in TIERS:
+        cap = getattr(s, f"tier_cap_{tier}")
+        over = [m for m in months if cap is not None and tier_totals[tier][m] > cap]
+        if over:
+            warnings.append(f"{tier} is over its cap of {cap:,.0f} in {', '.join(over)}")
+    return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
+                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings))

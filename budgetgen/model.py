@@ -1,0 +1,80 @@
+"""Validated inputs as values: settings, catalog GPUs, tasks and extra costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, make_dataclass
+
+from .schema import SETTINGS
+
+# Every setting is a field; plan_months is derived from period_start and period_months.
+Settings = make_dataclass(
+    "Settings",
+    [(s.key, object, field(default=s.default)) for s in SETTINGS] + [("plan_months", tuple, field(default=()))],
+    frozen=True,
+)
+Settings.__doc__ = "The plan's settings, defaults filled in."
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One catalog GPU: specs, prices per tier (None: not offered) and where they came from."""
+
+    name: str
+    gpu_class: str
+    vram_gb: float
+    bandwidth_gbs: float
+    tflops: float
+    interconnect: str
+    scaling: float
+    prices: dict[str, float | None]
+    purchase_price: float | None = None
+    power_w: float | None = None
+    source: str = ""
+    as_of: str = ""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One inventory row, defaults filled in; `values` holds every input column by name."""
+
+    values: dict[str, object]
+    row: int
+    cells: dict[str, str]  # column name -> A1 cell of this row on the Tasks sheet
+    extra: dict[str, object] = field(default_factory=dict)  # unknown columns, echoed
+
+    @property
+    def task_id(self) -> str:
+        return self.values["task_id"]
+
+    @property
+    def kind(self) -> str:
+        return self.values["kind"]
+
+    def cell(self, column: str) -> str:
+        return self.cells.get(column, f"A{self.row}")
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One itemised non-GPU cost."""
+
+    item: str
+    category: str
+    monthly_cost: float
+    start_month: str
+    end_month: str
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Everything the engine needs, validated."""
+
+    settings: Settings
+    gpus: tuple[Gpu, ...]
+    tasks: tuple[Task, ...]
+    extras: tuple[Extra, ...] = ()
+    warnings: tuple[str, ...] = ()
+    extra_headers: tuple[str, ...] = ()
+
+    def gpu(self, name: str) -> Gpu:
+        return next(g for g in self.gpus if g.name == name)

@@ -1,0 +1,329 @@
+"""Input workbook to validated Inputs; every problem collected, then reported at once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from openpyxl.utils import get_column_letter
+
+from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
+from .errors import Code, InputError, Problem
+from .model import Extra, Gpu, Inputs, Settings, Task
+from .safefile import iter_rows, load_input_workbook
+from .schema import (
+    DEFAULT_TIER, EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMN, SERVING_METHODS, SETTINGS, SETTINGS_BY_KEY,
+    TASK_COLUMNS, TIERS, TRAINING_KINDS, TRAINING_METHODS, Column, normalise_header,
+)
+from .values import BadValue, add_months, is_blank, parse_cell
+
+MAX_TEXT = 32767  # Excel's limit for one cell
+
+
+@dataclass
+class Record:
+    """One non-blank table row: parsed values by column, their cells, unknown columns."""
+
+    row: int
+    values: dict[str, object]
+    cells: dict[str, str]
+    extra: dict[str, object]
+
+
+class Collector:
+    """Problems found so far, for one fail at the end."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, code: Code, sheet: str, cell: str, message: str) -> None:
+        self.problems.append(Problem(code, sheet, cell, message))
+
+
+def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: Collector):
+    """Map declared columns to sheet column indexes; unknown headers kept by their text."""
+    by_key = {normalise_header(c.name): c for c in columns}
+    found: dict[str, int] = {}
+    unknown: dict[str, int] = {}
+    for index, text in enumerate(header):
+        if is_blank(text):
+            continue
+        column = by_key.get(normalise_header(text))
+        if column is None:
+            unknown[str(text).strip()] = index
+        elif column.name in found:
+            out.add(Code.DUPLICATE, sheet, f"{get_column_letter(index + 1)}1",
+                    f'column "{text}" appears twice: keep one')
+        else:
+            found[column.name] = index
+    for column in columns:
+        if column.required and column.name not in found:
+            out.add(Code.MISSING_COLUMN, sheet, "A1",
+                    f"missing required column {column.name} ({column.help}): add it to the header row")
+    return found, unknown
+
+
+def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
+    """Every non-blank row of a table sheet, cells parsed by their column's declaration."""
+    rows: Iterator = iter_rows(ws)
+    first = next(rows, None)
+    if first is None:
+        if any(c.required for c in columns):
+            out.add(Code.MISSING_COLUMN, sheet, "A1", "the sheet is empty: it needs a header row in row 1")
+        return []
+    if first[0] != 1:
+        out.add(Code.MISSING_COLUMN, sheet, "A1", "row 1 must hold the column headers")
+    found, unknown = _find_columns(first[1], sheet, columns, out)
+    declared = {c.name: c for c in columns}
+    records = []
+    for row_no, values in rows:
+        cell = {name: f"{get_column_letter(i + 1)}{row_no}" for name, i in found.items()}
+        raw = {name: values[i] if i < len(values) else None for name, i in found.items()}
+        if all(is_blank(v) for v in raw.values()):
+            continue
+        parsed: dict[str, object] = {}
+        for name, value in raw.items():
+            if is_blank(value):
+                continue
+            if isinstance(value, str) and len(value) > MAX_TEXT:
+                out.add(Code.OUT_OF_RANGE, sheet, cell[name],
+                        f"{name}: text of {len(value):,} characters is longer than a cell holds ({MAX_TEXT:,})")
+                continue
+            try:
+                parsed[name] = parse_cell(value, declared[name])
+            except BadValue as exc:
+                out.add(Code.NOT_A_NUMBER if declared[name].type in ("number", "count", "percent")
+                        else Code.UNKNOWN_VALUE, sheet, cell[name], f"{name}: {exc}")
+        extra = {h: values[i] if i < len(values) else None for h, i in unknown.items()}
+        records.append(Record(row_no, parsed, cell, extra))
+    return records
+
+
+# ---------------------------------------------------------------- Settings
+
+_SETTING_COLUMN_TYPE = {"number": "number", "count": "count", "percent": "percent", "month": "month",
+                        "text": "text", "choice": "choice"}
+
+
+def _setting_column(setting) -> Column:
+    return Column(setting.key, _SETTING_COLUMN_TYPE[setting.type], setting.unit, choices=setting.choices,
+                  help=setting.help)
+
+
+def _read_settings(ws, out: Collector, today: dt.date) -> Settings:
+    values: dict[str, object] = {}
+    if ws is not None:
+        for rec in read_table(ws, "Settings", (Column("setting", "text", required=True),
+                                               Column("value", "text"), Column("note", "text")), out):
+            _read_setting(rec, ws, values, out)
+    start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
+    months = int(values.get("period_months", SETTINGS_BY_KEY["period_months"].default))
+    values["period_start"] = start
+    values["plan_months"] = tuple(add_months(start, i) for i in range(months))
+    return Settings(**values)
+
+
+def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
+    key = str(rec.values.get("setting", "")).strip().lower().replace(" ", "_")
+    cell = rec.cells.get("setting", f"A{rec.row}")
+    setting = SETTINGS_BY_KEY.get(key)
+    if setting is None:
+        guess = difflib.get_close_matches(key, SETTINGS_BY_KEY, n=1)
+        hint = f"did you mean {guess[0]}?" if guess else "see the README's list of settings"
+        out.add(Code.UNKNOWN_VALUE, "Settings", cell, f'setting "{rec.values.get("setting")}" is unknown ({hint})')
+        return
+    value_cell = rec.cells.get("value", f"B{rec.row}")
+    raw = rec.values.get("value")
+    if raw is None:
+        return
+    try:
+        value = parse_cell(raw, _setting_column(setting))
+    except BadValue as exc:
+        out.add(Code.NOT_A_NUMBER, "Settings", value_cell, f"{key}: {exc}")
+        return
+    if setting.key == "currency":
+        value = str(value).upper()
+    lo, hi = setting.minimum, setting.maximum
+    if isinstance(value, (int, float)) and ((lo is not None and value < lo) or (hi is not None and value > hi)):
+        bounds = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
+        out.add(Code.OUT_OF_RANGE, "Settings", value_cell, f"{key}: {value:g} must be {bounds}")
+        return
+    values[setting.key] = value
+
+
+# ---------------------------------------------------------------- GPUs
+
+def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
+    warnings: list[str] = []
+    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records()}
+    price_columns = set(PRICE_COLUMN.values()) | {"purchase_price"}
+    if settings.currency != CATALOG_CURRENCY:
+        fx = settings.catalog_fx
+        unpriced = []
+        for rec in records.values():
+            for col in price_columns:
+                if rec[col] is not None:
+                    rec[col] = rec[col] * fx if fx is not None else None
+                    if fx is None:
+                        unpriced.append(rec["gpu"])
+        if unpriced:
+            names = ", ".join(dict.fromkeys(unpriced))
+            warnings.append(f"built-in prices are CNY and catalog_fx is blank: {names} have no "
+                            f"{settings.currency} price (set catalog_fx or enter prices on the GPUs sheet)")
+    if ws is not None:
+        for rec in read_table(ws, "GPUs", GPU_COLUMNS, out):
+            name = rec.values.get("gpu")
+            if name is None:
+                continue
+            merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
+            merged.update(rec.values)
+            for col in ("vram_gb", "bandwidth_gbs", "tflops"):
+                if merged.get(col) is None:
+                    out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
+                            f"{col}: required for a GPU that is not in the built-in catalog ({name})")
+    gpus = [gpu_from_record(rec) for rec in records.values()
+            if all(rec.get(c) is not None for c in ("vram_gb", "bandwidth_gbs", "tflops"))]
+    return gpus, warnings
+
+
+# ---------------------------------------------------------------- Tasks
+
+_TRAINING_NEEDS = ("train_tokens",)
+_NEEDS = {"finetune": _TRAINING_NEEDS, "pretrain": _TRAINING_NEEDS,
+          "inference": ("requests_per_day", "tokens_per_request"),
+          "batch": ("batch_requests", "tokens_per_request")}
+# Inputs that mean nothing for a kind are blanked so the echo shows what was used.
+_IRRELEVANT = {
+    "training": ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
+                 "tokens_per_sec", "concurrency", "kv_cache_gb"),
+    "inference": ("train_tokens", "epochs", "runs_per_month", "batch_requests"),
+    "batch": ("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"),
+}
+
+
+def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Collector) -> dict | None:
+    v = dict(rec.values)
+    cell = rec.cells.get
+    kind = v.get("kind")
+    for col in ("task_id", "kind", "model_params_b"):
+        if col not in v and cell(col) and not _had_problem(out, cell(col)):
+            out.add(Code.REQUIRED, "Tasks", cell(col), f"{col}: required ({_column(col).help})")
+    if kind is None:
+        return None
+    group = "training" if kind in TRAINING_KINDS else kind
+    for col in _NEEDS[kind]:
+        if col not in v and not _had_problem(out, cell(col, "")):
+            out.add(Code.REQUIRED, "Tasks", cell(col) or f"A{rec.row}",
+                    f"{col}: required for a {kind} task ({_column(col).help})")
+    method = v.get("method")
+    allowed = TRAINING_METHODS if group == "training" else SERVING_METHODS
+    if method is not None and method not in allowed:
+        out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method"),
+                f'method: "{method}" is not a {kind} method (use {", ".join(allowed)})')
+    v.setdefault("method", allowed[0])
+    for col in _IRRELEVANT[group]:
+        v.pop(col, None)
+    for column in TASK_COLUMNS:
+        if column.default is not None and column.name not in _IRRELEVANT[group]:
+            v.setdefault(column.name, column.default)
+        v.setdefault(column.name, None)
+    v.setdefault("tier", DEFAULT_TIER[kind])
+    if v["tier"] is None:
+        v["tier"] = DEFAULT_TIER[kind]
+    if v["mfu"] is not None and not 0 < v["mfu"] <= 1:
+        out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu"), f"mfu: {v['mfu']:g} must be above 0 and at most 1 (e.g. 40%)")
+    if v["gpu"] is not None:
+        gpu = gpus.get(v["gpu"].lower())
+        if gpu is None:
+            names = ", ".join(gpus[k].name for k in gpus)
+            out.add(Code.UNKNOWN_VALUE, "Tasks", cell("gpu"),
+                    f'gpu: "{v["gpu"]}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)')
+        else:
+            v["gpu"] = gpu.name
+    _check_months(v, rec, settings, out)
+    return v
+
+
+def _check_months(v: dict, rec: Record, settings: Settings, out: Collector) -> None:
+    months = settings.plan_months
+    for col, default in (("start_month", months[0]), ("end_month", months[-1])):
+        if v[col] is None:
+            v[col] = default
+        elif v[col] not in months:
+            out.add(Code.MONTH_OUTSIDE_PLAN, "Tasks", rec.cells[col],
+                    f"{col}: {v[col]} is outside the plan {months[0]} to {months[-1]} "
+                    "(change the month or the period_start/period_months settings)")
+    if v["start_month"] in months and v["end_month"] in months and v["start_month"] > v["end_month"]:
+        out.add(Code.OUT_OF_RANGE, "Tasks", rec.cells["end_month"],
+                f"end_month: {v['end_month']} is before start_month {v['start_month']}")
+
+
+def _had_problem(out: Collector, cell: str) -> bool:
+    return any(p.sheet == "Tasks" and p.cell == cell for p in out.problems)
+
+
+def _column(name: str) -> Column:
+    return next(c for c in TASK_COLUMNS if c.name == name)
+
+
+def _read_tasks(ws, settings: Settings, gpus: list[Gpu], out: Collector) -> tuple[list[Task], list[str]]:
+    by_name = {g.name.lower(): g for g in gpus}
+    tasks: list[Task] = []
+    seen: dict[str, str] = {}
+    headers: dict[str, None] = {}
+    for rec in read_table(ws, "Tasks", TASK_COLUMNS, out):
+        headers.update(dict.fromkeys(rec.extra))
+        values = _task_values(rec, settings, by_name, out)
+        task_id = rec.values.get("task_id")
+        if task_id is not None:
+            if task_id in seen:
+                out.add(Code.DUPLICATE, "Tasks", rec.cells["task_id"],
+                        f'task_id: "{task_id}" is already used in {seen[task_id]} (task ids must be unique)')
+            seen.setdefault(task_id, rec.cells["task_id"])
+        if values is not None:
+            tasks.append(Task(values, rec.row, rec.cells, rec.extra))
+    if not tasks and not out.problems:
+        out.add(Code.REQUIRED, "Tasks", "A2", "no tasks: fill in at least one row under the header")
+    return tasks, list(headers)
+
+
+# ---------------------------------------------------------------- Extras
+
+def _read_extras(ws, settings: Settings, out: Collector) -> list[Extra]:
+    extras = []
+    if ws is None:
+        return extras
+    for rec in read_table(ws, "Extras", EXTRA_COLUMNS, out):
+        v = {c.name: rec.values.get(c.name, c.default) for c in EXTRA_COLUMNS}
+        _check_months(v, rec, settings, out)
+        if v["item"] is None or v["monthly_cost"] is None:
+            continue
+        extras.append(Extra(v["item"], v["category"], v["monthly_cost"], v["start_month"], v["end_month"]))
+    return extras
+
+
+# ---------------------------------------------------------------- the workbook
+
+def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
+    """Read and validate an input workbook; raises InputError listing every problem."""
+    wb = load_input_workbook(Path(path))
+    try:
+        sheets = {ws.title.strip().lower(): ws for ws in wb.worksheets}
+        out = Collector()
+        if "tasks" not in sheets:
+            out.add(Code.MISSING_SHEET, "Tasks", "", "sheet is missing: the workbook needs a Tasks sheet "
+                    "(run `budgetgen init FILE` for a template)")
+            raise InputError(out.problems)
+        settings = _read_settings(sheets.get("settings"), out, today or dt.date.today())
+        gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
+        tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, out)
+        extras = _read_extras(sheets.get("extras"), settings, out)
+    finally:
+        wb.close()
+    if out.problems:
+        raise InputError(out.problems)
+    return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers))
+

@@ -1,0 +1,46 @@
+"""The plan as machine-readable results (§6): numbers unrounded, null where a field does not apply."""
+
+from __future__ import annotations
+
+from .engine import Plan, TaskPlan
+from .schema import TIERS
+
+TASK_FIELDS = ("cards_min", "vram_gb", "flops_per_run", "compute_hours", "compute_gpu_hours", "gpu_hours_per_run",
+               "gpu_hours_per_month", "tokens_per_day", "card_days", "replicas", "monthly_cost", "cheapest_tier")
+
+
+def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
+    """One task's §6 record."""
+    r = tp.row
+    out = {"task_id": tp.task.task_id, "kind": tp.task.kind, "method": r["method"], "gpu": r["gpu"],
+           "tier": r["tier"], "cards": r["cards_held"]}
+    out.update({k: r[k] for k in TASK_FIELDS})
+    out["tokens_per_sec"] = r["tokens_per_sec_used"]
+    out["cost_by_month"] = {m: tp.cost_in(i) for i, m in enumerate(months, start=1)}
+    out["tier_costs"] = {t: r[f"cost_{t}"] for t in TIERS}
+    out["tier_advice"] = r["tier_advice"] or None
+    out["candidates"] = [{"gpu": c.gpu, "cards": c.row["cards_held"], "gpu_hours_per_month": c.row["gpu_hours_per_month"],
+                          "monthly_cost": None if c.excluded else c.row["monthly_cost"], "chosen": c.chosen,
+                          "excluded": c.excluded or None} for c in tp.candidates]
+    out["warnings"] = list(tp.warnings)
+    return out
+
+
+def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
+    """The whole §6 document."""
+    s = plan.inputs.settings
+    return {
+        "currency": s.currency,
+        "months": list(plan.months),
+        "tasks": [task_json(tp, plan.months) for tp in plan.tasks],
+        "buy_vs_rent": {b.gpu: {"daily_fixed": b.daily_fixed, "energy_per_hour": b.energy_per_hour,
+                                "break_even_hours_per_day": b.break_even_hours_per_day,
+                                "plan_hours_per_day": b.plan_hours_per_day, "verdict": b.verdict}
+                        for b in plan.buy_vs_rent},
+        "month_totals": {m: {"gpu": t.gpu, "extras": t.extras, "buffer": t.buffer, "total": t.total}
+                         for m, t in plan.month_totals.items()},
+        "tier_totals": plan.tier_totals,
+        "period_total": plan.period_total,
+        "warnings": list(plan.warnings),
+        "reconciliation": reconciliation or {},
+    }

@@ -1,0 +1,234 @@
+"""What the input sheets contain: every column and setting declared once.
+
+The reader, the `init` template (headers, dropdowns, notes), the error messages and the README's
+input reference are all generated from these declarations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KINDS = ("finetune", "pretrain", "inference", "batch")
+TRAINING_KINDS = ("finetune", "pretrain")
+TRAINING_METHODS = ("full", "lora", "qlora")
+SERVING_METHODS = ("fp16", "int8", "int4")
+TIERS = ("monthly", "on_demand", "idle", "spot")
+HOURLY_TIERS = ("on_demand", "idle", "spot")
+DEFAULT_TIER = {"inference": "monthly", "batch": "idle", "finetune": "on_demand", "pretrain": "on_demand"}
+SUITED_TIERS = {"inference": ("monthly", "on_demand")}
+GPU_CLASSES = ("consumer", "workstation", "datacenter")
+INTERCONNECTS = ("nvlink", "pcie")
+EXTRA_CATEGORIES = ("storage", "egress", "images", "platform", "other")
+GPU_CHOICES = ("cheapest", "balanced")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One input column: its type, unit, default, allowed values and help text."""
+
+    name: str
+    type: str  # text | number | count | percent | month | choice | date
+    unit: str = ""
+    required: bool = False
+    default: object = None
+    choices: tuple[str, ...] = ()
+    help: str = ""
+    example: str = ""
+    positive: bool = False  # must be > 0 when given
+    scale: float = 1  # a typed number is divided by this: 7B in billions of parameters is 7
+
+    def describe(self) -> str:
+        """The help text with unit and default, as shown in header notes and the README."""
+        parts = [self.help]
+        if self.unit:
+            parts.append(f"Unit: {self.unit}.")
+        if self.choices:
+            parts.append("One of: " + ", ".join(self.choices) + ".")
+        if self.default is not None:
+            parts.append(f"Default: {self.default}.")
+        return " ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the Settings sheet, written to Assumptions as a workbook-scoped name."""
+
+    key: str
+    type: str  # number | percent | count | text | month | choice
+    default: object
+    name: str  # Excel defined name on Assumptions
+    help: str
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+    structural: bool = False  # shapes the workbook; change it in the input and rebuild
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+S = Setting
+SETTINGS: tuple[Setting, ...] = (
+    S("currency", "text", "CNY", "Currency", "ISO code of the plan's currency, shown in number formats",
+      structural=True),
+    S("catalog_fx", "number", None, "CatalogFx",
+      "plan currency per 1 CNY, converts the built-in catalog's CNY prices in a non-CNY plan",
+      unit="plan currency per CNY", structural=True, minimum=0),
+    S("period_start", "month", None, "PeriodStart", "first plan month (YYYY-MM); default: the month after the build date",
+      structural=True),
+    S("period_months", "count", 3, "PeriodMonths", "months in the plan", unit="months", structural=True,
+      minimum=1, maximum=120),
+    S("hours_per_month", "number", 730, "HoursPerMonth", "billing hours in a month", unit="h",
+      minimum=1, maximum=744),
+    S("mfu", "percent", 0.40, "MfuRate", "model FLOPs utilisation: achieved share of the GPU's dense peak",
+      minimum=0.001, maximum=1),
+    S("flops_per_token", "number", 6, "FlopsPerToken",
+      "training FLOPs per parameter per token (2 forward + 4 backward)", unit="FLOP/param/token", minimum=0.001),
+    S("run_overhead", "percent", 0.30, "RunOverhead",
+      "extra wall time of a run for data loading, checkpoints, restarts", minimum=0),
+    S("debug_overhead", "percent", 0.30, "DebugOverhead",
+      "extra GPU time on debugging and trial runs, as a share of a run", minimum=0),
+    S("setup_hours", "number", 0.5, "SetupHours",
+      "hours a card is billed per run before work starts (image, downloads, tokenisation)", unit="h", minimum=0),
+    S("usable_vram", "percent", 0.90, "UsableVram",
+      "share of a card's memory a job can use (CUDA context, fragmentation)", minimum=0.01, maximum=1),
+    S("activation_gb_per_b", "number", 0.6, "ActivationGbPerB",
+      "training activation memory allowance per billion parameters", unit="GB per B params", minimum=0),
+    S("lora_trainable", "percent", 0.01, "LoraTrainable", "share of parameters trained by LoRA/QLoRA",
+      minimum=0, maximum=1),
+    S("inference_overhead", "percent", 0.30, "InferenceOverhead",
+      "inference memory on top of weights (runtime, activations, small KV cache)", minimum=0),
+    S("decode_efficiency", "percent", 0.35, "DecodeEfficiency",
+      "achieved share of memory bandwidth while decoding", minimum=0.001, maximum=1),
+    S("peak_factor", "number", 1.0, "PeakFactor", "multiplies inference demand for peaks", unit="x",
+      minimum=0.001),
+    S("spot_overhead", "percent", 0.15, "SpotOverhead",
+      "extra GPU-hours on spot for interruptions and reruns", minimum=0),
+    S("hidden_cost_buffer", "percent", 0.25, "BufferRate",
+      "reserve for storage, egress, images, platform fees, unrefundable balance (guidance 0.20-0.30)",
+      minimum=0),
+    S("gpu_choice", "choice", "cheapest", "GpuChoice",
+      "how the engine picks a GPU when a task names none", choices=GPU_CHOICES, structural=True),
+    S("max_cards", "count", 8, "MaxCards", "largest card count the engine proposes for one task",
+      unit="cards", structural=True, minimum=1, maximum=4096),
+    S("low_util_threshold", "percent", 0.20, "LowUtilThreshold",
+      "monthly average utilisation under which a resource is flagged for downsizing", minimum=0, maximum=1),
+    S("oom_threshold", "number", 3, "OomThreshold", "OOM events a month from which a resource is flagged",
+      unit="events", minimum=0),
+    S("variance_tolerance", "percent", 0.10, "VarianceTolerance",
+      "bill over plan by more than this share is flagged", minimum=0),
+    S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh", "electricity price for owned machines",
+      unit="currency/kWh", minimum=0),
+    S("depreciation_years", "number", 3, "DepreciationYears", "write-off period of an owned machine",
+      unit="years", minimum=0.1),
+    S("upkeep_per_year", "number", 2000, "UpkeepPerYear",
+      "cooling, disks, repairs per owned machine", unit="currency/year", minimum=0),
+    S("tier_cap_monthly", "number", None, "TierCapMonthly", "optional monthly budget cap for the monthly tier",
+      unit="currency/month", minimum=0),
+    S("tier_cap_on_demand", "number", None, "TierCapOnDemand", "optional monthly budget cap for on-demand",
+      unit="currency/month", minimum=0),
+    S("tier_cap_idle", "number", None, "TierCapIdle", "optional monthly budget cap for idle capacity",
+      unit="currency/month", minimum=0),
+    S("tier_cap_spot", "number", None, "TierCapSpot", "optional monthly budget cap for spot",
+      unit="currency/month", minimum=0),
+)
+SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
+
+# Fixed conversion factors and byte counts: named cells on Assumptions, never constants in formulas.
+CONSTANTS: tuple[tuple[str, float, str], ...] = (
+    ("BytesFp16", 2, "bytes per parameter of fp16/bf16 weights"),
+    ("BytesInt8", 1, "bytes per parameter of int8 weights"),
+    ("BytesInt4", 0.5, "bytes per parameter of int4 (QLoRA 4-bit) weights"),
+    ("BytesFullTraining", 16, "bytes per parameter of mixed-precision AdamW training state"),
+    ("BytesTrainableState", 16, "bytes per trained LoRA parameter (weights, gradients, Adam state)"),
+    ("InferenceFlopsPerToken", 2, "FLOPs per parameter per generated token"),
+    ("Billion", 1e9, "parameters per billion"),
+    ("Tera", 1e12, "FLOP/s per TFLOP/s"),
+    ("SecondsPerHour", 3600, "seconds in an hour"),
+    ("SecondsPerDay", 86400, "seconds in a day"),
+    ("HoursPerDay", 24, "hours in a day"),
+    ("DaysPerYear", 365, "days in a year"),
+    ("WattsPerKw", 1000, "watts per kilowatt"),
+)
+CONSTANT_VALUES = {name: value for name, value, _ in CONSTANTS}
+
+C = Column
+GPU_COLUMNS: tuple[Column, ...] = (
+    C("gpu", "text", required=True, help="GPU name, the key tasks refer to", example="RTX 4090"),
+    C("class", "choice", choices=GPU_CLASSES, default="datacenter",
+      help="consumer cards are warned against for long continuous training"),
+    C("vram_gb", "number", "GB", required=True, positive=True, help="memory per card"),
+    C("bandwidth_gbs", "number", "GB/s", required=True, positive=True, help="memory bandwidth"),
+    C("tflops", "number", "TFLOP/s", required=True, positive=True,
+      help="dense BF16/FP16 tensor peak with FP32 accumulate (never the sparse figure)"),
+    C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
+    C("scaling", "percent", default=0.5, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
+    C("on_demand_per_hour", "number", "currency/card-hour", help="on-demand price; blank: not offered"),
+    C("monthly_per_card", "number", "currency/card-month", help="reserved/monthly rent; blank: not offered"),
+    C("idle_per_hour", "number", "currency/card-hour", help="off-peak / idle-capacity price; blank: not offered"),
+    C("spot_per_hour", "number", "currency/card-hour", help="interruptible price; blank: not offered"),
+    C("purchase_price", "number", "currency", help="all-in price of an owned machine per card; blank: not for sale"),
+    C("power_w", "number", "W", help="wall power of an owned machine per card under load"),
+    C("source", "text", help="where the prices came from"),
+    C("as_of", "text", help="date of the prices"),
+)
+PRICE_COLUMN = {"monthly": "monthly_per_card", "on_demand": "on_demand_per_hour",
+                "idle": "idle_per_hour", "spot": "spot_per_hour"}
+
+TASK_COLUMNS: tuple[Column, ...] = (
+    C("task_id", "text", required=True, help="unique key", example="T01"),
+    C("task", "text", help="description"),
+    C("kind", "choice", required=True, choices=KINDS,
+      help="finetune, pretrain, inference (online serving) or batch (offline batch inference)"),
+    C("model_params_b", "number", "billions of parameters", required=True, positive=True,
+      help="model size, e.g. 7 or 7B", example="7", scale=1e9),
+    C("method", "choice", choices=TRAINING_METHODS + SERVING_METHODS,
+      help="training: full (default), lora, qlora; serving: fp16 (default), int8, int4"),
+    C("train_tokens", "number", "tokens per epoch", positive=True, help="required for training, e.g. 5M"),
+    C("epochs", "number", "epochs", default=1, positive=True, help="passes over the training tokens"),
+    C("runs_per_month", "number", "runs/month", default=1, positive=True,
+      help="training or batch runs per active month; 0.5: one run spread over two months"),
+    C("requests_per_day", "number", "requests/day", positive=True, help="required for inference"),
+    C("batch_requests", "number", "requests/run", positive=True, help="required for batch"),
+    C("tokens_per_request", "number", "tokens", positive=True, help="generated tokens per request (serving)"),
+    C("serving_hours_per_day", "number", "h/day", default=24, positive=True,
+      help="hours a day the service is up and the traffic falls in"),
+    C("tokens_per_sec", "number", "tokens/s", positive=True,
+      help="measured tokens/s of one replica; blank: estimated from bandwidth and compute"),
+    C("concurrency", "number", "sequences", default=1, positive=True,
+      help="concurrent sequences per replica for the estimate"),
+    C("kv_cache_gb", "number", "GB", default=0, help="extra serving memory for long contexts / many sessions"),
+    C("gpu", "text", help="a catalog GPU name; blank: the engine chooses"),
+    C("cards", "count", "cards", positive=True, help="cards per run/replica; blank: the fewest that fit"),
+    C("tier", "choice", choices=TIERS,
+      help="price tier; default: inference monthly, batch idle, training on_demand"),
+    C("mfu", "percent", help="overrides the mfu setting for this task"),
+    C("start_month", "month", "YYYY-MM", help="first active month; blank: plan start"),
+    C("end_month", "month", "YYYY-MM", help="last active month; blank: plan end"),
+    C("cost_center", "text", default="unassigned", help="for grouping in the summary"),
+)
+
+EXTRA_COLUMNS: tuple[Column, ...] = (
+    C("item", "text", required=True, help="what the cost is", example="Object storage"),
+    C("category", "choice", choices=EXTRA_CATEGORIES, default="other", help="kind of non-GPU cost"),
+    C("monthly_cost", "number", "currency/month", required=True, help="cost per active month"),
+    C("start_month", "month", "YYYY-MM", help="first month; blank: plan start"),
+    C("end_month", "month", "YYYY-MM", help="last month; blank: plan end"),
+)
+
+SETTINGS_COLUMNS: tuple[Column, ...] = (
+    C("setting", "text", required=True, help="setting name (see README)"),
+    C("value", "text", help="its value; blank: the default"),
+    C("note", "text", help="free text"),
+)
+
+SHEETS: dict[str, tuple[Column, ...]] = {
+    "Settings": SETTINGS_COLUMNS,
+    "GPUs": GPU_COLUMNS,
+    "Tasks": TASK_COLUMNS,
+    "Extras": EXTRA_COLUMNS,
+}
+REQUIRED_SHEETS = ("Tasks",)
+
+
+def normalise_header(text: object) -> str:
+    """Header matching ignores case, spaces and underscores."""
+    return "".join(ch for ch in str(text).lower() if ch not in " _\t\n-") if text is not None else ""

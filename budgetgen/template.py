@@ -1,0 +1,70 @@
+"""`budgetgen init`: a fillable input workbook generated from the schema (headers, notes, dropdowns)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xlsxwriter
+
+from .catalog import builtin_records
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+
+EXAMPLE_TASKS = (
+    {"task_id": "T01", "task": "Support-bot QLoRA fine-tune", "kind": "finetune", "model_params_b": "7B",
+     "method": "qlora", "train_tokens": "5M", "epochs": 3, "runs_per_month": 2, "tier": "idle",
+     "cost_center": "knowledge-base"},
+    {"task_id": "T02", "task": "Domain pretraining", "kind": "pretrain", "model_params_b": "1.3B",
+     "method": "full", "train_tokens": "20B", "runs_per_month": 0.5, "cost_center": "research"},
+    {"task_id": "T03", "task": "Knowledge-base chat service", "kind": "inference", "model_params_b": "7B",
+     "method": "int4", "requests_per_day": 10000, "tokens_per_request": 500, "serving_hours_per_day": 8,
+     "tokens_per_sec": 100, "gpu": "RTX 4090", "tier": "monthly", "cost_center": "knowledge-base"},
+    {"task_id": "T04", "task": "Nightly document summaries", "kind": "batch", "model_params_b": "13B",
+     "method": "int8", "batch_requests": 200000, "tokens_per_request": 300, "runs_per_month": 30,
+     "cost_center": "knowledge-base"},
+)
+EXAMPLE_EXTRAS = (
+    {"item": "Object storage for checkpoints", "category": "storage", "monthly_cost": 400},
+    {"item": "Egress to users", "category": "egress", "monthly_cost": 600},
+)
+
+
+def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt) -> None:
+    for col, column in enumerate(columns):
+        ws.write_string(0, col, column.name, fmt["header"])
+        ws.write_comment(0, col, column.describe() + (" Required." if column.required else ""),
+                         {"x_scale": 2, "y_scale": 1.5})
+        ws.set_column(col, col, max(12, len(column.name) + 2))
+        if column.choices:
+            ws.data_validation(1, col, 1000, col, {"validate": "list", "source": list(column.choices),
+                                                   "error_type": "warning"})
+    for r, row in enumerate(rows, start=1):
+        for col, column in enumerate(columns):
+            value = row.get(column.name)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                ws.write_string(r, col, value, fmt["input"])
+            else:
+                ws.write_number(r, col, value, fmt["input"])
+    ws.freeze_panes(1, 1)
+
+
+def write_template(path: Path) -> Path:
+    """Write a blank input workbook with every sheet, header notes, dropdowns and example rows."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False})
+    fmt = {"header": wb.add_format({"bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF"}),
+           "input": wb.add_format({"font_color": "#0000FF", "bg_color": "#FFF2CC"})}
+    settings_rows = [{"setting": s.key, "value": s.default, "note": s.help + (f" ({s.unit})" if s.unit else "")}
+                     for s in SETTINGS]
+    settings_columns = (Column("setting", "text", help="setting name"),
+                        Column("value", "text", help="its value; blank: the default"),
+                        Column("note", "text", help="what it means"))
+    _write_table(wb, wb.add_worksheet("Settings"), settings_columns, settings_rows, fmt)
+    _write_table(wb, wb.add_worksheet("Tasks"), TASK_COLUMNS, EXAMPLE_TASKS, fmt)
+    _write_table(wb, wb.add_worksheet("GPUs"), GPU_COLUMNS, builtin_records(), fmt)
+    _write_table(wb, wb.add_worksheet("Extras"), EXTRA_COLUMNS, EXAMPLE_EXTRAS, fmt)
+    wb.get_worksheet_by_name("Settings").set_column(2, 2, 90)
+    wb.close()
+    return path

@@ -1,0 +1,583 @@
+"""Plan to budget workbook: every derived number a live formula with the engine's value cached."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import xlsxwriter
+from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
+
+from .columns import CALCS, TIER_PRICE_NAMES
+from .engine import Plan
+from .errors import OutputError
+from .schema import CONSTANTS, GPU_COLUMNS, KINDS, SETTINGS, TASK_COLUMNS, TIERS
+
+CHECK_TOLERANCE = 1e-9
+CURRENCY_SYMBOL = {"CNY": "¥", "USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "KRW": "₩"}
+GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
+             "tflops": "GpuTflops", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
+             "on_demand_per_hour": TIER_PRICE_NAMES["on_demand"], "monthly_per_card": TIER_PRICE_NAMES["monthly"],
+             "idle_per_hour": TIER_PRICE_NAMES["idle"], "spot_per_hour": TIER_PRICE_NAMES["spot"],
+             "purchase_price": "GpuPurchase", "power_w": "GpuPowerW"}
+# Tasks columns other sheets refer to by name.
+TASK_NAMES = {"task_id": "TaskId", "kind": "TaskKind", "tier": "TaskTier", "gpu": "TaskGpu",
+              "cost_center": "TaskCostCenter", "start_index": "TaskStart", "end_index": "TaskEnd",
+              "cards_held": "TaskCardsHeld", "cards_billed": "TaskCardsBilled",
+              "gpu_hours_per_month": "TaskGpuHours", "monthly_cost": "TaskMonthlyCost",
+              "period_cost": "TaskPeriodCost", "active_months": "TaskActiveMonths"}
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\.([a-z_]+))?\}")
+
+
+def camel(key: str) -> str:
+    return "".join(part.capitalize() for part in key.split("_"))
+
+
+class Formats:
+    """Cell formats, created once per workbook and reused."""
+
+    def __init__(self, wb, currency: str):
+        symbol = CURRENCY_SYMBOL.get(currency)
+        money = f'"{symbol}"#,##0' if symbol else f'#,##0 "{currency}"'
+        price = f'"{symbol}"#,##0.00' if symbol else f'#,##0.00 "{currency}"'
+        base = {"font_name": "Calibri", "font_size": 10}
+        self._wb = wb
+        self._cache: dict[tuple, object] = {}
+        self.base = base
+        self.num = {"number": "#,##0.00", "int": "#,##0", "money": money, "price": price, "percent": "0.0%",
+                    "sci": "0.00E+00", "text": "@", "general": "General", "flag": "General"}
+        self.header = wb.add_format({**base, "bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF",
+                                     "text_wrap": True, "valign": "top", "border": 1})
+        self.title = wb.add_format({**base, "bold": True, "font_size": 14})
+        self.bold = wb.add_format({**base, "bold": True})
+        self.note = wb.add_format({**base, "italic": True, "font_color": "#595959"})
+        self.warn = wb.add_format({**base, "font_color": "#9C5700", "bg_color": "#FFEB9C"})
+
+    def get(self, role: str, fmt: str = "general"):
+        """role: input (blue on light yellow), calc (black), link (green), total (bold calc)."""
+        key = (role, fmt)
+        if key not in self._cache:
+            props = {**self.base, "num_format": self.num.get(fmt, fmt)}
+            if role == "input":
+                props.update(font_color="#0000FF", bg_color="#FFF2CC")
+            elif role == "link":
+                props.update(font_color="#00803C")
+            elif role == "total":
+                props.update(bold=True, top=1)
+            self._cache[key] = self._wb.add_format(props)
+        return self._cache[key]
+
+
+def cached(value):
+    """A Python result as a formula's cached value: None is the sheet's empty string."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "#NUM!"
+    return value
+
+
+@dataclass
+class Layout:
+    """Where the task tables put each column (letters) and their first and last data rows."""
+
+    columns: dict[str, int]
+    first: int
+    last: int
+
+    def ref(self, key: str, row: int, absolute_col: bool = True) -> str:
+        return xl_rowcol_to_cell(row, self.columns[key], col_abs=absolute_col)
+
+    def span(self, key: str, sheet: str = "") -> str:
+        col = xl_col_to_name(self.columns[key])
+        prefix = f"{sheet}!" if sheet else ""
+        return f"{prefix}${col}${self.first + 1}:${col}${max(self.last, self.first) + 1}"
+
+
+def render(template: str, layout: Layout, row: int) -> str:
+    """A column's formula for one row: {col} to the row's cell, {gpu.field} to a GPUs lookup."""
+    def sub(match: re.Match) -> str:
+        name, field = match.groups()
+        if name == "gpu" and field:
+            return f"INDEX({GPU_NAMES[field]},MATCH({layout.ref('gpu', row)},GpuName,0))"
+        return layout.ref(name, row)
+    return _PLACEHOLDER.sub(sub, template)
+
+
+class BudgetWriter:
+    """Writes one Plan into one workbook; one method per sheet."""
+
+    def __init__(self, plan: Plan, path: Path):
+        self.plan = plan
+        self.s = plan.inputs.settings
+        self.months = plan.months
+        self.wb = xlsxwriter.Workbook(str(path), {"use_future_functions": True, "strings_to_formulas": False,
+                                                   "strings_to_urls": False, "strings_to_numbers": False})
+        self.wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen"})
+        self.f = Formats(self.wb, self.s.currency)
+        self.sheets = {name: self.wb.add_worksheet(name) for name in (
+            "Summary", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent",
+            "Extras", "Checks")}
+        n = len(plan.tasks)
+        self.task_layout = Layout({}, 1, n)
+
+    # ------------------------------------------------------------ helpers
+    def name_range(self, name: str, sheet: str, first_row: int, last_row: int, col: int) -> None:
+        c = xl_col_to_name(col)
+        self.wb.define_name(name, f"='{sheet}'!${c}${first_row + 1}:${c}${max(last_row, first_row) + 1}")
+
+    def header(self, ws, row: int, headers: list[str], widths: list[float] | None = None) -> None:
+        for col, text in enumerate(headers):
+            ws.write_string(row, col, text, self.f.header)
+            if widths:
+                ws.set_column(col, col, widths[col])
+
+    def write_value(self, ws, row: int, col: int, value, role: str, fmt: str) -> None:
+        fmt_obj = self.f.get(role, fmt)
+        if value is None or value == "":
+            ws.write_blank(row, col, None, fmt_obj)
+        elif isinstance(value, str):
+            ws.write_string(row, col, value, fmt_obj)
+        elif isinstance(value, bool):
+            ws.write_boolean(row, col, value, fmt_obj)
+        else:
+            ws.write_number(row, col, value, fmt_obj)
+
+    def formula(self, ws, row: int, col: int, formula: str, value, fmt: str = "number", role: str = "calc"):
+        ws.write_formula(row, col, formula, self.f.get(role, fmt), cached(value))
+
+    # ------------------------------------------------------------ Assumptions
+    def write_assumptions(self) -> None:
+        ws = self.sheets["Assumptions"]
+        self.header(ws, 0, ["setting", "value", "unit", "meaning", "name"], [24, 16, 22, 80, 22])
+        row = 1
+        for setting in SETTINGS:
+            if setting.key.startswith("tier_cap_"):
+                continue
+            value = getattr(self.s, setting.key)
+            fmt = "percent" if setting.type == "percent" else "general"
+            ws.write_string(row, 0, setting.key)
+            self.write_value(ws, row, 1, value, "input", fmt)
+            ws.write_string(row, 2, setting.unit)
+            note = " (structure: change it in the input workbook and rebuild)" if setting.structural else ""
+            ws.write_string(row, 3, setting.help + note)
+            ws.write_string(row, 4, setting.name)
+            self.wb.define_name(setting.name, f"=Assumptions!$B${row + 1}")
+            row += 1
+        ws.write_string(row, 0, "days_per_month")
+        self.formula(ws, row, 1, "=HoursPerMonth/HoursPerDay", self.s.hours_per_month / 24)
+        ws.write_string(row, 2, "days")
+        ws.write_string(row, 3, "billing days in a month = hours_per_month / 24")
+        ws.write_string(row, 4, "DaysPerMonth")
+        self.wb.define_name("DaysPerMonth", f"=Assumptions!$B${row + 1}")
+        row += 2
+        self.header(ws, row, ["constant", "value", "", "meaning", "name"])
+        row += 1
+        for name, value, meaning in CONSTANTS + (("CheckTolerance", CHECK_TOLERANCE, "relative tolerance of Checks"),):
+            ws.write_string(row, 0, name)
+            self.write_value(ws, row, 1, value, "input", "General")
+            ws.write_string(row, 3, meaning)
+            ws.write_string(row, 4, name)
+            self.wb.define_name(name, f"=Assumptions!$B${row + 1}")
+            row += 1
+        row += 1
+        self.header(ws, row, ["tier", "cap a month", "unit", "meaning", "name"])
+        first = row + 1
+        for i, tier in enumerate(TIERS):
+            r = first + i
+            ws.write_string(r, 0, tier, self.f.get("input", "text"))
+            self.write_value(ws, r, 1, getattr(self.s, f"tier_cap_{tier}"), "input", "money")
+            ws.write_string(r, 2, "currency/month")
+            ws.write_string(r, 3, f"optional budget cap for the {tier} tier (blank: none)")
+            ws.write_string(r, 4, f"TierCap{camel(tier)}")
+            self.wb.define_name(f"TierCap{camel(tier)}", f"=Assumptions!$B${r + 1}")
+        self.name_range("TierList", "Assumptions", first, first + len(TIERS) - 1, 0)
+        self.name_range("TierCaps", "Assumptions", first, first + len(TIERS) - 1, 1)
+        row = first + len(TIERS) + 1
+        self.header(ws, row, ["plan month", "#", "", "", ""])
+        for i, month in enumerate(self.months):
+            ws.write_string(row + 1 + i, 0, month, self.f.get("input", "text"))
+            ws.write_number(row + 1 + i, 1, i + 1)
+        self.name_range("PlanMonths", "Assumptions", row + 1, row + len(self.months), 0)
+        ws.freeze_panes(1, 0)
+
+    # ------------------------------------------------------------ GPUs
+    def write_gpus(self) -> None:
+        ws = self.sheets["GPUs"]
+        gpus = self.plan.inputs.gpus
+        cols = [c.name for c in GPU_COLUMNS]
+        self.header(ws, 0, [f"{c.name} ({c.unit})" if c.unit else c.name for c in GPU_COLUMNS],
+                    [14, 12, 10, 12, 10, 12, 9, 14, 14, 12, 12, 14, 9, 60, 10])
+        fmt = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_card": "money",
+               "idle_per_hour": "price", "spot_per_hour": "price", "purchase_price": "money"}
+        for i, g in enumerate(gpus, start=1):
+            values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
+                      "tflops": g.tflops, "interconnect": g.interconnect, "scaling": g.scaling,
+                      "on_demand_per_hour": g.prices["on_demand"], "monthly_per_card": g.prices["monthly"],
+                      "idle_per_hour": g.prices["idle"], "spot_per_hour": g.prices["spot"],
+                      "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source,
+                      "as_of": g.as_of}
+            for col, key in enumerate(cols):
+                self.write_value(ws, i, col, values[key], "input", fmt.get(key, "general"))
+        for col, key in enumerate(cols):
+            if key in GPU_NAMES:
+                self.name_range(GPU_NAMES[key], "GPUs", 1, len(gpus), col)
+        ws.freeze_panes(1, 1)
+        ws.autofilter(0, 0, len(gpus), len(cols) - 1)
+
+    # ------------------------------------------------------------ Tasks and Candidates
+    def _table_columns(self, lead: list[str]) -> dict[str, int]:
+        keys = lead + [c.name for c in TASK_COLUMNS if c.name not in lead] + [c.key for c in CALCS]
+        return {k: i for i, k in enumerate(keys)}
+
+    def _write_task_table(self, ws, layout: Layout, rows: list[dict], links: list[int] | None,
+                          lead_values: list[dict]) -> None:
+        """Inputs (values, or links to Tasks when `links` gives each row's Tasks row), then formulas."""
+        input_fmt = {c.name: ("percent" if c.type == "percent" else "text" if c.type in ("text", "choice", "month")
+                              else "general") for c in TASK_COLUMNS}
+        for i, row in enumerate(rows):
+            r = layout.first + i
+            for key, value in lead_values[i].items():
+                self.write_value(ws, r, layout.columns[key], value, "input" if links is None else "calc", "text")
+            for column in TASK_COLUMNS:
+                col = layout.columns[column.name]
+                if column.name in lead_values[i]:
+                    continue
+                fmt = input_fmt[column.name]
+                if links is not None and column.name not in ("gpu", "cards"):
+                    src = self.task_layout.ref(column.name, links[i])
+                    value = row.get(column.name)
+                    self.formula(ws, r, col, f'=IF(Tasks!{src}="","",Tasks!{src})', value, fmt, "link")
+                else:
+                    self.write_value(ws, r, col, row.get(column.name), "input", fmt)
+            for calc in CALCS:
+                self.formula(ws, r, layout.columns[calc.key], render(calc.excel, layout, r), row[calc.key],
+                             calc.fmt)
+
+    def _task_headers(self, layout: Layout, ws, labels: dict[str, str]) -> None:
+        units = {c.name: c.unit for c in TASK_COLUMNS}
+        units.update({c.key: c.unit for c in CALCS})
+        titles = {c.key: c.header for c in CALCS}
+        for key, col in layout.columns.items():
+            title = labels.get(key) or titles.get(key, key)
+            unit = units.get(key, "").replace("currency", self.s.currency)
+            ws.write_string(0, col, f"{title} ({unit})" if unit else title, self.f.header)
+            ws.set_column(col, col, 14 if key not in ("task", "tier_advice") else 28)
+        ws.set_row(0, 45)
+
+    def write_tasks(self) -> None:
+        ws = self.sheets["Tasks"]
+        layout = Layout(self._table_columns(["task_id"]), 1, len(self.plan.tasks))
+        self.task_layout = layout
+        rows = []
+        for tp in self.plan.tasks:
+            rows.append({**tp.task.values, **tp.row})
+        self._task_headers(layout, ws, {"gpu": "gpu (chosen)"})
+        self._write_task_table(ws, layout, rows, None, [{"task_id": r["task_id"]} for r in rows])
+        extra_col = len(layout.columns)
+        for j, header in enumerate(self.plan.inputs.extra_headers):
+            ws.write_string(0, extra_col + j, header, self.f.header)
+            for i, tp in enumerate(self.plan.tasks):
+                value = tp.task.extra.get(header)
+                self.write_value(ws, layout.first + i, extra_col + j, value if not hasattr(value, "isoformat")
+                                 else value.isoformat(), "input", "general")
+        for key, name in TASK_NAMES.items():
+            self.name_range(name, "Tasks", layout.first, layout.last, layout.columns[key])
+        ws.freeze_panes(1, 1)
+        ws.autofilter(0, 0, layout.last, extra_col + len(self.plan.inputs.extra_headers) - 1)
+
+    def write_candidates(self) -> None:
+        ws = self.sheets["Candidates"]
+        lead = ["task_id", "gpu", "chosen", "excluded"]
+        rows, links, leads = [], [], []
+        for i, tp in enumerate(self.plan.tasks):
+            for c in tp.candidates:
+                rows.append({**tp.task.values, **c.row, "cards": c.row["cards"]})
+                links.append(self.task_layout.first + i)
+                leads.append({"task_id": tp.task.task_id, "chosen": "chosen" if c.chosen else "",
+                              "excluded": c.excluded})
+        layout = Layout(self._table_columns(lead), 1, len(rows))
+        self._task_headers(layout, ws, {"excluded": "excluded because"})
+        self._write_task_table(ws, layout, rows, links, leads)
+        ws.set_column(layout.columns["excluded"], layout.columns["excluded"], 40)
+        ws.freeze_panes(1, 2)
+        ws.autofilter(0, 0, len(rows), len(layout.columns) - 1)
+
+    # ------------------------------------------------------------ Monthly and Extras matrices
+    def _month_header(self, ws, first_col: int) -> None:
+        for j, month in enumerate(self.months):
+            ws.write_string(0, first_col + j, month, self.f.header)
+            ws.write_number(1, first_col + j, j + 1, self.f.get("input", "int"))
+            ws.set_column(first_col + j, first_col + j, 13)
+        ws.write_string(1, 0, "month #", self.f.note)
+
+    def write_monthly(self) -> None:
+        ws = self.sheets["Monthly"]
+        t = self.task_layout
+        links = ["task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost"]
+        self.header(ws, 0, links, [10, 28, 10, 10, 12, 14, 14])
+        first_month = len(links)
+        self._month_header(ws, first_month)
+        for i, tp in enumerate(self.plan.tasks):
+            r, src = 2 + i, t.first + i
+            values = {**tp.task.values, **tp.row}
+            for col, key in enumerate(links):
+                fmt = "money" if key == "monthly_cost" else "text"
+                ref = t.ref(key, src)
+                self.formula(ws, r, col, f'=IF(Tasks!{ref}="","",Tasks!{ref})', values.get(key), fmt, "link")
+            for j in range(len(self.months)):
+                k = xl_rowcol_to_cell(1, first_month + j, row_abs=True)
+                formula = (f"=IF(AND({k}>=Tasks!{t.ref('start_index', src)},{k}<=Tasks!{t.ref('end_index', src)}),"
+                           f"Tasks!{t.ref('monthly_cost', src)},0)")
+                self.formula(ws, r, first_month + j, formula, tp.cost_in(j + 1), "money")
+        ws.freeze_panes(2, 2)
+        ws.autofilter(0, 0, 1 + len(self.plan.tasks), first_month + len(self.months) - 1)
+        self.monthly_first_col = first_month
+
+    def write_extras(self) -> None:
+        ws = self.sheets["Extras"]
+        cols = ["item", "category", "monthly_cost", "start_month", "end_month", "start #", "end #"]
+        self.header(ws, 0, cols, [28, 12, 14, 12, 12, 8, 8])
+        first_month = len(cols)
+        self._month_header(ws, first_month)
+        extras = self.plan.inputs.extras
+        months = list(self.months)
+        for i, e in enumerate(extras):
+            r = 2 + i
+            self.write_value(ws, r, 0, e.item, "input", "text")
+            self.write_value(ws, r, 1, e.category, "input", "text")
+            self.write_value(ws, r, 2, e.monthly_cost, "input", "money")
+            self.write_value(ws, r, 3, e.start_month, "input", "text")
+            self.write_value(ws, r, 4, e.end_month, "input", "text")
+            self.formula(ws, r, 5, f"=MATCH(D{r + 1},PlanMonths,0)", months.index(e.start_month) + 1, "int")
+            self.formula(ws, r, 6, f"=MATCH(E{r + 1},PlanMonths,0)", months.index(e.end_month) + 1, "int")
+            for j, month in enumerate(months):
+                k = xl_rowcol_to_cell(1, first_month + j, row_abs=True)
+                self.formula(ws, r, first_month + j, f"=IF(AND({k}>=$F{r + 1},{k}<=$G{r + 1}),$C{r + 1},0)",
+                             self.plan.extras_by_month[month][i], "money")
+        ws.freeze_panes(2, 1)
+        self.extras_last_row = 1 + max(1, len(extras))
+
+    # ------------------------------------------------------------ Tiers
+    def write_tiers(self) -> None:
+        ws = self.sheets["Tiers"]
+        self.header(ws, 0, ["tier", "month", "month #", "cards billed", "GPU-hours", f"cost ({self.s.currency})",
+                            f"cap ({self.s.currency})", "over cap?"], [12, 10, 8, 12, 12, 14, 14, 10])
+        r = 1
+        for tier in TIERS:
+            tasks = [tp for tp in self.plan.tasks if tp.row["tier"] == tier]
+            cap = getattr(self.s, f"tier_cap_{tier}")
+            for j, month in enumerate(self.months, start=1):
+                active = [tp for tp in tasks if tp.row["start_index"] <= j <= tp.row["end_index"]]
+                ws.write_string(r, 0, tier)
+                ws.write_string(r, 1, month)
+                ws.write_number(r, 2, j)
+                sel = f"(TaskTier=$A{r + 1})*(TaskStart<=$C{r + 1})*(TaskEnd>=$C{r + 1})"
+                self.formula(ws, r, 3, f"=SUMPRODUCT({sel}*TaskCardsBilled)",
+                             sum(tp.row["cards_billed"] for tp in active), "int")
+                self.formula(ws, r, 4, f"=SUMPRODUCT({sel}*TaskGpuHours)",
+                             math.fsum(tp.row["gpu_hours_per_month"] for tp in active), "number")
+                self.formula(ws, r, 5, f"=SUMPRODUCT({sel}*TaskMonthlyCost)", self.plan.tier_totals[tier][month],
+                             "money")
+                self.formula(ws, r, 6, f'=IF(INDEX(TierCaps,MATCH($A{r + 1},TierList,0))="","",'
+                             f"INDEX(TierCaps,MATCH($A{r + 1},TierList,0)))", cap, "money", "link")
+                over = "" if cap is None else ("OVER" if self.plan.tier_totals[tier][month] > cap else "ok")
+                self.formula(ws, r, 7, f'=IF(G{r + 1}="","",IF(F{r + 1}>G{r + 1},"OVER","ok"))', over, "text")
+                r += 1
+        ws.conditional_format(1, 7, r - 1, 7, {"type": "cell", "criteria": "==", "value": '"OVER"',
+                                               "format": self.f.warn})
+        ws.freeze_panes(1, 2)
+        ws.autofilter(0, 0, r - 1, 7)
+
+    # ------------------------------------------------------------ BuyVsRent
+    def write_buy_vs_rent(self) -> None:
+        ws = self.sheets["BuyVsRent"]
+        cur = self.s.currency
+        self.header(ws, 0, ["gpu", f"purchase ({cur}/card)", "power (W)", f"on demand ({cur}/h)",
+                            f"fixed ({cur}/day)", f"energy ({cur}/h)", "break-even (h/day)", "plan use (h/day/card)",
+                            "verdict"], [14, 14, 10, 14, 14, 12, 14, 16, 10])
+        for i, b in enumerate(self.plan.buy_vs_rent, start=1):
+            g = self.plan.inputs.gpu(b.gpu)
+            n = i + 1
+            ws.write_string(i, 0, b.gpu)
+            lookup = "INDEX({},MATCH($A{},GpuName,0))"
+            self.formula(ws, i, 1, "=" + lookup.format("GpuPurchase", n), g.purchase_price, "money", "link")
+            self.formula(ws, i, 2, "=" + lookup.format("GpuPowerW", n), g.power_w or 0, "int", "link")
+            self.formula(ws, i, 3, "=" + lookup.format("GpuOnDemand", n), g.prices["on_demand"] or 0, "price", "link")
+            self.formula(ws, i, 4, f"=B{n}/(DepreciationYears*DaysPerYear)+UpkeepPerYear/DaysPerYear",
+                         b.daily_fixed, "price")
+            self.formula(ws, i, 5, f"=C{n}/WattsPerKw*ElectricityPerKwh", b.energy_per_hour, "price")
+            self.formula(ws, i, 6, f'=IF(D{n}-F{n}>0,E{n}/(D{n}-F{n}),"")', b.break_even_hours_per_day, "number")
+            sel = f"(TaskGpu=$A{n})*TaskActiveMonths"
+            self.formula(ws, i, 7, f"=SUMPRODUCT({sel}*TaskGpuHours)/PeriodMonths/DaysPerMonth/"
+                         f"(SUMPRODUCT({sel}*TaskCardsHeld)/PeriodMonths)", b.plan_hours_per_day, "number")
+            self.formula(ws, i, 8, f'=IF(AND(G{n}<>"",H{n}>G{n}),"buy","rent")', b.verdict, "text")
+        note = len(self.plan.buy_vs_rent) + 2
+        ws.write_string(note, 0, "Buy when each owned card would be used more hours a day than the break-even; "
+                        "owning pays only for steady, long daily use.", self.f.note)
+
+    # ------------------------------------------------------------ Summary
+    def write_summary(self) -> None:
+        ws = self.sheets["Summary"]
+        plan, cur = self.plan, self.s.currency
+        n_tasks = len(plan.tasks)
+        months = list(self.months)
+        ws.set_column(0, 0, 26)
+        ws.set_column(1, 1 + len(months), 15)
+        ws.write_string(0, 0, f"GPU budget {months[0]} to {months[-1]} ({cur})", self.f.title)
+        ws.write_string(2, 0, "Period total", self.f.bold)
+        top = 5 + len(months)  # total row of the month table
+        self.formula(ws, 2, 1, f"=E{top + 1}", plan.period_total, "money", "total")
+        # per-month table
+        self.header(ws, 4, ["month", "GPU", "extras", "hidden-cost buffer", "total"])
+        m0 = self.monthly_first_col
+        for j, month in enumerate(months):
+            r = 5 + j
+            col = xl_col_to_name(m0 + j)
+            ecol = xl_col_to_name(7 + j)
+            t = plan.month_totals[month]
+            ws.write_string(r, 0, month)
+            self.formula(ws, r, 1, f"=SUM(Monthly!{col}3:{col}{max(2, 1 + n_tasks) + 1})", t.gpu, "money")
+            self.formula(ws, r, 2, f"=SUM(Extras!{ecol}3:{ecol}{self.extras_last_row + 1})", t.extras, "money")
+            self.formula(ws, r, 3, f"=B{r + 1}*BufferRate", t.buffer, "money")
+            self.formula(ws, r, 4, f"=B{r + 1}+C{r + 1}+D{r + 1}", t.total, "money")
+        ws.write_string(top, 0, "Total", self.f.bold)
+        totals = [math.fsum(getattr(plan.month_totals[m], k) for m in months) for k in ("gpu", "extras", "buffer")]
+        for c, value in enumerate(totals + [plan.period_total], start=1):
+            col = xl_col_to_name(c)
+            self.formula(ws, top, c, f"=SUM({col}6:{col}{top})", value, "money", "total")
+        self.summary_rows = {"gpu_total": f"Summary!B{top + 1}", "extras_total": f"Summary!C{top + 1}",
+                             "buffer_total": f"Summary!D{top + 1}", "period_total": f"Summary!E{top + 1}"}
+        r = top + 2
+        r = self._summary_by_tier(ws, r, m0, n_tasks)
+        r = self._summary_by_group(ws, r, "kind", "TaskKind", KINDS)
+        centers = list(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
+        r = self._summary_by_group(ws, r, "cost center", "TaskCostCenter", centers)
+        ws.write_string(r, 0, "Warnings", self.f.bold)
+        for i, w in enumerate(plan.warnings or ("none",), start=1):
+            ws.write_string(r + i, 0, w, self.f.warn if plan.warnings else self.f.note)
+        ws.set_landscape()
+        ws.fit_to_pages(1, 0)
+
+    def _summary_by_tier(self, ws, r: int, m0: int, n_tasks: int) -> int:
+        months = list(self.months)
+        self.header(ws, r, ["by tier"] + months + ["period"])
+        last = max(2, 1 + n_tasks) + 1
+        for i, tier in enumerate(TIERS, start=1):
+            row = r + i
+            ws.write_string(row, 0, tier)
+            for j, month in enumerate(months):
+                col = xl_col_to_name(m0 + j)
+                self.formula(ws, row, 1 + j, f"=SUMIFS(Monthly!{col}3:{col}{last},Monthly!$D$3:$D${last},$A{row + 1})",
+                             self.plan.tier_totals[tier][month], "money")
+            end = xl_col_to_name(len(months))
+            self.formula(ws, row, 1 + len(months), f"=SUM(B{row + 1}:{end}{row + 1})",
+                         math.fsum(self.plan.tier_totals[tier].values()), "money", "total")
+        chart = self.wb.add_chart({"type": "column", "subtype": "stacked"})
+        for i in range(1, len(TIERS) + 1):
+            chart.add_series({"name": ["Summary", r + i, 0], "categories": ["Summary", r, 1, r, len(months)],
+                              "values": ["Summary", r + i, 1, r + i, len(months)]})
+        chart.set_title({"name": "Monthly GPU cost by tier"})
+        chart.set_y_axis({"num_format": self.f.num["money"]})
+        ws.insert_chart(1, len(months) + 3, chart, {"x_scale": 1.3, "y_scale": 1.1})
+        self.tier_period_range = f"Summary!{xl_col_to_name(1 + len(months))}{r + 2}:" \
+                                 f"{xl_col_to_name(1 + len(months))}{r + 1 + len(TIERS)}"
+        return r + len(TIERS) + 2
+
+    def _summary_by_group(self, ws, r: int, label: str, name: str, groups) -> int:
+        self.header(ws, r, [f"by {label}", f"period cost ({self.s.currency})"])
+        key = "kind" if name == "TaskKind" else "cost_center"
+        for i, group in enumerate(groups, start=1):
+            ws.write_string(r + i, 0, group)
+            value = math.fsum(tp.row["period_cost"] for tp in self.plan.tasks if tp.task.values[key] == group)
+            self.formula(ws, r + i, 1, f"=SUMIFS(TaskPeriodCost,{name},$A{r + i + 1})", value, "money")
+        setattr(self, f"group_range_{key}", f"Summary!B{r + 2}:B{r + 1 + len(groups)}")
+        return r + len(groups) + 2
+
+    # ------------------------------------------------------------ Checks
+    def write_checks(self) -> None:
+        ws = self.sheets["Checks"]
+        plan = self.plan
+        gpu_total = math.fsum(t.gpu for t in plan.month_totals.values())
+        extras_total = math.fsum(t.extras for t in plan.month_totals.values())
+        m0, n = xl_col_to_name(self.monthly_first_col), len(self.months)
+        m1 = xl_col_to_name(self.monthly_first_col + n - 1)
+        e1 = xl_col_to_name(7 + n - 1)
+        last = max(2, 1 + len(plan.tasks)) + 1
+        checks = [
+            ("task x month matrix = Summary GPU total", f"=SUM(Monthly!{m0}3:{m1}{last})",
+             self.summary_rows["gpu_total"], gpu_total),
+            ("tasks' period cost = Summary GPU total", "=SUM(TaskPeriodCost)", self.summary_rows["gpu_total"],
+             gpu_total),
+            ("by tier = Summary GPU total", f"=SUM({self.tier_period_range})", self.summary_rows["gpu_total"],
+             gpu_total),
+            ("Tiers sheet cost = Summary GPU total", f"=SUM(Tiers!F2:F{1 + len(TIERS) * n})",
+             self.summary_rows["gpu_total"], gpu_total),
+            ("by kind = Summary GPU total", f"=SUM({self.group_range_kind})", self.summary_rows["gpu_total"],
+             gpu_total),
+            ("by cost center = Summary GPU total", f"=SUM({self.group_range_cost_center})",
+             self.summary_rows["gpu_total"], gpu_total),
+            ("extras matrix = Summary extras total", f"=SUM(Extras!H3:{e1}{self.extras_last_row + 1})",
+             self.summary_rows["extras_total"], extras_total),
+            ("GPU + extras + buffer = period total",
+             f"={self.summary_rows['gpu_total']}+{self.summary_rows['extras_total']}+"
+             f"{self.summary_rows['buffer_total']}", self.summary_rows["period_total"], plan.period_total),
+            ("buffer = rate x GPU total", f"={self.summary_rows['gpu_total']}*BufferRate",
+             self.summary_rows["buffer_total"], gpu_total * self.s.hidden_cost_buffer),
+        ]
+        self.write_check_rows(ws, checks)
+
+    def write_check_rows(self, ws, checks: list[tuple[str, str, str, float]]) -> None:
+        self.header(ws, 0, ["check", "computed", "expected", "ties out?"], [44, 16, 16, 10])
+        ws.write_string(1, 0, "ALL CHECKS", self.f.bold)
+        for i, (label, left, right, value) in enumerate(checks, start=2):
+            r = i + 1
+            ws.write_string(i, 0, label)
+            self.formula(ws, i, 1, left, value, "money")
+            self.formula(ws, i, 2, "=" + right.lstrip("="), value, "money", "link")
+            self.formula(ws, i, 3, f"=ABS(B{r}-C{r})<=CheckTolerance*MAX(1,ABS(C{r}))", True, "general")
+        last = len(checks) + 2
+        self.formula(ws, 1, 3, f"=AND(D3:D{last})", True, "general", "total")
+        ws.conditional_format(1, 3, last - 1, 3, {"type": "cell", "criteria": "==", "value": "FALSE",
+                                                  "format": self.f.warn})
+        ws.freeze_panes(2, 0)
+
+    def write(self) -> None:
+        self.write_assumptions()
+        self.write_gpus()
+        self.write_tasks()
+        self.write_candidates()
+        self.write_monthly()
+        self.write_extras()
+        self.write_tiers()
+        self.write_buy_vs_rent()
+        self.write_summary()
+        self.write_checks()
+        for name in ("Summary", "Tasks", "Monthly", "Tiers", "BuyVsRent"):
+            self.sheets[name].set_landscape()
+            self.sheets[name].fit_to_pages(1, 0)
+            self.sheets[name].repeat_rows(0)
+        self.sheets["Summary"].activate()
+        self.wb.close()
+
+
+def write_workbook(plan: Plan, out: Path, writer_class=BudgetWriter) -> Path:
+    """Write the plan to `out` atomically: a temporary file in the same folder, then a rename."""
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}-", suffix=".xlsx", dir=out.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"cannot write to {out.parent}: {exc.strerror or exc}") from None
+    try:
+        writer_class(plan, Path(tmp)).write()
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out

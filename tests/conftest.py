@@ -1,0 +1,131 @@
+"""Shared test helpers: input workbooks from dicts, and recalculation with the `formulas` package."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+import warnings
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "inputs" / "q3.xlsx"
+TODAY = dt.date(2026, 6, 15)  # plans built in tests start 2026-07 unless they say otherwise
+
+
+def make_input(path: Path, tasks: list[dict], settings: dict | None = None, gpus: list[dict] | None = None,
+               extras: list[dict] | None = None, extra_sheets: dict[str, list[list]] | None = None) -> Path:
+    """An input workbook with openpyxl, as a finance user would fill it in."""
+    wb = openpyxl.Workbook()
+    wb.remove(wb.active)
+
+    def table(name: str, rows: list[dict]) -> None:
+        ws = wb.create_sheet(name)
+        headers = list(dict.fromkeys(k for row in rows for k in row))
+        ws.append(headers)
+        for row in rows:
+            ws.append([row.get(h) for h in headers])
+
+    settings = {"period_start": "2026-07", **(settings or {})}
+    table("Settings", [{"setting": k, "value": v} for k, v in settings.items()])
+    table("Tasks", tasks)
+    if gpus:
+        table("GPUs", gpus)
+    if extras:
+        table("Extras", extras)
+    for name, rows in (extra_sheets or {}).items():
+        ws = wb.create_sheet(name)
+        for row in rows:
+            ws.append(row)
+    wb.save(path)
+    return path
+
+
+def _sheet_round(value: float) -> float:
+    return float(f"{value:.15g}")
+
+
+@functools.cache
+def _patched_formulas():
+    """`formulas` with CEILING/ROUNDUP/ROUND rounding to 15 significant digits first, as spreadsheets do."""
+    import formulas
+    from formulas.functions import math as fmath
+    from formulas.functions import wrap_ufunc
+
+    funcs = formulas.get_functions()
+    funcs["CEILING"] = wrap_ufunc(functools.partial(fmath.xceiling, ceil=lambda v: math.ceil(_sheet_round(v))))
+    funcs["ROUNDUP"] = wrap_ufunc(functools.partial(fmath.xround, func=lambda v: math.ceil(_sheet_round(v))))
+    funcs["ROUND"] = wrap_ufunc(functools.partial(fmath.xround, func=lambda v: fmath.round_up(_sheet_round(v))))
+    return formulas
+
+
+def _plain(value):
+    """A `formulas` result cell as a plain Python value (errors as their text)."""
+    import numpy as np
+
+    while hasattr(value, "value"):
+        value = value.value
+    if isinstance(value, np.ndarray):
+        value = value.ravel()[0]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if type(value).__name__ == "XlError":
+        return str(value)
+    return value
+
+
+def recalc_formulas(path: Path, changes: dict[str, object] | None = None) -> dict[tuple[str, str], object]:
+    """Every cell's value after `formulas` recalculates the workbook, optionally after changing input cells.
+
+    Keys are (sheet, A1). `changes` maps "Sheet!A1" to a new input value.
+    """
+    formulas = _patched_formulas()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = formulas.ExcelModel().loads(str(path)).finish()
+        inputs = {}
+        for ref, value in (changes or {}).items():
+            sheet, cell = ref.split("!")
+            inputs[f"'[{path.name}]{sheet.upper()}'!{cell}"] = value
+        solution = model.calculate(inputs=inputs) if inputs else model.calculate()
+    out = {}
+    for key, value in solution.items():
+        if "!" not in key or ":" in key.split("!")[1]:
+            continue
+        book_sheet, cell = key.rsplit("!", 1)
+        sheet = book_sheet.split("]", 1)[1].rstrip("'")
+        out[(sheet.upper(), cell.upper())] = _plain(value)
+    return out
+
+
+def formula_cells(path: Path) -> dict[tuple[str, str], tuple[str, object]]:
+    """(sheet, A1) -> (formula, cached value) for every formula cell."""
+    formulas_wb = openpyxl.load_workbook(path)
+    values_wb = openpyxl.load_workbook(path, data_only=True)
+    out = {}
+    for ws in formulas_wb.worksheets:
+        vs = values_wb[ws.title]
+        for row in ws.iter_rows():
+            for cell in row:
+                if cell.data_type == "f":
+                    out[(ws.title.upper(), cell.coordinate)] = (cell.value, vs[cell.coordinate].value)
+    return out
+
+
+def same(a, b, rel: float = 1e-9) -> bool:
+    """Cell values agree: numbers to `rel`, blanks as empty strings, the rest exactly."""
+    a = "" if a is None else a
+    b = "" if b is None else b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return bool(a) == bool(b) and type(a) is type(b) or a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=rel, abs_tol=1e-9)
+    return a == b
+
+
+@pytest.fixture
+def inputs_dir(tmp_path: Path) -> Path:
+    return tmp_path
