@@ -1,0 +1,67 @@
+"""Writes inputs/q3.xlsx, the sample inventory: `python inputs/make_q3.py`.
+
+The knowledge-base team of the source articles (two RTX 4090 on monthly rent for the chat service,
+QLoRA fine-tunes on idle capacity, A100 80G experiments on demand, storage and egress) plus a 7B full
+fine-tune, a 13B pretraining run, a 70B service and a nightly batch job.
+"""
+
+from pathlib import Path
+
+import openpyxl
+from openpyxl.styles import Font, PatternFill
+
+SETTINGS = [
+    ("currency", "CNY", "plan currency"),
+    ("period_start", "2026-07", "Q3"),
+    ("period_months", 3, ""),
+    ("hidden_cost_buffer", "25%", "storage, egress, images, platform fees, unrefundable balance"),
+    ("gpu_choice", "cheapest", ""),
+]
+TASK_HEADERS = ["task_id", "task", "kind", "model_params_b", "method", "train_tokens", "epochs", "runs_per_month",
+                "requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
+                "tokens_per_sec", "concurrency", "gpu", "cards", "tier", "start_month", "end_month", "cost_center", "owner"]
+TASKS = [
+    ["KB01", "Knowledge-base chat service (7B int4)", "inference", "7B", "int4", None, None, None, 10000, None, 500,
+     8, 100, None, "RTX 4090", None, "monthly", None, None, "knowledge-base", "Li Wei"],
+    ["KB02", "Knowledge-base QLoRA refresh", "finetune", "7B", "qlora", "5M", 3, 2, None, None, None, None, None,
+     None, "RTX 4090", None, "idle", None, None, "knowledge-base", "Li Wei"],
+    ["KB03", "Retrieval experiments (LoRA)", "finetune", "7B", "lora", "180M", 1, 1, None, None, None, None, None,
+     None, "A100 80G", None, "on_demand", None, None, "knowledge-base", "Chen Jing"],
+    ["ML01", "Support model full fine-tune", "finetune", "7B", "full", "200M", 2, 1, None, None, None, None, None,
+     None, None, None, "on_demand", "2026-08", "2026-09", "ml-platform", "Sara Novak"],
+    ["ML02", "13B domain pretraining", "pretrain", "13B", "full", "20B", 1, 0.5, None, None, None, None, None,
+     None, None, None, "spot", "2026-08", None, "research", "Sara Novak"],
+    ["ML03", "70B assistant API", "inference", "70B", "fp16", None, None, None, 50000, None, 400, 24, None,
+     32, None, None, "monthly", None, None, "product", "Omar Haddad"],
+    ["ML04", "Nightly ticket summaries (13B int8)", "batch", "13B", "int8", None, None, 30, None, 200000, 300, None,
+     None, 64, None, None, "idle", None, None, "support", "Omar Haddad"],
+]
+EXTRAS = [
+    ("item", "category", "monthly_cost", "start_month", "end_month"),
+    ("Object storage for checkpoints and data", "storage", 400, None, None),
+    ("Egress to users", "egress", 600, None, None),
+    ("Container registry and images", "images", 150, "2026-08", None),
+]
+
+
+def write(path: Path) -> None:
+    wb = openpyxl.Workbook()
+    bold, fill = Font(bold=True, color="FFFFFF"), PatternFill("solid", fgColor="1F3864")
+
+    def sheet(ws, rows):
+        for row in rows:
+            ws.append(list(row))
+        for cell in ws[1]:
+            cell.font, cell.fill = bold, fill
+        ws.freeze_panes = "B2"
+
+    ws = wb.active
+    ws.title = "Settings"
+    sheet(ws, [("setting", "value", "note"), *SETTINGS])
+    sheet(wb.create_sheet("Tasks"), [TASK_HEADERS, *TASKS])
+    sheet(wb.create_sheet("Extras"), EXTRAS)
+    wb.save(path)
+
+
+if __name__ == "__main__":
+    write(Path(__file__).with_name("q3.xlsx"))

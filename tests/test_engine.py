@@ -1,0 +1,214 @@
+"""The calculation model against the spec's acceptance examples (§10), derived by hand here."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import TODAY, make_input
+
+from budgetgen.columns import sheet_ceil
+from budgetgen.engine import plan_budget
+from budgetgen.errors import Code, InputError
+from budgetgen.reader import read_inputs
+
+
+def plan_for(tmp_path, tasks, settings=None, gpus=None, extras=None):
+    path = make_input(tmp_path / "in.xlsx", tasks, settings, gpus, extras)
+    return plan_budget(read_inputs(path, today=TODAY))
+
+
+def test_10_1_qlora_finetune_on_a_4090(tmp_path):
+    # The articles' 4090 at 82.6 TFLOP/s, mfu 0.40, run overhead 0.32, no debug or setup time, 3/h on demand.
+    plan = plan_for(tmp_path, [{"task_id": "T1", "kind": "finetune", "model_params_b": "7B", "method": "qlora",
+                                "train_tokens": "5M", "epochs": 3, "gpu": "RTX 4090", "tier": "on_demand"}],
+                    settings={"mfu": 0.40, "run_overhead": 0.32, "debug_overhead": 0, "setup_hours": 0},
+                    gpus=[{"gpu": "RTX 4090", "tflops": 82.6, "on_demand_per_hour": 3}])
+    row = plan.tasks[0].row
+    assert row["flops_per_run"] == pytest.approx(6.3e17)            # 6 x 7e9 x 5e6 x 3
+    assert row["compute_hours"] == pytest.approx(5.297, abs=5e-4)   # 6.3e17 / (82.6e12 x 0.4 x 3600)
+    assert row["gpu_hours_per_run"] == pytest.approx(6.99, abs=5e-3)  # x 1.32
+    assert row["monthly_cost"] == pytest.approx(20.97, abs=5e-3)    # x 3/h, one run a month
+    assert row["cards_per_run"] == 1
+
+
+SERVICE = {"task_id": "S1", "kind": "inference", "model_params_b": 7, "method": "int4", "requests_per_day": 10000,
+           "tokens_per_request": 500, "tokens_per_sec": 100, "serving_hours_per_day": 8, "gpu": "RTX 4090",
+           "tier": "monthly"}
+
+
+def test_10_2_inference_replicas_and_tier_advice(tmp_path):
+    plan = plan_for(tmp_path, [SERVICE], gpus=[{"gpu": "RTX 4090", "monthly_per_card": 3000,
+                                                "on_demand_per_hour": 3}])
+    row = plan.tasks[0].row
+    assert row["tokens_per_day"] == 5_000_000
+    assert row["card_days"] == pytest.approx(0.579, abs=5e-4)   # 5e6 / (100 x 86400)
+    assert 5e6 / (100 * 3600 * 8) == pytest.approx(1.74, abs=5e-3)
+    assert row["replicas"] == 2 and row["cards_per_run"] == 1 and row["cards_held"] == 2
+    assert row["monthly_cost"] == pytest.approx(6000)
+    assert row["cost_on_demand"] == pytest.approx(2 * 8 * 730 / 24 * 3)  # 2 x 8 x 30.42 x 3 = 1460
+    assert row["cost_on_demand"] == pytest.approx(1460, abs=1)
+    assert row["cheapest_tier"] == "on_demand"
+    assert row["tier_advice"] == "cheaper on on_demand"
+    assert any("on_demand is cheaper than monthly" in w for w in plan.warnings)
+
+
+@pytest.mark.parametrize("params, method, kind, vram, card_gb, cards", [
+    (7, "full", "finetune", 116.2, 80, 2),     # 7 x 16 + 0.6 x 7
+    (7, "lora", "finetune", 19.32, 24, 1),     # 7 x 2 + 16 x 0.01 x 7 + 4.2
+    (7, "qlora", "finetune", 8.82, 24, 1),     # 7 x 0.5 + 1.12 + 4.2
+    (13, "fp16", "inference", 33.8, 48, 1),    # 26 x 1.3
+    (13, "fp16", "inference", 33.8, 24, 2),
+    (70, "fp16", "inference", 182.0, 80, 3),   # 140 x 1.3
+])
+def test_10_3_memory_and_cards(tmp_path, params, method, kind, vram, card_gb, cards):
+    gpu = {24: "RTX 4090", 48: "L40S", 80: "A100 80G"}[card_gb]
+    task = {"task_id": "M", "kind": kind, "model_params_b": params, "method": method, "gpu": gpu,
+            "tier": "on_demand", "train_tokens": "1M", "requests_per_day": 100, "tokens_per_request": 100}
+    plan = plan_for(tmp_path, [task])
+    row = plan.tasks[0].row
+    assert row["vram_gb"] == pytest.approx(vram)
+    assert row["cards_min"] == cards == math.ceil(vram / (card_gb * 0.9))
+
+
+def test_10_4_buy_versus_rent_4090(tmp_path):
+    plan = plan_for(tmp_path, [SERVICE], settings={"electricity_per_kwh": 1.0, "depreciation_years": 3,
+                                                    "upkeep_per_year": 2000})
+    b = next(b for b in plan.buy_vs_rent if b.gpu == "RTX 4090")
+    assert b.daily_fixed == pytest.approx(25000 / (3 * 365) + 2000 / 365)
+    assert round(25000 / (3 * 365), 2) == 22.83 and round(2000 / 365, 2) == 5.48
+    assert b.daily_fixed == pytest.approx(28.31, abs=5e-3)
+    assert b.energy_per_hour == pytest.approx(0.60)
+    assert b.break_even_hours_per_day == pytest.approx(11.8, abs=0.05)
+    # the service: 2 cards x 8 h a day -> 8 hours a day per card, under the break-even
+    assert b.plan_hours_per_day == pytest.approx(8.0)
+    assert b.verdict == "rent"
+
+
+KB_TEAM = [
+    {**SERVICE, "task_id": "KB1"},
+    {"task_id": "KB2", "kind": "finetune", "model_params_b": 7, "method": "qlora", "train_tokens": "5M",
+     "epochs": 3, "runs_per_month": 2, "gpu": "RTX 4090", "tier": "idle"},
+    {"task_id": "KB3", "kind": "finetune", "model_params_b": 7, "method": "lora", "train_tokens": "180M",
+     "gpu": "A100 80G", "tier": "on_demand"},
+]
+
+
+def test_10_5_knowledge_base_team_month(tmp_path):
+    after = plan_for(tmp_path, KB_TEAM, extras=[{"item": "storage", "category": "storage", "monthly_cost": 400},
+                                                {"item": "egress", "category": "egress", "monthly_cost": 600}])
+    month = after.month_totals["2026-07"]
+    by_task = {t.task.task_id: t.row for t in after.tasks}
+    assert by_task["KB1"]["monthly_cost"] == pytest.approx(6000)
+    assert by_task["KB2"]["monthly_cost"] < 300                        # "a few hundred at most"
+    assert by_task["KB3"]["gpu_hours_per_month"] == pytest.approx(30, abs=2)  # about 30 h of experiments
+    assert by_task["KB3"]["monthly_cost"] == pytest.approx(360, rel=0.05)     # at 12/h
+    assert month.gpu + month.extras == pytest.approx(7400, rel=0.03)   # about 7,400 before the buffer
+    before = plan_for(tmp_path, [{"task_id": "OLD", "kind": "inference", "model_params_b": 7, "method": "fp16",
+                                  "requests_per_day": 10000, "tokens_per_request": 500, "tokens_per_sec": 100,
+                                  "gpu": "A100 80G", "cards": 4, "tier": "monthly"}],
+                      extras=[{"item": "storage", "category": "storage", "monthly_cost": 1000},
+                              {"item": "egress", "category": "egress", "monthly_cost": 1500}])
+    old = before.month_totals["2026-07"]
+    assert old.gpu == pytest.approx(33000)                              # four A100 80G on a yearly contract
+    assert old.gpu + old.extras == pytest.approx(35500)                 # 33,000 + 1,000 + 1,500 before the buffer
+    assert (month.gpu + month.extras) < (old.gpu + old.extras) / 4
+
+
+def test_balanced_takes_the_middle_of_five(tmp_path):
+    plan = plan_for(tmp_path, [{"task_id": "B", "kind": "finetune", "model_params_b": 1, "method": "lora",
+                                "train_tokens": "10M", "tier": "on_demand"}], settings={"gpu_choice": "balanced"})
+    options = sorted((c for c in plan.tasks[0].candidates if not c.excluded), key=lambda c: c.row["monthly_cost"])
+    assert len(options) == 5   # H200 and L4 have no price
+    # drop the dearest and the cheapest, take the middle one of the remaining three = the 3rd cheapest
+    assert plan.tasks[0].row["gpu"] == options[2].gpu
+    assert [c.gpu for c in plan.tasks[0].candidates if c.chosen] == [options[2].gpu]
+
+
+def test_balanced_with_two_options_takes_the_cheapest(tmp_path):
+    plan2 = plan_for(tmp_path, [{"task_id": "B", "kind": "finetune", "model_params_b": 1, "method": "lora",
+                                 "train_tokens": "10M", "tier": "spot", "cards": None}],
+                     settings={"gpu_choice": "balanced", "max_cards": 1, "currency": "USD"},
+                     gpus=[{"gpu": "Only1", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300, "spot_per_hour": 1},
+                           {"gpu": "Only2", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300,
+                            "spot_per_hour": 2}])
+    # USD plan, blank catalog_fx: the built-in CNY prices are left out, two options remain
+    options2 = [c for c in plan2.tasks[0].candidates if not c.excluded]
+    assert sorted(c.gpu for c in options2) == ["Only1", "Only2"]
+    assert plan2.tasks[0].row["gpu"] == "Only1"
+    assert any("catalog_fx is blank" in w for w in plan2.warnings)
+
+
+def test_cheapest_takes_the_lowest_cost(tmp_path):
+    plan = plan_for(tmp_path, [{"task_id": "C", "kind": "finetune", "model_params_b": 1, "method": "lora",
+                                "train_tokens": "10M", "tier": "on_demand"}])
+    options = [c for c in plan.tasks[0].candidates if not c.excluded]
+    assert plan.tasks[0].row["monthly_cost"] == min(c.row["monthly_cost"] for c in options)
+
+
+def test_training_hours_with_cards_and_overheads(tmp_path):
+    # 7B full on 2 x A100 80G: speedup 1.95; defaults mfu .4, overheads .3/.3, setup .5 h, spot +15%
+    plan = plan_for(tmp_path, [{"task_id": "F", "kind": "finetune", "model_params_b": 7, "train_tokens": "100M",
+                                "gpu": "A100 80G", "tier": "spot", "runs_per_month": 2}])
+    row = plan.tasks[0].row
+    wall = 6 * 7e9 * 1e8 / (312e12 * 0.4 * 1.95 * 3600)
+    per_run = (wall * 1.3 * 1.3 + 0.5) * 2
+    assert row["compute_hours"] == pytest.approx(wall)
+    assert row["compute_gpu_hours"] == pytest.approx(wall * 2)
+    assert row["gpu_hours_per_run"] == pytest.approx(per_run)
+    assert row["gpu_hours_per_month"] == pytest.approx(per_run * 2 * 1.15)
+    assert row["monthly_cost"] == pytest.approx(per_run * 2 * 1.15 * 4)
+    assert row["cost_on_demand"] == pytest.approx(per_run * 2 * 12)
+
+
+def test_estimated_throughput_is_the_lower_bound(tmp_path):
+    # 7B fp16 on an A100 80G: bandwidth 2039 x 0.35 x 4 / 14 = 203.9 tok/s; compute 312e12 x .4 / 14e9 = 8914
+    plan = plan_for(tmp_path, [{"task_id": "E", "kind": "inference", "model_params_b": 7, "requests_per_day": 1e6,
+                                "tokens_per_request": 200, "concurrency": 4, "gpu": "A100 80G"}])
+    row = plan.tasks[0].row
+    assert row["tokens_per_sec_used"] == pytest.approx(2039 * 0.35 * 4 / 14)
+    assert row["replicas"] == math.ceil(2e8 / (2039 * 0.35 * 4 / 14 * 3600 * 24))
+
+
+def test_batch_hours(tmp_path):
+    plan = plan_for(tmp_path, [{"task_id": "BA", "kind": "batch", "model_params_b": 7, "batch_requests": 1000,
+                                "tokens_per_request": 360, "tokens_per_sec": 50, "gpu": "RTX 4090",
+                                "runs_per_month": 4}])
+    row = plan.tasks[0].row
+    assert row["tier"] == "idle"
+    assert row["gpu_hours_per_run"] == pytest.approx(360000 / (50 * 3600) + 0.5)   # 2.5 h
+    assert row["monthly_cost"] == pytest.approx(2.5 * 4 * 1.5)
+
+
+def test_active_months_and_buffer(tmp_path):
+    plan = plan_for(tmp_path, [{**SERVICE, "start_month": "2026-08", "end_month": "2026-08"}],
+                    settings={"hidden_cost_buffer": "35%"})
+    assert [plan.month_totals[m].gpu for m in plan.months] == [0, pytest.approx(6000), 0]
+    assert plan.month_totals["2026-08"].buffer == pytest.approx(2100)
+    assert plan.period_total == pytest.approx(8100)
+    assert any("outside the 20-30% guidance" in w for w in plan.warnings)
+
+
+def test_named_gpu_beyond_max_cards_is_an_error(tmp_path):
+    with pytest.raises(InputError) as info:
+        plan_for(tmp_path, [{"task_id": "X", "kind": "pretrain", "model_params_b": 70, "train_tokens": "1B",
+                             "gpu": "A100 80G"}])
+    problem = info.value.problems[0]
+    assert problem.code == Code.TOO_MANY_CARDS
+    assert "needs 17 x A100 80G, max_cards is 8: set cards or raise max_cards" in problem.message
+    # 70 x 16 + 42 = 1162 GB / 72 GB usable = 16.1 -> 17 cards
+    assert sheet_ceil(1162 / 72) == 17
+
+
+def test_task_that_fits_no_gpu(tmp_path):
+    with pytest.raises(InputError) as info:
+        plan_for(tmp_path, [{"task_id": "X", "kind": "pretrain", "model_params_b": 400, "train_tokens": "1B"}])
+    problem = info.value.problems[0]
+    assert problem.code == Code.DOES_NOT_FIT and problem.sheet == "Tasks" and problem.cell == "C2"
+    assert "6,640.0 GB" in problem.message and "H200" in problem.message
+
+
+def test_sheet_ceil_rounds_to_15_digits_first():
+    assert math.ceil((0.1 + 0.2) * 10) == 4
+    assert sheet_ceil((0.1 + 0.2) * 10) == 3
+    assert sheet_ceil(2.0000001) == 3
