@@ -1,0 +1,153 @@
+"""Whole-workbook tests: every formula recalculated with `formulas` equals the engine's cached value."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import openpyxl
+import pytest
+from conftest import SAMPLE, TODAY, formula_cells, make_input, recalc_formulas, same
+
+from budgetgen.columns import CALCS
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.writer import write_workbook
+
+
+def build(tmp_path, source, name="out.xlsx"):
+    plan = plan_budget(read_inputs(source, today=TODAY))
+    return plan, write_workbook(plan, tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def sample_book(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sample")
+    plan, out = build(tmp, SAMPLE)
+    return plan, out, formula_cells(out), recalc_formulas(out)
+
+
+def mismatches(cells, recalculated):
+    return [(k, f, v, recalculated.get(k, "<missing>")) for k, (f, v) in cells.items()
+            if not same(recalculated.get(k), v)]
+
+
+def test_sample_every_formula_recalculates_to_the_cached_value(sample_book):
+    plan, _, cells, recalculated = sample_book
+    assert len(cells) > 1000
+    assert mismatches(cells, recalculated) == []
+    tasks = len(plan.tasks)
+    per_sheet = {}
+    for sheet, _ in cells:
+        per_sheet[sheet] = per_sheet.get(sheet, 0) + 1
+    assert per_sheet["TASKS"] == tasks * len(CALCS)
+    assert per_sheet["MONTHLY"] == tasks * (7 + len(plan.months))
+
+
+def test_derived_columns_hold_formulas_not_values(sample_book):
+    _, out, cells, _ = sample_book
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Tasks"]
+    headers = {c.value: c.column_letter for c in ws[1]}
+    for calc in CALCS:
+        title = next(h for h in headers if h.startswith(calc.header))
+        column = headers[title]
+        for row in range(2, ws.max_row + 1):
+            assert ("TASKS", f"{column}{row}") in cells, f"Tasks!{column}{row} ({calc.key}) is not a formula"
+    monthly = wb["Monthly"]
+    for row in monthly.iter_rows(min_row=3, min_col=8):
+        assert all(c.data_type == "f" for c in row)
+    summary = wb["Summary"]
+    assert summary["B3"].data_type == "f" and summary["B6"].data_type == "f"
+
+
+def test_checks_all_true(sample_book):
+    _, out, _, recalculated = sample_book
+    ws = openpyxl.load_workbook(out, data_only=True)["Checks"]
+    assert ws["D2"].value is True
+    checks = [ws.cell(r, 4).value for r in range(3, ws.max_row + 1) if ws.cell(r, 1).value]
+    assert len(checks) >= 8 and all(v is True for v in checks)
+    assert recalculated[("CHECKS", "D2")] is True
+
+
+def test_summary_shows_the_engine_totals(sample_book):
+    plan, out, _, _ = sample_book
+    ws = openpyxl.load_workbook(out, data_only=True)["Summary"]
+    assert ws["B3"].value == pytest.approx(plan.period_total)
+    first = plan.month_totals[plan.months[0]]
+    assert [ws["B6"].value, ws["C6"].value, ws["D6"].value, ws["E6"].value] == pytest.approx(
+        [first.gpu, first.extras, first.buffer, first.total])
+
+
+def test_no_constants_inside_task_formulas(sample_book):
+    _, _, cells, _ = sample_book
+    for (sheet, cell), (formula, _) in cells.items():
+        if sheet not in ("TASKS", "CANDIDATES"):
+            continue
+        without_refs = re.sub(r"\$?[A-Z]{1,3}\$?\d+|\"[^\"]*\"", "", formula)
+        numbers = set(re.findall(r"(?<![A-Za-z_\d.])\d+(?:\.\d+)?", without_refs))
+        assert numbers <= {"0", "1"}, f"{sheet}!{cell} {formula} has constants {numbers}"
+
+
+def _engine_rerun(tmp_path, settings_change: dict, gpu_change: dict):
+    path = make_input(tmp_path / "second.xlsx", BASE_TASKS, settings={**BASE_SETTINGS, **settings_change},
+                      gpus=[gpu_change] if gpu_change else None)
+    return plan_budget(read_inputs(path, today=TODAY))
+
+
+BASE_SETTINGS = {"hidden_cost_buffer": 0.25, "mfu": 0.4}
+BASE_TASKS = [
+    {"task_id": "A", "kind": "finetune", "model_params_b": 7, "method": "lora", "train_tokens": "500M",
+     "gpu": "A100 80G", "tier": "on_demand"},
+    {"task_id": "B", "kind": "inference", "model_params_b": 13, "requests_per_day": 20000, "tokens_per_request": 300,
+     "gpu": "L40S", "concurrency": 8},
+    {"task_id": "C", "kind": "batch", "model_params_b": 7, "method": "int8", "batch_requests": 50000,
+     "tokens_per_request": 200, "runs_per_month": 4, "gpu": "RTX 4090", "start_month": "2026-08"},
+]
+
+
+def _address(wb, name: str) -> str:
+    sheet, ref = wb.defined_names[name].attr_text.split("!")
+    return f"{sheet.strip(chr(39))}!{ref.replace('$', '')}"
+
+
+def test_changing_an_assumption_and_a_price_moves_totals_like_a_second_engine_run(tmp_path):
+    base = make_input(tmp_path / "base.xlsx", BASE_TASKS, settings=BASE_SETTINGS)
+    _, out = build(tmp_path, base)
+    wb = openpyxl.load_workbook(out)
+    gpus = wb["GPUs"]
+    a100_row = next(r for r in range(2, gpus.max_row + 1) if gpus.cell(r, 1).value == "A100 80G")
+    on_demand_col = next(c.column_letter for c in gpus[1] if c.value.startswith("on_demand_per_hour"))
+    changes = {_address(wb, "MfuRate"): 0.5, _address(wb, "BufferRate"): 0.2, f"GPUs!{on_demand_col}{a100_row}": 15}
+    recalculated = recalc_formulas(out, changes)
+    second = _engine_rerun(tmp_path, {"mfu": 0.5, "hidden_cost_buffer": 0.2},
+                           {"gpu": "A100 80G", "on_demand_per_hour": 15})
+    first = plan_budget(read_inputs(base, today=TODAY))
+    assert second.period_total != pytest.approx(first.period_total)
+    assert recalculated[("SUMMARY", "B3")] == pytest.approx(second.period_total, rel=1e-9)
+    for j, month in enumerate(second.months):
+        t = second.month_totals[month]
+        row = 6 + j
+        assert [recalculated[("SUMMARY", f"{c}{row}")] for c in "BCDE"] == pytest.approx(
+            [t.gpu, t.extras, t.buffer, t.total], rel=1e-9)
+    tasks = openpyxl.load_workbook(out)["Tasks"]
+    cost_col = next(c.column_letter for c in tasks[1] if c.value.startswith("cost a month"))
+    for i, tp in enumerate(second.tasks, start=2):
+        assert recalculated[("TASKS", f"{cost_col}{i}")] == pytest.approx(tp.row["monthly_cost"], rel=1e-9)
+    assert recalculated[("CHECKS", "D2")] is True
+
+
+def test_a_wrong_formula_is_caught(tmp_path):
+    """The recalculation check can fail: break one cached value and one formula."""
+    base = make_input(tmp_path / "base.xlsx", BASE_TASKS, settings=BASE_SETTINGS)
+    _, out = build(tmp_path, base)
+    broken = tmp_path / "broken.xlsx"
+    shutil.copy(out, broken)
+    wb = openpyxl.load_workbook(broken)
+    ws = wb["Monthly"]
+    ws["H3"] = "=IF(AND(H$2>=Tasks!$AZ2,H$2<=Tasks!$BA2),Tasks!$AU2*2,0)"
+    wb.save(broken)
+    cells = formula_cells(out)
+    recalculated = recalc_formulas(broken)
+    bad = mismatches(cells, recalculated)
+    assert [k for k, *_ in bad if k[0] == "MONTHLY"] != []
