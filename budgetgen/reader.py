@@ -179,7 +179,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
             if name is None:
                 continue
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
-            merged.update(rec.values)
+            merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None:
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
@@ -217,7 +217,7 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Col
     for col in _NEEDS[kind]:
         if col not in v and not _had_problem(out, cell(col, "")):
             out.add(Code.REQUIRED, "Tasks", cell(col) or f"A{rec.row}",
-                    f"{col}: required for a {kind} task ({_column(col).help})")
+                    f"{col}: required for {kind} tasks ({_column(col).unit}): fill it in")
     method = v.get("method")
     allowed = TRAINING_METHODS if group == "training" else SERVING_METHODS
     if method is not None and method not in allowed:

@@ -1,0 +1,260 @@
+"""Open an untrusted input workbook safely and read its rows without trusting what it declares."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import openpyxl
+import openpyxl.xml
+from defusedxml import DefusedXmlException
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+from openpyxl.worksheet.worksheet import Worksheet
+
+from budgetgen.errors import BudgetgenError, Code, InputError, Problem
+
+MB = 1024 * 1024
+# Checked on the zip's declared sizes before anything is unpacked (zip bombs).
+# All members together; then unpacked/packed for any member above RATIO_MIN_SIZE.
+MAX_UNCOMPRESSED = 256 * MB
+MAX_RATIO = 200
+RATIO_MIN_SIZE = 10 * MB
+# Characters an Excel cell can hold; longer text is rejected with its cell, never truncated.
+MAX_TEXT = 32_767
+EXCEL_MAX_ROWS = 1_048_576
+
+# .xlsm is read like .xlsx: openpyxl never loads (let alone runs) its macros.
+ACCEPTED_SUFFIXES = (".xlsx", ".xlsm")
+SAVE_AS_XLSX = "save it as .xlsx (Excel Workbook) and run again"
+KNOWN_FORMATS = {
+    ".xls": "an Excel 97-2003 workbook",
+    ".xlsb": "an Excel binary workbook",
+    ".xltx": "an Excel template",
+    ".xltm": "an Excel template",
+    ".csv": "a CSV text file",
+    ".txt": "a text file",
+    ".ods": "an OpenDocument spreadsheet",
+    ".numbers": "an Apple Numbers file",
+    ".pdf": "a PDF document",
+}
+# An OLE compound file is an old .xls, or an .xlsx encrypted with a password: only the
+# latter has a stream named EncryptionInfo (directory entry names are UTF-16LE).
+OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+ENCRYPTION_INFO = "EncryptionInfo".encode("utf-16-le")
+SCAN_CHUNK = MB
+
+
+def load_input_workbook(path: Path) -> openpyxl.Workbook:
+    """Open the input workbook read-only (cached values, no formulas, no macros) or raise InputError."""
+    if not openpyxl.xml.DEFUSEDXML:
+        raise BudgetgenError("openpyxl is not using defusedxml; install defusedxml and unset OPENPYXL_DEFUSEDXML")
+    _check_path(path)
+    _check_content(path)
+    _check_zip(path)
+    try:
+        return openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
+    except Exception as exc:  # noqa: BLE001 - whatever openpyxl raises becomes one clear problem
+        message = f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx"
+    # Raised outside the except block so the failed reader (and its open file) is freed at once.
+    raise _fail(path.name, Code.UNREADABLE, message)
+
+
+def iter_rows(ws: Worksheet | ReadOnlyWorksheet, max_rows: int = 100_000) -> Iterator[tuple[int, tuple]]:
+    """Yield (row number, values) for each non-empty row, trailing empty cells dropped."""
+    if isinstance(ws, ReadOnlyWorksheet):
+        ws.reset_dimensions()  # the declared <dimension> may be forged: read only the rows really there
+    rows = ws.iter_rows(min_row=1, min_col=1, values_only=True)
+    try:
+        yield from _filled_rows(_guarded(rows, ws.title), ws.title, max_rows)
+    finally:
+        rows.close()  # frees the sheet's open zip member even when reading stops early
+
+
+def _filled_rows(rows: Iterator[tuple], sheet: str, max_rows: int) -> Iterator[tuple[int, tuple]]:
+    """Number the rows, skip the empty ones, and stop at once when there are too many."""
+    count = 0
+    for number, values in enumerate(rows, start=1):
+        if number > EXCEL_MAX_ROWS:
+            raise _fail(
+                sheet,
+                Code.UNREADABLE,
+                f"has rows past Excel's last row {EXCEL_MAX_ROWS:,}, so the file is damaged; "
+                "open it in Excel and save it again",
+            )
+        if values.count(None) == len(values):
+            continue
+        count += 1
+        if count > max_rows:
+            raise _fail(
+                sheet,
+                Code.TOO_LARGE,
+                f"has more than {max_rows:,} filled rows (row {number:,} is one too many); "
+                "delete the rows the budget does not need or split the inventory",
+            )
+        values = _trim(values)
+        _check_text(sheet, number, values)
+        yield number, values
+
+
+def _check_path(path: Path) -> None:
+    """Reject a missing path, a folder, or a suffix other than .xlsx/.xlsm."""
+    if not path.exists():
+        raise _fail(
+            path.name,
+            Code.NOT_A_FILE,
+            f"does not exist (looked for {path.absolute()}); check the folder and the file name",
+        )
+    if not path.is_file():
+        kind = "a folder" if path.is_dir() else "not a regular file"
+        raise _fail(
+            path.name,
+            Code.NOT_A_FILE,
+            f"is {kind}; give the path of the .xlsx workbook itself",
+        )
+    suffix = path.suffix.lower()
+    if suffix not in ACCEPTED_SUFFIXES:
+        kind = KNOWN_FORMATS.get(suffix, f'a "{suffix}" file' if suffix else "a file without a suffix")
+        raise _fail(
+            path.name,
+            Code.WRONG_FORMAT,
+            f"is {kind}, not an .xlsx workbook; {SAVE_AS_XLSX}",
+        )
+
+
+def _check_content(path: Path) -> None:
+    """Sniff the first bytes: an .xlsx is a zip archive, whatever its name says."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(OLE_MAGIC))
+    except OSError as exc:
+        raise _fail(
+            path.name,
+            Code.UNREADABLE,
+            f"cannot be opened ({exc.strerror}); close it in other programs and check its permissions",
+        ) from exc
+    if not head:
+        raise _fail(path.name, Code.WRONG_FORMAT, f"is empty (0 bytes); {SAVE_AS_XLSX}")
+    if head.startswith(b"%PDF"):
+        raise _fail(
+            path.name,
+            Code.WRONG_FORMAT,
+            "is a PDF document renamed, not a spreadsheet; give the .xlsx workbook",
+        )
+    if head == OLE_MAGIC:
+        if _has_encryption_info(path):
+            raise _fail(
+                path.name,
+                Code.ENCRYPTED,
+                "is password-protected; remove the password (File > Info > Protect Workbook) and save again",
+            )
+        raise _fail(
+            path.name,
+            Code.WRONG_FORMAT,
+            f"is an Excel 97-2003 (.xls) file renamed; {SAVE_AS_XLSX}",
+        )
+    if not head.startswith(b"PK"):
+        raise _fail(
+            path.name,
+            Code.WRONG_FORMAT,
+            f"is not an Excel workbook (an .xlsx file is a zip archive); {SAVE_AS_XLSX}",
+        )
+
+
+def _has_encryption_info(path: Path) -> bool:
+    """Whether a compound file names an EncryptionInfo stream anywhere (read in 1 MB chunks)."""
+    tail = b""
+    with path.open("rb") as f:
+        while chunk := f.read(SCAN_CHUNK):
+            if ENCRYPTION_INFO in tail + chunk:
+                return True
+            tail = chunk[1 - len(ENCRYPTION_INFO) :]
+    return False
+
+
+def _check_zip(path: Path) -> None:
+    """Check the zip's declared sizes (bombs) and that it holds a workbook, before anything unpacks it."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise _fail(
+            path.name,
+            Code.UNREADABLE,
+            f"is damaged ({_describe(exc)}); open it in Excel and save it again as .xlsx",
+        ) from exc
+    total = sum(m.file_size for m in members)
+    if total > MAX_UNCOMPRESSED:
+        raise _fail(
+            path.name,
+            Code.TOO_LARGE,
+            f"unpacks to {total / MB:,.0f} MB, more than the {MAX_UNCOMPRESSED / MB:,.0f} MB budgetgen reads; "
+            "remove images and data the budget does not need, or save it again from Excel",
+        )
+    for m in members:
+        if m.file_size > RATIO_MIN_SIZE and m.file_size > MAX_RATIO * m.compress_size:
+            raise _fail(
+                path.name,
+                Code.TOO_LARGE,
+                f"holds {m.filename} packed {m.file_size / max(m.compress_size, 1):,.0f} to 1 "
+                f"({m.file_size / MB:,.0f} MB unpacked), which looks like a zip bomb; save it again from Excel",
+            )
+    if "xl/workbook.xml" not in {m.filename for m in members}:
+        raise _fail(
+            path.name,
+            Code.WRONG_FORMAT,
+            f"is a zip archive but not an Excel workbook (no xl/workbook.xml inside); {SAVE_AS_XLSX}",
+        )
+
+
+def _guarded(rows: Iterator[tuple], sheet: str) -> Iterator[tuple]:
+    """Pass rows through, turning any failure of openpyxl's lazy parsing into an UNREADABLE problem."""
+    while True:
+        try:
+            values = next(rows)
+        except StopIteration:
+            return
+        except Exception as exc:  # whatever openpyxl raises becomes one clear problem
+            raise _fail(
+                sheet,
+                Code.UNREADABLE,
+                f"could not be read ({_describe(exc)}); open the file in Excel and save it again",
+            ) from exc
+        yield values
+
+
+def _trim(values: tuple) -> tuple:
+    """Drop the trailing None cells of a row."""
+    end = len(values)
+    while values[end - 1] is None:
+        end -= 1
+    return values[:end]
+
+
+def _check_text(sheet: str, row: int, values: tuple) -> None:
+    """Reject text longer than an Excel cell holds, naming the cell."""
+    for col, value in enumerate(values, start=1):
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            raise _fail(
+                sheet,
+                Code.TOO_LARGE,
+                f'text "{value[:20]}…" is {len(value):,} characters, more than the {MAX_TEXT:,} '
+                "an Excel cell holds; shorten it",
+                cell=f"{get_column_letter(col)}{row}",
+            )
+
+
+def _describe(exc: BaseException) -> str:
+    """The short text of an exception's root cause: its class and the first line of its message."""
+    while exc.__cause__ is not None:  # openpyxl wraps parse errors in a ValueError naming the path
+        exc = exc.__cause__
+    if isinstance(exc, DefusedXmlException):
+        return "it declares XML entities, which Excel never writes: a possible 'billion laughs' attack"
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__
+
+
+def _fail(place: str, code: Code, message: str, cell: str = "") -> InputError:
+    """An InputError with one problem, placed at a file name or a sheet (and cell)."""
+    return InputError([Problem(code, place, cell, message)])

@@ -1,0 +1,106 @@
+"""The commands (§7): exit codes, `Error:` lines, the JSON results (§6), atomic output."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE, make_input
+
+from budgetgen.cli import main
+
+TASK_KEYS = {"task_id", "kind", "method", "gpu", "tier", "cards", "cards_min", "vram_gb", "flops_per_run",
+             "compute_hours", "compute_gpu_hours", "gpu_hours_per_run", "gpu_hours_per_month", "tokens_per_day",
+             "tokens_per_sec", "card_days", "replicas", "monthly_cost", "cost_by_month", "tier_costs",
+             "cheapest_tier", "candidates", "warnings"}
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_init_then_build_works_without_edits(tmp_path):
+    book = tmp_path / "x.xlsx"
+    assert run("init", book).exit_code == 0
+    result = run("build", book, "-o", tmp_path / "x-budget.xlsx")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "x-budget.xlsx").stat().st_size > 10000
+    assert "Period total" in result.output
+
+
+def test_build_sample_writes_workbook_and_json(tmp_path):
+    before = hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    out, js = tmp_path / "q3-budget.xlsx", tmp_path / "r.json"
+    result = run("build", SAMPLE, "-o", out, "--json", js)
+    assert result.exit_code == 0, result.output
+    assert hashlib.sha256(SAMPLE.read_bytes()).hexdigest() == before
+    data = json.loads(js.read_text())
+    assert data["currency"] == "CNY" and data["months"] == ["2026-07", "2026-08", "2026-09"]
+    for task in data["tasks"]:
+        assert TASK_KEYS <= set(task)
+        assert set(task["tier_costs"]) == {"monthly", "on_demand", "idle", "spot"}
+        assert sum(c["chosen"] for c in task["candidates"]) == 1
+        assert task["cards"] >= task["cards_min"]
+    training = next(t for t in data["tasks"] if t["kind"] == "finetune")
+    assert training["tokens_per_day"] is None and training["replicas"] is None
+    service = next(t for t in data["tasks"] if t["kind"] == "inference")
+    assert service["flops_per_run"] is None and service["replicas"] >= 1
+    months = data["month_totals"]
+    assert data["period_total"] == pytest.approx(sum(m["total"] for m in months.values()))
+    for month, totals in months.items():
+        assert totals["gpu"] == pytest.approx(sum(t["cost_by_month"][month] for t in data["tasks"]))
+        assert totals["gpu"] == pytest.approx(sum(data["tier_totals"][t][month] for t in data["tier_totals"]))
+        assert totals["buffer"] == pytest.approx(0.25 * totals["gpu"])
+
+
+def test_validate_reports_five_mistakes_with_cells(tmp_path):
+    path = make_input(tmp_path / "bad.xlsx", [
+        {"task_id": "T1", "kind": "finetune", "model_params_b": "seven", "train_tokens": "1M", "tier": "on_demand"},
+        {"task_id": "T1", "kind": "inference", "model_params_b": 7, "train_tokens": None, "tier": "sometimes"},
+        {"task_id": "T3", "kind": "batch", "model_params_b": -1, "train_tokens": None, "tier": None},
+    ])
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 1
+    errors = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert "Traceback" not in result.output
+    cells = [line.split()[1] for line in errors]
+    assert "Tasks!C2" in cells          # "seven"
+    assert "Tasks!A3" in cells          # duplicate T1
+    assert "Tasks!E3" in cells          # tier "sometimes"
+    assert "Tasks!C4" in cells          # -1 parameters
+    assert any(c.startswith("Tasks!") and c.endswith("4") and c != "Tasks!C4" for c in cells) or \
+        any("batch_requests" in e for e in errors)   # batch without batch_requests
+    assert len(errors) >= 5
+    assert 'Error: Tasks!C2 model_params_b: "seven" is not a number (billions of parameters, e.g. 7 or 7B)' in errors
+
+
+def test_failed_build_leaves_earlier_output_untouched(tmp_path):
+    out = tmp_path / "out.xlsx"
+    out.write_bytes(b"earlier output")
+    bad = make_input(tmp_path / "bad.xlsx", [{"task_id": "T", "kind": "finetune", "model_params_b": "x"}])
+    result = CliRunner().invoke(main, ["build", str(bad), "-o", str(out)])
+    assert result.exit_code == 1 and result.output.startswith("Error: ")
+    assert out.read_bytes() == b"earlier output"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_output_equal_to_input_is_refused(tmp_path):
+    book = tmp_path / "x.xlsx"
+    run("init", book)
+    before = book.read_bytes()
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(book)])
+    assert result.exit_code == 1 and "would overwrite the input" in result.output
+    assert book.read_bytes() == before
+
+
+def test_catalog_lists_builtin_gpus():
+    result = run("catalog")
+    assert result.exit_code == 0
+    assert "RTX 4090" in result.output and "H100 80G" in result.output and "27,900.0" in result.output
+
+
+@pytest.mark.parametrize("command", ["init", "validate", "build", "catalog"])
+def test_help_on_every_command(command):
+    assert run(command, "--help").exit_code == 0
