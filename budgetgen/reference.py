@@ -1,0 +1,39 @@
+"""The README's input reference, generated from the schema (a test keeps the README in step)."""
+
+from __future__ import annotations
+
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+
+BEGIN = "<!-- input-reference:begin -->"
+END = "<!-- input-reference:end -->"
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|") if text not in (None, "") else ""
+
+
+def _columns_table(columns: tuple[Column, ...]) -> list[str]:
+    lines = ["| column | required | unit | default | meaning |", "|---|---|---|---|---|"]
+    for c in columns:
+        allowed = f" One of: {', '.join(c.choices)}." if c.choices else ""
+        lines.append(f"| `{c.name}` | {'yes' if c.required else ''} | {_cell(c.unit)} | {_cell(c.default)} | "
+                     f"{_cell(c.help)}{allowed} |")
+    return lines
+
+
+def input_reference() -> str:
+    """Markdown tables of every sheet's columns and every setting."""
+    lines = [BEGIN, "", "#### Settings (columns `setting`, `value`, optional `note`)", "",
+             "| setting | default | unit | name on Assumptions | meaning |", "|---|---|---|---|---|"]
+    for s in SETTINGS:
+        structural = " Shapes the workbook: change it in the input and rebuild." if s.structural else ""
+        lines.append(f"| `{s.key}` | {_cell(s.default)} | {_cell(s.unit)} | `{s.name}` | {_cell(s.help)}.{structural} |")
+    for title, columns in (("Tasks (required)", TASK_COLUMNS), ("GPUs (optional, merged over the built-in catalog)",
+                                                                 GPU_COLUMNS), ("Extras (optional)", EXTRA_COLUMNS)):
+        lines += ["", f"#### {title}", "", *_columns_table(columns)]
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(input_reference())
