@@ -135,6 +135,17 @@ def test_changing_an_assumption_and_a_price_moves_totals_like_a_second_engine_ru
     for i, tp in enumerate(second.tasks, start=2):
         assert recalculated[("TASKS", f"{cost_col}{i}")] == pytest.approx(tp.row["monthly_cost"], rel=1e-9)
     assert recalculated[("CHECKS", "D2")] is True
+    tiers = openpyxl.load_workbook(out)["Tiers"]
+    for r in range(2, tiers.max_row + 1):
+        tier, month = tiers.cell(r, 1).value, tiers.cell(r, 2).value
+        assert recalculated[("TIERS", f"F{r}")] == pytest.approx(second.tier_totals[tier][month], rel=1e-9)
+    candidates = openpyxl.load_workbook(out)["Candidates"]
+    head = {c.value: c.column_letter for c in candidates[1]}
+    cost = next(v for k, v in head.items() if k.startswith("cost a month"))
+    expected = [c.row["monthly_cost"] for tp in second.tasks for c in tp.candidates]
+    got = [recalculated[("CANDIDATES", f"{cost}{r}")] for r in range(2, candidates.max_row + 1)]
+    assert [None if e is None else pytest.approx(e, rel=1e-9) for e in expected] == [None if g == "" else g
+                                                                                       for g in got]
 
 
 def test_a_wrong_formula_is_caught(tmp_path):

@@ -1,0 +1,289 @@
+"""Monthly reconciliation: bill lines and GPU usage against the plan, with flags and next month's actions."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pandas as pd
+
+from budgetgen.bills import map_unique
+from budgetgen.usage import USAGE_COLUMNS
+
+LOW_UTILIZATION = "low_utilization"
+OOM = "oom"
+DATA_STARVED = "data_starved"
+OVER_PLAN = "over_plan"
+ACTIONS = {
+    LOW_UTILIZATION: "downsize or cancel next month",
+    OOM: "optimise memory use (batch size, FlashAttention, padding) before adding VRAM",
+    DATA_STARVED: "GPU waits on data or serial decoding: check the data pipeline and serving framework",
+    OVER_PLAN: "over plan",
+}
+DATA_STARVED_MEM_SHARE = 0.8
+DATA_STARVED_UTIL = 0.10
+NON_GPU_CATEGORIES = ("storage", "network", "other")
+_RESOURCE_KEYS = ["month", "resource_id", "task_id"]
+
+
+@dataclass(frozen=True)
+class TaskRecon:
+    """One task's planned and billed cost in a month."""
+
+    task_id: str
+    planned: float
+    billed: float
+
+    @property
+    def variance(self) -> float:
+        return self.billed - self.planned
+
+    @property
+    def variance_pct(self) -> float | None:
+        return self.variance / self.planned if self.planned else None
+
+    def to_json(self) -> dict:
+        return {"task_id": self.task_id, "planned": self.planned, "billed": self.billed, "variance": self.variance}
+
+
+@dataclass(frozen=True)
+class ResourceRecon:
+    """One billed GPU resource in a month (task_id None: unallocated), its usage and flags."""
+
+    resource_id: str
+    task_id: str | None
+    services: tuple[str, ...]
+    lines: int
+    billed: float
+    hours: float
+    avg_util_pct: float
+    mem_peak_share: float
+    oom_events: float
+    flags: tuple[str, ...]
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        return tuple(ACTIONS[f] for f in self.flags)
+
+    def to_json(self) -> dict:
+        return {
+            "resource_id": self.resource_id or None,
+            "task_id": self.task_id,
+            "billed": self.billed,
+            "hours": _json_number(self.hours),
+            "avg_util_pct": _json_number(self.avg_util_pct),
+            "mem_peak_share": _json_number(self.mem_peak_share),
+            "oom_events": _json_number(self.oom_events),
+            "flags": list(self.flags),
+        }
+
+
+@dataclass(frozen=True)
+class Action:
+    """What to do next month about one flag of one resource, and the plan change it implies (− saves)."""
+
+    resource_id: str
+    task_id: str | None
+    flag: str
+    action: str
+    plan_change: float
+
+
+@dataclass(frozen=True)
+class MonthRecon:
+    """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed = billed_total."""
+
+    month: str
+    tasks: tuple[TaskRecon, ...]
+    resources: tuple[ResourceRecon, ...]
+    non_gpu: Mapping[str, float]
+    billed_total: float
+    gpu_billed: float
+    non_gpu_billed: float
+    unallocated: float
+    planned_total: float
+    buffer_reserved: float
+
+    @property
+    def allocated_gpu(self) -> float:
+        return self.gpu_billed - self.unallocated
+
+    @property
+    def buffer_left(self) -> float:
+        return self.buffer_reserved - self.non_gpu_billed
+
+    @property
+    def unallocated_resources(self) -> tuple[ResourceRecon, ...]:
+        return tuple(r for r in self.resources if r.task_id is None)
+
+    def to_json(self) -> dict:
+        """SPEC §6 `reconciliation[month]`."""
+        return {
+            "billed_total": self.billed_total,
+            "gpu_billed": self.gpu_billed,
+            "non_gpu_billed": self.non_gpu_billed,
+            "unallocated": self.unallocated,
+            "planned_total": self.planned_total,
+            "buffer_reserved": self.buffer_reserved,
+            "tasks": [t.to_json() for t in self.tasks],
+            "resources": [r.to_json() for r in self.resources],
+        }
+
+
+def _json_number(value: float) -> float | None:
+    """A float for JSON, None where unknown (NaN)."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def resource_flags(
+    avg_util_pct: float,
+    mem_peak_share: float,
+    oom_events: float,
+    over_plan: bool,
+    low_util_threshold: float,
+    oom_threshold: float,
+) -> tuple[str, ...]:
+    """The SPEC §5.3 flags of a resource, in their fixed order (unknown usage raises none)."""
+    util = avg_util_pct / 100
+    rules = (
+        (LOW_UTILIZATION, util < low_util_threshold),
+        (OOM, oom_events >= oom_threshold),
+        (DATA_STARVED, mem_peak_share > DATA_STARVED_MEM_SHARE and util < DATA_STARVED_UTIL),
+        (OVER_PLAN, over_plan),
+    )
+    return tuple(flag for flag, hit in rules if hit)
+
+
+def reconcile(
+    bills: pd.DataFrame,
+    usage: pd.DataFrame,
+    planned: Mapping[str, Mapping[str, float]],
+    buffer_reserved: Mapping[str, float],
+    low_util_threshold: float,
+    oom_threshold: float,
+    variance_tolerance: float,
+) -> dict[str, MonthRecon]:
+    """Reconcile every month present in the bills (read_bills' frame) against the plan and usage."""
+    gpu, non_gpu_lines = bills[bills["is_gpu"]], bills[~bills["is_gpu"]]
+    totals = _fsum_by(bills, ["month"])
+    gpu_totals = _fsum_by(gpu, ["month"])
+    unallocated_totals = _fsum_by(gpu[gpu["task_id"] == ""], ["month"])
+    task_billed = _fsum_by(gpu[gpu["task_id"] != ""], ["month", "task_id"])
+    non_gpu = _fsum_by(non_gpu_lines, ["month", "category"])
+    non_gpu_totals = _fsum_by(non_gpu_lines, ["month"])
+    resources = _resource_frame(gpu, usage)
+    result = {}
+    for month in sorted(totals.index):
+        tasks = _task_recons(month, task_billed, planned)
+        over = {t.task_id for t in tasks if t.billed > t.planned * (1 + variance_tolerance)}
+        month_resources = resources[resources["month"] == month]
+        result[month] = MonthRecon(
+            month=month,
+            tasks=tasks,
+            resources=tuple(
+                _resource_recon(row, over, low_util_threshold, oom_threshold)
+                for row in month_resources.itertuples(index=False)
+            ),
+            non_gpu={c: float(non_gpu.get((month, c), 0.0)) for c in NON_GPU_CATEGORIES},
+            billed_total=float(totals[month]),
+            gpu_billed=float(gpu_totals.get(month, 0.0)),
+            non_gpu_billed=float(non_gpu_totals.get(month, 0.0)),
+            unallocated=float(unallocated_totals.get(month, 0.0)),
+            planned_total=math.fsum(m.get(month, 0.0) for m in planned.values()),
+            buffer_reserved=float(buffer_reserved.get(month, 0.0)),
+        )
+    return result
+
+
+def _fsum_by(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Exactly rounded sums of billed_cost per group (math.fsum), keyed by the group."""
+    return frame.groupby(keys, sort=True)["billed_cost"].agg(lambda s: math.fsum(s.to_numpy()))
+
+
+def _task_recons(
+    month: str, task_billed: pd.Series, planned: Mapping[str, Mapping[str, float]]
+) -> tuple[TaskRecon, ...]:
+    """Every task planned above zero or billed in the month, by task_id."""
+    billed = {task: float(v) for (m, task), v in task_billed.items() if m == month}
+    planned_now = {task: float(by_month.get(month, 0.0)) for task, by_month in planned.items()}
+    task_ids = sorted(set(billed) | {t for t, p in planned_now.items() if p > 0})
+    return tuple(TaskRecon(t, planned_now.get(t, 0.0), billed.get(t, 0.0)) for t in task_ids)
+
+
+def _resource_frame(gpu: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
+    """GPU lines per (month, resource, task) with billed, hours, services and the month's usage."""
+    lines = gpu.assign(
+        hours=gpu["consumed_quantity"].where(map_unique(gpu["consumed_unit"], is_hours_unit).astype(bool)),
+    )
+    grouped = lines.groupby(_RESOURCE_KEYS, sort=True)
+    frame = pd.DataFrame({
+        "billed": _fsum_by(lines, _RESOURCE_KEYS),
+        "hours": grouped["hours"].sum(min_count=1),
+        "lines": grouped.size(),
+        "services": grouped["service_name"].agg(lambda s: tuple(sorted(set(s) - {""}))),
+    }).reset_index().astype(dict.fromkeys(_RESOURCE_KEYS, "str"))
+    frame = frame.merge(_usage_by_month(usage), on=["resource_id", "month"], how="left")
+    frame["mem_peak_share"] = frame["mem_peak_gb"] / frame["mem_total_gb"].where(frame["mem_total_gb"] > 0)
+    frame["unallocated"] = frame["task_id"] == ""
+    return frame.sort_values(["unallocated", "task_id", "resource_id"], kind="stable", ignore_index=True)
+
+
+def _usage_by_month(usage: pd.DataFrame) -> pd.DataFrame:
+    """read_usage frames (possibly several concatenated) merged to one row per resource and month."""
+    usage = usage.reindex(columns=list(USAGE_COLUMNS)).astype({"resource_id": "str", "month": "str"})
+    grouped = usage.groupby(["resource_id", "month"], sort=False)
+    merged = grouped.agg(
+        avg_util_pct=("avg_util_pct", "mean"), mem_peak_gb=("mem_peak_gb", "max"), mem_total_gb=("mem_total_gb", "max"),
+    )
+    merged["oom_events"] = grouped["oom_events"].sum(min_count=1)
+    return merged.reset_index()
+
+
+def is_hours_unit(unit: str) -> bool:
+    """Whether a ConsumedUnit counts hours (`Hours`, `Hrs`, `GPU-Hours`; not `GB-Hours` or `per Hour`)."""
+    text = unit.strip().lower()
+    counts_hours = re.search(r"(?:^|[\s_-])(?:h|hrs?|hours?)$", text)
+    return bool(counts_hours) and not re.search(r"\bper\b|/|byte|\bgb|\bgib|\btb", text)
+
+
+def _resource_recon(row: tuple, over: set[str], low_util_threshold: float, oom_threshold: float) -> ResourceRecon:
+    """One row of the resource frame as a ResourceRecon with its flags."""
+    task_id = row.task_id or None
+    flags = resource_flags(
+        row.avg_util_pct, row.mem_peak_share, row.oom_events, task_id in over, low_util_threshold, oom_threshold,
+    )
+    return ResourceRecon(
+        resource_id=row.resource_id,
+        task_id=task_id,
+        services=row.services,
+        lines=int(row.lines),
+        billed=float(row.billed),
+        hours=float(row.hours),
+        avg_util_pct=float(row.avg_util_pct),
+        mem_peak_share=float(row.mem_peak_share),
+        oom_events=float(row.oom_events),
+        flags=flags,
+    )
+
+
+def next_month_actions(recon: MonthRecon) -> tuple[Action, ...]:
+    """Per flagged resource and flag: the action, and the plan change it implies (alternatives, not a sum)."""
+    tasks = {t.task_id: t for t in recon.tasks}
+    return tuple(
+        Action(r.resource_id, r.task_id, flag, ACTIONS[flag], _plan_change(flag, r, tasks))
+        for r in recon.resources
+        for flag in r.flags
+    )
+
+
+def _plan_change(flag: str, resource: ResourceRecon, tasks: Mapping[str, TaskRecon]) -> float:
+    """Dropping a low-utilisation resource saves its bill; over plan adds its share of the task's overrun."""
+    if flag == LOW_UTILIZATION:
+        return -resource.billed
+    if flag == OVER_PLAN:
+        task = tasks[resource.task_id]
+        return task.variance * resource.billed / task.billed if task.billed else 0.0
+    return 0.0
+

@@ -1,0 +1,288 @@
+"""Monthly reconciliation: a hand-made scenario, the FOCUS sample, flag rules and the JSON shape."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from budgetgen.bills import DEFAULT_GPU_LINE_PATTERN, read_bills
+from budgetgen.recon import (
+    ACTIONS,
+    DATA_STARVED,
+    LOW_UTILIZATION,
+    OOM,
+    OVER_PLAN,
+    Action,
+    is_hours_unit,
+    next_month_actions,
+    reconcile,
+    resource_flags,
+)
+from budgetgen.usage import read_usage
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+EC2 = "Amazon Elastic Compute Cloud"
+HEADER = [
+    "ChargePeriodStart", "BilledCost", "BillingCurrency", "ResourceId", "ChargeDescription", "ServiceName",
+    "ServiceCategory", "ChargeCategory", "ConsumedQuantity", "ConsumedUnit", "Tags",
+]
+# ChargePeriodStart, BilledCost, ResourceId, ChargeDescription, ServiceName, ServiceCategory, ChargeCategory,
+# ConsumedQuantity, ConsumedUnit, Tags
+LINES = [
+    # July: T01 trains on i-train (tagged), with a credit on the same instance.
+    ("2026-07-03T00:00:00Z", "300.00", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
+     "Compute", "Usage", "50", "Hours", '{"task_id": "T01"}'),
+    ("2026-07-20 00:00:00", "267.20", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
+     "Compute", "usage", "50", "Hours", '{"task_id": "T01", "team": "nlp"}'),
+    ("2026-07-31", "-50.00", "i-train", "Promotional credit", EC2, "Compute", "credit", "NULL", "NULL",
+     '{"task_id": "T01"}'),
+    # T02 serves on i-serve, untagged, tied by the Assignments sheet; 10 % utilisation.
+    ("2026-07-05 00:00:00", "587.00", "i-serve", "$0.805 per On Demand Linux g6.xlarge Instance Hour", EC2,
+     "Compute", "Usage", "729.19", "Hrs", "NULL"),
+    # T03 on i-oom: 5 OOM events in raw samples.
+    ("2026-07-10 00:00:00", "420.00", "i-oom", "$1.212 per On Demand Linux g5.2xlarge Instance Hour", EC2,
+     "Compute", "Usage", "346.5", "Hours", '{"task_id": "T03"}'),
+    # T04 on i-starved (nvidia-smi file): 90 % memory, 5 % utilisation; no quantity billed.
+    ("2026-07-11 00:00:00", "95.00", "i-starved", "NC24ads A100 v4 - East US", "Virtual Machines", "Compute",
+     "Usage", "NULL", "", '{"task_id": "T04"}'),
+    # T05 on i-over: 1300 against 1000 planned, 30 % over.
+    ("2026-07-12 00:00:00", "1300.00", "i-over", "$32.77 per On Demand Linux p4d.24xlarge Instance Hour", EC2,
+     "Compute", "Usage", "39.67", "Hours", '{"task_id": "T05"}'),
+    # A GPU instance nobody claims.
+    ("2026-07-13 00:00:00", "250.00", "i-orphan", "$1.006 per On Demand Linux g5.xlarge Instance Hour", EC2,
+     "Compute", "Usage", "248.5", "Hours", "NULL"),
+    # Hidden costs: storage, egress, monitoring, and an account credit.
+    ("2026-07-31 00:00:00", "40.10", "vol-1", "$0.08 per GB-month of General Purpose SSD (gp3)", EC2, "Storage",
+     "Usage", "501.25", "GB-Mo", "NULL"),
+    ("2026-07-31 00:00:00", "12.34", "i-web", "$0.09 per GB - data transfer out", EC2, "Compute", "Usage",
+     "137.1", "GB", '{"app": "web", "taskforce": "infra"}'),
+    ("2026-07-15 00:00:00", "7.00", "NULL", "$0.30 per metric-month", "AmazonCloudWatch",
+     "Management and Governance", "Usage", "23.33", "Metrics", "NULL"),
+    ("2026-07-24 03:00:00", "-10.00", "NULL", "AWS Promotional Credits", EC2, "Compute", "Credit", "NULL", "NULL",
+     "NULL"),
+    # August: T01 on plan; storage.
+    ("2026-08-01T00:00:00Z", "300.00", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
+     "Compute", "Usage", "52.89", "Hours", '{"task_id": "T01"}'),
+    ("2026-08-31", "40.10", "vol-1", "$0.08 per GB-month of General Purpose SSD (gp3)", EC2, "Storage", "Usage",
+     "501.25", "GB-Mo", "NULL"),
+    # October (nothing billed in September): one S3 line.
+    ("2026-10-01 00:00:00", "5.00", "bucket-1", "$0.023 per GB-month", "Amazon Simple Storage Service", "NULL",
+     "Usage", "217.39", "GB-Mo", "NULL"),
+]
+PLANNED = {
+    "T01": {"2026-07": 600.0, "2026-08": 300.0},
+    "T02": {"2026-07": 580.0},
+    "T03": {"2026-07": 400.0},
+    "T04": {"2026-07": 100.0},
+    "T05": {"2026-07": 1000.0},
+    "T06": {"2026-07": 200.0},
+    "T07": {"2026-07": 0.0},
+}
+BUFFER = {"2026-07": 150.0, "2026-08": 75.0, "2026-10": 10.0}
+MIB_GB = 1048576 / 1e9
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> dict:
+    """The hand-made month set reconciled with usage from a monthly sheet, raw samples and nvidia-smi."""
+    bill = tmp_path / "focus.csv"
+    with bill.open("w", newline="") as handle:
+        writer = csv.writer(handle, quoting=csv.QUOTE_ALL)
+        writer.writerow(HEADER)
+        writer.writerows((stamp, cost, "USD", *rest) for stamp, cost, *rest in LINES)
+    bills = read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {"i-serve": "T02"}, ["A100 80G"])
+    monthly = pd.DataFrame({
+        "resource_id": ["i-train", "i-train", "i-serve", "i-over", "i-ghost"],
+        "month": ["2026-07", "2026-08", "2026-07", "2026-07", "2026-07"],
+        "gpu_util_pct": [60, 15, 10, 85, 1], "mem_used_gb": [20, 20, 10, 70, 1], "mem_total_gb": [24, 24, 24, 80, 80],
+    }, index=[2, 3, 4, 5, 6])
+    raw = tmp_path / "samples.csv"
+    raw.write_text(
+        "resource_id,timestamp,gpu_util_pct,mem_used_gb,mem_total_gb,oom_events\n"
+        "i-oom,2026-07-10T00:00:00Z,70,23,24,2\ni-oom,2026-07-11T00:00:00Z,80,23.5,24,3\n"
+    )
+    smi = tmp_path / "i-starved.csv"
+    smi.write_text(
+        "timestamp, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
+        "2026/07/11 10:00:00.123, NVIDIA A100 80GB PCIe, 4 %, 73728 MiB, 81920 MiB\n"
+        "2026/07/11 10:00:05.123, NVIDIA A100 80GB PCIe, 6 %, 73728 MiB, 81920 MiB\n"
+    )
+    usage = pd.concat(
+        [read_usage(monthly, "Usage"), read_usage(raw, raw.name), read_usage(smi, smi.name)], ignore_index=True,
+    )
+    return reconcile(bills, usage, PLANNED, BUFFER, low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10)
+
+
+def line_totals() -> dict[str, Decimal]:
+    """Σ BilledCost per month of LINES, in decimal."""
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for stamp, cost, *_ in LINES:
+        totals[stamp[:7]] += Decimal(cost)
+    return totals
+
+
+def cents(value: float) -> Decimal:
+    return Decimal(value).quantize(Decimal("0.01"))
+
+
+def test_every_billed_month_and_only_those(scenario):
+    assert list(scenario) == ["2026-07", "2026-08", "2026-10"]
+
+
+def test_july_totals(scenario):
+    july = scenario["2026-07"]
+    assert july.gpu_billed == pytest.approx((300.00 + 267.20 - 50.00) + 587.00 + 420.00 + 95.00 + 1300.00 + 250.00)
+    assert july.unallocated == pytest.approx(250.00)
+    assert july.non_gpu == pytest.approx({"storage": 40.10, "network": 12.34, "other": 7.00 - 10.00})
+    assert july.non_gpu_billed == pytest.approx(40.10 + 12.34 + 7.00 - 10.00)
+    assert july.billed_total == pytest.approx(3169.20 + 49.44)
+    assert july.planned_total == pytest.approx(600 + 580 + 400 + 100 + 1000 + 200)
+    assert july.buffer_reserved == 150.0
+    assert july.buffer_left == pytest.approx(150.0 - 49.44)
+
+
+def test_july_by_task(scenario):
+    found = [(t.task_id, t.planned, round(t.billed, 2), round(t.variance, 2)) for t in scenario["2026-07"].tasks]
+    assert found == [
+        ("T01", 600.0, 517.20, -82.80),
+        ("T02", 580.0, 587.00, 7.00),
+        ("T03", 400.0, 420.00, 20.00),
+        ("T04", 100.0, 95.00, -5.00),
+        ("T05", 1000.0, 1300.00, 300.00),
+        ("T06", 200.0, 0.0, -200.00),
+    ]
+    assert scenario["2026-07"].tasks[4].variance_pct == pytest.approx(0.30)
+
+
+def test_july_resources_and_flags(scenario):
+    found = [(r.resource_id, r.task_id, round(r.billed, 2), r.flags) for r in scenario["2026-07"].resources]
+    assert found == [
+        ("i-train", "T01", 517.20, ()),
+        ("i-serve", "T02", 587.00, (LOW_UTILIZATION,)),
+        ("i-oom", "T03", 420.00, (OOM,)),
+        ("i-starved", "T04", 95.00, (LOW_UTILIZATION, DATA_STARVED)),
+        ("i-over", "T05", 1300.00, (OVER_PLAN,)),
+        ("i-orphan", None, 250.00, ()),
+    ]
+    assert [r.resource_id for r in scenario["2026-07"].unallocated_resources] == ["i-orphan"]
+
+
+def test_july_resource_usage_and_hours(scenario):
+    by_id = {r.resource_id: r for r in scenario["2026-07"].resources}
+    train, serve, oom, starved = by_id["i-train"], by_id["i-serve"], by_id["i-oom"], by_id["i-starved"]
+    assert (train.hours, train.lines, train.services) == (50 + 50, 3, (EC2,))
+    assert train.mem_peak_share == pytest.approx(20 / 24)
+    assert serve.hours == pytest.approx(729.19)
+    assert (oom.avg_util_pct, oom.oom_events, oom.mem_peak_share) == (75.0, 5.0, pytest.approx(23.5 / 24))
+    assert math.isnan(starved.hours)
+    assert starved.avg_util_pct == pytest.approx(5.0)
+    assert starved.mem_peak_share == pytest.approx(73728 / 81920)
+    assert starved.actions == (ACTIONS[LOW_UTILIZATION], ACTIONS[DATA_STARVED])
+    assert math.isnan(by_id["i-orphan"].avg_util_pct)
+
+
+def test_august_and_october(scenario):
+    august, october = scenario["2026-08"], scenario["2026-10"]
+    assert [(t.task_id, t.planned, t.billed) for t in august.tasks] == [("T01", 300.0, 300.0)]
+    assert [(r.resource_id, r.flags) for r in august.resources] == [("i-train", (LOW_UTILIZATION,))]
+    assert (october.gpu_billed, october.non_gpu, october.planned_total) == (
+        0.0, {"storage": 5.0, "network": 0.0, "other": 0.0}, 0.0,
+    )
+    assert (october.tasks, october.resources, october.buffer_reserved) == ((), (), 10.0)
+
+
+def test_nothing_is_dropped(scenario):
+    expected = line_totals()
+    assert set(scenario) == set(expected)
+    for month, recon in scenario.items():
+        parts = [*(r.billed for r in recon.resources), *recon.non_gpu.values()]
+        assert cents(math.fsum(parts)) == cents(recon.billed_total) == expected[month]
+        assert cents(math.fsum([*(t.billed for t in recon.tasks), recon.unallocated])) == cents(recon.gpu_billed)
+        assert cents(recon.allocated_gpu + recon.unallocated + recon.non_gpu_billed) == expected[month]
+
+
+def test_next_month_actions(scenario):
+    actions = next_month_actions(scenario["2026-07"])
+    assert [(a.resource_id, a.flag, round(a.plan_change, 2)) for a in actions] == [
+        ("i-serve", LOW_UTILIZATION, -587.00),
+        ("i-oom", OOM, 0.0),
+        ("i-starved", LOW_UTILIZATION, -95.00),
+        ("i-starved", DATA_STARVED, 0.0),
+        ("i-over", OVER_PLAN, 1300.00 - 1000.00),
+    ]
+    assert actions[0] == Action("i-serve", "T02", LOW_UTILIZATION, "downsize or cancel next month", -587.0)
+
+
+def test_json_is_specs_reconciliation_month(scenario):
+    july = scenario["2026-07"].to_json()
+    text = json.dumps(july, allow_nan=False)
+    assert json.loads(text) == july
+    assert list(july) == [
+        "billed_total", "gpu_billed", "non_gpu_billed", "unallocated", "planned_total", "buffer_reserved",
+        "tasks", "resources",
+    ]
+    assert july["tasks"][0] == {"task_id": "T01", "planned": 600.0, "billed": pytest.approx(517.20),
+                                "variance": pytest.approx(-82.80)}
+    assert july["resources"][3] == {
+        "resource_id": "i-starved", "task_id": "T04", "billed": 95.0, "hours": None,
+        "avg_util_pct": pytest.approx(5.0), "mem_peak_share": pytest.approx(0.9), "oom_events": None,
+        "flags": ["low_utilization", "data_starved"],
+    }
+    assert july["resources"][-1]["task_id"] is None and july["resources"][-1]["flags"] == []
+
+
+@pytest.mark.parametrize("util, share, ooms, over, expected", [
+    (19.9, math.nan, math.nan, False, (LOW_UTILIZATION,)),
+    (20.0, math.nan, math.nan, False, ()),
+    (math.nan, math.nan, math.nan, False, ()),
+    (50.0, math.nan, 3, False, (OOM,)),
+    (50.0, math.nan, 2, False, ()),
+    (9.9, 0.81, 0, False, (LOW_UTILIZATION, DATA_STARVED)),
+    (10.0, 0.95, 0, False, (LOW_UTILIZATION,)),
+    (5.0, 0.80, 0, False, (LOW_UTILIZATION,)),
+    (50.0, math.nan, math.nan, True, (OVER_PLAN,)),
+    (5.0, 0.9, 4, True, (LOW_UTILIZATION, OOM, DATA_STARVED, OVER_PLAN)),
+])
+def test_flag_rules(util, share, ooms, over, expected):
+    assert resource_flags(util, share, ooms, over, low_util_threshold=0.20, oom_threshold=3) == expected
+
+
+@pytest.mark.parametrize("unit, hours", [
+    ("Hours", True), ("Hrs", True), ("hour", True), ("GPU-Hours", True), ("Instance Hours", True), ("h", True),
+    ("OCPU Hours", True), ("GB-Hours", False), ("Gigabyte Per Hour", False), ("GB", False), ("Requests", False),
+    ("", False), ("Units/Month", False),
+])
+def test_hours_units(unit, hours):
+    assert is_hours_unit(unit) is hours
+
+
+def test_task_billed_without_plan_is_over_plan(tmp_path):
+    bills = pd.DataFrame({
+        "ChargePeriodStart": ["2026-07-01"], "BilledCost": [10.0], "ResourceId": ["i-a"],
+        "Tags": ['{"task_id": "T99"}'],
+    }, index=[2])
+    frame = read_bills(bills, "Bills", "USD", DEFAULT_GPU_LINE_PATTERN, {}, [])
+    july = reconcile(frame, pd.DataFrame(), {}, {}, 0.2, 3, 0.1)["2026-07"]
+    assert [(t.task_id, t.planned, t.billed) for t in july.tasks] == [("T99", 0.0, 10.0)]
+    assert july.resources[0].flags == (OVER_PLAN,)
+
+
+def test_bill_without_gpu_lines_sets_everything_against_the_buffer():
+    sheet = pd.DataFrame({
+        "ChargePeriodStart": ["2026-07-01", "2026-07-02"], "BilledCost": [3.0, 4.5],
+        "ServiceCategory": ["Storage", "Networking"],
+    }, index=[2, 3])
+    frame = read_bills(sheet, "Bills", "USD", DEFAULT_GPU_LINE_PATTERN, {}, [])
+    july = reconcile(frame, pd.DataFrame(), {"T01": {"2026-07": 5.0}}, {"2026-07": 2.0}, 0.2, 3, 0.1)["2026-07"]
+    assert (july.gpu_billed, july.resources, july.non_gpu_billed, july.billed_total) == (0.0, (), 3.0 + 4.5, 7.5)
+    assert july.non_gpu == {"storage": 3.0, "network": 4.5, "other": 0.0}
+    assert [(t.task_id, t.billed, t.variance) for t in july.tasks] == [("T01", 0.0, -5.0)]
+    assert july.buffer_left == 2.0 - 7.5
