@@ -11,6 +11,7 @@ import click
 from .catalog import CATALOG_CURRENCY, builtin_catalog
 from .engine import plan_budget
 from .errors import BudgetgenError, Code, InputError, OutputError, Problem
+from .monthly import reconcile_plan
 from .reader import read_inputs
 from .results import plan_json
 from .schema import TIERS
@@ -66,9 +67,14 @@ def _money(value: float, currency: str) -> str:
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Output workbook (default outputs/<input stem>-budget.xlsx).")
+@click.option("--bills", "bills", multiple=True, type=click.Path(path_type=Path),
+              help="A FOCUS bill (CSV, Parquet or xlsx); repeatable.")
+@click.option("--usage", "usage", multiple=True, type=click.Path(path_type=Path),
+              help="GPU utilisation (monthly rows, samples or nvidia-smi CSV); repeatable.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the engine's results as JSON.")
-def build(path: Path, output: Path | None, json_path: Path | None) -> None:
+def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
+          json_path: Path | None) -> None:
     """Validate, compute and write the budget workbook."""
     output = output or Path("outputs") / f"{path.stem}-budget.xlsx"
     try:
@@ -76,9 +82,10 @@ def build(path: Path, output: Path | None, json_path: Path | None) -> None:
             raise InputError([Problem(Code.OUTPUT, path.name, "", "the output would overwrite the input: "
                                       "choose another -o/--json path")])
         plan = plan_budget(read_inputs(path))
-        write_workbook(plan, output)
+        recon, billed = reconcile_plan(plan, list(bills), list(usage))
+        write_workbook(plan, output, recon, billed)
         if json_path:
-            _write_json(plan_json(plan), json_path)
+            _write_json(plan_json(plan, {m: r.to_json() for m, r in recon.items()}), json_path)
     except BudgetgenError as exc:
         _fail(exc)
     cur = plan.inputs.settings.currency
@@ -87,6 +94,9 @@ def build(path: Path, output: Path | None, json_path: Path | None) -> None:
     for month, t in plan.month_totals.items():
         click.echo(f"  {month}: GPU {_money(t.gpu, cur)} + extras {_money(t.extras, cur)} "
                    f"+ buffer {_money(t.buffer, cur)} = {_money(t.total, cur)}")
+    for month, r in sorted(recon.items()):
+        click.echo(f"Recon {month}: billed {_money(r.billed_total, cur)} against planned GPU "
+                   f"{_money(r.planned_total, cur)}; {sum(bool(x.flags) for x in r.resources)} flagged resource(s)")
     for warning in plan.warnings:
         click.echo(f"Warning: {warning}")
 

@@ -75,6 +75,9 @@ class Inputs:
     extras: tuple[Extra, ...] = ()
     warnings: tuple[str, ...] = ()
     extra_headers: tuple[str, ...] = ()
+    bills_sheet: object = None  # the Bills sheet as a DataFrame (index: sheet row), or None
+    usage_sheet: object = None  # the Usage sheet likewise
+    assignments: tuple[tuple[str, str], ...] = ()  # (resource_id, task_id) from the Assignments sheet
 
     def gpu(self, name: str) -> Gpu:
         return next(g for g in self.gpus if g.name == name)

@@ -8,19 +8,27 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 from openpyxl.utils import get_column_letter
 
 from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
 from .errors import Code, InputError, Problem
 from .model import Extra, Gpu, Inputs, Settings, Task
-from .safefile import iter_rows, load_input_workbook
+from .safefile import MAX_TEXT, iter_rows, load_input_workbook
 from .schema import (
-    DEFAULT_TIER, EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMN, SERVING_METHODS, SETTINGS, SETTINGS_BY_KEY,
-    TASK_COLUMNS, TIERS, TRAINING_KINDS, TRAINING_METHODS, Column, normalise_header,
+    DEFAULT_TIER,
+    EXTRA_COLUMNS,
+    GPU_COLUMNS,
+    PRICE_COLUMN,
+    SERVING_METHODS,
+    SETTINGS_BY_KEY,
+    TASK_COLUMNS,
+    TRAINING_KINDS,
+    TRAINING_METHODS,
+    Column,
+    normalise_header,
 )
 from .values import BadValue, add_months, is_blank, parse_cell
-
-MAX_TEXT = 32767  # Excel's limit for one cell
 
 
 @dataclass
@@ -305,6 +313,31 @@ def _read_extras(ws, settings: Settings, out: Collector) -> list[Extra]:
     return extras
 
 
+# ---------------------------------------------------------------- Bills, Usage, Assignments
+
+ASSIGNMENT_COLUMNS = (Column("resource_id", "text", required=True, help="billed resource id"),
+                      Column("task_id", "text", required=True, help="the task it serves"))
+
+
+def sheet_frame(ws) -> pd.DataFrame | None:
+    """A table sheet as a DataFrame: header row 1 as columns, index the 1-based sheet row."""
+    rows = list(iter_rows(ws))
+    if not rows or rows[0][0] != 1:
+        return None
+    header = [str(h) if h is not None else f"column{i + 1}" for i, h in enumerate(rows[0][1])]
+    width = len(header)
+    body = [tuple(values[:width]) + (None,) * (width - len(values)) for _, values in rows[1:]]
+    return pd.DataFrame(body, columns=header, index=[r for r, _ in rows[1:]], dtype=object)
+
+
+def _read_assignments(ws, out: Collector) -> tuple[tuple[str, str], ...]:
+    if ws is None:
+        return ()
+    return tuple((rec.values["resource_id"], rec.values["task_id"])
+                 for rec in read_table(ws, "Assignments", ASSIGNMENT_COLUMNS, out)
+                 if "resource_id" in rec.values and "task_id" in rec.values)
+
+
 # ---------------------------------------------------------------- the workbook
 
 def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
@@ -321,9 +354,13 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
+        bills_sheet = sheet_frame(sheets["bills"]) if "bills" in sheets else None
+        usage_sheet = sheet_frame(sheets["usage"]) if "usage" in sheets else None
+        assignments = _read_assignments(sheets.get("assignments"), out)
     finally:
         wb.close()
     if out.problems:
         raise InputError(out.problems)
-    return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers))
+    return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
+                  bills_sheet, usage_sheet, assignments)
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import openpyxl
 import openpyxl.xml
 from defusedxml import DefusedXmlException
-from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -21,7 +20,8 @@ MB = 1024 * 1024
 MAX_UNCOMPRESSED = 256 * MB
 MAX_RATIO = 200
 RATIO_MIN_SIZE = 10 * MB
-# Characters an Excel cell can hold; longer text is rejected with its cell, never truncated.
+# Characters an Excel cell can hold. iter_rows passes longer text through whole (never
+# truncated, never a crash); the caller rejects it at its cell, among all other problems.
 MAX_TEXT = 32_767
 EXCEL_MAX_ROWS = 1_048_576
 
@@ -47,7 +47,7 @@ SCAN_CHUNK = MB
 
 
 def load_input_workbook(path: Path) -> openpyxl.Workbook:
-    """Open the input workbook read-only (cached values, no formulas, no macros) or raise InputError."""
+    """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError."""
     if not openpyxl.xml.DEFUSEDXML:
         raise BudgetgenError("openpyxl is not using defusedxml; install defusedxml and unset OPENPYXL_DEFUSEDXML")
     _check_path(path)
@@ -65,6 +65,7 @@ def iter_rows(ws: Worksheet | ReadOnlyWorksheet, max_rows: int = 100_000) -> Ite
     """Yield (row number, values) for each non-empty row, trailing empty cells dropped."""
     if isinstance(ws, ReadOnlyWorksheet):
         ws.reset_dimensions()  # the declared <dimension> may be forged: read only the rows really there
+    # From A1 whatever the sheet declares; an explicit range also gets a closable generator.
     rows = ws.iter_rows(min_row=1, min_col=1, values_only=True)
     try:
         yield from _filled_rows(_guarded(rows, ws.title), ws.title, max_rows)
@@ -93,9 +94,7 @@ def _filled_rows(rows: Iterator[tuple], sheet: str, max_rows: int) -> Iterator[t
                 f"has more than {max_rows:,} filled rows (row {number:,} is one too many); "
                 "delete the rows the budget does not need or split the inventory",
             )
-        values = _trim(values)
-        _check_text(sheet, number, values)
-        yield number, values
+        yield number, _trim(values)
 
 
 def _check_path(path: Path) -> None:
@@ -225,24 +224,15 @@ def _guarded(rows: Iterator[tuple], sheet: str) -> Iterator[tuple]:
 
 
 def _trim(values: tuple) -> tuple:
-    """Drop the trailing None cells of a row."""
-    end = len(values)
-    while values[end - 1] is None:
-        end -= 1
-    return values[:end]
-
-
-def _check_text(sheet: str, row: int, values: tuple) -> None:
-    """Reject text longer than an Excel cell holds, naming the cell."""
-    for col, value in enumerate(values, start=1):
-        if isinstance(value, str) and len(value) > MAX_TEXT:
-            raise _fail(
-                sheet,
-                Code.TOO_LARGE,
-                f'text "{value[:20]}…" is {len(value):,} characters, more than the {MAX_TEXT:,} '
-                "an Excel cell holds; shorten it",
-                cell=f"{get_column_letter(col)}{row}",
-            )
+    """Drop the trailing None cells of a row, by bisection: a row padded out to column XFD stays cheap."""
+    lo, hi = 0, len(values)  # values[hi:] is all None; the last value is at index lo or after
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if values[mid:hi].count(None) == hi - mid:
+            hi = mid
+        else:
+            lo = mid + 1
+    return values[:hi]
 
 
 def _describe(exc: BaseException) -> str:

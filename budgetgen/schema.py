@@ -115,6 +115,9 @@ SETTINGS: tuple[Setting, ...] = (
       unit="events", minimum=0),
     S("variance_tolerance", "percent", 0.10, "VarianceTolerance",
       "bill over plan by more than this share is flagged", minimum=0),
+    S("gpu_line_pattern", "text", None, "GpuLinePattern",
+      "regular expression that marks a bill line as GPU (blank: the built-in pattern of GPU instance families)",
+      structural=True),
     S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh", "electricity price for owned machines",
       unit="currency/kWh", minimum=0),
     S("depreciation_years", "number", 3, "DepreciationYears", "write-off period of an owned machine",
@@ -147,6 +150,9 @@ CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("HoursPerDay", 24, "hours in a day"),
     ("DaysPerYear", 365, "days in a year"),
     ("WattsPerKw", 1000, "watts per kilowatt"),
+    ("PercentScale", 100, "utilisation percent per share"),
+    ("DataStarvedMemShare", 0.8, "memory share above which a barely busy GPU is flagged data-starved"),
+    ("DataStarvedUtil", 0.10, "utilisation under which a full-memory GPU is flagged data-starved"),
 )
 CONSTANT_VALUES = {name: value for name, value, _ in CONSTANTS}
 

@@ -524,8 +524,8 @@ class BudgetWriter:
             ("extras matrix = Summary extras total", f"=SUM(Extras!H3:{e1}{self.extras_last_row + 1})",
              self.summary_rows["extras_total"], extras_total),
             ("GPU + extras + buffer = period total",
-             f"={self.summary_rows['gpu_total']}+{self.summary_rows['extras_total']}+"
-             f"{self.summary_rows['buffer_total']}", self.summary_rows["period_total"], plan.period_total),
+             (f"={self.summary_rows['gpu_total']}+{self.summary_rows['extras_total']}+"
+             f"{self.summary_rows['buffer_total']}"), self.summary_rows["period_total"], plan.period_total),
             ("buffer = rate x GPU total", f"={self.summary_rows['gpu_total']}*BufferRate",
              self.summary_rows["buffer_total"], gpu_total * self.s.hidden_cost_buffer),
         ]
@@ -565,7 +565,136 @@ class BudgetWriter:
         self.wb.close()
 
 
-def write_workbook(plan: Plan, out: Path, writer_class=BudgetWriter) -> Path:
+class ReconWriter(BudgetWriter):
+    """A BudgetWriter that adds one `Recon YYYY-MM` tab per billed month and their Checks rows."""
+
+    def __init__(self, plan: Plan, path: Path, recon: dict, billed_input: dict[str, float]):
+        super().__init__(plan, path)
+        self.recon = recon
+        self.billed_input = billed_input
+        self.recon_checks: list[tuple[str, str, str, float]] = []
+
+    def write_checks(self) -> None:
+        for month in sorted(self.recon):
+            self.write_recon(month, self.recon[month])
+        super().write_checks()
+
+    def write_check_rows(self, ws, checks) -> None:
+        super().write_check_rows(ws, checks + self.recon_checks)
+
+    def write_recon(self, month: str, mr) -> None:
+        name = f"Recon {month}"
+        ws = self.wb.add_worksheet(name)
+        cur = self.s.currency
+        ws.set_column(0, 0, 22)
+        ws.set_column(1, 11, 14)
+        ws.set_column(10, 10, 60)
+        ws.write_string(0, 0, f"Reconciliation {month}: plan versus bill versus usage ({cur})", self.f.title)
+        r = self._recon_tasks(ws, month, mr, 2)
+        task_rows = (3, r - 1)
+        r = self._recon_resources(ws, mr, r + 1, task_rows)
+        self._recon_totals(ws, name, month, mr, r + 1)
+        ws.freeze_panes(1, 0)
+
+    def _recon_tasks(self, ws, month: str, mr, r: int) -> int:
+        self.header(ws, r, ["task", "planned", "billed", "variance", "variance %", "status"])
+        months = list(self.months)
+        index = {tp.task.task_id: i for i, tp in enumerate(self.plan.tasks)}
+        tol = self.s.variance_tolerance
+        first = r + 1
+        for i, t in enumerate(mr.tasks):
+            row = first + i
+            n = row + 1
+            ws.write_string(row, 0, t.task_id)
+            if t.task_id in index and month in months:
+                col = xl_col_to_name(self.monthly_first_col + months.index(month))
+                self.formula(ws, row, 1, f"=Monthly!{col}{index[t.task_id] + 3}", t.planned, "money", "link")
+            else:
+                self.write_value(ws, row, 1, t.planned, "input", "money")
+            self.write_value(ws, row, 2, t.billed, "input", "money")
+            self.formula(ws, row, 3, f"=C{n}-B{n}", t.variance, "money")
+            self.formula(ws, row, 4, f'=IF(B{n}=0,"",D{n}/B{n})', t.variance_pct, "percent")
+            status = "over plan" if t.billed > t.planned * (1 + tol) else ""
+            self.formula(ws, row, 5, f'=IF(C{n}>B{n}*(1+VarianceTolerance),"over plan","")', status, "text")
+        last = first + max(1, len(mr.tasks)) - 1
+        if mr.tasks:
+            chart = self.wb.add_chart({"type": "column"})
+            for col, label in ((1, "planned"), (2, "billed")):
+                chart.add_series({"name": label, "categories": [ws.name, first, 0, last, 0],
+                                  "values": [ws.name, first, col, last, col]})
+            chart.set_title({"name": "Plan versus bill by task"})
+            ws.insert_chart(1, 13, chart)
+        self.recon_task_range = (first, last)
+        return last + 2
+
+    def _recon_resources(self, ws, mr, r: int, task_rows) -> int:
+        from .recon import ACTIONS, LOW_UTILIZATION
+        self.header(ws, r, ["resource", "task", "services", "lines", "billed", "hours", "avg util %",
+                            "peak memory share", "OOM events", "flags", "action next month", "saving if acted on"])
+        t0, t1 = (n + 1 for n in self.recon_task_range)
+        first = r + 1
+        for i, res in enumerate(mr.resources):
+            row = first + i
+            n = row + 1
+            ws.write_string(row, 0, res.resource_id or "")
+            ws.write_string(row, 1, res.task_id or "")
+            ws.write_string(row, 2, ", ".join(res.services))
+            ws.write_number(row, 3, res.lines)
+            self.write_value(ws, row, 4, res.billed, "input", "money")
+            for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
+                                    (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
+                self.write_value(ws, row, col, None if value is None or math.isnan(value) else value, "input", fmt)
+            flags = (f'=TRIM(IF(AND(ISNUMBER(G{n}),G{n}/PercentScale<LowUtilThreshold),"low_utilization ","")'
+                     f'&IF(AND(ISNUMBER(I{n}),I{n}>=OomThreshold),"oom ","")'
+                     f'&IF(AND(ISNUMBER(H{n}),ISNUMBER(G{n}),H{n}>DataStarvedMemShare,G{n}/PercentScale<DataStarvedUtil),'
+                     f'"data_starved ","")&IF(B{n}="","",IF(IFERROR(INDEX($F${t0}:$F${t1},MATCH(B{n},$A${t0}:$A${t1},0)),'
+                     f'"")="over plan","over_plan","")))')
+            self.formula(ws, row, 9, flags, " ".join(res.flags), "text")
+            action = "&".join(f'IF(ISNUMBER(SEARCH("{flag}",J{n})),"{text}. ","")' for flag, text in ACTIONS.items())
+            self.formula(ws, row, 10, f"=TRIM({action})", " ".join(ACTIONS[f] + "." for f in res.flags), "text")
+            saving = res.billed if LOW_UTILIZATION in res.flags else 0
+            self.formula(ws, row, 11, f'=IF(ISNUMBER(SEARCH("{LOW_UTILIZATION}",J{n})),E{n},0)', saving, "money")
+        self.recon_resource_range = (first + 1, first + max(1, len(mr.resources)))
+        return first + max(1, len(mr.resources)) + 1
+
+    def _recon_totals(self, ws, name: str, month: str, mr, r: int) -> None:
+        self.header(ws, r, ["non-GPU lines", "billed"])
+        first = r + 1
+        for i, (category, amount) in enumerate(sorted(mr.non_gpu.items())):
+            ws.write_string(first + i, 0, category)
+            self.write_value(ws, first + i, 1, amount, "input", "money")
+        last = first + max(1, len(mr.non_gpu))
+        a, b = self.recon_resource_range
+        p0, p1 = (n + 1 for n in self.recon_task_range)
+        months = list(self.months)
+        rows = [("non-GPU billed", f"=SUM(B{first + 1}:B{last})", mr.non_gpu_billed, "calc")]
+        if month in months:
+            rows.append(("hidden-cost buffer reserved", f"=Summary!D{6 + months.index(month)}", mr.buffer_reserved,
+                         "link"))
+        else:
+            rows.append(("hidden-cost buffer reserved", None, mr.buffer_reserved, "input"))
+        n = last + 1
+        rows += [
+            ("buffer left", f"=B{n + 1}-B{n}", mr.buffer_reserved - mr.non_gpu_billed, "calc"),
+            ("GPU billed to tasks", f'=SUMPRODUCT(($B${a}:$B${b}<>"")*$E${a}:$E${b})', mr.allocated_gpu, "calc"),
+            ("unallocated GPU", f'=SUMPRODUCT(($B${a}:$B${b}="")*$E${a}:$E${b})', mr.unallocated, "calc"),
+            ("billed total", f"=B{n}+B{n + 3}+B{n + 4}", mr.billed_total, "calc"),
+            ("planned GPU total", f"=SUM(B{p0}:B{p1})", mr.planned_total, "calc"),
+            ("BilledCost in the input", None, self.billed_input[month], "input"),
+        ]
+        for i, (label, formula, value, role) in enumerate(rows):
+            row = last + i
+            ws.write_string(row, 0, label, self.f.bold)
+            if formula is None:
+                self.write_value(ws, row, 1, value, role, "money")
+            else:
+                self.formula(ws, row, 1, formula, value, "money", role)
+        total_row, input_row = last + 6, last + 8
+        self.recon_checks.append((f"{name}: billed total = BilledCost of the month", f"='{name}'!B{total_row}",
+                                  f"'{name}'!B{input_row}", self.billed_input[month]))
+
+
+def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_input: dict | None = None) -> Path:
     """Write the plan to `out` atomically: a temporary file in the same folder, then a rename."""
     out = Path(out)
     try:
@@ -575,7 +704,10 @@ def write_workbook(plan: Plan, out: Path, writer_class=BudgetWriter) -> Path:
     except OSError as exc:
         raise OutputError(f"cannot write to {out.parent}: {exc.strerror or exc}") from None
     try:
-        writer_class(plan, Path(tmp)).write()
+        if recon:
+            ReconWriter(plan, Path(tmp), recon, billed_input or {}).write()
+        else:
+            BudgetWriter(plan, Path(tmp)).write()
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from budgetgen.errors import BudgetgenError, Code, InputError, Problem
 from budgetgen.safefile import (
-    MAX_TEXT,
     OLE_MAGIC,
     SAVE_AS_XLSX,
     SCAN_CHUNK,
@@ -104,14 +103,17 @@ def ole_file(*streams: str, gap: int = 0) -> bytes:
 
 @pytest.fixture
 def workbook(tmp_path: Path) -> Path:
-    """A valid input: shared strings, a blank row, and a formula with its cached value."""
+    """A valid input: shared strings, a formula with its cached value, styled empty cells."""
     path = tmp_path / "inventory.xlsx"
     wb = xlsxwriter.Workbook(path)
     ws = wb.add_worksheet("Tasks")
+    yellow = wb.add_format({"bg_color": "#FFFFCC"})
     ws.write_row(0, 0, ["task_id", "gpu_hours", "cost"])
     ws.write_row(1, 0, ["t1", 7])
     ws.write_formula(1, 2, "=B2*2", None, 14)
+    ws.write_blank(2, 0, None, yellow)
     ws.write_row(3, 0, ["t2", 3.5, None, "note"])
+    ws.write_blank(3, 9, None, yellow)
     wb.close()
     return path
 
@@ -210,7 +212,9 @@ def test_content_that_is_not_a_workbook(tmp_path: Path, content: bytes, says: st
     assert says in problem.message
 
 
-@pytest.mark.parametrize("gap", [0, SCAN_CHUNK - 650], ids=["at-start", "across-chunks"])
+# The second gap puts the name "EncryptionInfo" (after a 512-byte header and two 128-byte
+# entries) 10 bytes before the end of the first chunk read.
+@pytest.mark.parametrize("gap", [0, SCAN_CHUNK - 10 - 512 - 2 * 128], ids=["at-start", "across-chunks"])
 def test_password_protected(tmp_path: Path, gap: int) -> None:
     path = tmp_path / "inventory.xlsx"
     path.write_bytes(ole_file("\x06DataSpaces", "EncryptionInfo", "EncryptedPackage", gap=gap))
@@ -304,6 +308,16 @@ def test_forged_dimension_is_not_trusted(workbook: Path, tmp_path: Path, dimensi
     assert time.perf_counter() - start < SECONDS
 
 
+def test_rows_padded_to_the_last_column_are_trimmed(workbook: Path, tmp_path: Path) -> None:
+    body = (
+        '<row r="1"><c r="A1"><v>1</v></c><c r="XFD1" s="1"/></row>'
+        '<row r="2"><c r="XFD2" s="1"/></row>'
+        '<row r="3"><c r="A3"><v>3</v></c><c r="C3"><v>4</v></c><c r="XFD3" s="1"/></row>'
+    )
+    path = rewrite(workbook, tmp_path / "wide.xlsx", {"xl/worksheets/sheet1.xml": sheet_xml(body)})
+    assert read_rows(path) == [(1, (1,)), (3, (3, None, 4))]
+
+
 def test_too_many_rows(tmp_path: Path) -> None:
     path = tmp_path / "big.xlsx"
     wb = xlsxwriter.Workbook(path, {"constant_memory": True})
@@ -326,28 +340,35 @@ def test_stops_reading_at_the_first_row_too_many(workbook: Path, tmp_path: Path)
     assert "could not be read (ParseError: " in problem.message
 
 
-def test_row_number_past_excel_limit(workbook: Path, tmp_path: Path) -> None:
-    body = '<row r="1"><c r="A1"><v>1</v></c></row><row r="2000000000"><c r="A2000000000"><v>2</v></c></row>'
+@pytest.mark.parametrize("row", [1_048_577, 2_000_000_000])
+def test_row_number_past_excel_limit(workbook: Path, tmp_path: Path, row: int) -> None:
+    body = f'<row r="1"><c r="A1"><v>1</v></c></row><row r="{row}"><c r="A{row}"><v>2</v></c></row>'
     path = rewrite(workbook, tmp_path / "far.xlsx", {"xl/worksheets/sheet1.xml": sheet_xml(body)})
     problem = problem_of(lambda: read_rows(path))
     assert (problem.code, problem.sheet) == (Code.UNREADABLE, "Tasks")
     assert "1,048,576" in problem.message
 
 
-def test_text_longer_than_a_cell_holds(workbook: Path, tmp_path: Path) -> None:
-    cells = "".join(
-        f'<c r="{ref}" t="inlineStr"><is><t>{text}</t></is></c>'
-        for ref, text in (("A1", "x" * MAX_TEXT), ("B1", "y" * 1_000_000))
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists open files from /proc")
+def test_file_is_closed_when_reading_stops_early(workbook: Path) -> None:
+    wb = load_input_workbook(workbook)
+    with pytest.raises(InputError) as info:  # keeps the failed reader's frames alive
+        list(iter_rows(wb["Tasks"], max_rows=1))
+    wb.close()
+    assert info.value.problems[0].code is Code.TOO_LARGE
+    open_files = {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+    assert os.path.realpath(workbook) not in open_files
+
+
+def test_text_longer_than_a_cell_holds_is_passed_whole(workbook: Path, tmp_path: Path) -> None:
+    cell = f'<c r="B1" t="inlineStr"><is><t>{"y" * 1_000_000}</t></is></c>'
+    path = rewrite(
+        workbook, tmp_path / "long.xlsx", {"xl/worksheets/sheet1.xml": sheet_xml(f'<row r="1">{cell}</row>')}
     )
-    body = sheet_xml(f'<row r="1">{cells}</row>')
-    path = rewrite(workbook, tmp_path / "long.xlsx", {"xl/worksheets/sheet1.xml": body})
-    problem = problem_of(lambda: read_rows(path))
-    assert (problem.code, problem.sheet, problem.cell) == (
-        Code.TOO_LARGE,
-        "Tasks",
-        "B1",
-    )
-    assert '"yyyyyyyyyyyyyyyyyyyy…" is 1,000,000 characters' in problem.message
+    start = time.perf_counter()
+    rows = read_rows(path)
+    assert time.perf_counter() - start < SECONDS
+    assert [(row, len(values), len(values[1])) for row, values in rows] == [(1, 2, 1_000_000)]
 
 
 grids = st.dictionaries(
