@@ -221,6 +221,10 @@ def read_bills(
     _require_columns(table, ("ChargePeriodStart", "BilledCost"))
     matcher = gpu_matcher(gpu_line_pattern, gpu_names)
     month, problems = table.months(table.find("ChargePeriodStart"))
+    if table.find("BillingPeriodStart") is not None:
+        # The invoice month wins where the bill gives it: BilledCost ties to the invoice.
+        invoice_month, _ = table.months(table.find("BillingPeriodStart"))
+        month = invoice_month.where(invoice_month.notna(), month)
     cost_column = table.find("BilledCost")
     cost, cost_problems = table.numbers(cost_column)
     quantity, quantity_problems = table.numbers(table.find("ConsumedQuantity"))

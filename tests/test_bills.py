@@ -85,10 +85,11 @@ def test_sample_loads_with_every_line_and_the_output_columns(sample_bills, sampl
 
 
 def month_sums(rows: list[dict[str, str]]) -> dict[str, Decimal]:
-    """Σ BilledCost per ChargePeriodStart month of csv rows, in decimal."""
+    """Σ BilledCost per invoice month (BillingPeriodStart, else ChargePeriodStart) of csv rows, in decimal."""
     totals: dict[str, Decimal] = defaultdict(Decimal)
     for row in rows:
-        totals[row["ChargePeriodStart"][:7]] += Decimal(row["BilledCost"])
+        month = row.get("BillingPeriodStart") or row["ChargePeriodStart"]
+        totals[month[:7]] += Decimal(row["BilledCost"])
     return totals
 
 
@@ -100,13 +101,14 @@ def test_sample_month_totals_equal_the_files_billed_cost_to_the_cent(sample_bill
         assert abs(Decimal(float(totals[month])) - total) < Decimal("0.005"), month
 
 
-def test_sample_line_of_the_october_billing_period_keeps_its_charge_period_month(sample_bills, sample_rows):
+def test_sample_october_line_is_its_own_month(sample_bills, sample_rows):
     october = [n for n, line in enumerate(sample_rows, start=2) if line["BillingPeriodStart"].startswith("2024-10")]
     assert len(october) == 1
     row = october[0]
-    # Its charge period starts 2024-09-30 22:00 and SPEC 5.1 takes the month from ChargePeriodStart.
+    # Its charge period starts 2024-09-30 22:00 but it is billed on the October invoice: the invoice month wins.
     assert sample_rows[row - 2]["ChargePeriodStart"] == "2024-09-30 22:00:00"
-    assert sample_bills.loc[row, "month"] == "2024-09"
+    assert sample_bills.loc[row, "month"] == "2024-10"
+    assert list(sample_bills["month"]).count("2024-10") == 1
     assert sample_bills.loc[row, "billed_cost"] == pytest.approx(0.24)
 
 
@@ -137,7 +139,8 @@ def test_sample_reconciles_to_the_file(sample_bills, sample_rows):
         assert abs(Decimal(recon.billed_total) - expected[month]) < Decimal("0.005")
         assert abs(Decimal(recon.gpu_billed) - gpu_expected[month]) < Decimal("0.005")
         assert recon.unallocated == recon.gpu_billed
-        assert len(recon.resources) == 10
+    assert len(recons["2024-09"].resources) == 10   # the ten g5/g3 instance lines are all September's
+    assert recons["2024-10"].resources == ()
 
 
 def test_sample_nulls_mixed_case_and_credit(sample_bills, sample_rows):
