@@ -212,3 +212,17 @@ def test_sheet_ceil_rounds_to_15_digits_first():
     assert math.ceil((0.1 + 0.2) * 10) == 4
     assert sheet_ceil((0.1 + 0.2) * 10) == 3
     assert sheet_ceil(2.0000001) == 3
+
+
+def test_warnings_cap_pcie_consumer_and_spot_service(tmp_path):
+    plan = plan_for(tmp_path, [
+        {"task_id": "P", "kind": "finetune", "model_params_b": 7, "method": "lora", "train_tokens": "2B",
+         "gpu": "RTX 4090", "cards": 2, "tier": "on_demand"},
+        {**SERVICE, "task_id": "S", "tier": "spot"},
+    ], settings={"tier_cap_on_demand": 100})
+    text = "\n".join(plan.warnings)
+    assert "P: 2 cards where 1 fit, on PCIe RTX 4090" in text
+    assert "P: RTX 4090 is a consumer card" in text          # 7B LoRA on 2B tokens: hundreds of GPU-hours
+    assert plan.tasks[0].row["gpu_hours_per_month"] > 200
+    assert "S: online inference on spot" in text
+    assert "on_demand is over its cap of 100 in 2026-07, 2026-08, 2026-09" in text
