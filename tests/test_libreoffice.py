@@ -1,0 +1,130 @@
+"""LibreOffice recalculates the sample, the `init` template and a small plan to the engine's cached values."""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from pathlib import Path
+
+import openpyxl
+import pytest
+from conftest import SAMPLE, TODAY, formula_cells, make_input
+from lo_recalc import SheetValues, is_error, read_values, recalc_many, soffice_path
+from test_workbook import BASE_SETTINGS, BASE_TASKS
+
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.template import write_template
+from budgetgen.writer import write_workbook
+
+SKIP_REASON = "LibreOffice (soffice) not installed: apt-get install libreoffice-calc-nogui"
+
+if soffice_path() is None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(SKIP_REASON + " (required when CI=true)", pytrace=False)
+    pytest.skip(SKIP_REASON, allow_module_level=True)
+
+ERROR_MARKERS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
+BOOKS = ("sample", "template", "base", "broken")
+
+
+def lo_same(lo, cached) -> bool:
+    """LibreOffice's value equals the cached one: numbers to 1e-9 relative, text and booleans exactly."""
+    lo = "" if lo is None else lo
+    cached = "" if cached is None else cached
+    if isinstance(lo, bool) or isinstance(cached, bool):
+        return type(lo) is type(cached) and lo == cached
+    if isinstance(lo, (int, float)) and isinstance(cached, (int, float)):
+        return math.isclose(lo, cached, rel_tol=1e-9, abs_tol=1e-12)
+    return lo == cached
+
+
+def lo_mismatches(cells: dict, values: SheetValues) -> list[tuple]:
+    """(sheet, cell, formula, cached, LibreOffice) for every formula cell LibreOffice disagrees with."""
+    by_upper = {name.upper(): cells_ for name, cells_ in values.items()}
+    out = []
+    for (sheet, cell), (formula, cached) in cells.items():
+        lo = by_upper[sheet].get(cell) if sheet in by_upper else "<missing sheet>"
+        if not lo_same(lo, cached):
+            out.append((sheet, cell, formula, cached, lo))
+    return out
+
+
+def errors_in(values: SheetValues) -> list[tuple[str, str, object]]:
+    """Every cell of every sheet that holds a spreadsheet error."""
+    return [(sheet, cell, v) for sheet, cells in values.items() for cell, v in cells.items()
+            if is_error(v) or (isinstance(v, str) and v.startswith(ERROR_MARKERS))]
+
+
+def _build(source: Path, out: Path) -> Path:
+    return write_workbook(plan_budget(read_inputs(source, today=TODAY)), out)
+
+
+def _break_one_cost(good: Path, broken: Path) -> str:
+    """Copy `good` to `broken` with one non-zero Monthly cost cell's formula doubled; returns that cell."""
+    shutil.copyfile(good, broken)
+    cached = openpyxl.load_workbook(good, data_only=True)["Monthly"]
+    wb = openpyxl.load_workbook(broken)
+    ws = wb["Monthly"]
+    target = next(c for row in ws.iter_rows(min_row=3, min_col=8) for c in row
+                  if c.data_type == "f" and isinstance(cached[c.coordinate].value, (int, float))
+                  and cached[c.coordinate].value > 0)
+    target.value = f"=({target.value[1:]})*2"
+    wb.save(broken)
+    return target.coordinate
+
+
+@pytest.fixture(scope="module")
+def books(tmp_path_factory) -> dict[str, tuple[Path, dict, SheetValues]]:
+    """Each workbook's path, formula cells with cached values, and LibreOffice's values, from one soffice run."""
+    tmp = tmp_path_factory.mktemp("lo")
+    paths = {
+        "sample": _build(SAMPLE, tmp / "sample-budget.xlsx"),
+        "template": _build(write_template(tmp / "template.xlsx"), tmp / "template-budget.xlsx"),
+        "base": _build(make_input(tmp / "base.xlsx", BASE_TASKS, settings=BASE_SETTINGS), tmp / "base-budget.xlsx"),
+    }
+    paths["broken"] = tmp / "broken-budget.xlsx"
+    broken_cell = _break_one_cost(paths["sample"], paths["broken"])
+    recalculated = recalc_many(list(paths.values()), tmp / "recalc")
+    out = {name: (path, formula_cells(path), recalculated[path]) for name, path in paths.items()}
+    # The broken copy is compared with the cached values of the original it was made from.
+    out["broken"] = (paths["broken"], formula_cells(paths["sample"]), recalculated[paths["broken"]], broken_cell)
+    return out
+
+
+@pytest.mark.parametrize("name", BOOKS[:3])
+def test_libreoffice_recalculates_every_formula_to_the_cached_value(books, name):
+    """Every formula cell's LibreOffice value equals the engine's cached value."""
+    _, cells, values = books[name][:3]
+    assert len(cells) > 500
+    assert lo_mismatches(cells, values) == []
+
+
+@pytest.mark.parametrize("name", BOOKS[:3])
+def test_libreoffice_finds_no_error_values(books, name):
+    """No #NAME?, #REF!, #VALUE!, #DIV/0!, #N/A or Err: anywhere in any sheet after recalculation."""
+    path, _, values = books[name][:3]
+    assert {s.upper() for s in values} >= {"SUMMARY", "TASKS", "MONTHLY", "CHECKS"}
+    assert errors_in(values) == []
+    # The cached file is clean too, so an error would come from the recalculation.
+    assert errors_in(read_values(path)) == []
+
+
+@pytest.mark.parametrize("name", BOOKS[:3])
+def test_libreoffice_checks_all_true(books, name):
+    """Checks!D2 (every tie-out) reads TRUE after LibreOffice recalculates."""
+    checks = books[name][2]["Checks"]
+    assert checks["D2"] is True
+    rows = [checks.get(f"D{r}") for r in range(3, 30) if checks.get(f"A{r}")]
+    assert len(rows) >= 8 and all(v is True for v in rows)
+
+
+def test_libreoffice_catches_a_wrong_formula(books):
+    """A Monthly cost formula doubled on purpose shows up as a mismatch at that cell and breaks a check."""
+    _, cells, values, broken_cell = books["broken"]
+    bad = lo_mismatches(cells, values)
+    assert ("MONTHLY", broken_cell) in [(s, c) for s, c, *_ in bad]
+    *_, cached, lo = next(m for m in bad if m[:2] == ("MONTHLY", broken_cell))
+    assert lo == pytest.approx(2 * cached, rel=1e-9)
+    assert values["Checks"]["D2"] is False
