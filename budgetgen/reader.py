@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,12 @@ from .schema import (
     Column,
     normalise_header,
 )
-from .values import BadValue, add_months, is_blank, parse_cell
+from .values import BadValue, add_months, is_blank, parse_cell, text_length
+
+# Filled rows (the header included) read from an inventory sheet. Real inventories hold dozens of rows;
+# openpyxl reads about 3,000 rows a second and a build takes some 15 ms a task, so a bloated or hostile
+# sheet is refused within seconds. Bills and Usage sheets keep safefile's larger default.
+MAX_TABLE_ROWS = 10_000
 
 
 @dataclass
@@ -76,7 +82,7 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
 
 def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
     """Every non-blank row of a table sheet, cells parsed by their column's declaration."""
-    rows: Iterator = iter_rows(ws)
+    rows: Iterator = iter_rows(ws, max_rows=MAX_TABLE_ROWS)
     first = next(rows, None)
     if first is None:
         if any(c.required for c in columns):
@@ -85,6 +91,8 @@ def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> l
     if first[0] != 1:
         out.add(Code.MISSING_COLUMN, sheet, "A1", "row 1 must hold the column headers")
     found, unknown = _find_columns(first[1], sheet, columns, out)
+    for header, i in unknown.items():
+        _too_long(header, sheet, f"{get_column_letter(i + 1)}1", "header", out)
     declared = {c.name: c for c in columns}
     records = []
     for row_no, values in rows:
@@ -94,11 +102,7 @@ def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> l
             continue
         parsed: dict[str, object] = {}
         for name, value in raw.items():
-            if is_blank(value):
-                continue
-            if isinstance(value, str) and len(value) > MAX_TEXT:
-                out.add(Code.OUT_OF_RANGE, sheet, cell[name],
-                        f"{name}: text of {len(value):,} characters is longer than a cell holds ({MAX_TEXT:,})")
+            if is_blank(value) or _too_long(value, sheet, cell[name], name, out):
                 continue
             try:
                 parsed[name] = parse_cell(value, declared[name])
@@ -106,12 +110,24 @@ def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> l
                 out.add(Code.NOT_A_NUMBER if declared[name].type in ("number", "count", "percent")
                         else Code.UNKNOWN_VALUE, sheet, cell[name], f"{name}: {exc}")
         extra = {h: values[i] if i < len(values) else None for h, i in unknown.items()}
+        for header, i in unknown.items():
+            _too_long(extra[header], sheet, f"{get_column_letter(i + 1)}{row_no}", header, out)
         records.append(Record(row_no, parsed, cell, extra))
     return records
 
 
+def _too_long(value: object, sheet: str, cell: str, name: str, out: Collector) -> bool:
+    """Whether a text is longer than an output cell holds (written whole or not at all); a problem if so."""
+    if not isinstance(value, str) or text_length(value) <= MAX_TEXT:
+        return False
+    out.add(Code.OUT_OF_RANGE, sheet, cell, f"{name}: text of {text_length(value):,} characters is longer than "
+            f"a cell holds ({MAX_TEXT:,}): shorten it")
+    return True
+
+
 # ---------------------------------------------------------------- Settings
 
+_CURRENCY = re.compile(r"[A-Z]{3}")
 _SETTING_COLUMN_TYPE = {"number": "number", "count": "count", "percent": "percent", "month": "month",
                         "text": "text", "choice": "choice"}
 
@@ -124,7 +140,7 @@ def _setting_column(setting) -> Column:
 def _read_settings(ws, out: Collector, today: dt.date) -> Settings:
     values: dict[str, object] = {}
     if ws is not None:
-        for rec in read_table(ws, "Settings", (Column("setting", "text", required=True),
+        for rec in read_table(ws, "Settings", (Column("setting", "text", required=True, help="e.g. period_start"),
                                                Column("value", "text"), Column("note", "text")), out):
             _read_setting(rec, ws, values, out)
     start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
@@ -135,8 +151,12 @@ def _read_settings(ws, out: Collector, today: dt.date) -> Settings:
 
 
 def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
-    key = str(rec.values.get("setting", "")).strip().lower().replace(" ", "_")
     cell = rec.cells.get("setting", f"A{rec.row}")
+    if "setting" not in rec.values:
+        if not any(p.sheet == "Settings" and p.cell == cell for p in out.problems):
+            out.add(Code.REQUIRED, "Settings", cell, "setting: blank; name the setting (e.g. period_start) or clear the row")
+        return
+    key = str(rec.values["setting"]).strip().lower().replace(" ", "_")
     setting = SETTINGS_BY_KEY.get(key)
     if setting is None:
         guess = difflib.get_close_matches(key, SETTINGS_BY_KEY, n=1)
@@ -154,6 +174,10 @@ def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
         return
     if setting.key == "currency":
         value = str(value).upper()
+        if not _CURRENCY.fullmatch(value):  # shown in number formats: never free text
+            out.add(Code.UNKNOWN_VALUE, "Settings", value_cell,
+                    f'currency: "{raw}" is not an ISO currency code (three letters, e.g. USD, EUR, CNY)')
+            return
     lo, hi = setting.minimum, setting.maximum
     if isinstance(value, (int, float)) and ((lo is not None and value < lo) or (hi is not None and value > hi)):
         bounds = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
@@ -186,6 +210,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
             name = rec.values.get("gpu")
             if name is None:
                 continue
+            _check_key(name, "gpu", "GPUs", rec.cells["gpu"], out)
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
             merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
@@ -230,7 +255,7 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Col
     allowed = TRAINING_METHODS if group == "training" else SERVING_METHODS
     if method is not None and method not in allowed:
         out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method"),
-                f'method: "{method}" is not a {kind} method (use {", ".join(allowed)})')
+                f'method: "{method}" is not a method for {kind} tasks (use {", ".join(allowed)})')
     v.setdefault("method", allowed[0])
     for col in _IRRELEVANT[group]:
         v.pop(col, None)
@@ -269,6 +294,17 @@ def _check_months(v: dict, rec: Record, settings: Settings, out: Collector) -> N
                 f"end_month: {v['end_month']} is before start_month {v['start_month']}")
 
 
+WILDCARDS = "*?~"
+
+
+def _check_key(value: str, column: str, sheet: str, cell: str, out: Collector) -> None:
+    """Keys are looked up with MATCH, where * ? ~ are wildcards: they may not be part of a name."""
+    bad = [ch for ch in WILDCARDS if ch in value]
+    if bad:
+        out.add(Code.UNKNOWN_VALUE, sheet, cell, f'{column}: "{value}" contains {" ".join(bad)}, which spreadsheet '
+                "lookups read as wildcards: use letters, digits, spaces, - _ . / instead")
+
+
 def _had_problem(out: Collector, cell: str) -> bool:
     return any(p.sheet == "Tasks" and p.cell == cell for p in out.problems)
 
@@ -287,10 +323,13 @@ def _read_tasks(ws, settings: Settings, gpus: list[Gpu], out: Collector) -> tupl
         values = _task_values(rec, settings, by_name, out)
         task_id = rec.values.get("task_id")
         if task_id is not None:
-            if task_id in seen:
+            _check_key(task_id, "task_id", "Tasks", rec.cells["task_id"], out)
+            key = task_id.lower()
+            if key in seen:
                 out.add(Code.DUPLICATE, "Tasks", rec.cells["task_id"],
-                        f'task_id: "{task_id}" is already used in {seen[task_id]} (task ids must be unique)')
-            seen.setdefault(task_id, rec.cells["task_id"])
+                        f'task_id: "{task_id}" is already used in {seen[key]} (task ids must be unique, '
+                        "ignoring case)")
+            seen.setdefault(key, rec.cells["task_id"])
         if values is not None:
             tasks.append(Task(values, rec.row, rec.cells, rec.extra))
     if not tasks and not out.problems:

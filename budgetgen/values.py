@@ -11,10 +11,19 @@ from .schema import Column
 SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?)\s*([kmbgt%]?)$", re.IGNORECASE)
 _MONTH = re.compile(r"^(\d{4})[-/.](\d{1,2})$")
+# Magnitudes a cell may hold, in the column's unit: beyond them a plan's arithmetic overflows
+# (1e308 tokens is infinite GPU-hours) and no real inventory goes there.
+LARGEST = 1e15
+SMALLEST = 1e-9
 
 
 class BadValue(ValueError):
     """A cell value that does not fit its column; the text says why and how to fix it."""
+
+
+def text_length(text: str) -> int:
+    """Length as Excel counts it, in UTF-16 code units (an emoji counts two)."""
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
 
 
 def is_blank(raw: object) -> bool:
@@ -50,6 +59,14 @@ def parse_number(raw: object, column: Column) -> float:
         raise BadValue(f'"{raw}" is not a finite number ({column.unit or column.help})')
     if column.positive and value <= 0:
         raise BadValue(f"{_show(raw)} must be greater than zero ({column.unit or column.help})")
+    if abs(value) > LARGEST:
+        bound = f"too large ({column.unit or column.help}): at most {LARGEST:g}" if value > 0 else \
+            f"too small ({column.unit or column.help}): at least {-LARGEST:g}"
+        raise BadValue(f"{_show(raw)} is {bound}")
+    if 0 < abs(value) < SMALLEST:
+        zero = "" if column.positive else "0 or "
+        raise BadValue(f"{_show(raw)} is too close to zero ({column.unit or column.help}): "
+                       f"write {zero}a number of {SMALLEST:g} or more")
     if column.type == "count" and value != int(value):
         raise BadValue(f"{_show(raw)} must be a whole number ({column.unit})")
     return int(value) if column.type == "count" else value

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
+from xlsxwriter.worksheet import Worksheet
 
 from .columns import CALCS, TIER_PRICE_NAMES
 from .engine import Plan
@@ -98,14 +99,32 @@ class Layout:
         return f"{prefix}${col}${self.first + 1}:${col}${max(self.last, self.first) + 1}"
 
 
-def render(template: str, layout: Layout, row: int) -> str:
-    """A column's formula for one row: {col} to the row's cell, {gpu.field} to a GPUs lookup."""
+def compile_formula(template: str, layout: Layout) -> str:
+    """A column's formula as a format string over the row number `r`: {col} to `$X{r}`, {gpu.x} to a lookup."""
     def sub(match: re.Match) -> str:
         name, field = match.groups()
+        gpu = f"${xl_col_to_name(layout.columns['gpu'])}{{r}}"
         if name == "gpu" and field:
-            return f"INDEX({GPU_NAMES[field]},MATCH({layout.ref('gpu', row)},GpuName,0))"
-        return layout.ref(name, row)
+            return f"INDEX({GPU_NAMES[field]},MATCH({gpu},GpuName,0))"
+        return f"${xl_col_to_name(layout.columns[name])}{{r}}"
     return _PLACEHOLDER.sub(sub, template)
+
+
+# Every function budgetgen writes; all exist in Excel 2010+, LibreOffice 7.4 and `formulas`, none needs
+# xlsxwriter's `_xlfn.` future-function prefix (a test holds every generated formula to this list).
+SAFE_FUNCTIONS = frozenset({"IF", "AND", "OR", "INDEX", "MATCH", "MIN", "MAX", "CEILING", "CHOOSE", "IFERROR",
+                            "ISNUMBER", "SUM", "SUMIFS", "SUMPRODUCT", "ABS", "TRIM", "SEARCH", "EXACT"})
+
+
+class FormulaSheet(Worksheet):
+    """A worksheet that stores budgetgen's formulas as written.
+
+    xlsxwriter rewrites every formula with some 150 regular expressions to prefix future functions;
+    budgetgen uses none (SAFE_FUNCTIONS), and the rewriting dominated the time of large builds.
+    """
+
+    def _prepare_formula(self, formula, expand_future_functions=False):
+        return formula.removeprefix("=")
 
 
 class BudgetWriter:
@@ -116,10 +135,11 @@ class BudgetWriter:
         self.s = plan.inputs.settings
         self.months = plan.months
         self.wb = xlsxwriter.Workbook(str(path), {"use_future_functions": True, "strings_to_formulas": False,
-                                                   "strings_to_urls": False, "strings_to_numbers": False})
+                                                   "strings_to_urls": False, "strings_to_numbers": False,
+                                                   "constant_memory": True})
         self.wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen"})
         self.f = Formats(self.wb, self.s.currency)
-        self.sheets = {name: self.wb.add_worksheet(name) for name in (
+        self.sheets = {name: self.wb.add_worksheet(name, FormulaSheet) for name in (
             "Summary", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent",
             "Extras", "Checks")}
         n = len(plan.tasks)
@@ -235,10 +255,11 @@ class BudgetWriter:
         return {k: i for i, k in enumerate(keys)}
 
     def _write_task_table(self, ws, layout: Layout, rows: list[dict], links: list[int] | None,
-                          lead_values: list[dict]) -> None:
+                          lead_values: list[dict], after_row=None) -> None:
         """Inputs (values, or links to Tasks when `links` gives each row's Tasks row), then formulas."""
         input_fmt = {c.name: ("percent" if c.type == "percent" else "text" if c.type in ("text", "choice", "month")
                               else "general") for c in TASK_COLUMNS}
+        compiled = [(calc, layout.columns[calc.key], compile_formula(calc.excel, layout)) for calc in CALCS]
         for i, row in enumerate(rows):
             r = layout.first + i
             for key, value in lead_values[i].items():
@@ -254,9 +275,10 @@ class BudgetWriter:
                     self.formula(ws, r, col, f'=IF(Tasks!{src}="","",Tasks!{src})', value, fmt, "link")
                 else:
                     self.write_value(ws, r, col, row.get(column.name), "input", fmt)
-            for calc in CALCS:
-                self.formula(ws, r, layout.columns[calc.key], render(calc.excel, layout, r), row[calc.key],
-                             calc.fmt)
+            for calc, col, formula in compiled:
+                self.formula(ws, r, col, formula.format(r=r + 1), row[calc.key], calc.fmt)
+            if after_row:
+                after_row(r, i)
 
     def _task_headers(self, layout: Layout, ws, labels: dict[str, str]) -> None:
         units = {c.name: c.unit for c in TASK_COLUMNS}
@@ -277,14 +299,18 @@ class BudgetWriter:
         for tp in self.plan.tasks:
             rows.append({**tp.task.values, **tp.row})
         self._task_headers(layout, ws, {"gpu": "gpu (chosen)"})
-        self._write_task_table(ws, layout, rows, None, [{"task_id": r["task_id"]} for r in rows])
         extra_col = len(layout.columns)
-        for j, header in enumerate(self.plan.inputs.extra_headers):
+        headers = self.plan.inputs.extra_headers
+        for j, header in enumerate(headers):
             ws.write_string(0, extra_col + j, header, self.f.header)
-            for i, tp in enumerate(self.plan.tasks):
-                value = tp.task.extra.get(header)
-                self.write_value(ws, layout.first + i, extra_col + j, value if not hasattr(value, "isoformat")
-                                 else value.isoformat(), "input", "general")
+
+        def extra_columns(r: int, i: int) -> None:
+            for j, header in enumerate(headers):
+                value = self.plan.tasks[i].task.extra.get(header)
+                self.write_value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
+                                 "input", "general")
+
+        self._write_task_table(ws, layout, rows, None, [{"task_id": r["task_id"]} for r in rows], extra_columns)
         for key, name in TASK_NAMES.items():
             self.name_range(name, "Tasks", layout.first, layout.last, layout.columns[key])
         ws.freeze_panes(1, 1)
@@ -494,7 +520,8 @@ class BudgetWriter:
         for i, group in enumerate(groups, start=1):
             ws.write_string(r + i, 0, group)
             value = math.fsum(tp.row["period_cost"] for tp in self.plan.tasks if tp.task.values[key] == group)
-            self.formula(ws, r + i, 1, f"=SUMIFS(TaskPeriodCost,{name},$A{r + i + 1})", value, "money")
+            # EXACT, not SUMIFS: criteria would ignore case and read * ? ~ as wildcards.
+            self.formula(ws, r + i, 1, f"=SUMPRODUCT(EXACT({name},$A{r + i + 1})*TaskPeriodCost)", value, "money")
         setattr(self, f"group_range_{key}", f"Summary!B{r + 2}:B{r + 1 + len(groups)}")
         return r + len(groups) + 2
 
@@ -534,14 +561,14 @@ class BudgetWriter:
     def write_check_rows(self, ws, checks: list[tuple[str, str, str, float]]) -> None:
         self.header(ws, 0, ["check", "computed", "expected", "ties out?"], [44, 16, 16, 10])
         ws.write_string(1, 0, "ALL CHECKS", self.f.bold)
+        last = len(checks) + 2
+        self.formula(ws, 1, 3, f"=AND(D3:D{last})", True, "general", "total")
         for i, (label, left, right, value) in enumerate(checks, start=2):
             r = i + 1
             ws.write_string(i, 0, label)
             self.formula(ws, i, 1, left, value, "money")
             self.formula(ws, i, 2, "=" + right.lstrip("="), value, "money", "link")
             self.formula(ws, i, 3, f"=ABS(B{r}-C{r})<=CheckTolerance*MAX(1,ABS(C{r}))", True, "general")
-        last = len(checks) + 2
-        self.formula(ws, 1, 3, f"=AND(D3:D{last})", True, "general", "total")
         ws.conditional_format(1, 3, last - 1, 3, {"type": "cell", "criteria": "==", "value": "FALSE",
                                                   "format": self.f.warn})
         ws.freeze_panes(2, 0)

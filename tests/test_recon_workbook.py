@@ -87,7 +87,7 @@ def test_every_line_lands_somewhere(built):
 
 
 def test_recon_tabs_recalculate_and_check(built):
-    out, data = built
+    out, _ = built
     wb = openpyxl.load_workbook(out, data_only=True)
     assert {"Recon 2026-07", "Recon 2026-08"} <= set(wb.sheetnames)
     checks = wb["Checks"]

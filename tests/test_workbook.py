@@ -162,3 +162,14 @@ def test_a_wrong_formula_is_caught(tmp_path):
     recalculated = recalc_formulas(broken)
     bad = mismatches(cells, recalculated)
     assert [k for k, *_ in bad if k[0] == "MONTHLY"] != []
+
+
+def test_formulas_use_only_functions_every_spreadsheet_has(sample_book):
+    """The writer skips xlsxwriter's future-function rewriting, so no formula may need an _xlfn. prefix."""
+    from budgetgen.writer import SAFE_FUNCTIONS
+    _, _, cells, _ = sample_book
+    used = set()
+    for formula, _ in cells.values():
+        used |= set(re.findall(r"([A-Z][A-Z0-9.]*)\(", re.sub(r'"[^"]*"', "", formula)))
+    assert used <= SAFE_FUNCTIONS, used - SAFE_FUNCTIONS
+    assert {"CEILING", "INDEX", "MATCH", "SUMPRODUCT"} <= used
