@@ -31,10 +31,10 @@ from .schema import (
 )
 from .values import BadValue, add_months, is_blank, parse_cell, text_length
 
-# Filled rows (the header included) read from an inventory sheet. Real inventories hold dozens of rows;
-# openpyxl reads about 3,000 rows a second and a build takes some 15 ms a task, so a bloated or hostile
-# sheet is refused within seconds. Bills and Usage sheets keep safefile's larger default.
-MAX_TABLE_ROWS = 10_000
+# Filled rows (the header included) read from an inventory sheet: room for 20,000 tasks (a large company's
+# inventory is thousands), while a bloated or hostile sheet is refused within seconds (openpyxl reads some
+# thousands of rows a second). Bills and Usage sheets keep safefile's larger default.
+MAX_TABLE_ROWS = 20_000
 
 
 @dataclass

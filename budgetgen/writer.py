@@ -13,7 +13,7 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 from xlsxwriter.worksheet import Worksheet
 
-from .columns import CALCS, TIER_PRICE_NAMES
+from .columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
 from .engine import Plan
 from .errors import OutputError
 from .schema import CONSTANTS, GPU_COLUMNS, KINDS, SETTINGS, TASK_COLUMNS, TIERS
@@ -99,14 +99,21 @@ class Layout:
         return f"{prefix}${col}${self.first + 1}:${col}${max(self.last, self.first) + 1}"
 
 
-def compile_formula(template: str, layout: Layout) -> str:
-    """A column's formula as a format string over the row number `r`: {col} to `$X{r}`, {gpu.x} to a lookup."""
+def compile_formula(template: str, layout: Layout, tasks: Layout | None = None) -> str:
+    """A column's formula as a format string over the row `r`: {col} to `$X{r}`, {gpu.x} to a GPUs lookup.
+
+    With `tasks`, a column the layout lacks is read from the task's row `t` on the Tasks sheet.
+    """
+    def cell(name: str) -> str:
+        if name in layout.columns:
+            return f"${xl_col_to_name(layout.columns[name])}{{r}}"
+        return f"Tasks!${xl_col_to_name(tasks.columns[name])}{{t}}"
+
     def sub(match: re.Match) -> str:
         name, field = match.groups()
-        gpu = f"${xl_col_to_name(layout.columns['gpu'])}{{r}}"
         if name == "gpu" and field:
-            return f"INDEX({GPU_NAMES[field]},MATCH({gpu},GpuName,0))"
-        return f"${xl_col_to_name(layout.columns[name])}{{r}}"
+            return f"INDEX({GPU_NAMES[field]},MATCH({cell('gpu')},GpuName,0))"
+        return cell(name)
     return _PLACEHOLDER.sub(sub, template)
 
 
@@ -250,35 +257,20 @@ class BudgetWriter:
         ws.autofilter(0, 0, len(gpus), len(cols) - 1)
 
     # ------------------------------------------------------------ Tasks and Candidates
-    def _table_columns(self, lead: list[str]) -> dict[str, int]:
-        keys = lead + [c.name for c in TASK_COLUMNS if c.name not in lead] + [c.key for c in CALCS]
-        return {k: i for i, k in enumerate(keys)}
-
-    def _write_task_table(self, ws, layout: Layout, rows: list[dict], links: list[int] | None,
-                          lead_values: list[dict], after_row=None) -> None:
-        """Inputs (values, or links to Tasks when `links` gives each row's Tasks row), then formulas."""
+    def _write_task_rows(self, ws, layout: Layout, after_row) -> None:
+        """One row per task: the inputs as values, then one formula per calculated column."""
         input_fmt = {c.name: ("percent" if c.type == "percent" else "text" if c.type in ("text", "choice", "month")
                               else "general") for c in TASK_COLUMNS}
         compiled = [(calc, layout.columns[calc.key], compile_formula(calc.excel, layout)) for calc in CALCS]
-        for i, row in enumerate(rows):
+        for i, tp in enumerate(self.plan.tasks):
             r = layout.first + i
-            for key, value in lead_values[i].items():
-                self.write_value(ws, r, layout.columns[key], value, "input" if links is None else "calc", "text")
+            row = {**tp.task.values, **tp.row}
             for column in TASK_COLUMNS:
-                col = layout.columns[column.name]
-                if column.name in lead_values[i]:
-                    continue
-                fmt = input_fmt[column.name]
-                if links is not None and column.name not in ("gpu", "cards"):
-                    src = self.task_layout.ref(column.name, links[i])
-                    value = row.get(column.name)
-                    self.formula(ws, r, col, f'=IF(Tasks!{src}="","",Tasks!{src})', value, fmt, "link")
-                else:
-                    self.write_value(ws, r, col, row.get(column.name), "input", fmt)
+                self.write_value(ws, r, layout.columns[column.name], row.get(column.name), "input",
+                                 input_fmt[column.name])
             for calc, col, formula in compiled:
                 self.formula(ws, r, col, formula.format(r=r + 1), row[calc.key], calc.fmt)
-            if after_row:
-                after_row(r, i)
+            after_row(r, i)
 
     def _task_headers(self, layout: Layout, ws, labels: dict[str, str]) -> None:
         units = {c.name: c.unit for c in TASK_COLUMNS}
@@ -293,11 +285,9 @@ class BudgetWriter:
 
     def write_tasks(self) -> None:
         ws = self.sheets["Tasks"]
-        layout = Layout(self._table_columns(["task_id"]), 1, len(self.plan.tasks))
+        keys = [c.name for c in TASK_COLUMNS] + [c.key for c in CALCS]
+        layout = Layout({k: i for i, k in enumerate(keys)}, 1, len(self.plan.tasks))
         self.task_layout = layout
-        rows = []
-        for tp in self.plan.tasks:
-            rows.append({**tp.task.values, **tp.row})
         self._task_headers(layout, ws, {"gpu": "gpu (chosen)"})
         extra_col = len(layout.columns)
         headers = self.plan.inputs.extra_headers
@@ -310,28 +300,33 @@ class BudgetWriter:
                 self.write_value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
                                  "input", "general")
 
-        self._write_task_table(ws, layout, rows, None, [{"task_id": r["task_id"]} for r in rows], extra_columns)
+        self._write_task_rows(ws, layout, extra_columns)
         for key, name in TASK_NAMES.items():
             self.name_range(name, "Tasks", layout.first, layout.last, layout.columns[key])
         ws.freeze_panes(1, 1)
         ws.autofilter(0, 0, layout.last, extra_col + len(self.plan.inputs.extra_headers) - 1)
 
     def write_candidates(self) -> None:
+        """Every catalog GPU per task: the GPU-dependent formula columns, reading the rest from Tasks."""
         ws = self.sheets["Candidates"]
-        lead = ["task_id", "gpu", "chosen", "excluded"]
-        rows, links, leads = [], [], []
+        lead = ["task_id", "gpu", "chosen", "excluded", "cards"]
+        calcs = [c for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
+        layout = Layout({k: i for i, k in enumerate(lead + [c.key for c in calcs])}, 1, 0)
+        self._task_headers(layout, ws, {"excluded": "excluded because", "cards": "cards given"})
+        compiled = [(c, layout.columns[c.key], compile_formula(c.excel, layout, self.task_layout)) for c in calcs]
+        r = 1
         for i, tp in enumerate(self.plan.tasks):
+            t = self.task_layout.first + i + 1
             for c in tp.candidates:
-                rows.append({**tp.task.values, **c.row, "cards": c.row["cards"]})
-                links.append(self.task_layout.first + i)
-                leads.append({"task_id": tp.task.task_id, "chosen": "chosen" if c.chosen else "",
-                              "excluded": c.excluded})
-        layout = Layout(self._table_columns(lead), 1, len(rows))
-        self._task_headers(layout, ws, {"excluded": "excluded because"})
-        self._write_task_table(ws, layout, rows, links, leads)
+                for col, value in enumerate((tp.task.task_id, c.gpu, "chosen" if c.chosen else "", c.excluded,
+                                             c.row["cards"])):
+                    self.write_value(ws, r, col, value, "input" if col in (1, 4) else "calc", "general")
+                for calc, col, formula in compiled:
+                    self.formula(ws, r, col, formula.format(r=r + 1, t=t), c.row[calc.key], calc.fmt)
+                r += 1
         ws.set_column(layout.columns["excluded"], layout.columns["excluded"], 40)
         ws.freeze_panes(1, 2)
-        ws.autofilter(0, 0, len(rows), len(layout.columns) - 1)
+        ws.autofilter(0, 0, r - 1, len(layout.columns) - 1)
 
     # ------------------------------------------------------------ Monthly and Extras matrices
     def _month_header(self, ws, first_col: int) -> None:
@@ -735,6 +730,9 @@ def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_inpu
             ReconWriter(plan, Path(tmp), recon, billed_input or {}).write()
         else:
             BudgetWriter(plan, Path(tmp)).write()
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; the output is an ordinary file
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -104,3 +104,9 @@ def test_catalog_lists_builtin_gpus():
 @pytest.mark.parametrize("command", ["init", "validate", "build", "catalog"])
 def test_help_on_every_command(command):
     assert run(command, "--help").exit_code == 0
+
+
+def test_output_is_an_ordinary_readable_file(tmp_path):
+    out = tmp_path / "o.xlsx"
+    assert run("build", SAMPLE, "-o", out).exit_code == 0
+    assert out.stat().st_mode & 0o044 == 0o044   # readable by group and others under the usual umask 022
