@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -73,17 +74,24 @@ def _money(value: float, currency: str) -> str:
               help="GPU utilisation (monthly rows, samples or nvidia-smi CSV); repeatable.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the engine's results as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
-          json_path: Path | None) -> None:
+          json_path: Path | None, quiet: bool) -> None:
     """Validate, compute and write the budget workbook."""
     output = output or Path("outputs") / f"{path.stem}-budget.xlsx"
+    progress = _progress(quiet)
     try:
         if output.resolve() == path.resolve() or (json_path and json_path.resolve() == path.resolve()):
             raise InputError([Problem(Code.OUTPUT, path.name, "", "the output would overwrite the input: "
                                       "choose another -o/--json path")])
-        plan = plan_budget(read_inputs(path))
+        progress(f"reading {path.name}")
+        inputs = read_inputs(path)
+        progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
+        plan = plan_budget(inputs)
+        if bills or inputs.bills_sheet is not None:
+            progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
         recon, billed = reconcile_plan(plan, list(bills), list(usage))
-        write_workbook(plan, output, recon, billed)
+        write_workbook(plan, output, recon, billed, progress)
         if json_path:
             _write_json(plan_json(plan, {m: r.to_json() for m, r in recon.items()}), json_path)
     except BudgetgenError as exc:
@@ -99,6 +107,16 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
                    f"{_money(r.planned_total, cur)}; {sum(bool(x.flags) for x in r.resources)} flagged resource(s)")
     for warning in plan.warnings:
         click.echo(f"Warning: {warning}")
+
+
+def _progress(quiet: bool):
+    """Stage messages with the elapsed time on stderr (nothing with --quiet)."""
+    start = time.monotonic()
+
+    def say(message: str) -> None:
+        if not quiet:
+            click.echo(f"[{time.monotonic() - start:6.1f}s] {message}", err=True)
+    return say
 
 
 def _write_json(data: dict, path: Path) -> None:

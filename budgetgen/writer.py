@@ -6,6 +6,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -568,23 +569,39 @@ class BudgetWriter:
                                                   "format": self.f.warn})
         ws.freeze_panes(2, 0)
 
-    def write(self) -> None:
-        self.write_assumptions()
-        self.write_gpus()
-        self.write_tasks()
-        self.write_candidates()
-        self.write_monthly()
-        self.write_extras()
-        self.write_tiers()
-        self.write_buy_vs_rent()
-        self.write_summary()
-        self.write_checks()
+    def write(self, progress: Callable[[str], None] = lambda message: None) -> None:
+        """Write every sheet, telling `progress` about each stage, and close the file."""
+        check_excel_limits(self.plan)
+        n = len(self.plan.tasks)
+        stages = ((self.write_assumptions, "Assumptions"), (self.write_gpus, "GPUs"),
+                  (self.write_tasks, f"Tasks ({n:,} rows)"),
+                  (self.write_candidates, f"Candidates ({n * len(self.plan.inputs.gpus):,} rows)"),
+                  (self.write_monthly, "Monthly"), (self.write_extras, "Extras"), (self.write_tiers, "Tiers"),
+                  (self.write_buy_vs_rent, "BuyVsRent"), (self.write_summary, "Summary"),
+                  (self.write_checks, "Checks"))
+        for method, label in stages:
+            progress(f"writing {label}")
+            method()
         for name in ("Summary", "Tasks", "Monthly", "Tiers", "BuyVsRent"):
             self.sheets[name].set_landscape()
             self.sheets[name].fit_to_pages(1, 0)
             self.sheets[name].repeat_rows(0)
         self.sheets["Summary"].activate()
+        progress("compressing the workbook")
         self.wb.close()
+
+
+EXCEL_MAX_ROWS = 1_048_576
+
+
+def check_excel_limits(plan: Plan) -> None:
+    """Refuse, before writing, a plan whose sheets would not fit in Excel (bill lines are aggregated already)."""
+    rows = {"Tasks": len(plan.tasks) + 1, "Candidates": len(plan.tasks) * len(plan.inputs.gpus) + 1,
+            "Tiers": 4 * len(plan.months) + 1}
+    for sheet, needed in rows.items():
+        if needed > EXCEL_MAX_ROWS:
+            raise OutputError(f"the {sheet} sheet would need {needed:,} rows, more than Excel's {EXCEL_MAX_ROWS:,}: "
+                              "split the inventory or shorten the GPUs sheet")
 
 
 class ReconWriter(BudgetWriter):
@@ -716,7 +733,8 @@ class ReconWriter(BudgetWriter):
                                   f"'{name}'!B{input_row}", self.billed_input[month]))
 
 
-def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_input: dict | None = None) -> Path:
+def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_input: dict | None = None,
+                   progress: Callable[[str], None] = lambda message: None) -> Path:
     """Write the plan to `out` atomically: a temporary file in the same folder, then a rename."""
     out = Path(out)
     try:
@@ -727,9 +745,9 @@ def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_inpu
         raise OutputError(f"cannot write to {out.parent}: {exc.strerror or exc}") from None
     try:
         if recon:
-            ReconWriter(plan, Path(tmp), recon, billed_input or {}).write()
+            ReconWriter(plan, Path(tmp), recon, billed_input or {}).write(progress)
         else:
-            BudgetWriter(plan, Path(tmp)).write()
+            BudgetWriter(plan, Path(tmp)).write(progress)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; the output is an ordinary file

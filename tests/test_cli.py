@@ -81,7 +81,8 @@ def test_failed_build_leaves_earlier_output_untouched(tmp_path):
     out.write_bytes(b"earlier output")
     bad = make_input(tmp_path / "bad.xlsx", [{"task_id": "T", "kind": "finetune", "model_params_b": "x"}])
     result = CliRunner().invoke(main, ["build", str(bad), "-o", str(out)])
-    assert result.exit_code == 1 and result.output.startswith("Error: ")
+    assert result.exit_code == 1 and result.stdout == "" and result.stderr.startswith("[")
+    assert "Error: Tasks!C2 model_params_b" in result.stderr
     assert out.read_bytes() == b"earlier output"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -110,3 +111,11 @@ def test_output_is_an_ordinary_readable_file(tmp_path):
     out = tmp_path / "o.xlsx"
     assert run("build", SAMPLE, "-o", out).exit_code == 0
     assert out.stat().st_mode & 0o044 == 0o044   # readable by group and others under the usual umask 022
+
+
+def test_progress_on_stderr_and_quiet(tmp_path):
+    loud = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "a.xlsx")])
+    quiet = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "b.xlsx"), "--quiet"])
+    assert loud.exit_code == quiet.exit_code == 0
+    assert "planning 7 tasks on 7 GPUs" in loud.stderr and "writing Candidates (49 rows)" in loud.stderr
+    assert quiet.stderr == "" and "Period total" in quiet.stdout

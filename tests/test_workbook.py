@@ -173,3 +173,16 @@ def test_formulas_use_only_functions_every_spreadsheet_has(sample_book):
         used |= set(re.findall(r"([A-Z][A-Z0-9.]*)\(", re.sub(r'"[^"]*"', "", formula)))
     assert used <= SAFE_FUNCTIONS, used - SAFE_FUNCTIONS
     assert {"CEILING", "INDEX", "MATCH", "SUMPRODUCT"} <= used
+
+
+def test_a_sheet_past_excels_rows_is_refused_before_writing(tmp_path):
+    from types import SimpleNamespace
+
+    from budgetgen.errors import OutputError
+    from budgetgen.writer import check_excel_limits
+    plan = SimpleNamespace(tasks=[None] * 20_000, months=("2026-07",), inputs=SimpleNamespace(gpus=[None] * 53))
+    with pytest.raises(OutputError) as info:
+        check_excel_limits(plan)
+    assert "Candidates sheet would need 1,060,001 rows, more than Excel's 1,048,576" in str(info.value)
+    plan.inputs.gpus = [None] * 52   # 1,040,001 rows fit
+    check_excel_limits(plan)
