@@ -1,0 +1,207 @@
+"""Speed and memory of `budgetgen build` against the floor of the libraries it stands on.
+
+    python benchmarks/bench_build.py            # 100 / 1,000 / 10,000 tasks; 10k / 100k / 1M bill lines
+    python benchmarks/bench_build.py --quick    # 100 / 1,000 tasks; 10k / 100k lines
+
+It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
+process with its peak memory, and times the floors on the same data:
+- workbook: xlsxwriter alone (constant_memory, no future-function rewriting) writing as many formula and
+  value cells, with formulas of the same average length, as budgetgen's writer wrote;
+- bill: pandas with the pyarrow engine reading the same CSV (pyarrow reading the same Parquet file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xlsxwriter
+
+from budgetgen.bills import DEFAULT_GPU_LINE_PATTERN, read_bills
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.writer import BudgetWriter, FormulaSheet
+
+KINDS = ("finetune", "pretrain", "inference", "batch")
+MONTHS = ("2026-07", "2026-08", "2026-09")
+
+
+def make_inventory(path: Path, n: int, seed: int = 1) -> None:
+    """An inventory of n tasks of every kind (USD plan, built-in prices converted)."""
+    rnd = random.Random(seed)
+    headers = ["task_id", "task", "kind", "model_params_b", "method", "train_tokens", "runs_per_month",
+               "requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day", "concurrency",
+               "cost_center"]
+    wb = xlsxwriter.Workbook(str(path), {"constant_memory": True})
+    ws = wb.add_worksheet("Settings")
+    for r, row in enumerate([("setting", "value"), ("currency", "USD"), ("catalog_fx", 0.14),
+                             ("period_start", MONTHS[0]), ("period_months", len(MONTHS))]):
+        ws.write_row(r, 0, row)
+    ws = wb.add_worksheet("Tasks")
+    ws.write_row(0, 0, headers)
+    for i in range(n):
+        kind = KINDS[i % 4]
+        row = {"task_id": f"T{i:05d}", "task": f"workload {i}", "kind": kind, "cost_center": f"cc{i % 17}",
+               "model_params_b": rnd.choice((1, 3, 7, 13, 34, 70))}
+        if kind in ("finetune", "pretrain"):
+            row["method"] = rnd.choice(("full", "lora", "qlora")) if kind == "finetune" else "full"
+            if row["method"] == "full":
+                row["model_params_b"] = min(row["model_params_b"], 13)
+            row.update(train_tokens=rnd.choice((1e6, 1e7, 1e8)), runs_per_month=rnd.choice((0.5, 1, 2)))
+        elif kind == "inference":
+            row.update(method=rnd.choice(("fp16", "int8", "int4")), requests_per_day=rnd.choice((1e3, 1e4, 1e5)),
+                       tokens_per_request=300, concurrency=16, serving_hours_per_day=rnd.choice((8, 24)))
+        else:
+            row.update(method=rnd.choice(("fp16", "int8", "int4")), batch_requests=1e4, tokens_per_request=300,
+                       concurrency=32, runs_per_month=4)
+        ws.write_row(i + 1, 0, [row.get(h) for h in headers])
+    wb.close()
+
+
+def make_bill(path: Path, lines: int, tasks: int, seed: int = 2) -> None:
+    """A FOCUS bill of hourly lines over the plan's months: GPU instances tagged with tasks, storage, egress."""
+    rng = np.random.default_rng(seed)
+    resources = max(10, lines // 500)
+    resource = rng.integers(0, resources, lines)
+    gpu = resource % 3 != 0
+    day = rng.integers(0, 28, lines)
+    month = np.array(MONTHS)[rng.integers(0, len(MONTHS), lines)]
+    tagged = gpu & (resource % 5 != 0)
+    frame = pd.DataFrame({
+        "BillingPeriodStart": [f"{m}-01 00:00:00" for m in month],
+        "ChargePeriodStart": [f"{m}-{d + 1:02d} {h:02d}:00:00" for m, d, h in
+                              zip(month, day, rng.integers(0, 24, lines), strict=True)],
+        "BilledCost": np.round(rng.uniform(0.01, 5.0, lines), 6),
+        "BillingCurrency": "USD",
+        "ResourceId": [f"i-{r:06x}" for r in resource],
+        "ServiceName": np.where(gpu, "Amazon Elastic Compute Cloud", "Amazon Simple Storage Service"),
+        "ServiceCategory": np.where(gpu, "Compute", "Storage"),
+        "ChargeCategory": "Usage",
+        "ChargeDescription": np.where(gpu, "USD 1.006 per On Demand Linux g5.xlarge Instance Hour", "S3 storage"),
+        "ConsumedQuantity": 1.0,
+        "ConsumedUnit": np.where(gpu, "Hours", "GB-Mo"),
+        "Tags": np.where(tagged, [f'{{"task_id": "T{r % max(tasks, 1):05d}"}}' for r in resource], "NULL"),
+    })
+    frame.to_csv(path, index=False)
+    frame.to_parquet(path.with_suffix(".parquet"), index=False)
+
+
+def timed_process(args: list[str]) -> tuple[float, float]:
+    """Seconds and peak resident memory (MB) of one command, measured in a fresh parent process."""
+    probe = ("import resource,subprocess,sys,time;t=time.perf_counter();"
+             "r=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
+             "print(time.perf_counter()-t,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,r.returncode)")
+    out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True).stdout
+    seconds, rss_kb, code = out.split()
+    if code != "0":
+        raise SystemExit(f"build failed: {' '.join(args)}")
+    return float(seconds), int(rss_kb) / 1024
+
+
+class CountingSheet(FormulaSheet):
+    """Counts what budgetgen writes, so the floor can write the same."""
+
+    formulas = values = formula_chars = 0
+
+    def _write_formula(self, row, col, formula, cell_format=None, value=0):
+        CountingSheet.formulas += 1
+        CountingSheet.formula_chars += len(formula)
+        return super()._write_formula(row, col, formula, cell_format, value)
+
+    def _write_number(self, *args, **kwargs):
+        CountingSheet.values += 1
+        return super()._write_number(*args, **kwargs)
+
+    def _write_string(self, *args, **kwargs):
+        CountingSheet.values += 1
+        return super()._write_string(*args, **kwargs)
+
+
+def workbook_part(inventory: Path, out: Path) -> tuple[float, int, int, int]:
+    """budgetgen's writer alone (in process): seconds, formula cells, value cells, average formula length."""
+    plan = plan_budget(read_inputs(inventory))
+    CountingSheet.formulas = CountingSheet.values = CountingSheet.formula_chars = 0
+    writer = BudgetWriter.__new__(BudgetWriter)
+    original = xlsxwriter.Workbook.add_worksheet
+    xlsxwriter.Workbook.add_worksheet = lambda wb, name=None, cls=None: original(wb, name, CountingSheet)
+    try:
+        start = time.perf_counter()
+        writer.__init__(plan, out)
+        writer.write()
+        seconds = time.perf_counter() - start
+    finally:
+        xlsxwriter.Workbook.add_worksheet = original
+    n = CountingSheet.formulas
+    return seconds, n, CountingSheet.values, CountingSheet.formula_chars // max(n, 1)
+
+
+def workbook_floor(out: Path, formulas: int, values: int, length: int, width: int = 40) -> float:
+    """xlsxwriter alone writing as many formula and value cells, formulas of the same length."""
+    start = time.perf_counter()
+    wb = xlsxwriter.Workbook(str(out), {"constant_memory": True})
+    ws = wb.add_worksheet("Floor", FormulaSheet)
+    body = "=IF($A{r}=1,$B{r}*$C{r}," + "0" * max(1, length - 22) + ")"
+    cells = formulas + values
+    for i in range(cells):
+        row, col = divmod(i, width)
+        if i < formulas:
+            ws.write_formula(row, col, body.format(r=row + 1), None, 1.5)
+        else:
+            ws.write_number(row, col, 1.5)
+    wb.close()
+    return time.perf_counter() - start
+
+
+def bill_part(bill: Path) -> tuple[float, float]:
+    """read_bills against the floor (pandas/pyarrow reading the same file)."""
+    start = time.perf_counter()
+    if bill.suffix == ".parquet":
+        import pyarrow.parquet as pq
+        pq.read_table(bill).to_pandas()
+    else:
+        pd.read_csv(bill, engine="pyarrow", dtype=str)
+    floor = time.perf_counter() - start
+    start = time.perf_counter()
+    read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {}, ["RTX 4090", "A100 80G"])
+    return time.perf_counter() - start, floor
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes only")
+    args = parser.parse_args()
+    task_sizes = (100, 1_000) if args.quick else (100, 1_000, 10_000)
+    bill_sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        print("| tasks | bill lines | build s | peak MB | writer s | floor s | ratio | formulas |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for tasks, lines in zip(task_sizes, bill_sizes, strict=True):
+            inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
+            make_inventory(inventory, tasks)
+            make_bill(bill, lines, tasks)
+            seconds, peak = timed_process(["budgetgen", "build", str(inventory), "-o", str(folder / "out.xlsx"),
+                                           "--bills", str(bill.with_suffix(".parquet")), "--quiet"])
+            write_s, formulas, values, length = workbook_part(inventory, folder / "w.xlsx")
+            floor_s = workbook_floor(folder / "f.xlsx", formulas, values, length)
+            print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} | {write_s:.1f} | {floor_s:.1f} | "
+                  f"{write_s / floor_s:.2f} | {formulas:,} |", flush=True)
+        print()
+        print("| bill lines | format | read_bills s | floor s | ratio |")
+        print("|---:|---|---:|---:|---:|")
+        for lines in bill_sizes:
+            for suffix in (".csv", ".parquet"):
+                bill = (folder / f"b{lines}.csv").with_suffix(suffix)
+                ours, floor = bill_part(bill)
+                print(f"| {lines:,} | {suffix[1:]} | {ours:.2f} | {floor:.2f} | {ours / floor:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
