@@ -81,9 +81,12 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
     output = output or Path("outputs") / f"{path.stem}-budget.xlsx"
     progress = _progress(quiet)
     try:
-        if output.resolve() == path.resolve() or (json_path and json_path.resolve() == path.resolve()):
-            raise InputError([Problem(Code.OUTPUT, path.name, "", "the output would overwrite the input: "
-                                      "choose another -o/--json path")])
+        sources = {p.resolve(): p for p in (path, *bills, *usage)}
+        for target in (output, json_path):
+            if target is not None and target.resolve() in sources:
+                name = sources[target.resolve()].name
+                raise InputError([Problem(Code.OUTPUT, name, "", "the output would overwrite the input: "
+                                          "choose another -o/--json path")])
         progress(f"reading {path.name}")
         inputs = read_inputs(path)
         progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
@@ -91,9 +94,16 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
         if bills or inputs.bills_sheet is not None:
             progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
         recon, billed = reconcile_plan(plan, list(bills), list(usage))
-        write_workbook(plan, output, recon, billed, progress)
-        if json_path:
-            _write_json(plan_json(plan, {m: r.to_json() for m, r in recon.items()}), json_path)
+        staged = _stage_json(plan_json(plan, {m: r.to_json() for m, r in recon.items()}), json_path) \
+            if json_path else None
+        try:
+            write_workbook(plan, output, recon, billed, progress)
+        except BaseException:
+            if staged:
+                staged.unlink(missing_ok=True)
+            raise
+        if staged:
+            staged.replace(json_path)
     except BudgetgenError as exc:
         _fail(exc)
     cur = plan.inputs.settings.currency
@@ -119,14 +129,23 @@ def _progress(quiet: bool):
     return say
 
 
-def _write_json(data: dict, path: Path) -> None:
+def _stage_json(data: dict, path: Path) -> Path:
+    """Write the JSON next to its destination under a temporary name; the caller renames it last."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
     except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise OutputError(f"cannot write {path}: {_why(exc, path.parent)}") from None
+    return tmp
+
+
+def _why(exc: OSError, folder: Path) -> str:
+    """An OSError in words a finance user can act on."""
+    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        return f"{blocked} is a file, not a folder; choose another path"
+    return exc.strerror or str(exc)
 
 
 @main.command()

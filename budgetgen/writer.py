@@ -742,7 +742,9 @@ def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_inpu
         fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}-", suffix=".xlsx", dir=out.parent)
         os.close(fd)
     except OSError as exc:
-        raise OutputError(f"cannot write to {out.parent}: {exc.strerror or exc}") from None
+        blocked = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
+        why = f"{blocked} is a file, not a folder; choose another -o" if blocked else exc.strerror or str(exc)
+        raise OutputError(f"cannot write to {out.parent}: {why}") from None
     try:
         if recon:
             ReconWriter(plan, Path(tmp), recon, billed_input or {}).write(progress)
