@@ -30,6 +30,11 @@ def _fail(exc: BudgetgenError) -> None:
     sys.exit(1)
 
 
+DATE_OPTION = click.option("--date", "build_date", type=click.DateTime(formats=["%Y-%m-%d"]),
+                           help="Build as of this date (YYYY-MM-DD): the default plan period and the file's "
+                                "properties follow it. Default: the build_date setting, else today.")
+
+
 @click.group()
 @click.version_option(package_name="budgetgen")
 def main() -> None:
@@ -49,10 +54,11 @@ def init(path: Path, force: bool) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
-def validate(path: Path) -> None:
+@DATE_OPTION
+def validate(path: Path, build_date) -> None:
     """Check an input workbook: every error and warning with sheet and cell."""
     try:
-        plan = plan_budget(read_inputs(path))
+        plan = plan_budget(read_inputs(path, today=build_date and build_date.date()))
     except BudgetgenError as exc:
         _fail(exc)
     for warning in plan.warnings:
@@ -75,8 +81,9 @@ def _money(value: float, currency: str) -> str:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the engine's results as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@DATE_OPTION
 def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
-          json_path: Path | None, quiet: bool) -> None:
+          json_path: Path | None, quiet: bool, build_date) -> None:
     """Validate, compute and write the budget workbook."""
     output = output or Path("outputs") / f"{path.stem}-budget.xlsx"
     progress = _progress(quiet)
@@ -88,7 +95,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
                 raise InputError([Problem(Code.OUTPUT, name, "", "the output would overwrite the input: "
                                           "choose another -o/--json path")])
         progress(f"reading {path.name}")
-        inputs = read_inputs(path)
+        inputs = read_inputs(path, today=build_date and build_date.date())
         progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
         plan = plan_budget(inputs)
         if bills or inputs.bills_sheet is not None:

@@ -78,6 +78,8 @@ class Inputs:
     bills_sheet: object = None  # the Bills sheet as a DataFrame (index: sheet row), or None
     usage_sheet: object = None  # the Usage sheet likewise
     assignments: tuple[tuple[str, str], ...] = ()  # (resource_id, task_id) from the Assignments sheet
+    source_name: str = ""  # the input file's name
+    source_sha256: str = ""  # and its SHA-256, shown on the About sheet
 
     def gpu(self, name: str) -> Gpu:
         return next(g for g in self.gpus if g.name == name)

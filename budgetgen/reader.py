@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ def _too_long(value: object, sheet: str, cell: str, name: str, out: Collector) -
 
 _CURRENCY = re.compile(r"[A-Z]{3}")
 _SETTING_COLUMN_TYPE = {"number": "number", "count": "count", "percent": "percent", "month": "month",
-                        "text": "text", "choice": "choice"}
+                        "text": "text", "choice": "choice", "date": "date"}
 
 
 def _setting_column(setting) -> Column:
@@ -137,12 +138,16 @@ def _setting_column(setting) -> Column:
                   help=setting.help)
 
 
-def _read_settings(ws, out: Collector, today: dt.date) -> Settings:
+def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
+    """Settings with defaults; the build date is `today` (--date), else the build_date setting, else today."""
     values: dict[str, object] = {}
     if ws is not None:
         for rec in read_table(ws, "Settings", (Column("setting", "text", required=True, help="e.g. period_start"),
                                                Column("value", "text"), Column("note", "text")), out):
             _read_setting(rec, ws, values, out)
+    if today is not None or not values.get("build_date"):
+        values["build_date"] = (today or dt.date.today()).isoformat()
+    today = dt.date.fromisoformat(values["build_date"])
     start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
     months = int(values.get("period_months", SETTINGS_BY_KEY["period_months"].default))
     values["period_start"] = start
@@ -389,7 +394,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
             out.add(Code.MISSING_SHEET, "Tasks", "", "sheet is missing: the workbook needs a Tasks sheet "
                     "(run `budgetgen init FILE` for a template)")
             raise InputError(out.problems)
-        settings = _read_settings(sheets.get("settings"), out, today or dt.date.today())
+        settings = _read_settings(sheets.get("settings"), out, today)
         gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
@@ -401,5 +406,13 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     if out.problems:
         raise InputError(out.problems)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments)
+                  bills_sheet, usage_sheet, assignments, Path(path).name, _sha256(Path(path)))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 

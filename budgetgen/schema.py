@@ -72,6 +72,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("catalog_fx", "number", None, "CatalogFx",
       "plan currency per 1 CNY, converts the built-in catalog's CNY prices in a non-CNY plan",
       unit="plan currency per CNY", structural=True, minimum=0),
+    S("build_date", "date", None, "BuildDate",
+      "the date the plan is built as (YYYY-MM-DD), for the default period and the file's properties; "
+      "blank: `--date`, else today", structural=True),
     S("period_start", "month", None, "PeriodStart", "first plan month (YYYY-MM); default: the month after the build date",
       structural=True),
     S("period_months", "count", 3, "PeriodMonths", "months in the plan", unit="months", structural=True,

@@ -101,10 +101,22 @@ def parse_text(raw: object) -> str:
     return str(raw).strip()
 
 
+def parse_date(raw: object) -> str:
+    """A YYYY-MM-DD date from text or a date cell."""
+    if isinstance(raw, (dt.date, dt.datetime)):
+        return f"{raw.year:04d}-{raw.month:02d}-{raw.day:02d}"
+    try:
+        return dt.date.fromisoformat(str(raw).strip()).isoformat()
+    except ValueError:
+        raise BadValue(f'"{raw}" is not a date (write YYYY-MM-DD, e.g. 2026-07-01)') from None
+
+
 def parse_cell(raw: object, column: Column) -> object:
     """The typed value of a non-blank cell, or BadValue."""
     if column.type in ("number", "count", "percent"):
         return parse_number(raw, column)
+    if column.type == "date":
+        return parse_date(raw)
     if column.type == "month":
         return parse_month(raw)
     if column.type == "choice":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import os
 import re
@@ -14,6 +15,7 @@ import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 from xlsxwriter.worksheet import Worksheet
 
+from . import __version__
 from .columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
 from .engine import Plan
 from .errors import OutputError
@@ -65,7 +67,7 @@ class Formats:
         if key not in self._cache:
             props = {**self.base, "num_format": self.num.get(fmt, fmt)}
             if role == "input":
-                props.update(font_color="#0000FF", bg_color="#FFF2CC")
+                props.update(font_color="#0000FF", bg_color="#FFF2CC", locked=False)
             elif role == "link":
                 props.update(font_color="#00803C")
             elif role == "total":
@@ -145,7 +147,9 @@ class BudgetWriter:
         self.wb = xlsxwriter.Workbook(str(path), {"use_future_functions": True, "strings_to_formulas": False,
                                                    "strings_to_urls": False, "strings_to_numbers": False,
                                                    "constant_memory": True})
-        self.wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen"})
+        built = dt.datetime.combine(dt.date.fromisoformat(self.s.build_date), dt.time(), dt.UTC)
+        self.wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen",
+                                "created": built, "comments": f"budgetgen {__version__}"})
         self.f = Formats(self.wb, self.s.currency)
         self.sheets = {name: self.wb.add_worksheet(name, FormulaSheet) for name in (
             "Summary", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent",
@@ -569,6 +573,22 @@ class BudgetWriter:
                                                   "format": self.f.warn})
         ws.freeze_panes(2, 0)
 
+    def write_about(self) -> None:
+        ws = self.sheets["About"] = self.wb.add_worksheet("About", FormulaSheet)
+        inputs = self.plan.inputs
+        ws.set_column(0, 0, 26)
+        ws.set_column(1, 1, 100)
+        ws.write_string(0, 0, "About this workbook", self.f.title)
+        rows = [("made by", f"budgetgen {__version__}"), ("input file", inputs.source_name),
+                ("input SHA-256", inputs.source_sha256), ("build date", self.s.build_date),
+                ("plan", f"{self.months[0]} to {self.months[-1]}, {self.s.currency}")]
+        rows += [(f"setting {s.key}", "" if getattr(self.s, s.key) is None else str(getattr(self.s, s.key)))
+                 for s in SETTINGS]
+        rows += [("how to read", line) for line in HOW_TO_READ]
+        for i, (label, text) in enumerate(rows, start=2):
+            ws.write_string(i, 0, label, self.f.bold)
+            ws.write_string(i, 1, text)
+
     def write(self, progress: Callable[[str], None] = lambda message: None) -> None:
         """Write every sheet, telling `progress` about each stage, and close the file."""
         check_excel_limits(self.plan)
@@ -578,7 +598,7 @@ class BudgetWriter:
                   (self.write_candidates, f"Candidates ({n * len(self.plan.inputs.gpus):,} rows)"),
                   (self.write_monthly, "Monthly"), (self.write_extras, "Extras"), (self.write_tiers, "Tiers"),
                   (self.write_buy_vs_rent, "BuyVsRent"), (self.write_summary, "Summary"),
-                  (self.write_checks, "Checks"))
+                  (self.write_checks, "Checks"), (self.write_about, "About"))
         for method, label in stages:
             progress(f"writing {label}")
             method()
@@ -586,12 +606,26 @@ class BudgetWriter:
             self.sheets[name].set_landscape()
             self.sheets[name].fit_to_pages(1, 0)
             self.sheets[name].repeat_rows(0)
+        for ws in self.wb.worksheets():
+            # No password: a guard against slips, not a lock. Inputs are unlocked, formulas are not.
+            ws.protect("", {"autofilter": True, "sort": True, "format_columns": True, "format_rows": True})
         self.sheets["Summary"].activate()
         progress("compressing the workbook")
         self.wb.close()
 
 
 EXCEL_MAX_ROWS = 1_048_576
+HOW_TO_READ = (
+    "Summary: the period total, each month (GPU + extras + hidden-cost buffer), by tier, kind and cost center.",
+    ("Blue cells on light yellow are inputs: prices (GPUs), assumptions (Assumptions), the chosen GPU and the "
+    "task inputs (Tasks). Change them and every formula recalculates; the sheets are protected without a "
+    "password so that only input cells take typing."),
+    ("Black cells are formulas, green cells are links to another sheet; every formula carries the value "
+    "budgetgen computed, so the file reads correctly in any viewer."),
+    "Checks must read TRUE in its first row: every total ties out to its parts.",
+    ("Candidates shows every GPU for every task with its cost; Tiers the money per price tier against the caps; "
+    "BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage."),
+)
 
 
 def check_excel_limits(plan: Plan) -> None:
@@ -623,7 +657,7 @@ class ReconWriter(BudgetWriter):
 
     def write_recon(self, month: str, mr) -> None:
         name = f"Recon {month}"
-        ws = self.wb.add_worksheet(name)
+        ws = self.wb.add_worksheet(name, FormulaSheet)
         cur = self.s.currency
         ws.set_column(0, 0, 22)
         ws.set_column(1, 11, 14)

@@ -119,3 +119,47 @@ def test_progress_on_stderr_and_quiet(tmp_path):
     assert loud.exit_code == quiet.exit_code == 0
     assert "planning 7 tasks on 7 GPUs" in loud.stderr and "writing Candidates (49 rows)" in loud.stderr
     assert quiet.stderr == "" and "Period total" in quiet.stdout
+
+
+def test_two_builds_of_the_same_input_are_byte_identical(tmp_path):
+    first, second = tmp_path / "a" / "o.xlsx", tmp_path / "b" / "o.xlsx"
+    assert run("build", SAMPLE, "-o", first, "--date", "2026-06-15").exit_code == 0
+    assert run("build", SAMPLE, "-o", second, "--date", "2026-06-15").exit_code == 0
+    assert first.read_bytes() == second.read_bytes()
+    third = tmp_path / "c" / "o.xlsx"
+    assert run("build", SAMPLE, "-o", third, "--date", "2026-06-16").exit_code == 0
+    assert third.read_bytes() != first.read_bytes()      # the build date is in the file's properties
+
+
+def test_about_sheet_names_version_input_and_its_hash(tmp_path):
+    import openpyxl
+
+    from budgetgen import __version__
+    out = tmp_path / "o.xlsx"
+    assert run("build", SAMPLE, "-o", out, "--date", "2026-06-15").exit_code == 0
+    ws = openpyxl.load_workbook(out)["About"]
+    about = {ws.cell(r, 1).value: ws.cell(r, 2).value for r in range(3, ws.max_row + 1)}
+    assert about["made by"] == f"budgetgen {__version__}"
+    assert about["input file"] == "q3.xlsx"
+    assert about["input SHA-256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    assert about["build date"] == "2026-06-15" and about["setting period_start"] == "2026-07"
+
+
+def test_protected_output_unlocks_inputs_and_locks_formulas(tmp_path):
+    import openpyxl
+    out = tmp_path / "o.xlsx"
+    assert run("build", SAMPLE, "-o", out).exit_code == 0
+    wb = openpyxl.load_workbook(out)
+    assert all(ws.protection.sheet for ws in wb.worksheets)
+    assert all(ws.protection.password is None for ws in wb.worksheets)
+    gpus = wb["GPUs"]
+    price = next(c for c in gpus[1] if c.value.startswith("on_demand_per_hour")).column
+    assert gpus.cell(2, price).protection.locked is False            # a price can be edited
+    tasks = wb["Tasks"]
+    head = {c.value: c.column for c in tasks[1]}
+    assert tasks.cell(2, head["gpu (chosen)"]).protection.locked is False
+    cost = next(col for title, col in head.items() if title.startswith("cost a month"))
+    assert tasks.cell(2, cost).data_type == "f" and tasks.cell(2, cost).protection.locked is True
+    assumptions = wb["Assumptions"]
+    mfu_row = next(r for r in range(2, 40) if assumptions.cell(r, 1).value == "mfu")
+    assert assumptions.cell(mfu_row, 2).protection.locked is False

@@ -1,0 +1,463 @@
+"""What changed between two versions of a plan, and how much each change moves the period total.
+
+Each change's effect is found by sequential replacement: start from the old inputs, apply the changes one
+at a time (settings, GPUs, removed, changed and added tasks, extras) and re-plan after each, so the effects
+add up exactly to the difference of the two period totals.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import io
+import math
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import xlsxwriter
+
+from .engine import Plan, plan_budget
+from .errors import Code, InputError, OutputError, Problem
+from .model import Gpu, Inputs, Settings
+from .reader import read_inputs
+from .safefile import iter_rows, load_input_workbook
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMN, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIERS
+from .values import add_months
+from .writer import CHECK_TOLERANCE, Formats
+
+BUILT_SHEETS = ("assumptions", "checks")  # a built budget has both; an input workbook neither
+BUILT_PLACES = {"Settings": "Assumptions"}  # where a built budget keeps what an input keeps on Settings
+SAME_REL = 1e-12  # numbers this close are one value (xlsx keeps 16 significant digits, not 17)
+_UNIT = re.compile(r"\s*\([^()]*\)$")  # "vram_gb (GB)" -> "vram_gb", "gpu (chosen)" -> "gpu"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between the versions and how much it moves the period total."""
+
+    kind: str  # setting changed; gpu, task or extra removed / changed / added
+    key: str
+    detail: str
+    delta: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Two versions' period totals and the changes between them; the deltas add up to the difference."""
+
+    old_name: str
+    new_name: str
+    currency: str
+    old_total: float
+    new_total: float
+    changes: tuple[Change, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_change(self) -> float:
+        return self.new_total - self.old_total
+
+
+# ---------------------------------------------------------------- reading a version
+
+def read_version(path: Path, today: dt.date | None = None) -> Inputs:
+    """The inputs of an input workbook, or of a built budget workbook (its chosen GPUs kept as given)."""
+    path = Path(path)
+    tables = None
+    try:
+        tables = _built_tables(path)
+        if tables is None:
+            return read_inputs(path, today)
+        with tempfile.TemporaryDirectory() as tmp:
+            return read_inputs(_write_tables(tables, Path(tmp) / path.name), today)
+    except InputError as exc:
+        raise _labelled(exc, path.name, BUILT_PLACES if tables else {}) from None
+
+
+def _built_tables(path: Path) -> dict[str, list[tuple[int, tuple]]] | None:
+    """A built budget's echoed inputs as input-sheet rows (row number, values), or None for an input workbook."""
+    wb = load_input_workbook(path)
+    try:
+        sheets = {ws.title.strip().lower(): ws for ws in wb.worksheets}
+        if not all(name in sheets for name in BUILT_SHEETS):
+            return None
+        tables = {"Settings": _settings_rows(sheets["assumptions"])}
+        for name, width in (("GPUs", len(GPU_COLUMNS)), ("Tasks", len(TASK_COLUMNS)), ("Extras", len(EXTRA_COLUMNS))):
+            if name.lower() in sheets:
+                tables[name] = _table_rows(sheets[name.lower()], width)
+        return tables
+    finally:
+        wb.close()
+
+
+def _settings_rows(ws) -> list[tuple[int, tuple]]:
+    """Settings rows from Assumptions: each setting by its key in column A, and the tier caps by tier."""
+    rows = [(1, ("setting", "value"))]
+    for row_no, values in iter_rows(ws):
+        key, value = values[0], values[1] if len(values) > 1 else None
+        if key in SETTINGS_BY_KEY:
+            rows.append((row_no, (key, value)))
+        elif key in TIERS:
+            rows.append((row_no, (f"tier_cap_{key}", value)))
+    return rows
+
+
+def _table_rows(ws, width: int) -> list[tuple[int, tuple]]:
+    """A table sheet's first `width` columns, the units stripped from the headers."""
+    rows = []
+    for row_no, values in iter_rows(ws):
+        values = values[:width]
+        if row_no == 1:
+            values = tuple(_UNIT.sub("", v) if isinstance(v, str) else v for v in values)
+        rows.append((row_no, values))
+    return rows
+
+
+def _write_tables(tables: dict[str, list[tuple[int, tuple]]], path: Path) -> Path:
+    """An input workbook holding the rows at their original places, text always as text."""
+    wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_numbers": False,
+                                         "strings_to_urls": False})
+    date = wb.add_format({"num_format": "yyyy-mm-dd"})
+    for name, rows in tables.items():
+        ws = wb.add_worksheet(name)
+        for row_no, values in rows:
+            for col, value in enumerate(values):
+                if isinstance(value, (dt.date, dt.datetime)):
+                    ws.write_datetime(row_no - 1, col, value, date)
+                else:
+                    ws.write(row_no - 1, col, value)
+    wb.close()
+    return path
+
+
+def _labelled(exc: InputError, name: str, places: dict[str, str]) -> InputError:
+    """The problems of one version, each place prefixed with its file name, as Excel writes [book]Sheet!A1."""
+    return InputError([Problem(p.code, f"[{name}]{places.get(p.sheet, p.sheet)}" if p.sheet not in ("", name)
+                               else name, p.cell, p.message) for p in exc.problems])
+
+
+# ---------------------------------------------------------------- the changes
+
+@dataclass(frozen=True)
+class _Row:
+    """One keyed record of a version: its key as shown, the value itself, its input columns by name."""
+
+    key: str
+    value: object
+    fields: dict[str, object]
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One change, as the edit that turns the working inputs one step further towards the new version."""
+
+    kind: str
+    key: str
+    detail: str
+    table: str  # the _State dictionary it edits
+    slot: str  # the key in that dictionary
+    value: object = None
+    removes: bool = False
+
+
+@dataclass
+class _State:
+    """The inputs part-way from the old version to the new, as dictionaries the steps edit."""
+
+    base: Inputs
+    settings: dict[str, object]
+    gpus: dict[str, object]
+    tasks: dict[str, object]
+    extras: dict[str, object]
+
+    @classmethod
+    def of(cls, inputs: Inputs) -> _State:
+        """The working state of one version."""
+        return cls(inputs, {s.key: getattr(inputs.settings, s.key) for s in SETTINGS},
+                   *({slot: row.value for slot, row in rows(inputs).items()}
+                     for rows in (_gpu_rows, _task_rows, _extra_rows)))
+
+    def apply(self, step: _Step) -> None:
+        """Make one change."""
+        table = getattr(self, step.table)
+        if step.removes:
+            del table[step.slot]
+        else:
+            table[step.slot] = step.value
+
+    def inputs(self) -> Inputs:
+        """The working state as Inputs, the plan months following period_start and period_months."""
+        s = self.settings
+        months = tuple(add_months(s["period_start"], i) for i in range(int(s["period_months"])))
+        return dataclasses.replace(self.base, settings=Settings(**s, plan_months=months),
+                                   gpus=tuple(self.gpus.values()), tasks=tuple(self.tasks.values()),
+                                   extras=tuple(self.extras.values()))
+
+
+def _gpu_fields(g: Gpu) -> dict[str, object]:
+    """A GPU by the GPUs sheet's column names."""
+    fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
+              "tflops": g.tflops, "interconnect": g.interconnect, "scaling": g.scaling,
+              "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
+    fields.update({PRICE_COLUMN[t]: g.prices.get(t) for t in TIERS})
+    return {c.name: fields[c.name] for c in GPU_COLUMNS}
+
+
+def _gpu_rows(inputs: Inputs) -> dict[str, _Row]:
+    return {g.name.lower(): _Row(g.name, g, _gpu_fields(g)) for g in inputs.gpus}
+
+
+def _task_rows(inputs: Inputs) -> dict[str, _Row]:
+    return {t.task_id.lower(): _Row(t.task_id, t, {c.name: t.values.get(c.name) for c in TASK_COLUMNS})
+            for t in inputs.tasks}
+
+
+def _extra_rows(inputs: Inputs) -> dict[str, _Row]:
+    """Extras keyed by item; a repeated item is numbered: "Storage", "Storage (2)"."""
+    rows: dict[str, _Row] = {}
+    for e in inputs.extras:
+        key, n = e.item, 1
+        while key.lower() in rows:
+            n += 1
+            key = f"{e.item} ({n})"
+        rows[key.lower()] = _Row(key, e, dataclasses.asdict(e))
+    return rows
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=SAME_REL)
+    return a == b
+
+
+def _show(value: object) -> str:
+    if value is None:
+        return "blank"
+    if isinstance(value, (int, float)):
+        return f"{value:,.15g}"
+    return str(value)
+
+
+def _differences(old: dict[str, object], new: dict[str, object]) -> str:
+    """"column: old -> new" for every column that differs, or "" when none does."""
+    parts = []
+    for name, value in old.items():
+        if not _same(value, new.get(name)):
+            parts.append(f"{name}: {_show(value)} -> {_show(new.get(name))}")
+    return "; ".join(parts)
+
+
+def _describe_gpu(f: dict[str, object]) -> str:
+    return f"{f['class']}, {_show(f['vram_gb'])} GB, on demand {_show(f['on_demand_per_hour'])} an hour"
+
+
+def _describe_task(f: dict[str, object]) -> str:
+    text = f": {f['task']}" if f["task"] else ""
+    return f"{f['kind']} {_show(f['model_params_b'])}B {f['method']}{text}"
+
+
+def _describe_extra(f: dict[str, object]) -> str:
+    return f"{f['category']}, {_show(f['monthly_cost'])} a month, {f['start_month']} to {f['end_month']}"
+
+
+def _table_steps(noun: str, table: str, old: dict[str, _Row], new: dict[str, _Row], describe) -> list[_Step]:
+    """Removed, then changed, then added records of one table, one step each."""
+    removed = [_Step(f"{noun} removed", r.key, describe(r.fields), table, slot, removes=True)
+               for slot, r in old.items() if slot not in new]
+    changed = []
+    for slot, r in old.items():
+        detail = _differences(r.fields, new[slot].fields) if slot in new else ""
+        if detail:
+            changed.append(_Step(f"{noun} changed", new[slot].key, detail, table, slot, new[slot].value))
+    added = [_Step(f"{noun} added", r.key, describe(r.fields), table, slot, r.value)
+             for slot, r in new.items() if slot not in old]
+    return removed + changed + added
+
+
+def _steps(old: Inputs, new: Inputs) -> list[_Step]:
+    """Every change in the order they are applied: settings, GPUs, tasks, extras."""
+    steps = [_Step("setting changed", s.key, f"{_show(a)} -> {_show(b)}", "settings", s.key, b)
+             for s in SETTINGS
+             if not _same(a := getattr(old.settings, s.key), b := getattr(new.settings, s.key))]
+    steps += _table_steps("gpu", "gpus", _gpu_rows(old), _gpu_rows(new), _describe_gpu)
+    steps += _table_steps("task", "tasks", _task_rows(old), _task_rows(new), _describe_task)
+    steps += _table_steps("extra", "extras", _extra_rows(old), _extra_rows(new), _describe_extra)
+    return steps
+
+
+# ---------------------------------------------------------------- attribution
+
+def _plan(inputs: Inputs) -> Plan:
+    """plan_budget, after the checks the reader makes of one version but a mix of two may fail."""
+    months = inputs.settings.plan_months
+    names = {g.name for g in inputs.gpus}
+    problems = []
+    for t in inputs.tasks:
+        if t.values["gpu"] is not None and t.values["gpu"] not in names:
+            problems.append(Problem(Code.UNKNOWN_VALUE, "Tasks", t.cell("gpu"),
+                                    f"{t.task_id}: gpu {t.values['gpu']} is not in the catalog"))
+        if t.values["start_month"] not in months or t.values["end_month"] not in months:
+            problems.append(Problem(Code.MONTH_OUTSIDE_PLAN, "Tasks", t.cell("start_month"),
+                                    f"{t.task_id}: {t.values['start_month']} to {t.values['end_month']} is outside "
+                                    f"the plan {months[0]} to {months[-1]}"))
+    if problems:
+        raise InputError(problems)
+    return plan_budget(inputs)
+
+
+def _why(exc: InputError) -> str:
+    more = len(exc.problems) - 1
+    return str(exc.problems[0]) + (f" and {more} more problem(s)" if more else "")
+
+
+def _totals(steps: list[_Step], state: _State, new_total: float) -> list[tuple[float | None, str]]:
+    """The period total after each step, or None and why the inputs so far cannot be planned."""
+    totals: list[tuple[float | None, str]] = []
+    for step in steps[:-1]:
+        state.apply(step)
+        try:
+            totals.append((_plan(state.inputs()).period_total, ""))
+        except InputError as exc:
+            totals.append((None, _why(exc)))
+    return totals + [(new_total, "")] if steps else []
+
+
+def _attribute(steps: list[_Step], totals: list[tuple[float | None, str]], old_total: float,
+               new_total: float) -> tuple[Change, ...]:
+    """Each step's change of the period total; a step that cannot be planned alone is counted in the next."""
+    changes: list[Change] = []
+    waiting: list[tuple[_Step, str]] = []
+    previous = old_total
+    for step, (total, why) in zip(steps, totals):
+        if total is None:
+            waiting.append((step, why))
+            continue
+        changes += [Change(w.kind, w.key, w.detail, 0.0, f"could not be planned on its own ({reason}): its effect "
+                           f"is counted in {step.kind} {step.key}") for w, reason in waiting]
+        note = f"includes the effect of {', '.join(f'{w.kind} {w.key}' for w, _ in waiting)}" if waiting else ""
+        changes.append(Change(step.kind, step.key, step.detail, total - previous, note))
+        waiting, previous = [], total
+    if changes:  # the last step is the new version itself: its delta makes the parts add up to the whole
+        rest = math.fsum(c.delta for c in changes[:-1])
+        changes[-1] = dataclasses.replace(changes[-1], delta=(new_total - old_total) - rest)
+    return tuple(changes)
+
+
+def _notes(old: Inputs, new: Inputs) -> tuple[str, ...]:
+    a, b = old.settings, new.settings
+    notes = []
+    if a.plan_months != b.plan_months:
+        notes.append(f"the plan periods differ ({a.plan_months[0]} to {a.plan_months[-1]} against "
+                     f"{b.plan_months[0]} to {b.plan_months[-1]}): the period totals are compared anyway")
+    if a.currency != b.currency:
+        notes.append(f"the currencies differ ({a.currency} against {b.currency}): the totals are compared as numbers")
+    return tuple(notes)
+
+
+def _planned(inputs: Inputs, name: str) -> Plan:
+    try:
+        return _plan(inputs)
+    except InputError as exc:
+        raise _labelled(exc, name, {}) from None
+
+
+def diff_inputs(old: Inputs, new: Inputs, old_name: str = "old", new_name: str = "new") -> Diff:
+    """Every change from `old` to `new`, each with its effect on the period total (sequential replacement)."""
+    old_total = _planned(old, old_name).period_total
+    new_total = _planned(new, new_name).period_total
+    steps = _steps(old, new)
+    totals = _totals(steps, _State.of(old), new_total)
+    return Diff(old_name, new_name, new.settings.currency, old_total, new_total,
+                _attribute(steps, totals, old_total, new_total), _notes(old, new))
+
+
+def diff_files(old: Path, new: Path, today: dt.date | None = None) -> Diff:
+    """Diff two versions, each an input workbook or a budget workbook written by `budgetgen build`."""
+    return diff_inputs(read_version(old, today), read_version(new, today), str(old), str(new))
+
+
+# ---------------------------------------------------------------- output
+
+def _signed(value: float) -> str:
+    text = f"{value:+,.0f}"
+    return "0" if text in ("+0", "-0") else text
+
+
+def format_table(diff: Diff) -> str:
+    """The changes as an aligned text table: change, detail, effect on the period total, then the total."""
+    head = ("change", "detail", f"effect on the period total ({diff.currency})", "")
+    rows = [(f"{c.kind} {c.key}", c.detail, _signed(c.delta), c.note) for c in diff.changes] or \
+        [("no changes", "", "", "")]
+    parts = math.fsum(c.delta for c in diff.changes)
+    total = ("total", f"{diff.old_total:,.0f} -> {diff.new_total:,.0f}", _signed(parts), "")
+    widths = [max(len(r[i]) for r in (head, *rows, total)) for i in range(3)]
+    rule = "-" * (sum(widths) + 4)
+
+    def line(row: tuple[str, str, str, str]) -> list[str]:
+        text = f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}".rstrip()
+        return [text] + ([f"{'':<{widths[0]}}  note: {row[3]}"] if row[3] else [])
+
+    out = [f"Changes from {diff.old_name} to {diff.new_name}", *line(head), rule]
+    for row in rows:
+        out += line(row)
+    out += [rule, *line(total)]
+    return "\n".join(out + [f"Note: {n}" for n in diff.notes])
+
+
+def write_diff_workbook(diff: Diff, path: Path) -> Path:
+    """Write a `Diff` sheet: the changes, their sum as a formula, and a check that they add up."""
+    path = Path(path)
+    buffer = io.BytesIO()
+    _write_diff_sheet(diff, buffer)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(buffer.getvalue())
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def _write_diff_sheet(diff: Diff, target: io.BytesIO) -> None:
+    wb = xlsxwriter.Workbook(target, {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False,
+                                      "strings_to_urls": False})
+    f = Formats(wb, diff.currency)
+    ws = wb.add_worksheet("Diff")
+    headers = ["change", "item", "detail", f"effect on the period total ({diff.currency})", "note"]
+    for col, (text, width) in enumerate(zip(headers, (16, 24, 70, 18, 60))):
+        ws.write_string(0, col, text, f.header)
+        ws.set_column(col, col, width)
+    for r, c in enumerate(diff.changes, start=1):
+        for col, text in enumerate((c.kind, c.key, c.detail)):
+            ws.write_string(r, col, text)
+        ws.write_number(r, 3, c.delta, f.get("calc", "money"))
+        ws.write_string(r, 4, c.note)
+    if not diff.changes:
+        ws.write_string(1, 0, "no changes")
+    last = max(1, len(diff.changes))  # 0-based row of the last change
+    deltas = f"D2:D{last + 1}"
+    parts = math.fsum(c.delta for c in diff.changes)
+    total, old, new, tol, check = (last + k for k in (1, 3, 4, 5, 6))
+    ws.write_string(total, 0, "total change", f.bold)
+    ws.write_formula(total, 3, f"=SUM({deltas})", f.get("total", "money"), parts)
+    for row, label, name, value in ((old, "old period total", diff.old_name, diff.old_total),
+                                    (new, "new period total", diff.new_name, diff.new_total)):
+        ws.write_string(row, 0, label)
+        ws.write_string(row, 1, name)
+        ws.write_number(row, 3, value, f.get("calc", "money"))
+    ws.write_string(tol, 0, "check tolerance")
+    ws.write_string(tol, 2, "relative tolerance of the check below")
+    ws.write_number(tol, 3, CHECK_TOLERANCE, f.get("input", "General"))
+    ws.write_string(check, 0, "changes add up", f.bold)
+    ws.write_string(check, 2, "the effects add up to new - old period total")
+    gap = f"D{new + 1}-D{old + 1}"
+    ok = abs(parts - diff.total_change) <= CHECK_TOLERANCE * max(1, abs(diff.total_change))
+    ws.write_formula(check, 3, f"=ABS(SUM({deltas})-({gap}))<=D{tol + 1}*MAX(1,ABS({gap}))", f.get("total"), ok)
+    for i, note in enumerate(diff.notes, start=check + 2):
+        ws.write_string(i, 0, "note")
+        ws.write_string(i, 2, note)
+    ws.freeze_panes(1, 0)
+    ws.autofilter(0, 0, last, len(headers) - 1)
+    wb.close()
