@@ -1,4 +1,4 @@
-"""The command line: init, validate, build, catalog. The only module that imports click."""
+"""The command line: init, validate, build, diff, catalog. The only module that imports click."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from .catalog import CATALOG_CURRENCY, builtin_catalog
+from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
 from .errors import BudgetgenError, Code, InputError, OutputError, Problem
 from .monthly import reconcile_plan
@@ -124,6 +125,28 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
                    f"{_money(r.planned_total, cur)}; {sum(bool(x.flags) for x in r.resources)} flagged resource(s)")
     for warning in plan.warnings:
         click.echo(f"Warning: {warning}")
+
+
+@main.command()
+@click.argument("old", type=click.Path(path_type=Path))
+@click.argument("new", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the changes to a workbook (a Diff sheet with a check that they add up).")
+@DATE_OPTION
+def diff(old: Path, new: Path, output: Path | None, build_date) -> None:
+    """Show what changed from OLD to NEW (input or budget workbooks) and what each change costs."""
+    try:
+        if output and output.resolve() in (old.resolve(), new.resolve()):
+            raise InputError([Problem(Code.OUTPUT, output.name, "", "the output would overwrite an input: "
+                                      "choose another -o path")])
+        result = diff_files(old, new, today=build_date and build_date.date())
+        if output:
+            write_diff_workbook(result, output)
+    except BudgetgenError as exc:
+        _fail(exc)
+    click.echo(format_table(result))
+    if output:
+        click.echo(f"Wrote {output}")
 
 
 def _progress(quiet: bool):

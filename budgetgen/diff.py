@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import io
 import math
 import re
@@ -29,6 +30,8 @@ from .writer import CHECK_TOLERANCE, Formats
 
 BUILT_SHEETS = ("assumptions", "checks")  # a built budget has both; an input workbook neither
 BUILT_PLACES = {"Settings": "Assumptions"}  # where a built budget keeps what an input keeps on Settings
+# When a version was built is not a change to the plan: its one effect, a default period, shows as period_start.
+NOT_COMPARED = frozenset({"build_date"})
 SAME_REL = 1e-12  # numbers this close are one value (xlsx keeps 16 significant digits, not 17)
 _UNIT = re.compile(r"\s*\([^()]*\)$")  # "vram_gb (GB)" -> "vram_gb", "gpu (chosen)" -> "gpu"
 
@@ -72,7 +75,8 @@ def read_version(path: Path, today: dt.date | None = None) -> Inputs:
         if tables is None:
             return read_inputs(path, today)
         with tempfile.TemporaryDirectory() as tmp:
-            return read_inputs(_write_tables(tables, Path(tmp) / path.name), today)
+            inputs = read_inputs(_write_tables(tables, Path(tmp) / path.name), today)
+        return dataclasses.replace(inputs, source_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
     except InputError as exc:
         raise _labelled(exc, path.name, BUILT_PLACES if tables else {}) from None
 
@@ -242,7 +246,7 @@ def _show(value: object) -> str:
 
 
 def _differences(old: dict[str, object], new: dict[str, object]) -> str:
-    """"column: old -> new" for every column that differs, or "" when none does."""
+    """Each column that differs as "column: old -> new", joined with "; " ("" when none differs)."""
     parts = []
     for name, value in old.items():
         if not _same(value, new.get(name)):
@@ -280,8 +284,8 @@ def _table_steps(noun: str, table: str, old: dict[str, _Row], new: dict[str, _Ro
 def _steps(old: Inputs, new: Inputs) -> list[_Step]:
     """Every change in the order they are applied: settings, GPUs, tasks, extras."""
     steps = [_Step("setting changed", s.key, f"{_show(a)} -> {_show(b)}", "settings", s.key, b)
-             for s in SETTINGS
-             if not _same(a := getattr(old.settings, s.key), b := getattr(new.settings, s.key))]
+             for s in SETTINGS if s.key not in NOT_COMPARED
+             and not _same(a := getattr(old.settings, s.key), b := getattr(new.settings, s.key))]
     steps += _table_steps("gpu", "gpus", _gpu_rows(old), _gpu_rows(new), _describe_gpu)
     steps += _table_steps("task", "tasks", _task_rows(old), _task_rows(new), _describe_task)
     steps += _table_steps("extra", "extras", _extra_rows(old), _extra_rows(new), _describe_extra)
@@ -314,7 +318,10 @@ def _why(exc: InputError) -> str:
 
 
 def _totals(steps: list[_Step], state: _State, new_total: float) -> list[tuple[float | None, str]]:
-    """The period total after each step, or None and why the inputs so far cannot be planned."""
+    """The period total after each step, or None and why the inputs so far cannot be planned.
+
+    The last step is the new version itself: its total is the new version's, so the deltas add up to the whole.
+    """
     totals: list[tuple[float | None, str]] = []
     for step in steps[:-1]:
         state.apply(step)
@@ -325,8 +332,7 @@ def _totals(steps: list[_Step], state: _State, new_total: float) -> list[tuple[f
     return totals + [(new_total, "")] if steps else []
 
 
-def _attribute(steps: list[_Step], totals: list[tuple[float | None, str]], old_total: float,
-               new_total: float) -> tuple[Change, ...]:
+def _attribute(steps: list[_Step], totals: list[tuple[float | None, str]], old_total: float) -> tuple[Change, ...]:
     """Each step's change of the period total; a step that cannot be planned alone is counted in the next."""
     changes: list[Change] = []
     waiting: list[tuple[_Step, str]] = []
@@ -340,9 +346,6 @@ def _attribute(steps: list[_Step], totals: list[tuple[float | None, str]], old_t
         note = f"includes the effect of {', '.join(f'{w.kind} {w.key}' for w, _ in waiting)}" if waiting else ""
         changes.append(Change(step.kind, step.key, step.detail, total - previous, note))
         waiting, previous = [], total
-    if changes:  # the last step is the new version itself: its delta makes the parts add up to the whole
-        rest = math.fsum(c.delta for c in changes[:-1])
-        changes[-1] = dataclasses.replace(changes[-1], delta=(new_total - old_total) - rest)
     return tuple(changes)
 
 
@@ -371,7 +374,7 @@ def diff_inputs(old: Inputs, new: Inputs, old_name: str = "old", new_name: str =
     steps = _steps(old, new)
     totals = _totals(steps, _State.of(old), new_total)
     return Diff(old_name, new_name, new.settings.currency, old_total, new_total,
-                _attribute(steps, totals, old_total, new_total), _notes(old, new))
+                _attribute(steps, totals, old_total), _notes(old, new))
 
 
 def diff_files(old: Path, new: Path, today: dt.date | None = None) -> Diff:

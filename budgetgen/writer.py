@@ -13,7 +13,7 @@ from pathlib import Path
 
 import xlsxwriter
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
-from xlsxwriter.worksheet import Worksheet
+from xlsxwriter.worksheet import CellFormulaTuple, Worksheet
 
 from . import __version__
 from .columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
@@ -80,7 +80,7 @@ def cached(value):
     """A Python result as a formula's cached value: None is the sheet's empty string."""
     if value is None:
         return ""
-    if isinstance(value, float) and not math.isfinite(value):
+    if value.__class__ is float and not math.isfinite(value):
         return "#NUM!"
     return value
 
@@ -135,6 +135,13 @@ class FormulaSheet(Worksheet):
 
     def _prepare_formula(self, formula, expand_future_functions=False):
         return formula.removeprefix("=")
+
+    def put_formula(self, row: int, col: int, formula: str, cell_format, value) -> None:
+        """write_formula for budgetgen's own plain formulas (no array or dynamic-array forms), without its checks."""
+        if self.constant_memory and row > self.previous_row:
+            self._write_single_row(row)
+        self._check_dimensions(row, col)
+        self.table[row][col] = CellFormulaTuple(formula, cell_format, value)
 
 
 class BudgetWriter:
@@ -266,15 +273,16 @@ class BudgetWriter:
         """One row per task: the inputs as values, then one formula per calculated column."""
         input_fmt = {c.name: ("percent" if c.type == "percent" else "text" if c.type in ("text", "choice", "month")
                               else "general") for c in TASK_COLUMNS}
-        compiled = [(calc, layout.columns[calc.key], compile_formula(calc.excel, layout)) for calc in CALCS]
+        compiled = [(calc.key, layout.columns[calc.key], compile_formula(calc.excel, layout).format,
+                     self.f.get("calc", calc.fmt)) for calc in CALCS]
         for i, tp in enumerate(self.plan.tasks):
             r = layout.first + i
             row = {**tp.task.values, **tp.row}
             for column in TASK_COLUMNS:
                 self.write_value(ws, r, layout.columns[column.name], row.get(column.name), "input",
                                  input_fmt[column.name])
-            for calc, col, formula in compiled:
-                self.formula(ws, r, col, formula.format(r=r + 1), row[calc.key], calc.fmt)
+            for key, col, formula, fmt in compiled:
+                ws.put_formula(r, col, formula(r=r + 1), fmt, cached(row[key]))
             after_row(r, i)
 
     def _task_headers(self, layout: Layout, ws, labels: dict[str, str]) -> None:
@@ -318,7 +326,8 @@ class BudgetWriter:
         calcs = [c for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
         layout = Layout({k: i for i, k in enumerate(lead + [c.key for c in calcs])}, 1, 0)
         self._task_headers(layout, ws, {"excluded": "excluded because", "cards": "cards given"})
-        compiled = [(c, layout.columns[c.key], compile_formula(c.excel, layout, self.task_layout)) for c in calcs]
+        compiled = [(c.key, layout.columns[c.key], compile_formula(c.excel, layout, self.task_layout).format,
+                     self.f.get("calc", c.fmt)) for c in calcs]
         r = 1
         for i, tp in enumerate(self.plan.tasks):
             t = self.task_layout.first + i + 1
@@ -326,8 +335,9 @@ class BudgetWriter:
                 for col, value in enumerate((tp.task.task_id, c.gpu, "chosen" if c.chosen else "", c.excluded,
                                              c.row["cards"])):
                     self.write_value(ws, r, col, value, "input" if col in (1, 4) else "calc", "general")
-                for calc, col, formula in compiled:
-                    self.formula(ws, r, col, formula.format(r=r + 1, t=t), c.row[calc.key], calc.fmt)
+                values = c.row
+                for key, col, formula, fmt in compiled:
+                    ws.put_formula(r, col, formula(r=r + 1, t=t), fmt, cached(values[key]))
                 r += 1
         ws.set_column(layout.columns["excluded"], layout.columns["excluded"], 40)
         ws.freeze_panes(1, 2)

@@ -102,7 +102,7 @@ def test_catalog_lists_builtin_gpus():
     assert "RTX 4090" in result.output and "H100 80G" in result.output and "27,900.0" in result.output
 
 
-@pytest.mark.parametrize("command", ["init", "validate", "build", "catalog"])
+@pytest.mark.parametrize("command", ["init", "validate", "build", "diff", "catalog"])
 def test_help_on_every_command(command):
     assert run(command, "--help").exit_code == 0
 
@@ -163,3 +163,13 @@ def test_protected_output_unlocks_inputs_and_locks_formulas(tmp_path):
     assumptions = wb["Assumptions"]
     mfu_row = next(r for r in range(2, 40) if assumptions.cell(r, 1).value == "mfu")
     assert assumptions.cell(mfu_row, 2).protection.locked is False
+
+
+def test_diff_command_prints_changes_and_refuses_to_overwrite(tmp_path):
+    same_result = run("diff", SAMPLE, SAMPLE)
+    assert same_result.exit_code == 0 and "no changes" in same_result.output.lower()
+    copy = tmp_path / "new.xlsx"
+    copy.write_bytes(SAMPLE.read_bytes())
+    refused = CliRunner().invoke(main, ["diff", str(SAMPLE), str(copy), "-o", str(copy)])
+    assert refused.exit_code == 1 and "Error:" in refused.output
+    assert copy.read_bytes() == SAMPLE.read_bytes()
