@@ -5,8 +5,8 @@
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
-- workbook: xlsxwriter alone (constant_memory, through the same fast formula path budgetgen uses) writing as
-  many formula and value cells, with formulas of the same average length, as budgetgen's writer wrote;
+- workbook: xlsxwriter alone (constant_memory, through the same fast formula path budgetgen uses) writing
+  exactly the formulas (with their cached values) and the values budgetgen's writer wrote, in a plain grid;
 - bill: pandas with the pyarrow engine reading the same CSV (pyarrow reading the same Parquet file).
 """
 
@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -105,61 +106,62 @@ def timed_process(args: list[str]) -> tuple[float, float]:
     return float(seconds), int(rss_kb) / 1024
 
 
-class CountingSheet(FormulaSheet):
-    """Counts what budgetgen writes, so the floor can write the same."""
+class RecordingSheet(FormulaSheet):
+    """Records every formula and value budgetgen writes, so the floor can write exactly the same cells."""
 
-    formulas = values = formula_chars = 0
-
-    def _write_formula(self, row, col, formula, cell_format=None, value=0):
-        CountingSheet.formulas += 1
-        CountingSheet.formula_chars += len(formula)
-        return super()._write_formula(row, col, formula, cell_format, value)
+    formulas: ClassVar[list] = []
+    values: ClassVar[list] = []
 
     def put_formula(self, row, col, formula, cell_format, value):
-        CountingSheet.formulas += 1
-        CountingSheet.formula_chars += len(formula)
+        RecordingSheet.formulas.append((formula, value))
         return super().put_formula(row, col, formula, cell_format, value)
 
-    def _write_number(self, *args, **kwargs):
-        CountingSheet.values += 1
-        return super()._write_number(*args, **kwargs)
+    def _write_formula(self, row, col, formula, cell_format=None, value=0):
+        RecordingSheet.formulas.append((formula.removeprefix("="), value))
+        return super()._write_formula(row, col, formula, cell_format, value)
 
-    def _write_string(self, *args, **kwargs):
-        CountingSheet.values += 1
-        return super()._write_string(*args, **kwargs)
+    def _write_number(self, row, col, number, *args, **kwargs):
+        RecordingSheet.values.append(number)
+        return super()._write_number(row, col, number, *args, **kwargs)
+
+    def _write_string(self, row, col, string, *args, **kwargs):
+        RecordingSheet.values.append(string)
+        return super()._write_string(row, col, string, *args, **kwargs)
 
 
-def workbook_part(inventory: Path, out: Path) -> tuple[float, int, int, int]:
-    """budgetgen's writer alone (in process): seconds, formula cells, value cells, average formula length."""
+def workbook_part(inventory: Path, out: Path) -> tuple[float, list, list]:
+    """budgetgen's writer alone (in process, recording a second time for the floor): seconds, formulas, values."""
     plan = plan_budget(read_inputs(inventory))
-    CountingSheet.formulas = CountingSheet.values = CountingSheet.formula_chars = 0
-    writer = BudgetWriter.__new__(BudgetWriter)
+    start = time.perf_counter()
+    BudgetWriter(plan, out).write()
+    seconds = time.perf_counter() - start
+    RecordingSheet.formulas, RecordingSheet.values = [], []
     original = xlsxwriter.Workbook.add_worksheet
-    xlsxwriter.Workbook.add_worksheet = lambda wb, name=None, cls=None: original(wb, name, CountingSheet)
+    xlsxwriter.Workbook.add_worksheet = lambda wb, name=None, cls=None: original(wb, name, RecordingSheet)
     try:
-        start = time.perf_counter()
-        writer.__init__(plan, out)
-        writer.write()
-        seconds = time.perf_counter() - start
+        BudgetWriter(plan, out.with_name("recorded.xlsx")).write()
     finally:
         xlsxwriter.Workbook.add_worksheet = original
-    n = CountingSheet.formulas
-    return seconds, n, CountingSheet.values, CountingSheet.formula_chars // max(n, 1)
+    return seconds, RecordingSheet.formulas, RecordingSheet.values
 
 
-def workbook_floor(out: Path, formulas: int, values: int, length: int, width: int = 40) -> float:
-    """xlsxwriter alone writing as many formula and value cells, formulas of the same length."""
+def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> float:
+    """xlsxwriter alone writing the same formulas (with their cached values) and the same values in a grid."""
     start = time.perf_counter()
     wb = xlsxwriter.Workbook(str(out), {"constant_memory": True})
     ws = wb.add_worksheet("Floor", FormulaSheet)
-    body = "=IF($A{r}=1,$B{r}*$C{r}," + "0" * max(1, length - 22) + ")"
-    cells = formulas + values
-    for i in range(cells):
+    i = 0
+    for formula, value in formulas:
         row, col = divmod(i, width)
-        if i < formulas:
-            ws.put_formula(row, col, body.format(r=row + 1), None, 1.5)
+        ws.put_formula(row, col, formula, None, value)
+        i += 1
+    for value in values:
+        row, col = divmod(i, width)
+        if isinstance(value, str):
+            ws.write_string(row, col, value)
         else:
-            ws.write_number(row, col, 1.5)
+            ws.write_number(row, col, value)
+        i += 1
     wb.close()
     return time.perf_counter() - start
 
@@ -194,10 +196,10 @@ def main() -> None:
             make_bill(bill, lines, tasks)
             seconds, peak = timed_process(["budgetgen", "build", str(inventory), "-o", str(folder / "out.xlsx"),
                                            "--bills", str(bill.with_suffix(".parquet")), "--quiet"])
-            write_s, formulas, values, length = workbook_part(inventory, folder / "w.xlsx")
-            floor_s = workbook_floor(folder / "f.xlsx", formulas, values, length)
+            write_s, formulas, values = workbook_part(inventory, folder / "w.xlsx")
+            floor_s = workbook_floor(folder / "f.xlsx", formulas, values)
             print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} | {write_s:.1f} | {floor_s:.1f} | "
-                  f"{write_s / floor_s:.2f} | {formulas:,} |", flush=True)
+                  f"{write_s / floor_s:.2f} | {len(formulas):,} |", flush=True)
         print()
         print("| bill lines | format | read_bills s | floor s | ratio |")
         print("|---:|---|---:|---:|---:|")
