@@ -6,7 +6,7 @@ import json
 import re
 import string
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ class Table:
     frame: pd.DataFrame
     name: str
     a1: bool
+    texts: dict = field(default_factory=dict, compare=False, repr=False)  # text() per column, computed once
 
     def find(self, *keys: str) -> str | None:
         """The first column whose header matches one of keys (case, spaces, underscores ignored)."""
@@ -83,8 +84,10 @@ class Table:
         """A column as stripped text, with empty cells and the text NULL as missing."""
         if column is None:
             return pd.Series(pd.NA, index=self.frame.index, dtype="str")
-        text = self.frame[column].astype("str").str.strip()
-        return text.mask(text.str.upper().isin(NULL_TEXTS))
+        if column not in self.texts:
+            text = self.frame[column].astype("str").str.strip()
+            self.texts[column] = text.mask(text.str.upper().isin(NULL_TEXTS))
+        return self.texts[column]
 
     def strings(self, column: str | None) -> pd.Series:
         """A column as stripped text, missing values as ""."""
