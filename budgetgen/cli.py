@@ -13,6 +13,7 @@ from .catalog import CATALOG_CURRENCY, builtin_catalog
 from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
 from .errors import BudgetgenError, Code, InputError, OutputError, Problem
+from .i18n import LANGS, say, tr
 from .monthly import reconcile_plan
 from .reader import read_inputs
 from .results import plan_json
@@ -21,19 +22,23 @@ from .template import write_template
 from .writer import write_workbook
 
 
-def _fail(exc: BudgetgenError) -> None:
+def _fail(exc: BudgetgenError, lang: str = "en") -> None:
+    error = tr("Error: ", lang)
     if isinstance(exc, InputError):
         for problem in exc.problems:
-            click.echo(f"Error: {problem}", err=True)
-        click.echo(f"{len(exc.problems)} problem(s) found; nothing was written.", err=True)
+            click.echo(f"{error}{problem}", err=True)
+        click.echo(tr("{n} problem(s) found; nothing was written.", lang).format(n=len(exc.problems)), err=True)
     else:
-        click.echo(f"Error: {exc}", err=True)
+        click.echo(f"{error}{exc}", err=True)
     sys.exit(1)
 
 
 DATE_OPTION = click.option("--date", "build_date", type=click.DateTime(formats=["%Y-%m-%d"]),
                            help="Build as of this date (YYYY-MM-DD): the default plan period and the file's "
                                 "properties follow it. Default: the build_date setting, else today.")
+LANG_OPTION = click.option("--lang", type=click.Choice(LANGS), default="en", show_default=True,
+                           help="Language of the workbook's sheet names (input), headers, labels and notes, "
+                                "and of the messages: en or zh (Chinese).")
 
 
 @click.group()
@@ -45,26 +50,33 @@ def main() -> None:
 @main.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
-def init(path: Path, force: bool) -> None:
+@LANG_OPTION
+def init(path: Path, force: bool, lang: str) -> None:
     """Write a fillable input workbook with notes, dropdowns and example rows."""
     if path.exists() and not force:
-        _fail(OutputError(f"{path} exists: choose another name or pass --force"))
-    write_template(path)
-    click.echo(f"Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.")
+        _fail(OutputError(f"{path} exists: choose another name or pass --force"), lang)
+    write_template(path, lang)
+    click.echo(tr("Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.", lang).format(path=path))
 
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @DATE_OPTION
-def validate(path: Path, build_date) -> None:
+@LANG_OPTION
+def validate(path: Path, build_date, lang: str) -> None:
     """Check an input workbook: every error and warning with sheet and cell."""
     try:
         plan = plan_budget(read_inputs(path, today=build_date and build_date.date()))
     except BudgetgenError as exc:
-        _fail(exc)
-    for warning in plan.warnings:
-        click.echo(f"Warning: {warning}")
-    click.echo(f"OK: {len(plan.tasks)} tasks, {len(plan.warnings)} warning(s).")
+        _fail(exc, lang)
+    _warn(plan.warnings, lang)
+    click.echo(tr("OK: {tasks} tasks, {warnings} warning(s).", lang).format(tasks=len(plan.tasks),
+                                                                             warnings=len(plan.warnings)))
+
+
+def _warn(warnings, lang: str) -> None:
+    for warning in warnings:
+        click.echo(tr("Warning: ", lang) + say(warning, lang))
 
 
 def _money(value: float, currency: str) -> str:
@@ -83,8 +95,9 @@ def _money(value: float, currency: str) -> str:
               help="Also write the engine's results as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 @DATE_OPTION
+@LANG_OPTION
 def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
-          json_path: Path | None, quiet: bool, build_date) -> None:
+          json_path: Path | None, quiet: bool, build_date, lang: str) -> None:
     """Validate, compute and write the budget workbook."""
     output = output or Path("outputs") / f"{path.stem}-budget.xlsx"
     progress = _progress(quiet)
@@ -105,7 +118,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
         staged = _stage_json(plan_json(plan, {m: r.to_json() for m, r in recon.items()}), json_path) \
             if json_path else None
         try:
-            write_workbook(plan, output, recon, billed, progress)
+            write_workbook(plan, output, recon, billed, progress, lang)
         except BaseException:
             if staged:
                 staged.unlink(missing_ok=True)
@@ -113,18 +126,21 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
         if staged:
             staged.replace(json_path)
     except BudgetgenError as exc:
-        _fail(exc)
+        _fail(exc, lang)
     cur = plan.inputs.settings.currency
-    click.echo(f"Wrote {output}")
-    click.echo(f"Period total {plan.months[0]} to {plan.months[-1]}: {_money(plan.period_total, cur)}")
+    click.echo(f"{tr('Wrote', lang)} {output}")
+    click.echo(tr("Period total {first} to {last}: {total}", lang).format(
+        first=plan.months[0], last=plan.months[-1], total=_money(plan.period_total, cur)))
     for month, t in plan.month_totals.items():
-        click.echo(f"  {month}: GPU {_money(t.gpu, cur)} + extras {_money(t.extras, cur)} "
-                   f"+ buffer {_money(t.buffer, cur)} = {_money(t.total, cur)}")
+        click.echo(tr("  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}", lang).format(
+            month=month, gpu=_money(t.gpu, cur), extras=_money(t.extras, cur), buffer=_money(t.buffer, cur),
+            total=_money(t.total, cur)))
     for month, r in sorted(recon.items()):
-        click.echo(f"Recon {month}: billed {_money(r.billed_total, cur)} against planned GPU "
-                   f"{_money(r.planned_total, cur)}; {sum(bool(x.flags) for x in r.resources)} flagged resource(s)")
-    for warning in plan.warnings:
-        click.echo(f"Warning: {warning}")
+        click.echo(tr("Recon {month}: billed {billed} against planned GPU {planned}; {flagged} flagged resource(s)",
+                      lang).format(month=month, billed=_money(r.billed_total, cur),
+                                   planned=_money(r.planned_total, cur),
+                                   flagged=sum(bool(x.flags) for x in r.resources)))
+    _warn(plan.warnings, lang)
 
 
 @main.command()

@@ -21,6 +21,7 @@ import xlsxwriter
 
 from .engine import Plan, plan_budget
 from .errors import Code, InputError, OutputError, Problem
+from .i18n import canonical_name
 from .model import Gpu, Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
@@ -101,7 +102,7 @@ def _settings_rows(ws) -> list[tuple[int, tuple]]:
     """Settings rows from Assumptions: each setting by its key in column A, and the tier caps by tier."""
     rows = [(1, ("setting", "value"))]
     for row_no, values in iter_rows(ws):
-        key, value = values[0], values[1] if len(values) > 1 else None
+        key, value = canonical_name(values[0]) if values else None, values[1] if len(values) > 1 else None
         if key in SETTINGS_BY_KEY:
             rows.append((row_no, (key, value)))
         elif key in TIERS:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .columns import evaluate
 from .errors import Code, InputError, Problem
+from .i18n import Message
 from .model import Gpu, Inputs, Task
 from .schema import TIERS, TRAINING_KINDS
 
@@ -143,16 +144,16 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu) -> list[str]:
     out = []
     if task.kind in TRAINING_KINDS and gpu.gpu_class == "consumer" and row["gpu_hours_per_month"] > \
             CONSUMER_TRAINING_HOURS:
-        out.append(f"{tid}: {gpu.name} is a consumer card for {row['gpu_hours_per_month']:,.0f} GPU-hours a month "
-                   f"of training (over {CONSUMER_TRAINING_HOURS}): long continuous runs belong on datacenter cards")
+        out.append(Message("consumer_training", tid=tid, gpu=gpu.name, hours=row["gpu_hours_per_month"],
+                           limit=CONSUMER_TRAINING_HOURS))
     if row["cards_per_run"] > row["cards_min"] and gpu.interconnect == "pcie":
-        out.append(f"{tid}: {row['cards_per_run']} cards where {row['cards_min']} fit, on PCIe {gpu.name} "
-                   f"(poor scaling: speedup {row['speedup']:.2f})")
+        out.append(Message("pcie_scaling", tid=tid, cards=row["cards_per_run"], cards_min=row["cards_min"],
+                           gpu=gpu.name, speedup=row["speedup"]))
     if task.kind == "inference" and task.values["tier"] == "spot":
-        out.append(f"{tid}: online inference on spot: an interruption takes the service down")
+        out.append(Message("inference_on_spot", tid=tid))
     if row["tier_saving"] > 0:
-        out.append(f"{tid}: {row['cheapest_tier']} is cheaper than {task.values['tier']} by "
-                   f"{row['tier_saving']:,.0f} a month")
+        out.append(Message("tier_saving", tid=tid, cheapest=row["cheapest_tier"], tier=task.values["tier"],
+                           saving=row["tier_saving"]))
     return out
 
 
@@ -219,11 +220,11 @@ def plan_budget(inputs: Inputs) -> Plan:
     for t in tasks:
         warnings.extend(t.warnings)
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:
-        warnings.append(f"hidden_cost_buffer {s.hidden_cost_buffer:.0%} is outside the 20-30% guidance")
+        warnings.append(Message("buffer_outside_guidance", rate=s.hidden_cost_buffer))
     for tier in TIERS:
         cap = getattr(s, f"tier_cap_{tier}")
         over = [m for m in months if cap is not None and tier_totals[tier][m] > cap]
         if over:
-            warnings.append(f"{tier} is over its cap of {cap:,.0f} in {', '.join(over)}")
+            warnings.append(Message("tier_over_cap", tier=tier, cap=cap, months=", ".join(over)))
     return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
                 tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings))

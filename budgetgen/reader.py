@@ -15,6 +15,7 @@ from openpyxl.utils import get_column_letter
 
 from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
 from .errors import Code, InputError, Problem
+from .i18n import Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook
 from .schema import (
@@ -66,7 +67,7 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
     for index, text in enumerate(header):
         if is_blank(text):
             continue
-        column = by_key.get(normalise_header(text))
+        column = by_key.get(normalise_header(canonical_name(text)))
         if column is None:
             unknown[str(text).strip()] = index
         elif column.name in found:
@@ -161,7 +162,7 @@ def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
         if not any(p.sheet == "Settings" and p.cell == cell for p in out.problems):
             out.add(Code.REQUIRED, "Settings", cell, "setting: blank; name the setting (e.g. period_start) or clear the row")
         return
-    key = str(rec.values["setting"]).strip().lower().replace(" ", "_")
+    key = canonical_name(str(rec.values["setting"]).strip()).lower().replace(" ", "_")
     setting = SETTINGS_BY_KEY.get(key)
     if setting is None:
         guess = difflib.get_close_matches(key, SETTINGS_BY_KEY, n=1)
@@ -208,8 +209,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
                         unpriced.append(rec["gpu"])
         if unpriced:
             names = ", ".join(dict.fromkeys(unpriced))
-            warnings.append(f"built-in prices are CNY and catalog_fx is blank: {names} have no "
-                            f"{settings.currency} price (set catalog_fx or enter prices on the GPUs sheet)")
+            warnings.append(Message("catalog_unpriced", names=names, currency=settings.currency))
     if ws is not None:
         for rec in read_table(ws, "GPUs", GPU_COLUMNS, out):
             name = rec.values.get("gpu")
@@ -388,7 +388,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     """Read and validate an input workbook; raises InputError listing every problem."""
     wb = load_input_workbook(Path(path))
     try:
-        sheets = {ws.title.strip().lower(): ws for ws in wb.worksheets}
+        sheets = {canonical_sheet(ws.title).lower(): ws for ws in wb.worksheets}
         out = Collector()
         if "tasks" not in sheets:
             out.add(Code.MISSING_SHEET, "Tasks", "", "sheet is missing: the workbook needs a Tasks sheet "

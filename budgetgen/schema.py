@@ -37,17 +37,6 @@ class Column:
     positive: bool = False  # must be > 0 when given
     scale: float = 1  # a typed number is divided by this: 7B in billions of parameters is 7
 
-    def describe(self) -> str:
-        """The help text with unit and default, as shown in header notes and the README."""
-        parts = [self.help]
-        if self.unit:
-            parts.append(f"Unit: {self.unit}.")
-        if self.choices:
-            parts.append("One of: " + ", ".join(self.choices) + ".")
-        if self.default is not None:
-            parts.append(f"Default: {self.default}.")
-        return " ".join(p for p in parts if p)
-
 
 @dataclass(frozen=True)
 class Setting:

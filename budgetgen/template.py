@@ -7,6 +7,7 @@ from pathlib import Path
 import xlsxwriter
 
 from .catalog import builtin_records
+from .i18n import describe, name, sheet_name, tr, word
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
 
 EXAMPLE_TASKS = (
@@ -28,20 +29,23 @@ EXAMPLE_EXTRAS = (
 )
 
 
-def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt) -> None:
+def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt, lang: str) -> None:
     for col, column in enumerate(columns):
-        ws.write_string(0, col, column.name, fmt["header"])
-        ws.write_comment(0, col, column.describe() + (" Required." if column.required else ""),
-                         {"x_scale": 2, "y_scale": 1.5})
+        ws.write_string(0, col, name(column.name, lang), fmt["header"])
+        ws.write_comment(0, col, describe(column, lang), {"x_scale": 2, "y_scale": 1.5})
         ws.set_column(col, col, max(12, len(column.name) + 2))
         if column.choices:
-            ws.data_validation(1, col, 1000, col, {"validate": "list", "source": list(column.choices),
+            ws.data_validation(1, col, 1000, col, {"validate": "list", "source": [word(c, lang) for c in column.choices],
                                                    "error_type": "warning"})
     for r, row in enumerate(rows, start=1):
         for col, column in enumerate(columns):
             value = row.get(column.name)
             if value is None:
                 continue
+            if column.type == "choice":
+                value = word(value, lang)
+            elif column.name in ("task", "item"):  # the examples' descriptions
+                value = tr(value, lang)
             if isinstance(value, str):
                 ws.write_string(r, col, value, fmt["input"])
             else:
@@ -49,22 +53,21 @@ def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt) -> None:
     ws.freeze_panes(1, 1)
 
 
-def write_template(path: Path) -> Path:
-    """Write a blank input workbook with every sheet, header notes, dropdowns and example rows."""
+def write_template(path: Path, lang: str = "en") -> Path:
+    """Write a blank input workbook with every sheet, header notes, dropdowns and example rows, in `lang`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False})
     fmt = {"header": wb.add_format({"bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF"}),
            "input": wb.add_format({"font_color": "#0000FF", "bg_color": "#FFF2CC"})}
-    settings_rows = [{"setting": s.key, "value": s.default, "note": s.help + (f" ({s.unit})" if s.unit else "")}
-                     for s in SETTINGS]
+    settings_rows = [{"setting": name(s.key, lang), "value": word(s.default, lang) if s.choices else s.default,
+                      "note": tr(s.help, lang) + (f" ({tr(s.unit, lang)})" if s.unit else "")} for s in SETTINGS]
     settings_columns = (Column("setting", "text", help="setting name"),
                         Column("value", "text", help="its value; blank: the default"),
                         Column("note", "text", help="what it means"))
-    _write_table(wb, wb.add_worksheet("Settings"), settings_columns, settings_rows, fmt)
-    _write_table(wb, wb.add_worksheet("Tasks"), TASK_COLUMNS, EXAMPLE_TASKS, fmt)
-    _write_table(wb, wb.add_worksheet("GPUs"), GPU_COLUMNS, builtin_records(), fmt)
-    _write_table(wb, wb.add_worksheet("Extras"), EXTRA_COLUMNS, EXAMPLE_EXTRAS, fmt)
-    wb.get_worksheet_by_name("Settings").set_column(2, 2, 90)
+    for sheet, columns, rows in (("Settings", settings_columns, settings_rows), ("Tasks", TASK_COLUMNS, EXAMPLE_TASKS),
+                                 ("GPUs", GPU_COLUMNS, builtin_records()), ("Extras", EXTRA_COLUMNS, EXAMPLE_EXTRAS)):
+        _write_table(wb, wb.add_worksheet(sheet_name(sheet, lang)), columns, rows, fmt, lang)
+    wb.get_worksheet_by_name(sheet_name("Settings", lang)).set_column(2, 2, 90)
     wb.close()
     return path

@@ -6,6 +6,7 @@ import datetime as dt
 import math
 import re
 
+from .i18n import canonical_value
 from .schema import Column
 
 SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -87,7 +88,7 @@ def normalise_choice(raw: object) -> str:
 
 
 def parse_choice(raw: object, choices: tuple[str, ...]) -> str:
-    value = normalise_choice(raw)
+    value = normalise_choice(canonical_value(raw))
     if value not in choices:
         raise BadValue(f'"{raw}" is not one of {", ".join(choices)}')
     return value

@@ -19,6 +19,9 @@ from . import __version__
 from .columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
 from .engine import Plan
 from .errors import OutputError
+from .i18n import name as input_name
+from .i18n import say, tr, word
+from .recon import ACTIONS, LOW_UTILIZATION
 from .schema import CONSTANTS, GPU_COLUMNS, KINDS, SETTINGS, TASK_COLUMNS, TIERS
 
 CHECK_TOLERANCE = 1e-9
@@ -147,8 +150,9 @@ class FormulaSheet(Worksheet):
 class BudgetWriter:
     """Writes one Plan into one workbook; one method per sheet."""
 
-    def __init__(self, plan: Plan, path: Path):
+    def __init__(self, plan: Plan, path: Path, lang: str = "en"):
         self.plan = plan
+        self.lang = lang
         self.s = plan.inputs.settings
         self.months = plan.months
         self.wb = xlsxwriter.Workbook(str(path), {"use_future_functions": True, "strings_to_formulas": False,
@@ -169,9 +173,18 @@ class BudgetWriter:
         c = xl_col_to_name(col)
         self.wb.define_name(name, f"='{sheet}'!${c}${first_row + 1}:${c}${max(last_row, first_row) + 1}")
 
+    def t(self, text: str) -> str:
+        """A visible text in the workbook's language."""
+        return tr(text, self.lang)
+
+    def titled(self, title: str, unit: str = "") -> str:
+        """A header `title (unit)` in the workbook's language, `currency` in a unit as the plan's currency."""
+        unit = self.t(unit).replace("currency", self.s.currency)
+        return f"{self.t(title)} ({unit})" if unit else self.t(title)
+
     def header(self, ws, row: int, headers: list[str], widths: list[float] | None = None) -> None:
         for col, text in enumerate(headers):
-            ws.write_string(row, col, text, self.f.header)
+            ws.write_string(row, col, self.t(text), self.f.header)
             if widths:
                 ws.set_column(col, col, widths[col])
 
@@ -199,18 +212,18 @@ class BudgetWriter:
                 continue
             value = getattr(self.s, setting.key)
             fmt = "percent" if setting.type == "percent" else "general"
-            ws.write_string(row, 0, setting.key)
+            ws.write_string(row, 0, input_name(setting.key, self.lang))
             self.write_value(ws, row, 1, value, "input", fmt)
-            ws.write_string(row, 2, setting.unit)
+            ws.write_string(row, 2, self.t(setting.unit))
             note = " (structure: change it in the input workbook and rebuild)" if setting.structural else ""
-            ws.write_string(row, 3, setting.help + note)
+            ws.write_string(row, 3, self.t(setting.help) + self.t(note))
             ws.write_string(row, 4, setting.name)
             self.wb.define_name(setting.name, f"=Assumptions!$B${row + 1}")
             row += 1
         ws.write_string(row, 0, "days_per_month")
         self.formula(ws, row, 1, "=HoursPerMonth/HoursPerDay", self.s.hours_per_month / 24)
-        ws.write_string(row, 2, "days")
-        ws.write_string(row, 3, "billing days in a month = hours_per_month / 24")
+        ws.write_string(row, 2, self.t("days"))
+        ws.write_string(row, 3, self.t("billing days in a month = hours_per_month / 24"))
         ws.write_string(row, 4, "DaysPerMonth")
         self.wb.define_name("DaysPerMonth", f"=Assumptions!$B${row + 1}")
         row += 2
@@ -219,7 +232,7 @@ class BudgetWriter:
         for name, value, meaning in CONSTANTS + (("CheckTolerance", CHECK_TOLERANCE, "relative tolerance of Checks"),):
             ws.write_string(row, 0, name)
             self.write_value(ws, row, 1, value, "input", "General")
-            ws.write_string(row, 3, meaning)
+            ws.write_string(row, 3, self.t(meaning))
             ws.write_string(row, 4, name)
             self.wb.define_name(name, f"=Assumptions!$B${row + 1}")
             row += 1
@@ -230,8 +243,9 @@ class BudgetWriter:
             r = first + i
             ws.write_string(r, 0, tier, self.f.get("input", "text"))
             self.write_value(ws, r, 1, getattr(self.s, f"tier_cap_{tier}"), "input", "money")
-            ws.write_string(r, 2, "currency/month")
-            ws.write_string(r, 3, f"optional budget cap for the {tier} tier (blank: none)")
+            ws.write_string(r, 2, self.t("currency/month"))
+            ws.write_string(r, 3, self.t("optional budget cap for the {tier} tier (blank: none)").format(
+                tier=word(tier, self.lang)))
             ws.write_string(r, 4, f"TierCap{camel(tier)}")
             self.wb.define_name(f"TierCap{camel(tier)}", f"=Assumptions!$B${r + 1}")
         self.name_range("TierList", "Assumptions", first, first + len(TIERS) - 1, 0)
@@ -242,6 +256,13 @@ class BudgetWriter:
             ws.write_string(row + 1 + i, 0, month, self.f.get("input", "text"))
             ws.write_number(row + 1 + i, 1, i + 1)
         self.name_range("PlanMonths", "Assumptions", row + 1, row + len(self.months), 0)
+        row += len(self.months) + 2
+        self.header(ws, row, ["flag", "action next month", "", "", "name"])
+        for i, (flag, action) in enumerate(ACTIONS.items(), start=row + 1):
+            ws.write_string(i, 0, flag)
+            ws.write_string(i, 1, self.t(action), self.f.get("input", "text"))
+            ws.write_string(i, 4, f"Action{camel(flag)}")
+            self.wb.define_name(f"Action{camel(flag)}", f"=Assumptions!$B${i + 1}")
         ws.freeze_panes(1, 0)
 
     # ------------------------------------------------------------ GPUs
@@ -249,7 +270,7 @@ class BudgetWriter:
         ws = self.sheets["GPUs"]
         gpus = self.plan.inputs.gpus
         cols = [c.name for c in GPU_COLUMNS]
-        self.header(ws, 0, [f"{c.name} ({c.unit})" if c.unit else c.name for c in GPU_COLUMNS],
+        self.header(ws, 0, [self.titled(input_name(c.name, self.lang), c.unit) for c in GPU_COLUMNS],
                     [14, 12, 10, 12, 10, 12, 9, 14, 14, 12, 12, 14, 9, 60, 10])
         fmt = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_card": "money",
                "idle_per_hour": "price", "spot_per_hour": "price", "purchase_price": "money"}
@@ -290,9 +311,8 @@ class BudgetWriter:
         units.update({c.key: c.unit for c in CALCS})
         titles = {c.key: c.header for c in CALCS}
         for key, col in layout.columns.items():
-            title = labels.get(key) or titles.get(key, key)
-            unit = units.get(key, "").replace("currency", self.s.currency)
-            ws.write_string(0, col, f"{title} ({unit})" if unit else title, self.f.header)
+            ws.write_string(0, col, self.titled(labels.get(key) or titles.get(key) or input_name(key, self.lang), units.get(key, "")),
+                            self.f.header)
             ws.set_column(col, col, 14 if key not in ("task", "tier_advice") else 28)
         ws.set_row(0, 45)
 
@@ -332,7 +352,7 @@ class BudgetWriter:
         for i, tp in enumerate(self.plan.tasks):
             t = self.task_layout.first + i + 1
             for c in tp.candidates:
-                for col, value in enumerate((tp.task.task_id, c.gpu, "chosen" if c.chosen else "", c.excluded,
+                for col, value in enumerate((tp.task.task_id, c.gpu, self.t("chosen") if c.chosen else "", c.excluded,
                                              c.row["cards"])):
                     self.write_value(ws, r, col, value, "input" if col in (1, 4) else "calc", "general")
                 values = c.row
@@ -349,7 +369,7 @@ class BudgetWriter:
             ws.write_string(0, first_col + j, month, self.f.header)
             ws.write_number(1, first_col + j, j + 1, self.f.get("input", "int"))
             ws.set_column(first_col + j, first_col + j, 13)
-        ws.write_string(1, 0, "month #", self.f.note)
+        ws.write_string(1, 0, self.t("month #"), self.f.note)
 
     def write_monthly(self) -> None:
         ws = self.sheets["Monthly"]
@@ -401,8 +421,8 @@ class BudgetWriter:
     # ------------------------------------------------------------ Tiers
     def write_tiers(self) -> None:
         ws = self.sheets["Tiers"]
-        self.header(ws, 0, ["tier", "month", "month #", "cards billed", "GPU-hours", f"cost ({self.s.currency})",
-                            f"cap ({self.s.currency})", "over cap?"], [12, 10, 8, 12, 12, 14, 14, 10])
+        self.header(ws, 0, ["tier", "month", "month #", "cards billed", "GPU-hours", self.titled("cost", "currency"),
+                            self.titled("cap", "currency"), "over cap?"], [12, 10, 8, 12, 12, 14, 14, 10])
         r = 1
         for tier in TIERS:
             tasks = [tp for tp in self.plan.tasks if tp.row["tier"] == tier]
@@ -433,8 +453,9 @@ class BudgetWriter:
     def write_buy_vs_rent(self) -> None:
         ws = self.sheets["BuyVsRent"]
         cur = self.s.currency
-        self.header(ws, 0, ["gpu", f"purchase ({cur}/card)", "power (W)", f"on demand ({cur}/h)",
-                            f"fixed ({cur}/day)", f"energy ({cur}/h)", "break-even (h/day)", "plan use (h/day/card)",
+        self.header(ws, 0, ["gpu", f"{self.t('purchase')} ({cur}{self.t('/card')})", "power (W)",
+                            f"{self.t('on demand')} ({cur}{self.t('/h')})", f"{self.t('fixed')} ({cur}{self.t('/day')})",
+                            f"{self.t('energy')} ({cur}{self.t('/h')})", "break-even (h/day)", "plan use (h/day/card)",
                             "verdict"], [14, 14, 10, 14, 14, 12, 14, 16, 10])
         for i, b in enumerate(self.plan.buy_vs_rent, start=1):
             g = self.plan.inputs.gpu(b.gpu)
@@ -453,8 +474,8 @@ class BudgetWriter:
                          f"(SUMPRODUCT({sel}*TaskCardsHeld)/PeriodMonths)", b.plan_hours_per_day, "number")
             self.formula(ws, i, 8, f'=IF(AND(G{n}<>"",H{n}>G{n}),"buy","rent")', b.verdict, "text")
         note = len(self.plan.buy_vs_rent) + 2
-        ws.write_string(note, 0, "Buy when each owned card would be used more hours a day than the break-even; "
-                        "owning pays only for steady, long daily use.", self.f.note)
+        ws.write_string(note, 0, self.t("Buy when each owned card would be used more hours a day than the "
+                                        "break-even; owning pays only for steady, long daily use."), self.f.note)
 
     # ------------------------------------------------------------ Summary
     def write_summary(self) -> None:
@@ -464,8 +485,8 @@ class BudgetWriter:
         months = list(self.months)
         ws.set_column(0, 0, 26)
         ws.set_column(1, 1 + len(months), 15)
-        ws.write_string(0, 0, f"GPU budget {months[0]} to {months[-1]} ({cur})", self.f.title)
-        ws.write_string(2, 0, "Period total", self.f.bold)
+        ws.write_string(0, 0, f"{self.t('GPU budget')} {months[0]} {self.t('to')} {months[-1]} ({cur})", self.f.title)
+        ws.write_string(2, 0, self.t("Period total"), self.f.bold)
         top = 5 + len(months)  # total row of the month table
         self.formula(ws, 2, 1, f"=E{top + 1}", plan.period_total, "money", "total")
         # per-month table
@@ -481,7 +502,7 @@ class BudgetWriter:
             self.formula(ws, r, 2, f"=SUM(Extras!{ecol}3:{ecol}{self.extras_last_row + 1})", t.extras, "money")
             self.formula(ws, r, 3, f"=B{r + 1}*BufferRate", t.buffer, "money")
             self.formula(ws, r, 4, f"=B{r + 1}+C{r + 1}+D{r + 1}", t.total, "money")
-        ws.write_string(top, 0, "Total", self.f.bold)
+        ws.write_string(top, 0, self.t("Total"), self.f.bold)
         totals = [math.fsum(getattr(plan.month_totals[m], k) for m in months) for k in ("gpu", "extras", "buffer")]
         for c, value in enumerate(totals + [plan.period_total], start=1):
             col = xl_col_to_name(c)
@@ -490,12 +511,12 @@ class BudgetWriter:
                              "buffer_total": f"Summary!D{top + 1}", "period_total": f"Summary!E{top + 1}"}
         r = top + 2
         r = self._summary_by_tier(ws, r, m0, n_tasks)
-        r = self._summary_by_group(ws, r, "kind", "TaskKind", KINDS)
+        r = self._summary_by_group(ws, r, "by kind", "TaskKind", KINDS)
         centers = list(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
-        r = self._summary_by_group(ws, r, "cost center", "TaskCostCenter", centers)
-        ws.write_string(r, 0, "Warnings", self.f.bold)
+        r = self._summary_by_group(ws, r, "by cost center", "TaskCostCenter", centers)
+        ws.write_string(r, 0, self.t("Warnings"), self.f.bold)
         for i, w in enumerate(plan.warnings or ("none",), start=1):
-            ws.write_string(r + i, 0, w, self.f.warn if plan.warnings else self.f.note)
+            ws.write_string(r + i, 0, say(w, self.lang), self.f.warn if plan.warnings else self.f.note)
         ws.set_landscape()
         ws.fit_to_pages(1, 0)
 
@@ -517,7 +538,7 @@ class BudgetWriter:
         for i in range(1, len(TIERS) + 1):
             chart.add_series({"name": ["Summary", r + i, 0], "categories": ["Summary", r, 1, r, len(months)],
                               "values": ["Summary", r + i, 1, r + i, len(months)]})
-        chart.set_title({"name": "Monthly GPU cost by tier"})
+        chart.set_title({"name": self.t("Monthly GPU cost by tier")})
         chart.set_y_axis({"num_format": self.f.num["money"]})
         ws.insert_chart(1, len(months) + 3, chart, {"x_scale": 1.3, "y_scale": 1.1})
         self.tier_period_range = f"Summary!{xl_col_to_name(1 + len(months))}{r + 2}:" \
@@ -525,7 +546,7 @@ class BudgetWriter:
         return r + len(TIERS) + 2
 
     def _summary_by_group(self, ws, r: int, label: str, name: str, groups) -> int:
-        self.header(ws, r, [f"by {label}", f"period cost ({self.s.currency})"])
+        self.header(ws, r, [label, self.titled("period cost", "currency")])
         key = "kind" if name == "TaskKind" else "cost_center"
         for i, group in enumerate(groups, start=1):
             ws.write_string(r + i, 0, group)
@@ -570,12 +591,12 @@ class BudgetWriter:
 
     def write_check_rows(self, ws, checks: list[tuple[str, str, str, float]]) -> None:
         self.header(ws, 0, ["check", "computed", "expected", "ties out?"], [44, 16, 16, 10])
-        ws.write_string(1, 0, "ALL CHECKS", self.f.bold)
+        ws.write_string(1, 0, self.t("ALL CHECKS"), self.f.bold)
         last = len(checks) + 2
         self.formula(ws, 1, 3, f"=AND(D3:D{last})", True, "general", "total")
         for i, (label, left, right, value) in enumerate(checks, start=2):
             r = i + 1
-            ws.write_string(i, 0, label)
+            ws.write_string(i, 0, self.t(label))
             self.formula(ws, i, 1, left, value, "money")
             self.formula(ws, i, 2, "=" + right.lstrip("="), value, "money", "link")
             self.formula(ws, i, 3, f"=ABS(B{r}-C{r})<=CheckTolerance*MAX(1,ABS(C{r}))", True, "general")
@@ -588,15 +609,15 @@ class BudgetWriter:
         inputs = self.plan.inputs
         ws.set_column(0, 0, 26)
         ws.set_column(1, 1, 100)
-        ws.write_string(0, 0, "About this workbook", self.f.title)
+        ws.write_string(0, 0, self.t("About this workbook"), self.f.title)
         rows = [("made by", f"budgetgen {__version__}"), ("input file", inputs.source_name),
                 ("input SHA-256", inputs.source_sha256), ("build date", self.s.build_date),
-                ("plan", f"{self.months[0]} to {self.months[-1]}, {self.s.currency}")]
-        rows += [(f"setting {s.key}", "" if getattr(self.s, s.key) is None else str(getattr(self.s, s.key)))
+                ("plan", f"{self.months[0]} {self.t('to')} {self.months[-1]}, {self.s.currency}")]
+        rows += [(f"{self.t('setting')} {input_name(s.key, self.lang)}", "" if getattr(self.s, s.key) is None else str(getattr(self.s, s.key)))
                  for s in SETTINGS]
-        rows += [("how to read", line) for line in HOW_TO_READ]
+        rows += [("how to read", self.t(line)) for line in HOW_TO_READ]
         for i, (label, text) in enumerate(rows, start=2):
-            ws.write_string(i, 0, label, self.f.bold)
+            ws.write_string(i, 0, self.t(label), self.f.bold)
             ws.write_string(i, 1, text)
 
     def write(self, progress: Callable[[str], None] = lambda message: None) -> None:
@@ -651,8 +672,8 @@ def check_excel_limits(plan: Plan) -> None:
 class ReconWriter(BudgetWriter):
     """A BudgetWriter that adds one `Recon YYYY-MM` tab per billed month and their Checks rows."""
 
-    def __init__(self, plan: Plan, path: Path, recon: dict, billed_input: dict[str, float]):
-        super().__init__(plan, path)
+    def __init__(self, plan: Plan, path: Path, recon: dict, billed_input: dict[str, float], lang: str = "en"):
+        super().__init__(plan, path, lang)
         self.recon = recon
         self.billed_input = billed_input
         self.recon_checks: list[tuple[str, str, str, float]] = []
@@ -672,7 +693,8 @@ class ReconWriter(BudgetWriter):
         ws.set_column(0, 0, 22)
         ws.set_column(1, 11, 14)
         ws.set_column(10, 10, 60)
-        ws.write_string(0, 0, f"Reconciliation {month}: plan versus bill versus usage ({cur})", self.f.title)
+        ws.write_string(0, 0, f"{self.t('Reconciliation')} {month}: {self.t('plan versus bill versus usage')} ({cur})",
+                        self.f.title)
         r = self._recon_tasks(ws, month, mr, 2)
         task_rows = (3, r - 1)
         r = self._recon_resources(ws, mr, r + 1, task_rows)
@@ -703,15 +725,14 @@ class ReconWriter(BudgetWriter):
         if mr.tasks:
             chart = self.wb.add_chart({"type": "column"})
             for col, label in ((1, "planned"), (2, "billed")):
-                chart.add_series({"name": label, "categories": [ws.name, first, 0, last, 0],
+                chart.add_series({"name": self.t(label), "categories": [ws.name, first, 0, last, 0],
                                   "values": [ws.name, first, col, last, col]})
-            chart.set_title({"name": "Plan versus bill by task"})
+            chart.set_title({"name": self.t("Plan versus bill by task")})
             ws.insert_chart(1, 13, chart)
         self.recon_task_range = (first, last)
         return last + 2
 
     def _recon_resources(self, ws, mr, r: int, task_rows) -> int:
-        from .recon import ACTIONS, LOW_UTILIZATION
         self.header(ws, r, ["resource", "task", "services", "lines", "billed", "hours", "avg util %",
                             "peak memory share", "OOM events", "flags", "action next month", "saving if acted on"])
         t0, t1 = (n + 1 for n in self.recon_task_range)
@@ -733,8 +754,9 @@ class ReconWriter(BudgetWriter):
                      f'"data_starved ","")&IF(B{n}="","",IF(IFERROR(INDEX($F${t0}:$F${t1},MATCH(B{n},$A${t0}:$A${t1},0)),'
                      f'"")="over plan","over_plan","")))')
             self.formula(ws, row, 9, flags, " ".join(res.flags), "text")
-            action = "&".join(f'IF(ISNUMBER(SEARCH("{flag}",J{n})),"{text}. ","")' for flag, text in ACTIONS.items())
-            self.formula(ws, row, 10, f"=TRIM({action})", " ".join(ACTIONS[f] + "." for f in res.flags), "text")
+            action = "&".join(f'IF(ISNUMBER(SEARCH("{flag}",J{n})),Action{camel(flag)}&". ","")' for flag in ACTIONS)
+            self.formula(ws, row, 10, f"=TRIM({action})", " ".join(self.t(ACTIONS[f]) + "." for f in res.flags),
+                         "text")
             saving = res.billed if LOW_UTILIZATION in res.flags else 0
             self.formula(ws, row, 11, f'=IF(ISNUMBER(SEARCH("{LOW_UTILIZATION}",J{n})),E{n},0)', saving, "money")
         self.recon_resource_range = (first + 1, first + max(1, len(mr.resources)))
@@ -744,7 +766,7 @@ class ReconWriter(BudgetWriter):
         self.header(ws, r, ["non-GPU lines", "billed"])
         first = r + 1
         for i, (category, amount) in enumerate(sorted(mr.non_gpu.items())):
-            ws.write_string(first + i, 0, category)
+            ws.write_string(first + i, 0, self.t(category))
             self.write_value(ws, first + i, 1, amount, "input", "money")
         last = first + max(1, len(mr.non_gpu))
         a, b = self.recon_resource_range
@@ -767,7 +789,7 @@ class ReconWriter(BudgetWriter):
         ]
         for i, (label, formula, value, role) in enumerate(rows):
             row = last + i
-            ws.write_string(row, 0, label, self.f.bold)
+            ws.write_string(row, 0, self.t(label), self.f.bold)
             if formula is None:
                 self.write_value(ws, row, 1, value, role, "money")
             else:
@@ -778,7 +800,7 @@ class ReconWriter(BudgetWriter):
 
 
 def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_input: dict | None = None,
-                   progress: Callable[[str], None] = lambda message: None) -> Path:
+                   progress: Callable[[str], None] = lambda message: None, lang: str = "en") -> Path:
     """Write the plan to `out` atomically: a temporary file in the same folder, then a rename."""
     out = Path(out)
     try:
@@ -791,9 +813,9 @@ def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_inpu
         raise OutputError(f"cannot write to {out.parent}: {why}") from None
     try:
         if recon:
-            ReconWriter(plan, Path(tmp), recon, billed_input or {}).write(progress)
+            ReconWriter(plan, Path(tmp), recon, billed_input or {}, lang).write(progress)
         else:
-            BudgetWriter(plan, Path(tmp)).write(progress)
+            BudgetWriter(plan, Path(tmp), lang).write(progress)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; the output is an ordinary file

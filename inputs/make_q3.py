@@ -1,4 +1,4 @@
-"""Writes inputs/q3.xlsx, the sample inventory: `python inputs/make_q3.py`.
+"""Writes inputs/q3.xlsx and its Chinese twin inputs/q3-zh.xlsx, the sample inventory: `python inputs/make_q3.py`.
 
 The knowledge-base team of the source articles (two RTX 4090 on monthly rent for the chat service,
 QLoRA fine-tunes on idle capacity, A100 80G experiments on demand, storage and egress) plus a 7B full
@@ -9,6 +9,9 @@ from pathlib import Path
 
 import openpyxl
 from openpyxl.styles import Font, PatternFill
+
+from budgetgen.i18n import name, sheet_name, word
+from budgetgen.schema import SETTINGS_BY_KEY, TASK_COLUMNS
 
 SETTINGS = [
     ("currency", "CNY", "plan currency"),
@@ -44,7 +47,22 @@ EXTRAS = [
 ]
 
 
-def write(path: Path) -> None:
+CHOICE_TASK_COLUMNS = {c.name for c in TASK_COLUMNS if c.type == "choice"}
+OWNER_ZH = "负责人"  # an undeclared column: echoed at the right of the Tasks sheet
+
+
+def _in(lang: str) -> tuple[list, list, list, list]:
+    """The one data set with its sheet's headers, setting keys and enumeration values in `lang`."""
+    settings = [(name(k, lang), word(v, lang) if SETTINGS_BY_KEY[k].choices else v, note) for k, v, note in SETTINGS]
+    headers = [OWNER_ZH if h == "owner" and lang == "zh" else name(h, lang) for h in TASK_HEADERS]
+    tasks = [[word(v, lang) if h in CHOICE_TASK_COLUMNS and v else v for h, v in zip(TASK_HEADERS, row)]
+             for row in TASKS]
+    extras = [tuple(name(h, lang) for h in EXTRAS[0])] + [(item, word(cat, lang), *rest)
+                                                            for item, cat, *rest in EXTRAS[1:]]
+    return settings, headers, tasks, extras
+
+
+def write(path: Path, lang: str = "en") -> None:
     wb = openpyxl.Workbook()
     bold, fill = Font(bold=True, color="FFFFFF"), PatternFill("solid", fgColor="1F3864")
 
@@ -55,13 +73,15 @@ def write(path: Path) -> None:
             cell.font, cell.fill = bold, fill
         ws.freeze_panes = "B2"
 
+    settings, headers, tasks, extras = _in(lang)
     ws = wb.active
-    ws.title = "Settings"
-    sheet(ws, [("setting", "value", "note"), *SETTINGS])
-    sheet(wb.create_sheet("Tasks"), [TASK_HEADERS, *TASKS])
-    sheet(wb.create_sheet("Extras"), EXTRAS)
+    ws.title = sheet_name("Settings", lang)
+    sheet(ws, [tuple(name(h, lang) for h in ("setting", "value", "note")), *settings])
+    sheet(wb.create_sheet(sheet_name("Tasks", lang)), [headers, *tasks])
+    sheet(wb.create_sheet(sheet_name("Extras", lang)), extras)
     wb.save(path)
 
 
 if __name__ == "__main__":
     write(Path(__file__).with_name("q3.xlsx"))
+    write(Path(__file__).with_name("q3-zh.xlsx"), "zh")

@@ -1,0 +1,359 @@
+"""Chinese for every input name and value and every visible output text, declared once.
+
+English is the key: the code keeps writing its English words, `tr` and `name` render them in the
+chosen language, and the reader maps Chinese (or English) back to the canonical ASCII names.
+Warnings are `Message`s: English text that remembers its template and parameters.
+"""
+
+from __future__ import annotations
+
+import string
+
+from .schema import Column, normalise_header
+
+LANGS = ("en", "zh")
+
+# Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
+SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
+             "Usage": "用量", "Assignments": "分配"}
+
+# Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
+NAMES_ZH = {
+    "setting": "设置项", "value": "值", "note": "备注",
+    "gpu": "GPU型号", "class": "卡类别", "vram_gb": "显存GB", "bandwidth_gbs": "显存带宽GBs", "tflops": "算力TFLOPS",
+    "interconnect": "互联", "scaling": "扩展效率", "on_demand_per_hour": "按需单价每小时",
+    "monthly_per_card": "包月单价每卡", "idle_per_hour": "闲置单价每小时", "spot_per_hour": "竞价单价每小时",
+    "purchase_price": "购买价格", "power_w": "功耗W", "source": "来源", "as_of": "价格日期",
+    "task_id": "任务编号", "task": "任务描述", "kind": "类型", "model_params_b": "模型参数量B", "method": "方法",
+    "train_tokens": "训练token数", "epochs": "轮数", "runs_per_month": "每月运行次数", "requests_per_day": "每日请求数",
+    "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
+    "tokens_per_sec": "每秒token数", "concurrency": "并发数", "kv_cache_gb": "KV缓存GB", "cards": "卡数",
+    "tier": "计费方式", "mfu": "算力利用率", "start_month": "开始月份", "end_month": "结束月份",
+    "cost_center": "成本中心", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
+    "resource_id": "资源编号",
+    "currency": "币种", "catalog_fx": "目录汇率", "build_date": "编制日期", "period_start": "起始月份",
+    "period_months": "计划月数", "hours_per_month": "每月小时数", "flops_per_token": "每token浮点运算",
+    "run_overhead": "运行开销", "debug_overhead": "调试开销", "setup_hours": "准备小时", "usable_vram": "可用显存比例",
+    "activation_gb_per_b": "激活显存每B", "lora_trainable": "LoRA可训练比例", "inference_overhead": "推理显存开销",
+    "decode_efficiency": "解码效率", "peak_factor": "峰值系数", "spot_overhead": "竞价开销",
+    "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式", "max_cards": "最大卡数",
+    "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
+    "gpu_line_pattern": "GPU账单行模式", "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
+    "upkeep_per_year": "每年维护费", "tier_cap_monthly": "包月上限", "tier_cap_on_demand": "按需上限",
+    "tier_cap_idle": "闲置上限", "tier_cap_spot": "竞价上限",
+}
+
+# Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
+# entry (lora, qlora, fp16, int8, int4, nvlink, pcie) read the same in both languages.
+VALUES_ZH = {
+    "finetune": "微调", "pretrain": "预训练", "inference": "推理", "batch": "批量",
+    "monthly": "包月", "on_demand": "按需", "idle": "闲置", "spot": "竞价",
+    "full": "全量",
+    "consumer": "消费级", "workstation": "工作站", "datacenter": "数据中心",
+    "storage": "存储", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
+    "cheapest": "最便宜", "balanced": "均衡",
+}
+
+# Visible output texts: headers, units, row labels, the How-to-read lines, the CLI's lines.
+TEXT_ZH = {
+    # calculated columns (columns.Calc.header) and units
+    "MFU used": "所用MFU", "training?": "训练？", "weights": "权重", "VRAM needed": "所需显存",
+    "cards min": "最少卡数", "cards per run/replica": "每次运行/副本卡数", "speedup": "加速比",
+    "FLOPs per run": "每次运行FLOPs", "compute hours (wall)": "计算小时（墙钟）", "compute GPU-hours": "计算GPU小时",
+    "tokens per day (batch: per run)": "每日token数（批量：每次运行）", "tokens/s per replica": "每副本token/s",
+    "load in card-days": "负载（卡日）", "replicas": "副本数", "cards held": "占用卡数",
+    "GPU-hours per run": "每次运行GPU小时", "GPU-hours a month before spot reruns": "每月GPU小时（竞价重跑前）",
+    "GPU-hours a month": "每月GPU小时", "cards on a monthly contract": "包月卡数", "cards billed": "计费卡数",
+    "cost if monthly": "包月成本", "cost if on_demand": "按需成本", "cost if idle": "闲置成本", "cost if spot": "竞价成本",
+    "cost a month": "月成本", "cheapest suited tier": "最便宜的适用计费方式", "saving on cheapest tier": "最便宜计费方式可省",
+    "tier advice": "计费建议", "first plan month #": "首个计划月序号", "last plan month #": "末个计划月序号",
+    "active months": "活跃月数", "cost over the plan": "计划期成本",
+    "share": "比例", "1 = yes": "1 = 是", "cards": "卡", "h": "小时", "GPU-h": "GPU小时", "tokens": "token",
+    "card-days": "卡日", "currency/month": "currency/月", "tier": "计费方式", "months": "月", "currency": "currency",
+    "billions of parameters": "十亿参数", "tokens per epoch": "每轮token", "epochs": "轮",
+    "runs/month": "次/月", "requests/day": "请求/日", "requests/run": "请求/次", "h/day": "小时/日",
+    "sequences": "序列", "currency/card-hour": "currency/卡时", "currency/card-month": "currency/卡月",
+    "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
+    "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
+    # sheet headers and labels
+    "gpu (chosen)": "GPU型号 (已选)", "excluded because": "排除原因", "cards given": "指定卡数", "chosen": "已选",
+    "meaning": "含义", "unit": "单位", "name": "名称", "constant": "常量", "cap a month": "每月上限",
+    "plan month": "计划月", "#": "序号", "month #": "月序号", "month": "月份", "start #": "开始序号", "end #": "结束序号",
+    "GPU-hours": "GPU小时", "cost": "成本", "cap": "上限", "over cap?": "超上限？",
+    "purchase": "购买价", "power (W)": "功耗（W）", "on demand": "按需", "fixed": "固定成本", "energy": "电费",
+    "break-even (h/day)": "盈亏平衡（小时/日）", "plan use (h/day/card)": "计划使用（小时/日/卡）", "verdict": "结论",
+    "/card": "/卡", "/day": "/日", "/h": "/小时",
+    "Buy when each owned card would be used more hours a day than the break-even; owning pays only for steady, "
+    "long daily use.": "每张自有卡每天使用小时数超过盈亏平衡点时才值得购买；只有稳定、长时间的日常使用才适合自购。",
+    "GPU budget": "GPU预算", "to": "至", "Period total": "计划期合计", "GPU": "GPU", "extras": "额外费用",
+    "hidden-cost buffer": "隐性成本缓冲", "total": "合计", "Total": "合计", "by tier": "按计费方式", "period": "计划期",
+    "Monthly GPU cost by tier": "按计费方式的月度GPU成本", "by kind": "按类型", "by cost center": "按成本中心",
+    "period cost": "计划期成本", "Warnings": "警告", "none": "无",
+    "check": "检查", "computed": "计算值", "expected": "预期值", "ties out?": "是否一致？", "ALL CHECKS": "全部检查",
+    "task x month matrix = Summary GPU total": "任务×月矩阵 = 汇总GPU合计",
+    "tasks' period cost = Summary GPU total": "任务计划期成本 = 汇总GPU合计",
+    "by tier = Summary GPU total": "按计费方式 = 汇总GPU合计", "Tiers sheet cost = Summary GPU total":
+    "Tiers表成本 = 汇总GPU合计", "by kind = Summary GPU total": "按类型 = 汇总GPU合计",
+    "by cost center = Summary GPU total": "按成本中心 = 汇总GPU合计",
+    "extras matrix = Summary extras total": "额外费用矩阵 = 汇总额外费用合计",
+    "GPU + extras + buffer = period total": "GPU + 额外费用 + 缓冲 = 计划期合计",
+    "buffer = rate x GPU total": "缓冲 = 比率 × GPU合计",
+    "About this workbook": "关于本工作簿", "made by": "生成工具", "input file": "输入文件", "input SHA-256": "输入SHA-256",
+    "build date": "编制日期", "plan": "计划", "setting": "设置项", "how to read": "阅读说明",
+    "Summary: the period total, each month (GPU + extras + hidden-cost buffer), by tier, kind and cost center.":
+    "Summary：计划期合计、每月（GPU + 额外费用 + 隐性成本缓冲），以及按计费方式、类型和成本中心的汇总。",
+    "Blue cells on light yellow are inputs: prices (GPUs), assumptions (Assumptions), the chosen GPU and the task "
+    "inputs (Tasks). Change them and every formula recalculates; the sheets are protected without a password so "
+    "that only input cells take typing.":
+    "浅黄底蓝字的单元格是输入：价格（GPUs）、假设（Assumptions）、所选GPU和任务输入（Tasks）。修改后所有公式会重新计算；"
+    "工作表受保护（无密码），只有输入单元格可以编辑。",
+    "Black cells are formulas, green cells are links to another sheet; every formula carries the value budgetgen "
+    "computed, so the file reads correctly in any viewer.":
+    "黑字单元格是公式，绿字单元格是对其他工作表的引用；每个公式都带有budgetgen计算的值，任何查看器都能正确显示。",
+    "Checks must read TRUE in its first row: every total ties out to its parts.":
+    "Checks表第一行必须为TRUE：每个合计都与其组成部分一致。",
+    "Candidates shows every GPU for every task with its cost; Tiers the money per price tier against the caps; "
+    "BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage.":
+    "Candidates列出每个任务在每种GPU上的成本；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
+    "Recon表将计划与云账单和GPU用量对比。",
+    "Reconciliation": "对账", "plan versus bill versus usage": "计划、账单与用量对比", "planned": "计划",
+    "billed": "账单", "variance": "偏差", "variance %": "偏差%", "status": "状态",
+    "Plan versus bill by task": "按任务的计划与账单对比", "resource": "资源", "services": "服务", "lines": "行数",
+    "hours": "小时", "avg util %": "平均利用率%", "peak memory share": "峰值显存占比", "OOM events": "OOM次数",
+    "flags": "标记", "flag": "标记", "action next month": "下月措施", "saving if acted on": "采取措施可节省",
+    "non-GPU lines": "非GPU费用行", "non-GPU billed": "非GPU账单", "hidden-cost buffer reserved": "预留隐性成本缓冲",
+    "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
+    "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
+    "network": "网络",
+    # recon actions (recon.ACTIONS)
+    "downsize or cancel next month": "下月缩减规模或取消",
+    "optimise memory use (batch size, FlashAttention, padding) before adding VRAM":
+    "先优化显存使用（批大小、FlashAttention、填充），再考虑增加显存",
+    "GPU waits on data or serial decoding: check the data pipeline and serving framework":
+    "GPU在等待数据或串行解码：检查数据管道和推理服务框架",
+    "over plan": "超出计划",
+    # help texts of the input columns and settings (schema), constants, Assumptions notes, template examples
+    "GPU name, the key tasks refer to": "GPU名称，任务按此引用",
+    "consumer cards are warned against for long continuous training": "消费级显卡用于长时间连续训练时会给出警告",
+    "memory per card (required for a GPU not in the built-in catalog)": "每卡显存（不在内置目录中的GPU必填）",
+    "memory bandwidth": "显存带宽",
+    "dense BF16/FP16 tensor peak with FP32 accumulate (never the sparse figure)":
+    "稠密BF16/FP16张量峰值（FP32累加，不用稀疏值）",
+    "link between cards": "卡间互联",
+    "efficiency of each added card: speedup(n) = 1 + (n-1) x scaling": "每增加一张卡的效率：加速比(n) = 1 + (n-1) × 扩展效率",
+    "on-demand price; blank: not offered": "按需价格；空白：不提供",
+    "reserved/monthly rent; blank: not offered": "包月/预留租金；空白：不提供",
+    "off-peak / idle-capacity price; blank: not offered": "闲时/闲置资源价格；空白：不提供",
+    "interruptible price; blank: not offered": "可中断（竞价）价格；空白：不提供",
+    "all-in price of an owned machine per card; blank: not for sale": "自购机器每卡的全包价格；空白：不出售",
+    "wall power of an owned machine per card under load": "自购机器每卡满载时的整机功耗",
+    "where the prices came from": "价格来源", "date of the prices": "价格日期",
+    "unique key": "唯一编号", "description": "描述",
+    "finetune, pretrain, inference (online serving) or batch (offline batch inference)":
+    "微调、预训练、推理（在线服务）或批量（离线批量推理）",
+    "model size, e.g. 7 or 7B": "模型规模，例如 7 或 7B",
+    "training: full (default), lora, qlora; serving: fp16 (default), int8, int4":
+    "训练：全量（默认）、lora、qlora；推理：fp16（默认）、int8、int4",
+    "required for training, e.g. 5M": "训练任务必填，例如 5M",
+    "passes over the training tokens": "训练数据的遍历轮数",
+    "training or batch runs per active month; 0.5: one run spread over two months":
+    "每个活跃月的训练或批量运行次数；0.5：一次运行跨两个月",
+    "required for inference": "推理任务必填", "required for batch": "批量任务必填",
+    "generated tokens per request (serving)": "每个请求生成的token数（推理）",
+    "hours a day the service is up and the traffic falls in": "服务每天运行且承接流量的小时数",
+    "measured tokens/s of one replica; blank: estimated from bandwidth and compute":
+    "单个副本实测的token/s；空白：按带宽和算力估算",
+    "concurrent sequences per replica for the estimate": "估算时每个副本的并发序列数",
+    "extra serving memory for long contexts / many sessions": "长上下文/多会话所需的额外推理显存",
+    "a catalog GPU name; blank: the engine chooses": "目录中的GPU名称；空白：由引擎选择",
+    "cards per run/replica; blank: the fewest that fit": "每次运行/每副本的卡数；空白：能放下的最少卡数",
+    "price tier; default: inference monthly, batch idle, training on_demand":
+    "计费方式；默认：推理包月、批量闲置、训练按需",
+    "overrides the mfu setting for this task": "覆盖此任务的算力利用率设置",
+    "first active month; blank: plan start": "首个活跃月；空白：计划开始", "last active month; blank: plan end":
+    "最后活跃月；空白：计划结束", "for grouping in the summary": "用于汇总分组",
+    "what the cost is": "费用内容", "kind of non-GPU cost": "非GPU费用的类别", "cost per active month": "每个活跃月的费用",
+    "first month; blank: plan start": "首月；空白：计划开始", "last month; blank: plan end": "末月；空白：计划结束",
+    "setting name (see README)": "设置项名称（见README）", "setting name": "设置项名称",
+    "its value; blank: the default": "取值；空白：默认值", "free text": "自由文本", "what it means": "含义",
+    "ISO code of the plan's currency, shown in number formats": "计划币种的ISO代码，用于数字格式",
+    "plan currency per 1 CNY, converts the built-in catalog's CNY prices in a non-CNY plan":
+    "每1 CNY折合的计划币种，用于非CNY计划换算内置目录的CNY价格",
+    "the date the plan is built as (YYYY-MM-DD), for the default period and the file's properties; blank: "
+    "`--date`, else today": "计划编制日期（YYYY-MM-DD），决定默认计划期和文件属性；空白：`--date`，否则今天",
+    "first plan month (YYYY-MM); default: the month after the build date": "首个计划月（YYYY-MM）；默认：编制日期的下个月",
+    "months in the plan": "计划包含的月数", "billing hours in a month": "每月计费小时数",
+    "model FLOPs utilisation: achieved share of the GPU's dense peak": "模型算力利用率：实际达到的GPU稠密峰值比例",
+    "training FLOPs per parameter per token (2 forward + 4 backward)": "每参数每token的训练浮点运算（前向2 + 反向4）",
+    "extra wall time of a run for data loading, checkpoints, restarts": "数据加载、检查点、重启带来的额外运行时间",
+    "extra GPU time on debugging and trial runs, as a share of a run": "调试和试运行的额外GPU时间，占一次运行的比例",
+    "hours a card is billed per run before work starts (image, downloads, tokenisation)":
+    "每次运行开始工作前每卡计费的小时数（镜像、下载、分词）",
+    "share of a card's memory a job can use (CUDA context, fragmentation)": "作业可用的显存比例（CUDA上下文、碎片）",
+    "training activation memory allowance per billion parameters": "每十亿参数的训练激活显存预留",
+    "share of parameters trained by LoRA/QLoRA": "LoRA/QLoRA训练的参数比例",
+    "inference memory on top of weights (runtime, activations, small KV cache)": "权重之外的推理显存（运行时、激活、小KV缓存）",
+    "achieved share of memory bandwidth while decoding": "解码时实际达到的显存带宽比例",
+    "multiplies inference demand for peaks": "推理需求的峰值放大系数",
+    "extra GPU-hours on spot for interruptions and reruns": "竞价实例因中断和重跑增加的GPU小时",
+    "reserve for storage, egress, images, platform fees, unrefundable balance (guidance 0.20-0.30)":
+    "为存储、出网流量、镜像、平台费、不可退余额预留的比例（建议0.20-0.30）",
+    "how the engine picks a GPU when a task names none": "任务未指定GPU时引擎的选择方式",
+    "largest card count the engine proposes for one task": "引擎为单个任务建议的最大卡数",
+    "monthly average utilisation under which a resource is flagged for downsizing": "月平均利用率低于此值的资源被标记为需缩减",
+    "OOM events a month from which a resource is flagged": "每月OOM次数达到此值的资源被标记",
+    "bill over plan by more than this share is flagged": "账单超出计划超过此比例时被标记",
+    "regular expression that marks a bill line as GPU (blank: the built-in pattern of GPU instance families)":
+    "标记GPU账单行的正则表达式（空白：内置的GPU实例族模式）",
+    "electricity price for owned machines": "自购机器的电价", "write-off period of an owned machine": "自购机器的折旧年限",
+    "cooling, disks, repairs per owned machine": "每台自购机器的散热、磁盘、维修费用",
+    "optional monthly budget cap for the monthly tier": "包月计费的可选月度预算上限",
+    "optional monthly budget cap for on-demand": "按需计费的可选月度预算上限",
+    "optional monthly budget cap for idle capacity": "闲置资源的可选月度预算上限",
+    "optional monthly budget cap for spot": "竞价实例的可选月度预算上限",
+    " (structure: change it in the input workbook and rebuild)": "（结构性设置：在输入工作簿中修改并重新生成）",
+    "billing days in a month = hours_per_month / 24": "每月计费天数 = 每月小时数 / 24",
+    "optional budget cap for the {tier} tier (blank: none)": "{tier}的可选预算上限（空白：无）",
+    "relative tolerance of Checks": "Checks的相对容差",
+    "bytes per parameter of fp16/bf16 weights": "fp16/bf16权重每参数字节数",
+    "bytes per parameter of int8 weights": "int8权重每参数字节数",
+    "bytes per parameter of int4 (QLoRA 4-bit) weights": "int4（QLoRA 4位）权重每参数字节数",
+    "bytes per parameter of mixed-precision AdamW training state": "混合精度AdamW训练状态每参数字节数",
+    "bytes per trained LoRA parameter (weights, gradients, Adam state)": "每个LoRA训练参数的字节数（权重、梯度、Adam状态）",
+    "FLOPs per parameter per generated token": "每生成一个token每参数的浮点运算",
+    "parameters per billion": "每十亿的参数数", "FLOP/s per TFLOP/s": "每TFLOP/s的FLOP/s",
+    "seconds in an hour": "每小时秒数", "seconds in a day": "每天秒数", "hours in a day": "每天小时数",
+    "days in a year": "每年天数", "watts per kilowatt": "每千瓦瓦数", "utilisation percent per share": "利用率百分数/比例",
+    "memory share above which a barely busy GPU is flagged data-starved": "显存占比高于此值且几乎空闲的GPU被标记为数据饥饿",
+    "utilisation under which a full-memory GPU is flagged data-starved": "显存已满而利用率低于此值的GPU被标记为数据饥饿",
+    "Support-bot QLoRA fine-tune": "客服机器人QLoRA微调", "Domain pretraining": "领域预训练",
+    "Knowledge-base chat service": "知识库问答服务", "Nightly document summaries": "夜间文档摘要",
+    "Object storage for checkpoints": "检查点对象存储", "Egress to users": "面向用户的出网流量",
+    # the command line
+    "Wrote": "已写入", "Period total {first} to {last}: {total}": "计划期合计 {first} 至 {last}：{total}",
+    "  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}":
+    "  {month}：GPU {gpu} + 额外费用 {extras} + 缓冲 {buffer} = {total}",
+    "Recon {month}: billed {billed} against planned GPU {planned}; {flagged} flagged resource(s)":
+    "对账 {month}：账单 {billed}，计划GPU {planned}；{flagged} 个资源被标记",
+    "Warning: ": "警告：", "Error: ": "错误：",
+    "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
+    "OK: {tasks} tasks, {warnings} warning(s).": "通过：{tasks} 个任务，{warnings} 条警告。",
+    "Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.":
+    "已写入 {path}：填写“任务”工作表，然后运行 `budgetgen build {path}`。",
+}
+
+# Warnings: (English, Chinese) templates over named parameters; `!t` renders an enumeration value.
+MESSAGES = {
+    "consumer_training": (
+        ("{tid}: {gpu} is a consumer card for {hours:,.0f} GPU-hours a month of training (over {limit}): "
+         "long continuous runs belong on datacenter cards"),
+        "{tid}：{gpu} 是消费级显卡，每月训练 {hours:,.0f} GPU小时（超过 {limit}）：长时间连续训练应使用数据中心显卡"),
+    "pcie_scaling": (
+        "{tid}: {cards} cards where {cards_min} fit, on PCIe {gpu} (poor scaling: speedup {speedup:.2f})",
+        "{tid}：{cards_min} 张即可放下却用了 {cards} 张 PCIe {gpu}（扩展性差：加速比 {speedup:.2f}）"),
+    "inference_on_spot": (
+        "{tid}: online inference on spot: an interruption takes the service down",
+        "{tid}：在线推理使用竞价实例：一次中断就会让服务下线"),
+    "tier_saving": (
+        "{tid}: {cheapest!t} is cheaper than {tier!t} by {saving:,.0f} a month",
+        "{tid}：{cheapest!t}比{tier!t}每月便宜 {saving:,.0f}"),
+    "buffer_outside_guidance": (
+        "hidden_cost_buffer {rate:.0%} is outside the 20-30% guidance",
+        "隐性成本缓冲 {rate:.0%} 超出 20-30% 的建议范围"),
+    "tier_over_cap": (
+        "{tier!t} is over its cap of {cap:,.0f} in {months}",
+        "{tier!t}在 {months} 超出上限 {cap:,.0f}"),
+    "catalog_unpriced": (
+        ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
+         "(set catalog_fx or enter prices on the GPUs sheet)"),
+        "内置价格为CNY且目录汇率（catalog_fx）为空：{names} 没有 {currency} 价格（请设置目录汇率或在GPU表中填写价格）"),
+}
+
+
+def tr(text: str, lang: str) -> str:
+    """An output text or column name in `lang` (English is the key; an untranslated text stays English)."""
+    return TEXT_ZH.get(text, NAMES_ZH.get(text, text)) if lang == "zh" else text
+
+
+def name(key: str, lang: str) -> str:
+    """A column name or setting key as the input sheets show it in `lang`."""
+    return NAMES_ZH.get(key, key) if lang == "zh" else key
+
+
+def word(value: str, lang: str) -> str:
+    """An enumeration value in `lang`."""
+    return VALUES_ZH.get(value, value) if lang == "zh" else value
+
+
+def sheet_name(sheet: str, lang: str) -> str:
+    """An input sheet's name in `lang`."""
+    return SHEETS_ZH.get(sheet, sheet) if lang == "zh" else sheet
+
+
+_NOTE = {"en": ("Unit: {}.", "One of: {}.", "Default: {}.", "Required."),
+         "zh": ("单位：{}。", "可选值：{}。", "默认：{}。", "必填。")}
+
+
+def describe(column: Column, lang: str) -> str:
+    """A column's header note in `lang`: help text, unit, allowed values, default, whether required."""
+    unit, one_of, default, required = _NOTE[lang]
+    parts = [tr(column.help, lang)]
+    if column.unit:
+        parts.append(unit.format(tr(column.unit, lang)))
+    if column.choices:
+        parts.append(one_of.format(", ".join(word(c, lang) for c in column.choices)))
+    if column.default is not None:
+        parts.append(default.format(word(column.default, lang) if isinstance(column.default, str) else column.default))
+    if column.required:
+        parts.append(required)
+    return " ".join(p for p in parts if p)
+
+
+def _reverse(table: dict[str, str]) -> dict[str, str]:
+    return {normalise_header(zh): en for en, zh in table.items()}
+
+
+_SHEETS_IN = {**_reverse(SHEETS_ZH), **{normalise_header(en): en for en in SHEETS_ZH}}
+_NAMES_IN = _reverse(NAMES_ZH)
+_VALUES_IN = _reverse(VALUES_ZH)
+
+
+def canonical_sheet(title: str) -> str:
+    """An input sheet's title (English or Chinese) as its English name; other titles as they are."""
+    return _SHEETS_IN.get(normalise_header(title), str(title).strip())
+
+
+def canonical_name(text: object) -> object:
+    """A header or setting key typed in Chinese as its ASCII name; anything else as it is."""
+    return _NAMES_IN.get(normalise_header(text), text)
+
+
+def canonical_value(raw: object) -> object:
+    """An enumeration value typed in Chinese as its ASCII value; anything else as it is."""
+    return _VALUES_IN.get(normalise_header(raw), raw) if isinstance(raw, str) else raw
+
+
+class _Formatter(string.Formatter):
+    def __init__(self, lang: str):
+        self.lang = lang
+
+    def convert_field(self, value, conversion):
+        return word(value, self.lang) if conversion == "t" else super().convert_field(value, conversion)
+
+
+class Message(str):
+    """A warning: its English text, plus the template key and parameters to render it in another language."""
+
+    def __new__(cls, key: str, **params):
+        self = super().__new__(cls, _Formatter("en").format(MESSAGES[key][0], **params))
+        self.key, self.params = key, params
+        return self
+
+    def render(self, lang: str) -> str:
+        """The message in `lang`."""
+        return _Formatter(lang).format(MESSAGES[self.key][LANGS.index(lang)], **self.params)
+
+
+def say(text: str, lang: str) -> str:
+    """A warning (or any output text) in `lang`."""
+    return text.render(lang) if isinstance(text, Message) else tr(text, lang)

@@ -1,0 +1,188 @@
+"""Chinese and English workbooks: the reader takes either, `--lang zh` writes Chinese, the numbers do not move."""
+
+from __future__ import annotations
+
+import csv
+import json
+import string
+
+import openpyxl
+import pytest
+from click.testing import CliRunner
+from conftest import REPO, SAMPLE, TODAY, formula_cells, make_input
+
+from budgetgen.cli import main
+from budgetgen.columns import CALCS
+from budgetgen.i18n import MESSAGES, NAMES_ZH, SHEETS_ZH, TEXT_ZH, VALUES_ZH, Message
+from budgetgen.reader import read_inputs
+from budgetgen.recon import ACTIONS
+from budgetgen.schema import (
+    EXTRA_CATEGORIES,
+    EXTRA_COLUMNS,
+    GPU_CHOICES,
+    GPU_CLASSES,
+    GPU_COLUMNS,
+    KINDS,
+    SETTINGS,
+    TASK_COLUMNS,
+    TIERS,
+)
+
+SAMPLE_ZH = REPO / "inputs" / "q3-zh.xlsx"
+DATE = ("--date", TODAY.isoformat())
+# A bill for the sample: KB01's card 5% busy (low_utilization) so the Recon tab carries an action.
+BILL = [["ChargePeriodStart", "BilledCost", "ResourceId", "ServiceName", "ConsumedQuantity", "ConsumedUnit",
+         "BillingCurrency", "Tags"],
+        ["2026-07-01", 3000, "i-kb01", "GPU cloud", 730, "Hours", "CNY", '{"task_id": "KB01"}'],
+        ["2026-07-02", 400, "vol-1", "Object storage", 500, "GB-Mo", "CNY", "NULL"]]
+USAGE = [["resource_id", "month", "gpu_util_pct", "mem_used_gb", "mem_total_gb", "oom_events"],
+         ["i-kb01", "2026-07", 5, 6, 24, 0]]
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    """The sample built in English, the Chinese sample built in Chinese, and the sample built in Chinese."""
+    tmp = tmp_path_factory.mktemp("i18n")
+    bill, usage = tmp / "bill.csv", tmp / "usage.csv"
+    for path, rows in ((bill, BILL), (usage, USAGE)):
+        with path.open("w", newline="") as fh:
+            csv.writer(fh).writerows(rows)
+    out = {}
+    for key, source, lang in (("en", SAMPLE, "en"), ("zh", SAMPLE_ZH, "zh"), ("en-as-zh", SAMPLE, "zh")):
+        book, js = tmp / f"{key}.xlsx", tmp / f"{key}.json"
+        result = run("build", source, "-o", book, "--json", js, "--bills", bill, "--usage", usage, "--lang", lang,
+                     "-q", *DATE)
+        assert result.exit_code == 0, result.output
+        out[key] = (book, json.loads(js.read_text(encoding="utf-8")), result.output)
+    return out
+
+
+def test_chinese_sample_builds_to_the_numbers_of_the_english_one(builds):
+    _, en, _ = builds["en"]
+    _, zh, _ = builds["zh"]
+    assert en["period_total"] == pytest.approx(123_875, abs=1)
+    assert zh == en  # every number, key and canonical value; warnings in the JSON stay English
+
+
+def test_formulas_are_identical_in_both_languages(builds):
+    en = {cell: formula for cell, (formula, _) in formula_cells(builds["en"][0]).items()}
+    zh = {cell: formula for cell, (formula, _) in formula_cells(builds["en-as-zh"][0]).items()}
+    assert any(sheet.startswith("RECON") for sheet, _ in en)
+    assert zh == en
+
+
+def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
+    wb = openpyxl.load_workbook(builds["zh"][0], read_only=True, data_only=True)
+    tasks_header = next(wb["Tasks"].iter_rows(max_row=1, values_only=True))
+    assert tasks_header[:3] == ("任务编号", "任务描述", "类型")
+    assert "计费建议" in tasks_header
+    summary = [row[0] for row in wb["Summary"].iter_rows(values_only=True)]
+    assert summary[2] == "计划期合计"
+    assert {"按计费方式", "按类型", "按成本中心", "警告"} <= set(summary)
+    assert "KB01：按需比包月每月便宜 4,540" in summary
+    assert wb.sheetnames[:3] == ["Summary", "Assumptions", "GPUs"]  # output sheet names stay ASCII
+    recon = wb["Recon 2026-07"]
+    actions = [row[10] for row in recon.iter_rows(values_only=True) if row[0] == "i-kb01"]
+    assert actions == [TEXT_ZH[ACTIONS["low_utilization"]] + "."]
+
+
+def test_diff_reads_a_chinese_budget_like_an_english_one(builds):
+    result = run("diff", builds["en"][0], builds["zh"][0], *DATE)
+    assert result.exit_code == 0, result.output
+    assert "no changes" in result.output and "123,875 -> 123,875" in result.output
+
+
+def test_cli_prints_chinese_summary_lines(builds):
+    output = builds["zh"][2]
+    assert output.startswith("已写入 ")
+    assert "计划期合计 2026-07 至 2026-09：123,875 CNY" in output
+    assert "  2026-07：GPU 22,316 CNY + 额外费用 1,000 CNY + 缓冲 5,579 CNY = 28,896 CNY" in output
+    assert "警告：KB01：按需比包月每月便宜 4,540" in output
+    assert "Warning:" not in output and "Period total" not in output
+
+
+def test_chinese_error_lines_keep_sheet_and_cell(tmp_path):
+    book = make_input(tmp_path / "bad.xlsx", [{"任务编号": "T1", "类型": "推理", "model_params_b": "seven"}])
+    result = CliRunner().invoke(main, ["build", str(book), "--lang", "zh", *DATE])
+    assert result.exit_code == 1
+    assert '错误：Tasks!C2 model_params_b: "seven" is not a number' in result.output
+    assert "发现 3 个问题；未写入任何文件。" in result.output
+
+
+def test_init_in_chinese_then_build_without_edits(tmp_path):
+    book = tmp_path / "模板.xlsx"
+    assert run("init", book, "--lang", "zh").exit_code == 0
+    wb = openpyxl.load_workbook(book)
+    assert wb.sheetnames == ["设置", "任务", "GPU", "额外费用"]
+    header = [c.value for c in wb["任务"][1]]
+    assert header[:3] == ["任务编号", "任务描述", "类型"]
+    assert [row[2] for row in wb["任务"].iter_rows(min_row=2, values_only=True)] == ["微调", "预训练", "推理", "批量"]
+    assert wb["设置"]["A2"].value == "币种"
+    result = run("build", book, "-o", tmp_path / "out.xlsx", "--lang", "zh", *DATE)
+    assert result.exit_code == 0, result.output
+    assert "计划期合计" in result.output
+
+
+def test_reader_accepts_chinese_values_and_names_mixed_with_english(tmp_path):
+    book = make_input(tmp_path / "mixed.xlsx", [
+        {"task_id": "S1", "kind": "推理", "model_params_b": 7, "方法": "int4", "每日请求数": 1000,
+         "tokens_per_request": 100, "计费方式": "包月"},
+        {"task_id": "S2", "kind": "微调", "model_params_b": 7, "方法": "全量", "train_tokens": "1M", "计费方式": "竞价"},
+    ], settings={"计划月数": 2, "gpu_choice": "均衡"}, extras=[{"项目": "disk", "费用类别": "存储", "月费用": 10}])
+    inputs = read_inputs(book, today=TODAY)
+    s1, s2 = (t.values for t in inputs.tasks)
+    assert (s1["kind"], s1["method"], s1["requests_per_day"], s1["tier"]) == ("inference", "int4", 1000, "monthly")
+    assert (s2["kind"], s2["method"], s2["tier"]) == ("finetune", "full", "spot")
+    assert inputs.settings.gpu_choice == "balanced" and inputs.settings.plan_months == ("2026-07", "2026-08")
+    assert inputs.extras[0].category == "storage"
+
+
+def test_reader_accepts_chinese_sheet_names(tmp_path):
+    wb = openpyxl.Workbook()
+    wb.active.title = "任务"
+    wb.active.append(["task_id", "kind", "model_params_b", "requests_per_day", "tokens_per_request"])
+    wb.active.append(["S1", "inference", 7, 1000, 100])
+    settings = wb.create_sheet("设置")
+    settings.append(["setting", "value"])
+    settings.append(["period_start", "2026-09"])
+    wb.save(tmp_path / "sheets.xlsx")
+    inputs = read_inputs(tmp_path / "sheets.xlsx", today=TODAY)
+    assert inputs.settings.plan_months[0] == "2026-09" and inputs.tasks[0].task_id == "S1"
+
+
+def test_every_input_name_and_value_has_one_unambiguous_chinese_word():
+    names = {c.name for c in (*TASK_COLUMNS, *GPU_COLUMNS, *EXTRA_COLUMNS)} | {s.key for s in SETTINGS}
+    assert names <= set(NAMES_ZH)
+    assert set(KINDS + TIERS + GPU_CLASSES + EXTRA_CATEGORIES + GPU_CHOICES) <= set(VALUES_ZH)
+    for table in (NAMES_ZH, VALUES_ZH, SHEETS_ZH):
+        assert len(set(table.values())) == len(table), "two names share a Chinese word: the reader could not tell"
+
+
+def test_every_output_text_has_chinese():
+    texts = {c.header for c in CALCS} | {c.unit for c in CALCS if c.unit not in ("", "x", "GB", "FLOP", "#", "tokens/s")}
+    texts |= {s.help for s in SETTINGS} | {c.help for c in (*TASK_COLUMNS, *GPU_COLUMNS, *EXTRA_COLUMNS)}
+    texts |= set(ACTIONS.values())
+    assert texts - set(TEXT_ZH) == set()
+
+
+@pytest.mark.parametrize("key", sorted(MESSAGES))
+def test_message_templates_take_the_same_parameters_in_both_languages(key):
+    en, zh = ({field for _, field, _, _ in string.Formatter().parse(t) if field} for t in MESSAGES[key])
+    assert en == zh
+
+
+def test_message_is_english_text_that_renders_chinese():
+    message = Message("tier_over_cap", tier="spot", cap=1000, months="2026-07")
+    assert message == "spot is over its cap of 1,000 in 2026-07"
+    assert message.render("zh") == "竞价在 2026-07 超出上限 1,000"
+
+
+def test_validate_speaks_chinese():
+    result = run("validate", SAMPLE_ZH, "--lang", "zh", *DATE)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == "通过：7 个任务，5 条警告。"
+    assert "警告：KB01：按需比包月每月便宜 4,540" in result.output
