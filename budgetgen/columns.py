@@ -233,7 +233,6 @@ CALCS: tuple[Calc, ...] = (
          '=IF({monthly_cost}="","",{monthly_cost}*{active_months})',
          lambda r, s, g: None if r["monthly_cost"] is None else r["monthly_cost"] * r["active_months"]),
 )
-CALC_KEYS = tuple(c.key for c in CALCS)
 # Columns the Candidates sheet reads from the task's Tasks row instead of repeating: they do not depend on
 # the GPU, or only advise on the chosen one.
 CANDIDATE_FROM_TASKS = frozenset({"mfu_used", "training", "weights_gb", "vram_gb", "flops_per_run", "tokens_per_day",

@@ -99,11 +99,6 @@ class Layout:
     def ref(self, key: str, row: int, absolute_col: bool = True) -> str:
         return xl_rowcol_to_cell(row, self.columns[key], col_abs=absolute_col)
 
-    def span(self, key: str, sheet: str = "") -> str:
-        col = xl_col_to_name(self.columns[key])
-        prefix = f"{sheet}!" if sheet else ""
-        return f"{prefix}${col}${self.first + 1}:${col}${max(self.last, self.first) + 1}"
-
 
 def compile_formula(template: str, layout: Layout, tasks: Layout | None = None) -> str:
     """A column's formula as a format string over the row `r`: {col} to `$X{r}`, {gpu.x} to a GPUs lookup.
