@@ -26,7 +26,7 @@ def _fail(exc: BudgetgenError, lang: str = "en") -> None:
     error = tr("Error: ", lang)
     if isinstance(exc, InputError):
         for problem in exc.problems:
-            click.echo(f"{error}{problem}", err=True)
+            click.echo(f"{error}{problem.render(lang)}", err=True)
         click.echo(tr("{n} problem(s) found; nothing was written.", lang).format(n=len(exc.problems)), err=True)
     else:
         click.echo(f"{error}{exc}", err=True)

@@ -91,11 +91,11 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs) -> Candidate:
     given = values["cards"]
     reason = ""
     if given is not None and given < row["cards_min"]:
-        reason = f"does not fit: needs {row['cards_min']} cards ({row['vram_gb']:,.1f} GB), cards is {given}"
+        reason = Message("excluded_cards", cards_min=row["cards_min"], vram=row["vram_gb"], given=given)
     elif given is None and row["cards_min"] > s.max_cards:
-        reason = f"does not fit within max_cards: needs {row['cards_min']} x {gpu.name}, max_cards is {s.max_cards}"
+        reason = Message("excluded_max_cards", cards_min=row["cards_min"], gpu=gpu.name, max_cards=s.max_cards)
     elif gpu.prices.get(task.values["tier"]) is None:
-        reason = f"no {task.values['tier']} price"
+        reason = Message("excluded_no_price", tier=task.values["tier"])
     return Candidate(gpu.name, row, reason)
 
 
@@ -119,24 +119,21 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
     if task.values["gpu"]:
         c = next(c for c in candidates if c.gpu == task.values["gpu"])
         if c.excluded.startswith("does not fit within"):
-            msg = (f"needs {c.row['cards_min']} x {c.gpu}, max_cards is {s.max_cards}: "
-                   "set cards or raise max_cards")
-            return Problem(Code.TOO_MANY_CARDS, "Tasks", cell, f"gpu: {msg}")
+            return Problem(Code.TOO_MANY_CARDS, "Tasks", cell,
+                           Message("too_many_cards", cards_min=c.row["cards_min"], gpu=c.gpu, max_cards=s.max_cards))
         if c.excluded.startswith("does not fit"):
             return Problem(Code.DOES_NOT_FIT, "Tasks", task.cell("cards"),
-                           f"cards: {c.excluded}: raise cards or leave it blank")
+                           Message("cards_do_not_fit", reason=c.excluded))
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
-                       f"tier: {c.gpu} has no {tier} price (enter one on the GPUs sheet or choose another tier)")
+                       Message("gpu_no_price", gpu=c.gpu, tier=tier))
     fitting = [c for c in candidates if not c.excluded.startswith("does not fit")]
     if fitting:
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
-                       f"tier: no GPU that fits has a {tier} price (fits: {', '.join(c.gpu for c in fitting)}; "
-                       "enter a price on the GPUs sheet or choose another tier)")
+                       Message("no_fitting_price", tier=tier, fits=", ".join(c.gpu for c in fitting)))
     largest = max(inputs.gpus, key=lambda g: g.vram_gb)
     need = candidates[0].row["vram_gb"] if candidates else 0
     return Problem(Code.DOES_NOT_FIT, "Tasks", cell,
-                   f"model_params_b: needs {need:,.1f} GB of GPU memory, more than {s.max_cards} x the largest "
-                   f"card ({largest.name}, {largest.vram_gb:g} GB): use lora/qlora or int8/int4, or raise max_cards")
+                   Message("fits_no_gpu", need=need, max_cards=s.max_cards, gpu=largest.name, vram=largest.vram_gb))
 
 
 def _task_warnings(task: Task, row: dict, gpu: Gpu) -> list[str]:

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from .i18n import Message
+
 
 class Code(str, Enum):
     """Stable problem codes, so tests assert codes and places rather than prose."""
@@ -48,7 +50,11 @@ def _cell_key(cell: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with the input, at one place."""
+    """One thing wrong with the input, at one place.
+
+    `message` is English text; the reader's and engine's are `i18n.Message`s, which `render` shows in another
+    language (the others, e.g. from safefile, bills and usage, stay English). `str()` is always English.
+    """
 
     code: Code
     sheet: str
@@ -63,6 +69,11 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.place} {self.message}".strip()
+
+    def render(self, lang: str) -> str:
+        """The problem in `lang`: sheet!cell stays ASCII, the message is translated when it is a Message."""
+        message = self.message.render(lang) if isinstance(self.message, Message) else self.message
+        return f"{self.place} {message}".strip()
 
     def sort_key(self) -> tuple:
         return (self.sheet, _cell_key(self.cell), self.message)

@@ -2,7 +2,7 @@
 
 English is the key: the code keeps writing its English words, `tr` and `name` render them in the
 chosen language, and the reader maps Chinese (or English) back to the canonical ASCII names.
-Warnings are `Message`s: English text that remembers its template and parameters.
+Warnings and input problems are `Message`s: English text that remembers its template and parameters.
 """
 
 from __future__ import annotations
@@ -269,6 +269,99 @@ MESSAGES = {
         "内置价格为CNY且目录汇率（catalog_fx）为空：{names} 没有 {currency} 价格（请设置目录汇率或在GPU表中填写价格）"),
 }
 
+# Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet
+# names and setting keys stay ASCII in both languages; `!n` renders a unit or help text, `!l` a list of values,
+# and a parameter that is itself a Message renders in the same language.
+PROBLEMS = {
+    # a cell's value (values.BadValue), prefixed by its column with "cell_value"
+    "cell_value": ("{column}: {problem}", "{column}：{problem}"),
+    "not_a_number": ('"{raw}" is not a number ({what!n}, {example})', '"{raw}" 不是数字（{what!n}，{example}）'),
+    "example_billions": ("e.g. 7 or 7B", "例如 7 或 7B"),
+    "example_percent": ("e.g. 40% or 0.4", "例如 40% 或 0.4"),
+    "example_number": ("e.g. 1500 or 1.5k", "例如 1500 或 1.5k"),
+    "not_finite": ('"{raw}" is not a finite number ({what!n})', '"{raw}" 不是有限的数（{what!n}）'),
+    "not_positive": ("{shown} must be greater than zero ({what!n})", "{shown} 必须大于零（{what!n}）"),
+    "too_large": ("{shown} is too large ({what!n}): at most {bound:g}", "{shown} 太大（{what!n}）：最大为 {bound:g}"),
+    "too_small": ("{shown} is too small ({what!n}): at least {bound:g}", "{shown} 太小（{what!n}）：最小为 {bound:g}"),
+    "too_close_to_zero": ("{shown} is too close to zero ({what!n}): write a number of {smallest:g} or more",
+                          "{shown} 太接近零（{what!n}）：请填写不小于 {smallest:g} 的数"),
+    "too_close_to_zero_or_0": ("{shown} is too close to zero ({what!n}): write 0 or a number of {smallest:g} or more",
+                               "{shown} 太接近零（{what!n}）：请填写 0 或不小于 {smallest:g} 的数"),
+    "not_whole": ("{shown} must be a whole number ({unit!n})", "{shown} 必须是整数（{unit!n}）"),
+    "not_a_month": ('"{raw}" is not a month (write YYYY-MM, e.g. 2026-07)',
+                    '"{raw}" 不是月份（请写成 YYYY-MM，例如 2026-07）'),
+    "not_a_date": ('"{raw}" is not a date (write YYYY-MM-DD, e.g. 2026-07-01)',
+                   '"{raw}" 不是日期（请写成 YYYY-MM-DD，例如 2026-07-01）'),
+    "not_a_choice": ('"{raw}" is not one of {choices!l}', '"{raw}" 不是以下之一：{choices!l}'),
+    # the reader
+    "missing_tasks_sheet": (
+        "sheet is missing: the workbook needs a Tasks sheet (run `budgetgen init FILE` for a template)",
+        "工作表缺失：工作簿需要 Tasks（任务）工作表（运行 `budgetgen init FILE` 获取模板）"),
+    "sheet_empty": ("the sheet is empty: it needs a header row in row 1", "工作表为空：第 1 行需要表头"),
+    "header_not_in_row_1": ("row 1 must hold the column headers", "第 1 行必须是列标题"),
+    "duplicate_column": ('column "{text}" appears twice: keep one', '列 "{text}" 出现了两次：只保留一列'),
+    "missing_column": ("missing required column {column} ({help!n}): add it to the header row",
+                       "缺少必填列 {column}（{help!n}）：请在表头行中添加"),
+    "text_too_long": (
+        "{column}: text of {length:,} characters is longer than a cell holds ({limit:,}): shorten it",
+        "{column}：文本有 {length:,} 个字符，超过一个单元格的上限（{limit:,}）：请缩短"),
+    "setting_blank": ("setting: blank; name the setting (e.g. period_start) or clear the row",
+                      "setting：为空；请填写设置项名称（例如 period_start）或清空该行"),
+    "unknown_setting": ('setting "{setting}" is unknown ({hint})', '设置项 "{setting}" 未知（{hint}）'),
+    "did_you_mean": ("did you mean {guess}?", "是否应为 {guess}？"),
+    "see_settings": ("see the README's list of settings", "见 README 中的设置项列表"),
+    "currency_code": ('currency: "{raw}" is not an ISO currency code (three letters, e.g. USD, EUR, CNY)',
+                      'currency："{raw}" 不是 ISO 币种代码（三个字母，例如 USD、EUR、CNY）'),
+    "setting_between": ("{setting}: {value:g} must be between {lo:g} and {hi:g}",
+                        "{setting}：{value:g} 必须介于 {lo:g} 和 {hi:g} 之间"),
+    "setting_at_least": ("{setting}: {value:g} must be at least {lo:g}", "{setting}：{value:g} 必须不小于 {lo:g}"),
+    "gpu_required": ("{column}: required for a GPU that is not in the built-in catalog ({gpu})",
+                     "{column}：不在内置目录中的 GPU 必须填写（{gpu}）"),
+    "required": ("{column}: required ({help!n})", "{column}：必填（{help!n}）"),
+    "required_for_kind": ("{column}: required for {kind!t} tasks ({unit!n}): fill it in",
+                          "{column}：{kind!t}任务必填（{unit!n}）：请填写"),
+    "method_for_kind": ('method: "{method}" is not a method for {kind!t} tasks (use {allowed!l})',
+                        'method："{method}" 不适用于{kind!t}任务（请使用 {allowed!l}）'),
+    "mfu_range": ("mfu: {mfu:g} must be above 0 and at most 1 (e.g. 40%)", "mfu：{mfu:g} 必须大于 0 且不超过 1（例如 40%）"),
+    "unknown_gpu": ('gpu: "{gpu}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)',
+                    'gpu："{gpu}" 不在目录中（请使用 {names} 之一，或在 GPUs（GPU）工作表中添加）'),
+    "month_outside_plan": (
+        ("{column}: {month} is outside the plan {first} to {last} "
+         "(change the month or the period_start/period_months settings)"),
+        "{column}：{month} 不在计划期 {first} 至 {last} 内（请修改月份或 period_start/period_months 设置）"),
+    "end_before_start": ("end_month: {end} is before start_month {start}", "end_month：{end} 早于 start_month {start}"),
+    "wildcards": (
+        ('{column}: "{value}" contains {chars}, which spreadsheet lookups read as wildcards: '
+         "use letters, digits, spaces, - _ . / instead"),
+        '{column}："{value}" 含有 {chars}，电子表格查找会将其视为通配符：请改用字母、数字、空格、- _ . /'),
+    "duplicate_task_id": ('task_id: "{task_id}" is already used in {first} (task ids must be unique, ignoring case)',
+                          'task_id："{task_id}" 已在 {first} 使用（任务编号必须唯一，不区分大小写）'),
+    "no_tasks": ("no tasks: fill in at least one row under the header", "没有任务：请在表头下至少填写一行"),
+    # the engine
+    "excluded_cards": ("does not fit: needs {cards_min} cards ({vram:,.1f} GB), cards is {given}",
+                       "放不下：需要 {cards_min} 张卡（{vram:,.1f} GB），cards 为 {given}"),
+    "excluded_max_cards": ("does not fit within max_cards: needs {cards_min} x {gpu}, max_cards is {max_cards}",
+                           "超出 max_cards：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}"),
+    "excluded_no_price": ("no {tier!t} price", "没有{tier!t}价格"),
+    "too_many_cards": ("gpu: needs {cards_min} x {gpu}, max_cards is {max_cards}: set cards or raise max_cards",
+                       "gpu：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}：请设置 cards 或提高 max_cards"),
+    "cards_do_not_fit": ("cards: {reason}: raise cards or leave it blank", "cards：{reason}：请增加 cards 或留空"),
+    "gpu_no_price": ("tier: {gpu} has no {tier!t} price (enter one on the GPUs sheet or choose another tier)",
+                     "tier：{gpu} 没有{tier!t}价格（请在 GPUs（GPU）工作表中填写，或选择其他计费方式）"),
+    "no_fitting_price": (
+        ("tier: no GPU that fits has a {tier!t} price (fits: {fits}; "
+         "enter a price on the GPUs sheet or choose another tier)"),
+        "tier：能放下的 GPU 都没有{tier!t}价格（可放下：{fits}；请在 GPUs（GPU）工作表中填写价格，或选择其他计费方式）"),
+    "fits_no_gpu": (
+        ("model_params_b: needs {need:,.1f} GB of GPU memory, more than {max_cards} x the largest card "
+         "({gpu}, {vram:g} GB): use lora/qlora or int8/int4, or raise max_cards"),
+        ("model_params_b：需要 {need:,.1f} GB 显存，超过 {max_cards} 张最大显卡（{gpu}，{vram:g} GB）的总和："
+         "请使用 lora/qlora 或 int8/int4，或提高 max_cards")),
+}
+assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
+TEMPLATES = {**MESSAGES, **PROBLEMS}
+_LIST_SEP = {"en": ", ", "zh": "、"}
+
 
 def tr(text: str, lang: str) -> str:
     """An output text or column name in `lang` (English is the key; an untranslated text stays English)."""
@@ -338,22 +431,38 @@ class _Formatter(string.Formatter):
         self.lang = lang
 
     def convert_field(self, value, conversion):
-        return word(value, self.lang) if conversion == "t" else super().convert_field(value, conversion)
+        if conversion == "t":
+            return word(value, self.lang)
+        if conversion == "n":
+            return tr(value, self.lang)
+        if conversion == "l":
+            return _LIST_SEP[self.lang].join(word(v, self.lang) for v in value)
+        if isinstance(value, Message):
+            return value.render(self.lang)
+        return super().convert_field(value, conversion)
 
 
 class Message(str):
-    """A warning: its English text, plus the template key and parameters to render it in another language."""
+    """A warning or an input problem: its English text, plus the template key and parameters to render it in
+    another language."""
 
     def __new__(cls, key: str, **params):
-        self = super().__new__(cls, _Formatter("en").format(MESSAGES[key][0], **params))
+        self = super().__new__(cls, _Formatter("en").format(TEMPLATES[key][0], **params))
         self.key, self.params = key, params
         return self
 
     def render(self, lang: str) -> str:
         """The message in `lang`."""
-        return _Formatter(lang).format(MESSAGES[self.key][LANGS.index(lang)], **self.params)
+        return _Formatter(lang).format(TEMPLATES[self.key][LANGS.index(lang)], **self.params)
+
+    def __reduce__(self):  # copy and pickle rebuild from the template, not from the English text
+        return (_message, (self.key, self.params))
+
+
+def _message(key: str, params: dict) -> Message:
+    return Message(key, **params)
 
 
 def say(text: str, lang: str) -> str:
-    """A warning (or any output text) in `lang`."""
+    """A warning, an input problem's message (or any output text) in `lang`."""
     return text.render(lang) if isinstance(text, Message) else tr(text, lang)

@@ -55,7 +55,7 @@ class Collector:
     def __init__(self) -> None:
         self.problems: list[Problem] = []
 
-    def add(self, code: Code, sheet: str, cell: str, message: str) -> None:
+    def add(self, code: Code, sheet: str, cell: str, message: Message) -> None:
         self.problems.append(Problem(code, sheet, cell, message))
 
 
@@ -72,13 +72,13 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
             unknown[str(text).strip()] = index
         elif column.name in found:
             out.add(Code.DUPLICATE, sheet, f"{get_column_letter(index + 1)}1",
-                    f'column "{text}" appears twice: keep one')
+                    Message("duplicate_column", text=str(text)))
         else:
             found[column.name] = index
     for column in columns:
         if column.required and column.name not in found:
             out.add(Code.MISSING_COLUMN, sheet, "A1",
-                    f"missing required column {column.name} ({column.help}): add it to the header row")
+                    Message("missing_column", column=column.name, help=column.help))
     return found, unknown
 
 
@@ -88,10 +88,10 @@ def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> l
     first = next(rows, None)
     if first is None:
         if any(c.required for c in columns):
-            out.add(Code.MISSING_COLUMN, sheet, "A1", "the sheet is empty: it needs a header row in row 1")
+            out.add(Code.MISSING_COLUMN, sheet, "A1", Message("sheet_empty"))
         return []
     if first[0] != 1:
-        out.add(Code.MISSING_COLUMN, sheet, "A1", "row 1 must hold the column headers")
+        out.add(Code.MISSING_COLUMN, sheet, "A1", Message("header_not_in_row_1"))
     found, unknown = _find_columns(first[1], sheet, columns, out)
     for header, i in unknown.items():
         _too_long(header, sheet, f"{get_column_letter(i + 1)}1", "header", out)
@@ -110,7 +110,8 @@ def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> l
                 parsed[name] = parse_cell(value, declared[name])
             except BadValue as exc:
                 out.add(Code.NOT_A_NUMBER if declared[name].type in ("number", "count", "percent")
-                        else Code.UNKNOWN_VALUE, sheet, cell[name], f"{name}: {exc}")
+                        else Code.UNKNOWN_VALUE, sheet, cell[name], Message("cell_value", column=name,
+                                                                              problem=exc.message))
         extra = {h: values[i] if i < len(values) else None for h, i in unknown.items()}
         for header, i in unknown.items():
             _too_long(extra[header], sheet, f"{get_column_letter(i + 1)}{row_no}", header, out)
@@ -122,8 +123,8 @@ def _too_long(value: object, sheet: str, cell: str, name: str, out: Collector) -
     """Whether a text is longer than an output cell holds (written whole or not at all); a problem if so."""
     if not isinstance(value, str) or text_length(value) <= MAX_TEXT:
         return False
-    out.add(Code.OUT_OF_RANGE, sheet, cell, f"{name}: text of {text_length(value):,} characters is longer than "
-            f"a cell holds ({MAX_TEXT:,}): shorten it")
+    out.add(Code.OUT_OF_RANGE, sheet, cell, Message("text_too_long", column=name, length=text_length(value),
+                                                    limit=MAX_TEXT))
     return True
 
 
@@ -160,14 +161,15 @@ def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
     cell = rec.cells.get("setting", f"A{rec.row}")
     if "setting" not in rec.values:
         if not any(p.sheet == "Settings" and p.cell == cell for p in out.problems):
-            out.add(Code.REQUIRED, "Settings", cell, "setting: blank; name the setting (e.g. period_start) or clear the row")
+            out.add(Code.REQUIRED, "Settings", cell, Message("setting_blank"))
         return
     key = canonical_name(str(rec.values["setting"]).strip()).lower().replace(" ", "_")
     setting = SETTINGS_BY_KEY.get(key)
     if setting is None:
         guess = difflib.get_close_matches(key, SETTINGS_BY_KEY, n=1)
-        hint = f"did you mean {guess[0]}?" if guess else "see the README's list of settings"
-        out.add(Code.UNKNOWN_VALUE, "Settings", cell, f'setting "{rec.values.get("setting")}" is unknown ({hint})')
+        hint = Message("did_you_mean", guess=guess[0]) if guess else Message("see_settings")
+        out.add(Code.UNKNOWN_VALUE, "Settings", cell,
+                Message("unknown_setting", setting=str(rec.values.get("setting")), hint=hint))
         return
     value_cell = rec.cells.get("value", f"B{rec.row}")
     raw = rec.values.get("value")
@@ -176,18 +178,18 @@ def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
     try:
         value = parse_cell(raw, _setting_column(setting))
     except BadValue as exc:
-        out.add(Code.NOT_A_NUMBER, "Settings", value_cell, f"{key}: {exc}")
+        out.add(Code.NOT_A_NUMBER, "Settings", value_cell, Message("cell_value", column=key, problem=exc.message))
         return
     if setting.key == "currency":
         value = str(value).upper()
         if not _CURRENCY.fullmatch(value):  # shown in number formats: never free text
-            out.add(Code.UNKNOWN_VALUE, "Settings", value_cell,
-                    f'currency: "{raw}" is not an ISO currency code (three letters, e.g. USD, EUR, CNY)')
+            out.add(Code.UNKNOWN_VALUE, "Settings", value_cell, Message("currency_code", raw=str(raw)))
             return
     lo, hi = setting.minimum, setting.maximum
     if isinstance(value, (int, float)) and ((lo is not None and value < lo) or (hi is not None and value > hi)):
-        bounds = f"between {lo:g} and {hi:g}" if hi is not None else f"at least {lo:g}"
-        out.add(Code.OUT_OF_RANGE, "Settings", value_cell, f"{key}: {value:g} must be {bounds}")
+        bounds = Message("setting_between", setting=key, value=value, lo=lo, hi=hi) if hi is not None else \
+            Message("setting_at_least", setting=key, value=value, lo=lo)
+        out.add(Code.OUT_OF_RANGE, "Settings", value_cell, bounds)
         return
     values[setting.key] = value
 
@@ -221,7 +223,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None:
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
-                            f"{col}: required for a GPU that is not in the built-in catalog ({name})")
+                            Message("gpu_required", column=col, gpu=str(name)))
     gpus = [gpu_from_record(rec) for rec in records.values()
             if all(rec.get(c) is not None for c in ("vram_gb", "bandwidth_gbs", "tflops"))]
     return gpus, warnings
@@ -248,19 +250,19 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Col
     kind = v.get("kind")
     for col in ("task_id", "kind", "model_params_b"):
         if col not in v and cell(col) and not _had_problem(out, cell(col)):
-            out.add(Code.REQUIRED, "Tasks", cell(col), f"{col}: required ({_column(col).help})")
+            out.add(Code.REQUIRED, "Tasks", cell(col), Message("required", column=col, help=_column(col).help))
     if kind is None:
         return None
     group = "training" if kind in TRAINING_KINDS else kind
     for col in _NEEDS[kind]:
         if col not in v and not _had_problem(out, cell(col, "")):
             out.add(Code.REQUIRED, "Tasks", cell(col) or f"A{rec.row}",
-                    f"{col}: required for {kind} tasks ({_column(col).unit}): fill it in")
+                    Message("required_for_kind", column=col, kind=kind, unit=_column(col).unit))
     method = v.get("method")
     allowed = TRAINING_METHODS if group == "training" else SERVING_METHODS
     if method is not None and method not in allowed:
         out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method"),
-                f'method: "{method}" is not a method for {kind} tasks (use {", ".join(allowed)})')
+                Message("method_for_kind", method=method, kind=kind, allowed=tuple(allowed)))
     v.setdefault("method", allowed[0])
     for col in _IRRELEVANT[group]:
         v.pop(col, None)
@@ -272,13 +274,13 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Col
     if v["tier"] is None:
         v["tier"] = DEFAULT_TIER[kind]
     if v["mfu"] is not None and not 0 < v["mfu"] <= 1:
-        out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu"), f"mfu: {v['mfu']:g} must be above 0 and at most 1 (e.g. 40%)")
+        out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu"), Message("mfu_range", mfu=v["mfu"]))
     if v["gpu"] is not None:
         gpu = gpus.get(v["gpu"].lower())
         if gpu is None:
             names = ", ".join(gpus[k].name for k in gpus)
             out.add(Code.UNKNOWN_VALUE, "Tasks", cell("gpu"),
-                    f'gpu: "{v["gpu"]}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)')
+                    Message("unknown_gpu", gpu=v["gpu"], names=names))
         else:
             v["gpu"] = gpu.name
     _check_months(v, rec, settings, out)
@@ -292,11 +294,10 @@ def _check_months(v: dict, rec: Record, settings: Settings, out: Collector) -> N
             v[col] = default
         elif v[col] not in months:
             out.add(Code.MONTH_OUTSIDE_PLAN, "Tasks", rec.cells[col],
-                    f"{col}: {v[col]} is outside the plan {months[0]} to {months[-1]} "
-                    "(change the month or the period_start/period_months settings)")
+                    Message("month_outside_plan", column=col, month=v[col], first=months[0], last=months[-1]))
     if v["start_month"] in months and v["end_month"] in months and v["start_month"] > v["end_month"]:
         out.add(Code.OUT_OF_RANGE, "Tasks", rec.cells["end_month"],
-                f"end_month: {v['end_month']} is before start_month {v['start_month']}")
+                Message("end_before_start", end=v["end_month"], start=v["start_month"]))
 
 
 WILDCARDS = "*?~"
@@ -306,8 +307,7 @@ def _check_key(value: str, column: str, sheet: str, cell: str, out: Collector) -
     """Keys are looked up with MATCH, where * ? ~ are wildcards: they may not be part of a name."""
     bad = [ch for ch in WILDCARDS if ch in value]
     if bad:
-        out.add(Code.UNKNOWN_VALUE, sheet, cell, f'{column}: "{value}" contains {" ".join(bad)}, which spreadsheet '
-                "lookups read as wildcards: use letters, digits, spaces, - _ . / instead")
+        out.add(Code.UNKNOWN_VALUE, sheet, cell, Message("wildcards", column=column, value=value, chars=" ".join(bad)))
 
 
 def _had_problem(out: Collector, cell: str) -> bool:
@@ -332,13 +332,12 @@ def _read_tasks(ws, settings: Settings, gpus: list[Gpu], out: Collector) -> tupl
             key = task_id.lower()
             if key in seen:
                 out.add(Code.DUPLICATE, "Tasks", rec.cells["task_id"],
-                        f'task_id: "{task_id}" is already used in {seen[key]} (task ids must be unique, '
-                        "ignoring case)")
+                        Message("duplicate_task_id", task_id=task_id, first=seen[key]))
             seen.setdefault(key, rec.cells["task_id"])
         if values is not None:
             tasks.append(Task(values, rec.row, rec.cells, rec.extra))
     if not tasks and not out.problems:
-        out.add(Code.REQUIRED, "Tasks", "A2", "no tasks: fill in at least one row under the header")
+        out.add(Code.REQUIRED, "Tasks", "A2", Message("no_tasks"))
     return tasks, list(headers)
 
 
@@ -391,8 +390,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         sheets = {canonical_sheet(ws.title).lower(): ws for ws in wb.worksheets}
         out = Collector()
         if "tasks" not in sheets:
-            out.add(Code.MISSING_SHEET, "Tasks", "", "sheet is missing: the workbook needs a Tasks sheet "
-                    "(run `budgetgen init FILE` for a template)")
+            out.add(Code.MISSING_SHEET, "Tasks", "", Message("missing_tasks_sheet"))
             raise InputError(out.problems)
         settings = _read_settings(sheets.get("settings"), out, today)
         gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)

@@ -6,7 +6,7 @@ import datetime as dt
 import math
 import re
 
-from .i18n import canonical_value
+from .i18n import Message, canonical_value
 from .schema import Column
 
 SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -19,7 +19,11 @@ SMALLEST = 1e-9
 
 
 class BadValue(ValueError):
-    """A cell value that does not fit its column; the text says why and how to fix it."""
+    """A cell value that does not fit its column; the text (a Message, args[0]) says why and how to fix it."""
+
+    @property
+    def message(self) -> Message:
+        return self.args[0]
 
 
 def text_length(text: str) -> int:
@@ -31,25 +35,26 @@ def is_blank(raw: object) -> bool:
     return raw is None or (isinstance(raw, str) and not raw.strip())
 
 
-def _example(column: Column) -> str:
+def _example(column: Column) -> Message:
     if column.scale == 1e9:
-        return "e.g. 7 or 7B"
+        return Message("example_billions")
     if column.type == "percent":
-        return "e.g. 40% or 0.4"
-    return "e.g. 1500 or 1.5k"
+        return Message("example_percent")
+    return Message("example_number")
 
 
 def parse_number(raw: object, column: Column) -> float:
     """A number typed as a number or as text with a K/M/B/G/T suffix, in the column's unit."""
+    what = column.unit or column.help
     if isinstance(raw, bool):
-        raise BadValue(f'"{raw}" is not a number ({column.unit or column.help}, {_example(column)})')
+        raise BadValue(Message("not_a_number", raw=str(raw), what=what, example=_example(column)))
     if isinstance(raw, (int, float)):
         value = float(raw)
     else:
         text = str(raw).strip().replace(",", "").replace("_", "")
         match = _NUMBER.match(text)
         if not match:
-            raise BadValue(f'"{raw}" is not a number ({column.unit or column.help}, {_example(column)})')
+            raise BadValue(Message("not_a_number", raw=str(raw), what=what, example=_example(column)))
         value = float(match.group(1))
         suffix = match.group(2).lower()
         if suffix == "%":
@@ -57,19 +62,17 @@ def parse_number(raw: object, column: Column) -> float:
         elif suffix:
             value = value * SUFFIX[suffix] / column.scale
     if not math.isfinite(value):
-        raise BadValue(f'"{raw}" is not a finite number ({column.unit or column.help})')
+        raise BadValue(Message("not_finite", raw=str(raw), what=what))
     if column.positive and value <= 0:
-        raise BadValue(f"{_show(raw)} must be greater than zero ({column.unit or column.help})")
+        raise BadValue(Message("not_positive", shown=_show(raw), what=what))
     if abs(value) > LARGEST:
-        bound = f"too large ({column.unit or column.help}): at most {LARGEST:g}" if value > 0 else \
-            f"too small ({column.unit or column.help}): at least {-LARGEST:g}"
-        raise BadValue(f"{_show(raw)} is {bound}")
+        raise BadValue(Message("too_large", shown=_show(raw), what=what, bound=LARGEST) if value > 0 else
+                       Message("too_small", shown=_show(raw), what=what, bound=-LARGEST))
     if 0 < abs(value) < SMALLEST:
-        zero = "" if column.positive else "0 or "
-        raise BadValue(f"{_show(raw)} is too close to zero ({column.unit or column.help}): "
-                       f"write {zero}a number of {SMALLEST:g} or more")
+        key = "too_close_to_zero" if column.positive else "too_close_to_zero_or_0"
+        raise BadValue(Message(key, shown=_show(raw), what=what, smallest=SMALLEST))
     if column.type == "count" and value != int(value):
-        raise BadValue(f"{_show(raw)} must be a whole number ({column.unit})")
+        raise BadValue(Message("not_whole", shown=_show(raw), unit=column.unit))
     return int(value) if column.type == "count" else value
 
 
@@ -79,7 +82,7 @@ def parse_month(raw: object) -> str:
         return f"{raw.year:04d}-{raw.month:02d}"
     match = _MONTH.match(str(raw).strip())
     if not match or not 1 <= int(match.group(2)) <= 12:
-        raise BadValue(f'"{raw}" is not a month (write YYYY-MM, e.g. 2026-07)')
+        raise BadValue(Message("not_a_month", raw=str(raw)))
     return f"{int(match.group(1)):04d}-{int(match.group(2)):02d}"
 
 
@@ -90,7 +93,7 @@ def normalise_choice(raw: object) -> str:
 def parse_choice(raw: object, choices: tuple[str, ...]) -> str:
     value = normalise_choice(canonical_value(raw))
     if value not in choices:
-        raise BadValue(f'"{raw}" is not one of {", ".join(choices)}')
+        raise BadValue(Message("not_a_choice", raw=str(raw), choices=tuple(choices)))
     return value
 
 
@@ -109,7 +112,7 @@ def parse_date(raw: object) -> str:
     try:
         return dt.date.fromisoformat(str(raw).strip()).isoformat()
     except ValueError:
-        raise BadValue(f'"{raw}" is not a date (write YYYY-MM-DD, e.g. 2026-07-01)') from None
+        raise BadValue(Message("not_a_date", raw=str(raw))) from None
 
 
 def parse_cell(raw: object, column: Column) -> object:

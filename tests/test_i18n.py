@@ -13,7 +13,7 @@ from conftest import REPO, SAMPLE, TODAY, formula_cells, make_input
 
 from budgetgen.cli import main
 from budgetgen.columns import CALCS
-from budgetgen.i18n import MESSAGES, NAMES_ZH, SHEETS_ZH, TEXT_ZH, VALUES_ZH, Message
+from budgetgen.i18n import MESSAGES, NAMES_ZH, PROBLEMS, SHEETS_ZH, TEMPLATES, TEXT_ZH, VALUES_ZH, Message
 from budgetgen.reader import read_inputs
 from budgetgen.recon import ACTIONS
 from budgetgen.schema import (
@@ -109,8 +109,97 @@ def test_chinese_error_lines_keep_sheet_and_cell(tmp_path):
     book = make_input(tmp_path / "bad.xlsx", [{"任务编号": "T1", "类型": "推理", "model_params_b": "seven"}])
     result = CliRunner().invoke(main, ["build", str(book), "--lang", "zh", *DATE])
     assert result.exit_code == 1
-    assert '错误：Tasks!C2 model_params_b: "seven" is not a number' in result.output
+    assert '错误：Tasks!C2 model_params_b："seven" 不是数字（十亿参数，例如 7 或 7B）' in result.output
     assert "发现 3 个问题；未写入任何文件。" in result.output
+
+
+# One workbook with many §9 mistakes of the reader; each is printed in English and in Chinese at the same place.
+MISTAKES = [
+    ("Settings!B3", 'currency: "dollars" is not an ISO currency code', 'currency："dollars" 不是 ISO 币种代码'),
+    ("Settings!B4", "period_months: 0 must be between 1 and 120", "period_months：0 必须介于 1 和 120 之间"),
+    ("Settings!A5", 'setting "mfuu" is unknown (did you mean mfu?)', '设置项 "mfuu" 未知（是否应为 mfu？）'),
+    ("GPUs!A2", 'gpu: "NEW?" contains ?, which spreadsheet lookups', 'gpu："NEW?" 含有 ?，电子表格查找会将其视为通配符'),
+    ("Tasks!C2", 'model_params_b: "seven" is not a number (billions of parameters, e.g. 7 or 7B)',
+                 'model_params_b："seven" 不是数字（十亿参数，例如 7 或 7B）'),
+    ("Tasks!D2", "requests_per_day: -5 must be greater than zero (requests/day)",
+                 "requests_per_day：-5 必须大于零（请求/日）"),
+    ("Tasks!E2", "tokens_per_request: 1e+308 is too large (tokens): at most 1e+15",
+                 "tokens_per_request：1e+308 太大（token）：最大为 1e+15"),
+    ("Tasks!F2", "cards: 1.5 must be a whole number (cards)", "cards：1.5 必须是整数（卡）"),
+    ("Tasks!G2", 'tier: "cheap" is not one of monthly, on_demand, idle, spot',
+                 'tier："cheap" 不是以下之一：包月、按需、闲置、竞价'),
+    ("Tasks!H2", 'end_month: "nope" is not a month (write YYYY-MM, e.g. 2026-07)',
+                 'end_month："nope" 不是月份（请写成 YYYY-MM，例如 2026-07）'),
+    ("Tasks!I2", 'method: "lora" is not a method for inference tasks (use fp16, int8, int4)',
+                 'method："lora" 不适用于推理任务（请使用 fp16、int8、int4）'),
+    ("Tasks!J2", 'gpu: "X9" is not in the catalog', 'gpu："X9" 不在目录中'),
+    ("Tasks!A3", 'task_id: "t1" is already used in A2 (task ids must be unique, ignoring case)',
+                 'task_id："t1" 已在 A2 使用（任务编号必须唯一，不区分大小写）'),
+    ("Tasks!K3", "start_month: 2026-01 is outside the plan 2026-07 to 2026-09",
+                 "start_month：2026-01 不在计划期 2026-07 至 2026-09 内"),
+    ("Tasks!A3", "train_tokens: required for finetune tasks (tokens per epoch): fill it in",
+                 "train_tokens：微调任务必填（每轮token）：请填写"),
+    ("Tasks!H4", "end_month: 2026-07 is before start_month 2026-09", "end_month：2026-07 早于 start_month 2026-09"),
+]
+
+
+def test_chinese_input_problems_at_the_same_places_as_english(tmp_path):
+    book = make_input(tmp_path / "bad.xlsx", [
+        {"task_id": "T1", "kind": "inference", "model_params_b": "seven", "requests_per_day": -5,
+         "tokens_per_request": 1e308, "cards": 1.5, "tier": "cheap", "end_month": "nope", "method": "lora",
+         "gpu": "X9"},
+        {"task_id": "t1", "kind": "finetune", "model_params_b": 7, "start_month": "2026-01"},
+        {"task_id": "T3", "kind": "batch", "model_params_b": 7, "batch_requests": 5, "tokens_per_request": 9,
+         "start_month": "2026-09", "end_month": "2026-07"},
+    ], settings={"currency": "dollars", "period_months": 0, "mfuu": 1}, gpus=[{"gpu": "NEW?", "vram_gb": 10,
+                                                                              "bandwidth_gbs": 1, "tflops": 1}])
+    lines = {}
+    for lang in ("en", "zh"):
+        result = run("validate", book, "--lang", lang, *DATE)
+        assert result.exit_code == 1, result.output
+        lines[lang] = result.output.splitlines()
+    for place, en, zh in MISTAKES:
+        assert any(line.startswith(f"Error: {place} {en}") for line in lines["en"]), (place, lines["en"])
+        assert any(line.startswith(f"错误：{place} {zh}") for line in lines["zh"]), (place, lines["zh"])
+    # every problem line in both languages, at the same places and in the same order
+    places = {lang: [line.split(" ")[0].split("：")[-1].split(":")[0] for line in out[:-1]]
+              for lang, out in (("en", [x.removeprefix("Error: ") for x in lines["en"]]), ("zh", lines["zh"]))}
+    assert places["en"] == places["zh"] and len(places["en"]) == len(MISTAKES)
+    assert not [line for line in lines["zh"] if "Error" in line or " is " in line or "must be" in line]
+    assert lines["zh"][-1] == f"发现 {len(MISTAKES)} 个问题；未写入任何文件。"
+
+
+def test_chinese_engine_and_sheet_problems(tmp_path):
+    book = make_input(tmp_path / "big.xlsx", [
+        {"task_id": "T1", "kind": "inference", "model_params_b": 2600, "requests_per_day": 10, "tokens_per_request": 9},
+        {"task_id": "T2", "kind": "finetune", "model_params_b": 700, "train_tokens": "1M", "gpu": "A100 80G"}])
+    result = run("build", book, "--lang", "zh", "-o", tmp_path / "out.xlsx", *DATE)
+    assert result.exit_code == 1 and not (tmp_path / "out.xlsx").exists()
+    assert "错误：Tasks!C2 model_params_b：需要 6,760.0 GB 显存，超过 8 张最大显卡（H200，141 GB）的总和" in result.output
+    assert "错误：Tasks!G3 gpu：需要 162 × A100 80G，max_cards 为 8：请设置 cards 或提高 max_cards" in result.output
+    wb = openpyxl.Workbook()
+    wb.active.title = "Nope"
+    wb.save(tmp_path / "no-tasks.xlsx")
+    result = run("validate", tmp_path / "no-tasks.xlsx", "--lang", "zh", *DATE)
+    assert result.exit_code == 1
+    assert result.output.startswith("错误：Tasks 工作表缺失：工作簿需要 Tasks（任务）工作表")
+
+
+def test_english_input_problems_are_unchanged(tmp_path):
+    book = make_input(tmp_path / "bad.xlsx", [{"task_id": "T1", "kind": "inference", "model_params_b": "seven"}])
+    result = run("validate", book, *DATE)
+    assert 'Error: Tasks!C2 model_params_b: "seven" is not a number (billions of parameters, e.g. 7 or 7B)' \
+        in result.output.splitlines()
+
+
+@pytest.mark.parametrize("key", ["no_fitting_price", "gpu_no_price", "cards_do_not_fit"])
+def test_engine_price_and_card_problems_render_in_chinese(key):
+    params = {"no_fitting_price": {"tier": "spot", "fits": "L4, H200"}, "gpu_no_price": {"gpu": "L4", "tier": "idle"},
+              "cards_do_not_fit": {"reason": Message("excluded_cards", cards_min=3, vram=100.0, given=1)}}[key]
+    message = Message(key, **params)
+    zh = message.render("zh")
+    assert message.render("en") == message and message.split(":")[0] == zh.split("：")[0]
+    assert not any(w in zh for w in ("has no", "does not fit", "raise cards", "spot", "idle"))
 
 
 def test_init_in_chinese_then_build_without_edits(tmp_path):
@@ -169,9 +258,11 @@ def test_every_output_text_has_chinese():
     assert texts - set(TEXT_ZH) == set()
 
 
-@pytest.mark.parametrize("key", sorted(MESSAGES))
+@pytest.mark.parametrize("key", sorted(TEMPLATES))
 def test_message_templates_take_the_same_parameters_in_both_languages(key):
-    en, zh = ({field for _, field, _, _ in string.Formatter().parse(t) if field} for t in MESSAGES[key])
+    """Warnings and input problems alike: the same fields, each with the same conversion (!t, !n, !l)."""
+    assert set(TEMPLATES) == set(MESSAGES) | set(PROBLEMS)
+    en, zh = ({(field, conv) for _, field, _, conv in string.Formatter().parse(t) if field} for t in TEMPLATES[key])
     assert en == zh
 
 
