@@ -19,7 +19,7 @@ from .reader import read_inputs
 from .results import plan_json
 from .schema import TIERS
 from .template import write_template
-from .writer import write_workbook
+from .writer import why_not_writable, write_workbook
 
 
 def _fail(exc: BudgetgenError, lang: str = "en") -> None:
@@ -182,16 +182,8 @@ def _stage_json(data: dict, path: Path) -> Path:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
     except OSError as exc:
-        raise OutputError(f"cannot write {path}: {_why(exc, path.parent)}") from None
+        raise OutputError(f"cannot write {path}: {why_not_writable(exc, path.parent)}") from None
     return tmp
-
-
-def _why(exc: OSError, folder: Path) -> str:
-    """An OSError in words a finance user can act on."""
-    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
-    if blocked is not None:
-        return f"{blocked} is a file, not a folder; choose another path"
-    return exc.strerror or str(exc)
 
 
 @main.command()

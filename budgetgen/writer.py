@@ -794,6 +794,14 @@ class ReconWriter(BudgetWriter):
                                   f"'{name}'!B{input_row}", self.billed_input[month]))
 
 
+def why_not_writable(exc: OSError, folder: Path) -> str:
+    """An OSError on an output folder in words a finance user can act on."""
+    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        return f"{blocked} is a file, not a folder; choose another path"
+    return exc.strerror or str(exc)
+
+
 def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_input: dict | None = None,
                    progress: Callable[[str], None] = lambda message: None, lang: str = "en") -> Path:
     """Write the plan to `out` atomically: a temporary file in the same folder, then a rename."""
@@ -803,9 +811,7 @@ def write_workbook(plan: Plan, out: Path, recon: dict | None = None, billed_inpu
         fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}-", suffix=".xlsx", dir=out.parent)
         os.close(fd)
     except OSError as exc:
-        blocked = next((p for p in (out.parent, *out.parent.parents) if p.exists() and not p.is_dir()), None)
-        why = f"{blocked} is a file, not a folder; choose another -o" if blocked else exc.strerror or str(exc)
-        raise OutputError(f"cannot write to {out.parent}: {why}") from None
+        raise OutputError(f"cannot write to {out.parent}: {why_not_writable(exc, out.parent)}") from None
     try:
         if recon:
             ReconWriter(plan, Path(tmp), recon, billed_input or {}, lang).write(progress)
