@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 
-from .schema import TIERS
+from .schema import CONSTANT_VALUES, TIERS
 
 Row = dict[str, object]
+# The named constants of Assumptions, so the Python side uses the very numbers the formulas name.
+K = SimpleNamespace(**CONSTANT_VALUES)
 
 
 def sheet_ceil(x: float) -> int:
@@ -38,17 +41,13 @@ def _training(r: Row) -> bool:
     return r["training"] == 1
 
 
-def _lookup_price(g, tier: str):
-    return g.prices.get(tier)
-
-
 def _weights_gb(r: Row, s, g) -> float:
     if r["method"] in ("qlora", "int4"):
-        per_param = 0.5
+        per_param = K.BytesInt4
     elif r["method"] == "int8":
-        per_param = 1
+        per_param = K.BytesInt8
     else:
-        per_param = 2
+        per_param = K.BytesFp16
     return r["model_params_b"] * per_param
 
 
@@ -56,9 +55,9 @@ def _vram_gb(r: Row, s, g) -> float:
     params = r["model_params_b"]
     if _training(r):
         if r["method"] == "full":
-            state = params * 16
+            state = params * K.BytesFullTraining
         else:
-            state = r["weights_gb"] + params * s.lora_trainable * 16
+            state = r["weights_gb"] + params * s.lora_trainable * K.BytesTrainableState
         return state + s.activation_gb_per_b * params
     return r["weights_gb"] * (1 + s.inference_overhead) + (r["kv_cache_gb"] or 0)
 
@@ -78,7 +77,7 @@ def _tokens_per_sec(r: Row, s, g):
         return r["tokens_per_sec"]
     cards = r["cards_per_run"]
     bandwidth_bound = cards * g.bandwidth_gbs * s.decode_efficiency * r["concurrency"] / r["weights_gb"]
-    compute_bound = cards * g.tflops * 1e12 * r["mfu_used"] / (2 * r["model_params_b"] * 1e9)
+    compute_bound = cards * g.tflops * K.Tera * r["mfu_used"] / (K.InferenceFlopsPerToken * r["model_params_b"] * K.Billion)
     return min(bandwidth_bound, compute_bound)
 
 
@@ -87,13 +86,13 @@ def _gpu_hours_per_run(r: Row, s, g):
         return (r["compute_hours"] * (1 + s.run_overhead) * (1 + s.debug_overhead) + s.setup_hours) \
             * r["cards_per_run"]
     if r["kind"] == "batch":
-        return (r["tokens_per_day"] / (r["tokens_per_sec_used"] * 3600) + s.setup_hours) * r["cards_per_run"]
+        return (r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerHour) + s.setup_hours) * r["cards_per_run"]
     return None
 
 
 def _base_hours(r: Row, s, g) -> float:
     if r["kind"] == "inference":
-        return r["cards_held"] * r["serving_hours_per_day"] * (s.hours_per_month / 24)
+        return r["cards_held"] * r["serving_hours_per_day"] * (s.hours_per_month / K.HoursPerDay)
     return r["gpu_hours_per_run"] * r["runs_per_month"]
 
 
@@ -103,7 +102,7 @@ def _spot_factor(r: Row, s) -> float:
 
 def _tier_cost(tier: str) -> Callable[[Row, object, object], object]:
     def cost(r: Row, s, g):
-        price = _lookup_price(g, tier)
+        price = g.prices.get(tier)
         if price is None:
             return None
         if tier == "monthly":
@@ -165,11 +164,11 @@ CALCS: tuple[Calc, ...] = (
          lambda r, s, g: 1 + (r["cards_per_run"] - 1) * g.scaling),
     Calc("flops_per_run", "FLOPs per run", "FLOP", "sci",
          '=IF({training}=1,FlopsPerToken*{model_params_b}*Billion*{train_tokens}*{epochs},"")',
-         lambda r, s, g: s.flops_per_token * r["model_params_b"] * 1e9 * r["train_tokens"] * r["epochs"]
+         lambda r, s, g: s.flops_per_token * r["model_params_b"] * K.Billion * r["train_tokens"] * r["epochs"]
          if _training(r) else None),
     Calc("compute_hours", "compute hours (wall)", "h", "number",
          '=IF({training}=1,{flops_per_run}/({gpu.tflops}*Tera*{mfu_used}*{speedup}*SecondsPerHour),"")',
-         lambda r, s, g: r["flops_per_run"] / (g.tflops * 1e12 * r["mfu_used"] * r["speedup"] * 3600)
+         lambda r, s, g: r["flops_per_run"] / (g.tflops * K.Tera * r["mfu_used"] * r["speedup"] * K.SecondsPerHour)
          if _training(r) else None),
     Calc("compute_gpu_hours", "compute GPU-hours", "GPU-h", "number",
          '=IF({training}=1,{compute_hours}*{cards_per_run},"")',
@@ -183,12 +182,12 @@ CALCS: tuple[Calc, ...] = (
          '*{model_params_b}*Billion)),{tokens_per_sec}))', _tokens_per_sec),
     Calc("card_days", "load in card-days", "card-days", "number",
          '=IF({training}=1,"",{tokens_per_day}/({tokens_per_sec_used}*SecondsPerDay))',
-         lambda r, s, g: None if _training(r) else r["tokens_per_day"] / (r["tokens_per_sec_used"] * 86400)),
+         lambda r, s, g: None if _training(r) else r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerDay)),
     Calc("replicas", "replicas", "replicas", "int",
          '=IF({kind}="inference",MAX(1,CEILING({tokens_per_day}*PeakFactor/({tokens_per_sec_used}'
          '*SecondsPerHour*{serving_hours_per_day}),1)),"")',
          lambda r, s, g: max(1, sheet_ceil(r["tokens_per_day"] * s.peak_factor / (
-             r["tokens_per_sec_used"] * 3600 * r["serving_hours_per_day"]))) if r["kind"] == "inference" else None),
+             r["tokens_per_sec_used"] * K.SecondsPerHour * r["serving_hours_per_day"]))) if r["kind"] == "inference" else None),
     Calc("cards_held", "cards held", "cards", "int",
          '=IF({kind}="inference",{replicas}*{cards_per_run},{cards_per_run})',
          lambda r, s, g: r["replicas"] * r["cards_per_run"] if r["kind"] == "inference" else r["cards_per_run"]),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .columns import evaluate
+from .columns import K, evaluate
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
@@ -173,14 +173,14 @@ def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
 def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
     s = inputs.settings
     n = len(s.plan_months)
-    days_per_month = s.hours_per_month / 24
+    days_per_month = s.hours_per_month / K.HoursPerDay
     out = []
     for gpu in inputs.gpus:
         mine = [t for t in tasks if t.row["gpu"] == gpu.name]
         if not mine or gpu.purchase_price is None:
             continue
-        daily_fixed = gpu.purchase_price / (s.depreciation_years * 365) + s.upkeep_per_year / 365
-        energy = (gpu.power_w or 0) / 1000 * s.electricity_per_kwh
+        daily_fixed = gpu.purchase_price / (s.depreciation_years * K.DaysPerYear) + s.upkeep_per_year / K.DaysPerYear
+        energy = (gpu.power_w or 0) / K.WattsPerKw * s.electricity_per_kwh
         on_demand = gpu.prices.get("on_demand")
         margin = on_demand - energy if on_demand is not None else 0
         break_even = daily_fixed / margin if margin > 0 else None
