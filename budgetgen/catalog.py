@@ -1,14 +1,14 @@
-"""The built-in GPU catalog (templates/catalog.csv), prices in CNY."""
+"""The built-in GPU catalog (package data `budgetgen/data/gpus.csv`), prices in CNY."""
 
 from __future__ import annotations
 
 import csv
-from pathlib import Path
+from importlib import resources
 
 from .model import Gpu
 from .schema import PRICE_COLUMN, TIERS
 
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "templates" / "catalog.csv"
+CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
 CATALOG_CURRENCY = "CNY"
 
 
@@ -37,7 +37,7 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
 def builtin_records() -> list[dict[str, object]]:
     """The built-in catalog as records with numbers parsed (prices in CNY)."""
     text_columns = {"gpu", "class", "interconnect", "source", "as_of"}
-    with CATALOG_PATH.open(newline="", encoding="utf-8") as fh:
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
         return [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
 
 
