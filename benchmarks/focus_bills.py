@@ -1,0 +1,153 @@
+"""Generate large FOCUS bills in chunks (a folder of Parquet parts, or one CSV) and time the DuckDB floor.
+
+The floor is the bare aggregation the reconciliation needs, run by DuckDB on the same files with the
+same memory limit: per invoice month x resource x task x GPU class x service category, the sums of
+BilledCost and ConsumedQuantity, the line count and the first and last charge time.
+
+    python3 benchmarks/focus_bills.py generate --lines 30000000 --out /tmp/bill30m
+    python3 benchmarks/focus_bills.py floor /tmp/bill30m
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+MONTHS = ("2026-07", "2026-08", "2026-09")
+TASKS = tuple(f"T{n:02d}" for n in range(1, 41))
+CHUNK = 1_000_000
+# (ChargeDescription, ServiceName, ServiceCategory, ConsumedUnit, unit price)
+PRODUCTS = (
+    ("$1.006 per On Demand Linux g5.xlarge Instance Hour", "Amazon Elastic Compute Cloud", "Compute", "Hours", 1.006),
+    ("$32.77 per On Demand Linux p4d.24xlarge Instance Hour", "Amazon Elastic Compute Cloud", "Compute", "Hours", 32.77),
+    ("$0.0116 per On Demand Linux t2.micro Instance Hour", "Amazon Elastic Compute Cloud", "Compute", "Hours", 0.0116),
+    ("$0.08 per GB-month of General Purpose SSD (gp3)", "Amazon Elastic Compute Cloud", "Storage", "GB-Mo", 0.08),
+    ("$0.023 per GB - first 50 TB / month of storage used", "Amazon Simple Storage Service", "Storage", "GB-Mo", 0.023),
+    ("$0.09 per GB - first 10 TB / month data transfer out", "Amazon Elastic Compute Cloud", "Networking", "GB", 0.09),
+    ("$0.005 per In-use public IPv4 address per hour", "Amazon Virtual Private Cloud", "Networking", "Hours", 0.005),
+    ("$0.30 per metric-month", "AmazonCloudWatch", "Management and Governance", "Metrics", 0.30),
+)
+GPU_PATTERN = r"(?i)\b(g4dn|g5g?|g6e?|p3|p4de?|p5)\.|\bgpus?\b"
+
+
+def chunk_table(lines: int, resources: int, seed: int) -> pa.Table:
+    """One chunk of a FOCUS-shaped bill: hourly lines of `resources` resources, some tagged with a task."""
+    rng = np.random.default_rng(seed)
+    product = np.random.default_rng(0).integers(0, len(PRODUCTS), resources)  # the same per resource in every chunk
+    task_of = np.random.default_rng(1).integers(0, len(TASKS), resources)
+    tagged_res = np.random.default_rng(2).random(resources) < 0.3
+    res = rng.integers(0, resources, lines)
+    prod = product[res]
+    price = np.array([p[4] for p in PRODUCTS])[prod]
+    quantity = rng.uniform(0.01, 1.0, lines).round(6)
+    month = rng.integers(0, len(MONTHS), lines)
+    day = rng.integers(1, 29, lines)
+    hour = rng.integers(0, 24, lines)
+    start_us = (np.array([np.datetime64(f"{m}-01", "us") for m in MONTHS])[month]
+                + (day - 1) * np.timedelta64(86_400_000_000, "us") + hour * np.timedelta64(3_600_000_000, "us"))
+    tag_texts = np.array(["NULL"] + [json.dumps({"task_id": t, "team": "ml"}) for t in TASKS])
+    tags = tag_texts[np.where(tagged_res[res], task_of[res] + 1, 0)]
+
+    def text(values) -> pa.Array:
+        return pa.array(values).dictionary_encode()
+
+    cost = (quantity * price).round(10)
+    return pa.table({
+        "BilledCost": cost,
+        "BillingCurrency": text(np.full(lines, "USD")),
+        "ChargeCategory": text(np.full(lines, "Usage")),
+        "ChargeDescription": text(np.array([p[0] for p in PRODUCTS])[prod]),
+        "ChargePeriodStart": pa.array(start_us, pa.timestamp("us", tz="UTC")),
+        "ChargePeriodEnd": pa.array(start_us + np.timedelta64(3_600_000_000, "us"), pa.timestamp("us", tz="UTC")),
+        "ConsumedQuantity": quantity,
+        "ConsumedUnit": text(np.array([p[3] for p in PRODUCTS])[prod]),
+        "EffectiveCost": cost,
+        "ProviderName": text(np.full(lines, "AWS")),
+        "ResourceId": text(np.char.add("i-0bench", res.astype(str))),
+        "ServiceCategory": text(np.array([p[2] for p in PRODUCTS])[prod]),
+        "ServiceName": text(np.array([p[1] for p in PRODUCTS])[prod]),
+        "SkuId": text(np.char.add("SKU", prod.astype(str))),
+        "Tags": text(tags),
+    })
+
+
+def generate(lines: int, out: Path, fmt: str, resources: int) -> None:
+    """Write `lines` bill lines in chunks: Parquet parts in the folder `out`, or one CSV file `out`."""
+    writer = None
+    if fmt == "parquet":
+        out.mkdir(parents=True, exist_ok=True)
+    done, part = 0, 0
+    while done < lines:
+        n = min(CHUNK, lines - done)
+        table = chunk_table(n, resources, seed=part)
+        if fmt == "parquet":
+            pq.write_table(table, out / f"part-{part:05d}.parquet")
+        else:
+            table = table.cast(pa.schema([pa.field(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
+                                          for f in table.schema]))
+            if writer is None:
+                writer = pacsv.CSVWriter(str(out), table.schema)
+            writer.write_table(table)
+        done += n
+        part += 1
+        print(f"  {done:,} lines", file=sys.stderr)
+    if writer is not None:
+        writer.close()
+
+
+def floor(source: str, memory_limit: str = "1GB") -> dict:
+    """The bare DuckDB aggregation of a bill folder/file/glob: seconds, groups and peak RSS of this process."""
+    import duckdb
+
+    path = Path(source)
+    if path.is_dir():
+        pattern = str(path / "*.parquet")
+    else:
+        pattern = source
+    reader = "read_parquet" if pattern.endswith(".parquet") else "read_csv_auto"
+    started = time.perf_counter()
+    con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2})
+    rows = con.execute(f"""
+        SELECT strftime(ChargePeriodStart, '%Y-%m') AS month, ResourceId,
+               json_extract_string(NULLIF(Tags, 'NULL'), '$.task_id') AS task_id,
+               regexp_matches(coalesce(ChargeDescription, '') || ' ' || coalesce(SkuId, ''), '{GPU_PATTERN}') AS gpu,
+               ServiceCategory,
+               sum(BilledCost) AS billed, sum(ConsumedQuantity) AS quantity, count(*) AS lines,
+               min(ChargePeriodStart) AS first, max(ChargePeriodStart) AS last
+        FROM {reader}(?)
+        GROUP BY ALL
+    """, [pattern]).fetchall()
+    seconds = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": round(seconds, 2), "groups": len(rows), "peak_mb": round(peak_mb)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="write a bill of --lines lines")
+    gen.add_argument("--lines", type=int, required=True)
+    gen.add_argument("--out", type=Path, required=True)
+    gen.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    gen.add_argument("--resources", type=int, default=2_000)
+    fl = sub.add_parser("floor", help="time the bare DuckDB aggregation of a bill")
+    fl.add_argument("source")
+    fl.add_argument("--memory-limit", default="1GB")
+    args = parser.parse_args()
+    if args.command == "generate":
+        generate(args.lines, args.out, args.format, args.resources)
+    else:
+        print(json.dumps(floor(args.source, args.memory_limit)))
+
+
+if __name__ == "__main__":
+    main()
