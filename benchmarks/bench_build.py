@@ -6,7 +6,8 @@
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
 - workbook: xlsxwriter alone (constant_memory, through the same fast formula path budgetgen uses) writing
-  exactly the formulas (with their cached values) and the values budgetgen's writer wrote, in a plain grid;
+  exactly the formulas (with their cached values) and the values budgetgen's workbook package wrote, in a
+  plain grid;
 - bill: pandas with the pyarrow engine reading the same CSV (pyarrow reading the same Parquet file).
 """
 
@@ -24,11 +25,13 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import xlsxwriter
+from xlsxwriter.worksheet import Worksheet
 
 from budgetgen.bills import DEFAULT_GPU_LINE_PATTERN, read_bills
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
-from budgetgen.writer import BudgetWriter, FormulaSheet
+from budgetgen.workbook import write_workbook
+from budgetgen.workbook.book import store_formula
 
 KINDS = ("finetune", "pretrain", "inference", "batch")
 MONTHS = ("2026-07", "2026-08", "2026-09")
@@ -106,40 +109,34 @@ def timed_process(args: list[str]) -> tuple[float, float]:
     return float(seconds), int(rss_kb) / 1024
 
 
-class RecordingSheet(FormulaSheet):
-    """Records every formula and value budgetgen writes, so the floor can write exactly the same cells."""
+class RecordingSheet(Worksheet):
+    """Records every formula and value cell as it goes into the file, so the floor can write the same cells."""
 
     formulas: ClassVar[list] = []
     values: ClassVar[list] = []
 
-    def put_formula(self, row, col, formula, cell_format, value):
-        RecordingSheet.formulas.append((formula, value))
-        return super().put_formula(row, col, formula, cell_format, value)
-
-    def _write_formula(self, row, col, formula, cell_format=None, value=0):
-        RecordingSheet.formulas.append((formula.removeprefix("="), value))
-        return super()._write_formula(row, col, formula, cell_format, value)
-
-    def _write_number(self, row, col, number, *args, **kwargs):
-        RecordingSheet.values.append(number)
-        return super()._write_number(row, col, number, *args, **kwargs)
-
-    def _write_string(self, row, col, string, *args, **kwargs):
-        RecordingSheet.values.append(string)
-        return super()._write_string(row, col, string, *args, **kwargs)
+    def _write_cell(self, row, col, cell):
+        kind = type(cell).__name__
+        if kind == "Formula":
+            RecordingSheet.formulas.append((cell.formula, cell.value))
+        elif kind == "Number":
+            RecordingSheet.values.append(cell.number)
+        elif kind == "String":
+            RecordingSheet.values.append(cell.string if isinstance(cell.string, str) else str(cell.string))
+        return super()._write_cell(row, col, cell)
 
 
 def workbook_part(inventory: Path, out: Path) -> tuple[float, list, list]:
-    """budgetgen's writer alone (in process, recording a second time for the floor): seconds, formulas, values."""
+    """budgetgen's workbook alone (in process, recording a second time for the floor): seconds, formulas, values."""
     plan = plan_budget(read_inputs(inventory))
     start = time.perf_counter()
-    BudgetWriter(plan, out).write()
+    write_workbook(plan, out)
     seconds = time.perf_counter() - start
     RecordingSheet.formulas, RecordingSheet.values = [], []
     original = xlsxwriter.Workbook.add_worksheet
     xlsxwriter.Workbook.add_worksheet = lambda wb, name=None, cls=None: original(wb, name, RecordingSheet)
     try:
-        BudgetWriter(plan, out.with_name("recorded.xlsx")).write()
+        write_workbook(plan, out.with_name("recorded.xlsx"))
     finally:
         xlsxwriter.Workbook.add_worksheet = original
     return seconds, RecordingSheet.formulas, RecordingSheet.values
@@ -149,11 +146,11 @@ def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> 
     """xlsxwriter alone writing the same formulas (with their cached values) and the same values in a grid."""
     start = time.perf_counter()
     wb = xlsxwriter.Workbook(str(out), {"constant_memory": True})
-    ws = wb.add_worksheet("Floor", FormulaSheet)
+    ws = wb.add_worksheet("Floor")
     i = 0
     for formula, value in formulas:
         row, col = divmod(i, width)
-        ws.put_formula(row, col, formula, None, value)
+        store_formula(ws, row, col, formula, None, value)
         i += 1
     for value in values:
         row, col = divmod(i, width)

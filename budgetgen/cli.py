@@ -19,7 +19,7 @@ from .reader import read_inputs
 from .results import plan_json
 from .schema import TIERS
 from .template import write_template
-from .writer import why_not_writable, write_workbook
+from .workbook import why_not_writable, write_workbook
 
 
 def _fail(exc: BudgetgenError, lang: str = "en") -> None:

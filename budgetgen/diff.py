@@ -27,7 +27,7 @@ from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMN, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIERS
 from .values import add_months
-from .writer import CHECK_TOLERANCE, Formats
+from .workbook import CHECK_TOLERANCE, Formats
 
 BUILT_SHEETS = ("assumptions", "checks")  # a built budget has both; an input workbook neither
 BUILT_PLACES = {"Settings": "Assumptions"}  # where a built budget keeps what an input keeps on Settings

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .columns import K, evaluate
+from . import rules
+from .columns import evaluate
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
@@ -49,7 +50,7 @@ class MonthTotals:
 
     @property
     def total(self) -> float:
-        return self.gpu + self.extras + self.buffer
+        return rules.MONTH_TOTAL(None, gpu=self.gpu, extras=self.extras, buffer=self.buffer)
 
 
 @dataclass(frozen=True)
@@ -171,23 +172,21 @@ def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
 
 
 def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
+    """§3.7 per GPU type with a purchase price that the plan uses: the Python view of `rules`' buy-versus-rent."""
     s = inputs.settings
-    n = len(s.plan_months)
-    days_per_month = s.hours_per_month / K.HoursPerDay
     out = []
     for gpu in inputs.gpus:
         mine = [t for t in tasks if t.row["gpu"] == gpu.name]
         if not mine or gpu.purchase_price is None:
             continue
-        daily_fixed = gpu.purchase_price / (s.depreciation_years * K.DaysPerYear) + s.upkeep_per_year / K.DaysPerYear
-        energy = (gpu.power_w or 0) / K.WattsPerKw * s.electricity_per_kwh
-        on_demand = gpu.prices.get("on_demand")
-        margin = on_demand - energy if on_demand is not None else 0
-        break_even = daily_fixed / margin if margin > 0 else None
-        hours = sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine) / n
-        cards = sum(t.row["cards_held"] * t.row["active_months"] for t in mine) / n
-        per_day = hours / days_per_month / cards
-        verdict = "buy" if break_even is not None and per_day > break_even else "rent"
+        daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price)
+        energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w or 0)
+        break_even = rules.BREAK_EVEN(s, on_demand=gpu.prices.get("on_demand") or 0, energy=energy,
+                                      daily_fixed=daily_fixed)
+        per_day = rules.PLAN_HOURS_PER_DAY(
+            s, gpu_hour_months=sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine),
+            card_months=sum(t.row["cards_held"] * t.row["active_months"] for t in mine))
+        verdict = rules.VERDICT(s, break_even=break_even, plan_hours=per_day)
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict))
     return out
 
@@ -210,7 +209,7 @@ def plan_budget(inputs: Inputs) -> Plan:
     tier_totals = {t: {} for t in TIERS}
     for i, month in enumerate(months, start=1):
         gpu = math.fsum(t.cost_in(i) for t in tasks)
-        month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]), gpu * s.hidden_cost_buffer)
+        month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]), rules.BUFFER(s, gpu=gpu))
         for tier in TIERS:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)

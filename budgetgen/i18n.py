@@ -78,7 +78,7 @@ TEXT_ZH = {
     # sheet headers and labels
     "gpu (chosen)": "GPU型号 (已选)", "excluded because": "排除原因", "cards given": "指定卡数", "chosen": "已选",
     "meaning": "含义", "unit": "单位", "name": "名称", "constant": "常量", "cap a month": "每月上限",
-    "plan month": "计划月", "#": "序号", "month #": "月序号", "month": "月份", "start #": "开始序号", "end #": "结束序号",
+    "plan month": "计划月", "#": "序号", "month #": "月序号", "task row #": "任务行号", "month": "月份", "start #": "开始序号", "end #": "结束序号",
     "GPU-hours": "GPU小时", "cost": "成本", "cap": "上限", "over cap?": "超上限？",
     "purchase": "购买价", "power (W)": "功耗（W）", "on demand": "按需", "fixed": "固定成本", "energy": "电费",
     "break-even (h/day)": "盈亏平衡（小时/日）", "plan use (h/day/card)": "计划使用（小时/日/卡）", "verdict": "结论",

@@ -15,7 +15,7 @@ from budgetgen.diff import diff_files, format_table, read_version, write_diff_wo
 from budgetgen.engine import plan_budget
 from budgetgen.errors import InputError
 from budgetgen.reader import read_inputs
-from budgetgen.writer import write_workbook
+from budgetgen.workbook import write_workbook
 
 NEW_TASK = {"task_id": "KB04", "task": "FAQ bot", "kind": "inference", "model_params_b": "7B", "method": "int8",
             "requests_per_day": 2000, "tokens_per_request": 300, "serving_hours_per_day": 12}

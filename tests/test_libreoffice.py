@@ -19,7 +19,7 @@ from budgetgen.cli import main
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.template import write_template
-from budgetgen.writer import write_workbook
+from budgetgen.workbook import write_workbook
 
 SKIP_REASON = "LibreOffice (soffice) not installed: apt-get install libreoffice-calc-nogui"
 

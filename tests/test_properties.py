@@ -20,7 +20,7 @@ from budgetgen.model import Inputs
 from budgetgen.reader import read_inputs
 from budgetgen.schema import KINDS, SERVING_METHODS, TIERS, TRAINING_KINDS, TRAINING_METHODS
 from budgetgen.values import add_months
-from budgetgen.writer import write_workbook
+from budgetgen.workbook import write_workbook
 
 CI = os.environ.get("CI") == "true"
 SKIP_REASON = "LibreOffice (soffice) not installed: apt-get install libreoffice-calc-nogui"

@@ -12,7 +12,7 @@ from conftest import SAMPLE, TODAY, formula_cells, make_input, recalc_formulas, 
 from budgetgen.columns import CALCS
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
-from budgetgen.writer import write_workbook
+from budgetgen.workbook import write_workbook
 
 
 def build(tmp_path, source, name="out.xlsx"):
@@ -166,7 +166,7 @@ def test_a_wrong_formula_is_caught(tmp_path):
 
 def test_formulas_use_only_functions_every_spreadsheet_has(sample_book):
     """The writer skips xlsxwriter's future-function rewriting, so no formula may need an _xlfn. prefix."""
-    from budgetgen.writer import SAFE_FUNCTIONS
+    from budgetgen.workbook import SAFE_FUNCTIONS
     _, _, cells, _ = sample_book
     used = set()
     for formula, _ in cells.values():
@@ -179,7 +179,7 @@ def test_a_sheet_past_excels_rows_is_refused_before_writing(tmp_path):
     from types import SimpleNamespace
 
     from budgetgen.errors import OutputError
-    from budgetgen.writer import check_excel_limits
+    from budgetgen.workbook import check_excel_limits
     plan = SimpleNamespace(tasks=[None] * 20_000, months=("2026-07",), inputs=SimpleNamespace(gpus=[None] * 53))
     with pytest.raises(OutputError) as info:
         check_excel_limits(plan)

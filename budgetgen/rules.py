@@ -1,0 +1,86 @@
+"""The workbook's rules beyond the Tasks columns: the Excel formula and the Python function side by side.
+
+Each `Rule` is one idea seen two ways, as `columns.Calc` is for a Tasks column. `excel` is a formula
+(without the leading `=`) over `{placeholders}` the workbook fills with cell references or defined
+names; every other word in it is a workbook-scoped name on Assumptions. `py` takes the settings and
+the same placeholders as keyword arguments. The engine computes with `py`; the workbook writes `excel`
+with the `py` result as the cached value; the recalculation tests prove that the two agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .columns import K
+
+CHECK_TOLERANCE = 1e-9  # relative tolerance of a Checks tie-out: the named cell CheckTolerance
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: an Excel template over named placeholders and the Python function of the same inputs."""
+
+    key: str
+    meaning: str
+    excel: str
+    py: Callable[..., object]
+
+    @property
+    def placeholders(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(_PLACEHOLDER.findall(self.excel)))
+
+    def formula(self, **cells: str) -> str:
+        """The Excel view with each placeholder replaced by a cell reference or a defined name."""
+        missing = set(self.placeholders) - set(cells)
+        if missing:
+            raise KeyError(f"rule {self.key} needs {sorted(missing)}")
+        return _PLACEHOLDER.sub(lambda m: cells[m.group(1)], self.excel)
+
+    def __call__(self, settings, **values):
+        """The Python view."""
+        return self.py(settings, **values)
+
+
+def _days_per_month(s) -> float:
+    return s.hours_per_month / K.HoursPerDay
+
+
+# --------------------------------------------------------------- month totals (Summary)
+BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate times the month's GPU cost",
+              "{gpu}*BufferRate", lambda s, gpu: gpu * s.hidden_cost_buffer)
+MONTH_TOTAL = Rule("month_total", "a month's total: GPU, extras and the hidden-cost buffer",
+                   "{gpu}+{extras}+{buffer}", lambda s, gpu, extras, buffer: gpu + extras + buffer)
+
+# --------------------------------------------------------------- buy versus rent (§3.7)
+DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: depreciation and upkeep",
+                   "{purchase}/(DepreciationYears*DaysPerYear)+UpkeepPerYear/DaysPerYear",
+                   lambda s, purchase: purchase / (s.depreciation_years * K.DaysPerYear)
+                   + s.upkeep_per_year / K.DaysPerYear)
+ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour",
+                       "{power_w}/WattsPerKw*ElectricityPerKwh",
+                       lambda s, power_w: power_w / K.WattsPerKw * s.electricity_per_kwh)
+BREAK_EVEN = Rule("break_even_hours_per_day", "daily use above which owning beats renting on demand (blank: never)",
+                  'IF({on_demand}-{energy}>0,{daily_fixed}/({on_demand}-{energy}),"")',
+                  lambda s, on_demand, energy, daily_fixed: daily_fixed / (on_demand - energy)
+                  if on_demand - energy > 0 else None)
+PLAN_HOURS_PER_DAY = Rule("plan_hours_per_day", "hours a day each held card of this GPU is busy over the plan",
+                          "{gpu_hour_months}/PeriodMonths/DaysPerMonth/({card_months}/PeriodMonths)",
+                          lambda s, gpu_hour_months, card_months: gpu_hour_months / s.period_months
+                          / _days_per_month(s) / (card_months / s.period_months))
+VERDICT = Rule("verdict", "buy when a card would be busier than the break-even",
+               'IF(AND({break_even}<>"",{plan_hours}>{break_even}),"buy","rent")',
+               lambda s, break_even, plan_hours: "buy" if break_even is not None and plan_hours > break_even
+               else "rent")
+
+# --------------------------------------------------------------- Checks
+TIES_OUT = Rule("ties_out", "a computed total equals the expected one within CheckTolerance",
+                "ABS({computed}-{expected})<=CheckTolerance*MAX(1,ABS({expected}))",
+                lambda s, computed, expected: abs(computed - expected) <= CHECK_TOLERANCE * max(1, abs(expected)))
+ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
+                  lambda s, checks: all(checks))
+
+RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
+                           VERDICT, TIES_OUT, ALL_CHECKS)

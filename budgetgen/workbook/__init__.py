@@ -1,0 +1,144 @@
+"""Plan to budget workbook: every derived number a live formula with the engine's value cached.
+
+One module per sheet; `layout` places every block before anything is written, and the sheets read
+each other only through workbook-scoped names. `write_workbook` is the entry point.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import xlsxwriter
+
+from .. import __version__
+from ..engine import Plan
+from ..errors import OutputError
+from ..rules import CHECK_TOLERANCE
+from .about import write_about
+from .assumptions import write_assumptions
+from .book import SAFE_FUNCTIONS, Book
+from .buy_vs_rent import write_buy_vs_rent
+from .candidates import write_candidates
+from .checks import plan_checks, write_checks
+from .extras import write_extras
+from .formats import Formats
+from .gpus import write_gpus
+from .layout import plan_layout
+from .monthly import write_monthly
+from .recon import recon_check, write_recon
+from .summary import write_summary
+from .tasks import write_tasks
+from .tiers import write_tiers
+
+__all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
+           "write_workbook"]
+
+EXCEL_MAX_ROWS = 1_048_576
+SHEETS = ("Summary", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
+          "Checks")
+PRINTED_WIDE = ("Summary", "Tasks", "Monthly", "Tiers", "BuyVsRent")
+
+
+def check_excel_limits(plan: Plan) -> None:
+    """Refuse, before writing, a plan whose sheets would not fit in Excel (bill lines are aggregated already)."""
+    rows = {"Tasks": len(plan.tasks) + 1, "Candidates": len(plan.tasks) * len(plan.inputs.gpus) + 1,
+            "Tiers": 4 * len(plan.months) + 1}
+    for sheet, needed in rows.items():
+        if needed > EXCEL_MAX_ROWS:
+            raise OutputError(f"the {sheet} sheet would need {needed:,} rows, more than Excel's {EXCEL_MAX_ROWS:,}: "
+                              "split the inventory or shorten the GPUs sheet")
+
+
+def _open(plan: Plan, path: Path, tmpdir: Path | None) -> xlsxwriter.Workbook:
+    options = {"strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False,
+               "constant_memory": True}
+    if tmpdir is not None:
+        options["tmpdir"] = str(tmpdir)
+    wb = xlsxwriter.Workbook(str(path), options)
+    s = plan.inputs.settings
+    built = dt.datetime.combine(dt.date.fromisoformat(s.build_date), dt.time(), dt.UTC)
+    wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen",
+                       "created": built, "comments": f"budgetgen {__version__}"})
+    return wb
+
+
+def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, float], lang: str,
+           progress: Callable[[str], None], tmpdir: Path | None) -> None:
+    """Lay the workbook out, then write each sheet from the plan and the layout, and close the file."""
+    check_excel_limits(plan)
+    layout = plan_layout(plan, recon)
+    wb = _open(plan, path, tmpdir)
+    book = Book(wb, Formats(wb, plan.inputs.settings.currency), lang, plan.inputs.settings.currency)
+    ws = {name: wb.add_worksheet(name) for name in SHEETS}
+    for at in layout.recon.values():
+        ws[at.sheet] = wb.add_worksheet(at.sheet)
+    ws["About"] = wb.add_worksheet("About")
+    checks = plan_checks(plan) + [recon_check(at, billed_input[m], recon[m].billed_total)
+                                  for m, at in layout.recon.items()]
+    n = len(plan.tasks)
+    stages = [
+        ("Assumptions", lambda: write_assumptions(book, ws["Assumptions"], plan.inputs.settings, plan.months,
+                                                  layout.assumptions)),
+        ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus)),
+        (f"Tasks ({n:,} rows)", lambda: write_tasks(book, ws["Tasks"], plan, layout.tasks)),
+        (f"Candidates ({layout.candidate_rows:,} rows)",
+         lambda: write_candidates(book, ws["Candidates"], plan, layout.candidates)),
+        ("Monthly", lambda: write_monthly(book, ws["Monthly"], plan, layout.monthly)),
+        ("Extras", lambda: write_extras(book, ws["Extras"], plan, layout.extras)),
+        ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),
+        ("BuyVsRent", lambda: write_buy_vs_rent(book, ws["BuyVsRent"], plan)),
+        ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary)),
+        *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))
+          for m, at in layout.recon.items()),
+        ("Checks", lambda: write_checks(book, ws["Checks"], plan, checks)),
+        ("About", lambda: write_about(book, ws["About"], plan)),
+    ]
+    for label, write in stages:
+        progress(f"writing {label}")
+        write()
+    for name in PRINTED_WIDE:
+        ws[name].set_landscape()
+        ws[name].fit_to_pages(1, 0)
+        ws[name].repeat_rows(0)
+    for sheet in wb.worksheets():
+        # No password: a guard against slips, not a lock. Inputs are unlocked, formulas are not.
+        sheet.protect("", {"autofilter": True, "sort": True, "format_columns": True, "format_rows": True})
+    ws["Summary"].activate()
+    progress("compressing the workbook")
+    wb.close()
+
+
+def why_not_writable(exc: OSError, folder: Path) -> str:
+    """An OSError on an output folder in words a finance user can act on."""
+    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        return f"{blocked} is a file, not a folder; choose another path"
+    return exc.strerror or str(exc)
+
+
+def write_workbook(plan: Plan, out: Path, recon: Mapping | None = None, billed_input: Mapping | None = None,
+                   progress: Callable[[str], None] = lambda message: None, lang: str = "en",
+                   tmpdir: Path | None = None) -> Path:
+    """Write the plan (and its reconciliation months) to `out` atomically: a temporary file in the same
+    folder, then a rename. `tmpdir` is where xlsxwriter keeps its temporary files while writing."""
+    out = Path(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.stem}-", suffix=".xlsx", dir=out.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"cannot write to {out.parent}: {why_not_writable(exc, out.parent)}") from None
+    try:
+        _write(plan, Path(tmp), recon or {}, billed_input or {}, lang, progress, tmpdir)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; the output is an ordinary file
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out

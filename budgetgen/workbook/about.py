@@ -1,0 +1,37 @@
+"""About: what made the workbook, from which input, with which settings, and how to read it."""
+
+from __future__ import annotations
+
+from .. import __version__
+from ..engine import Plan
+from ..i18n import name as input_name
+from ..schema import SETTINGS
+from .book import Book
+
+HOW_TO_READ = (
+    "Summary: the period total, each month (GPU + extras + hidden-cost buffer), by tier, kind and cost center.",
+    ("Blue cells on light yellow are inputs: prices (GPUs), assumptions (Assumptions), the chosen GPU and the "
+     "task inputs (Tasks). Change them and every formula recalculates; the sheets are protected without a "
+     "password so that only input cells take typing."),
+    ("Black cells are formulas, green cells are links to another sheet; every formula carries the value "
+     "budgetgen computed, so the file reads correctly in any viewer."),
+    "Checks must read TRUE in its first row: every total ties out to its parts.",
+    ("Candidates shows every GPU for every task with its cost; Tiers the money per price tier against the caps; "
+     "BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage."),
+)
+
+
+def write_about(book: Book, ws, plan: Plan) -> None:
+    inputs, s, t = plan.inputs, plan.inputs.settings, book.t
+    ws.set_column(0, 0, 26)
+    ws.set_column(1, 1, 100)
+    ws.write_string(0, 0, t("About this workbook"), book.f.title)
+    rows = [("made by", f"budgetgen {__version__}"), ("input file", inputs.source_name),
+            ("input SHA-256", inputs.source_sha256), ("build date", s.build_date),
+            ("plan", f"{plan.months[0]} {t('to')} {plan.months[-1]}, {s.currency}")]
+    rows += [(f"{t('setting')} {input_name(x.key, book.lang)}",
+              "" if getattr(s, x.key) is None else str(getattr(s, x.key))) for x in SETTINGS]
+    rows += [("how to read", t(line)) for line in HOW_TO_READ]
+    for i, (label, text) in enumerate(rows, start=2):
+        ws.write_string(i, 0, t(label), book.f.bold)
+        ws.write_string(i, 1, text)

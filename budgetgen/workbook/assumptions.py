@@ -1,0 +1,72 @@
+"""Assumptions: every setting, constant, tier cap, plan month and next-month action as a named cell."""
+
+from __future__ import annotations
+
+from ..i18n import name as input_name
+from ..i18n import word
+from ..recon import ACTIONS
+from ..rules import CHECK_TOLERANCE
+from ..schema import CONSTANTS, SETTINGS_BY_KEY, TIERS
+from .book import Book
+from .layout import AssumptionsLayout, camel
+
+SHEET = "Assumptions"
+
+
+def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: AssumptionsLayout) -> None:
+    t = book.t
+    book.header(ws, 0, ["setting", "value", "unit", "meaning", "name"], [24, 16, 22, 80, 22])
+    for key, row in at.settings.items():
+        setting = SETTINGS_BY_KEY[key]
+        ws.write_string(row, 0, input_name(key, book.lang))
+        book.value(ws, row, 1, getattr(s, key), "input", "percent" if setting.type == "percent" else "general")
+        ws.write_string(row, 2, t(setting.unit))
+        note = " (structure: change it in the input workbook and rebuild)" if setting.structural else ""
+        ws.write_string(row, 3, t(setting.help) + t(note))
+        ws.write_string(row, 4, setting.name)
+        book.define(setting.name, SHEET, row, 1)
+    row = at.days_row
+    ws.write_string(row, 0, "days_per_month")
+    book.formula(ws, row, 1, "HoursPerMonth/HoursPerDay", s.hours_per_month / 24)
+    ws.write_string(row, 2, t("days"))
+    ws.write_string(row, 3, t("billing days in a month = hours_per_month / 24"))
+    ws.write_string(row, 4, "DaysPerMonth")
+    book.define("DaysPerMonth", SHEET, row, 1)
+
+    book.header(ws, at.constants_header, ["constant", "value", "", "meaning", "name"])
+    constants = CONSTANTS + (("CheckTolerance", CHECK_TOLERANCE, "relative tolerance of Checks"),)
+    for name, value, meaning in constants:
+        row = at.constants[name]
+        ws.write_string(row, 0, name)
+        book.value(ws, row, 1, value, "input", "General")
+        ws.write_string(row, 3, t(meaning))
+        ws.write_string(row, 4, name)
+        book.define(name, SHEET, row, 1)
+
+    book.header(ws, at.tiers_header, ["tier", "cap a month", "unit", "meaning", "name"])
+    for i, tier in enumerate(TIERS):
+        row = at.tiers_first + i
+        ws.write_string(row, 0, tier, book.f.get("input", "text"))
+        book.value(ws, row, 1, getattr(s, f"tier_cap_{tier}"), "input", "money")
+        ws.write_string(row, 2, t("currency/month"))
+        ws.write_string(row, 3, t("optional budget cap for the {tier} tier (blank: none)").format(
+            tier=word(tier, book.lang)))
+        ws.write_string(row, 4, f"TierCap{camel(tier)}")
+        book.define(f"TierCap{camel(tier)}", SHEET, row, 1)
+    last_tier = at.tiers_first + len(TIERS) - 1
+    book.define_range("TierList", SHEET, at.tiers_first, last_tier, 0)
+    book.define_range("TierCaps", SHEET, at.tiers_first, last_tier, 1)
+
+    book.header(ws, at.months_header, ["plan month", "#", "", "", ""])
+    for i, month in enumerate(months):
+        ws.write_string(at.months_first + i, 0, month, book.f.get("input", "text"))
+        ws.write_number(at.months_first + i, 1, i + 1)
+    book.define_range("PlanMonths", SHEET, at.months_first, at.months_first + len(months) - 1, 0)
+
+    book.header(ws, at.actions_header, ["flag", "action next month", "", "", "name"])
+    for row, (flag, action) in enumerate(ACTIONS.items(), start=at.actions_first):
+        ws.write_string(row, 0, flag)
+        ws.write_string(row, 1, t(action), book.f.get("input", "text"))
+        ws.write_string(row, 4, f"Action{camel(flag)}")
+        book.define(f"Action{camel(flag)}", SHEET, row, 1)
+    ws.freeze_panes(1, 0)

@@ -1,0 +1,35 @@
+"""Candidates: every catalog GPU per task, the GPU-dependent formula columns; the rest read from Tasks by name."""
+
+from __future__ import annotations
+
+from xlsxwriter.utility import xl_col_to_name
+
+from ..columns import CALCS, CANDIDATE_FROM_TASKS
+from ..engine import Plan
+from .book import Book, store_formula
+from .formats import cached
+from .layout import Table
+from .tasks import column_headers, compile_formula
+
+_VALUE_ROLES = {"gpu": "input", "cards": "input"}
+
+
+def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
+    column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
+                                     "task_row": "task row #"})
+    task_row = xl_col_to_name(table.columns["task_row"])
+    compiled = [(c.key, table.columns[c.key], compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
+                for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
+    r = table.first
+    for i, tp in enumerate(plan.tasks, start=1):
+        for c in tp.candidates:
+            lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "chosen": book.t("chosen") if c.chosen else "",
+                    "excluded": c.excluded, "cards": c.row["cards"], "task_row": i}
+            for key, value in lead.items():
+                book.value(ws, r, table.columns[key], value, _VALUE_ROLES.get(key, "calc"), "general")
+            for key, col, formula, fmt in compiled:
+                store_formula(ws, r, col, formula(r=r + 1), fmt, cached(c.row[key]))
+            r += 1
+    ws.set_column(table.columns["excluded"], table.columns["excluded"], 40)
+    ws.freeze_panes(1, 2)
+    ws.autofilter(0, 0, r - 1, len(table.columns) - 1)

@@ -1,0 +1,85 @@
+"""Checks: every total tied out to its parts through the names of the sheets it reads, with one master check."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .. import rules
+from ..engine import Plan
+from ..schema import KINDS, TIERS
+from .book import Book
+from .layout import (
+    BUFFER_TOTAL,
+    COST_CENTER_COSTS,
+    EXTRAS_COST_MATRIX,
+    EXTRAS_TOTAL,
+    GPU_COST_MATRIX,
+    GPU_TOTAL,
+    KIND_COSTS,
+    PERIOD_TOTAL,
+    TIER_PERIOD_COSTS,
+    TIERS_COST,
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One tie-out: a computed total against the expected one, each as a formula and as the engine's number."""
+
+    label: str
+    computed: str
+    expected: str
+    computed_value: float
+    expected_value: float
+
+
+def plan_checks(plan: Plan) -> list[Check]:
+    """The tie-outs of the budget sheets."""
+    s = plan.inputs.settings
+    totals = plan.month_totals.values()
+    gpu = math.fsum(t.gpu for t in totals)
+    extras = math.fsum(t.extras for t in totals)
+    buffer = math.fsum(t.buffer for t in totals)
+    by_tier = math.fsum(v for tier in TIERS for v in plan.tier_totals[tier].values())
+
+    def group_sum(key: str, groups) -> float:
+        return math.fsum(tp.row["period_cost"] for tp in plan.tasks if tp.task.values[key] in groups)
+    centers = {tp.task.values["cost_center"] for tp in plan.tasks}
+    matrix = math.fsum(tp.cost_in(j) for tp in plan.tasks for j in range(1, len(plan.months) + 1))
+    return [
+        Check("task x month matrix = Summary GPU total", f"SUM({GPU_COST_MATRIX})", GPU_TOTAL, matrix, gpu),
+        Check("tasks' period cost = Summary GPU total", "SUM(TaskPeriodCost)", GPU_TOTAL,
+              math.fsum(tp.row["period_cost"] for tp in plan.tasks), gpu),
+        Check("by tier = Summary GPU total", f"SUM({TIER_PERIOD_COSTS})", GPU_TOTAL, by_tier, gpu),
+        Check("Tiers sheet cost = Summary GPU total", f"SUM({TIERS_COST})", GPU_TOTAL, by_tier, gpu),
+        Check("by kind = Summary GPU total", f"SUM({KIND_COSTS})", GPU_TOTAL, group_sum("kind", KINDS), gpu),
+        Check("by cost center = Summary GPU total", f"SUM({COST_CENTER_COSTS})", GPU_TOTAL,
+              group_sum("cost_center", centers), gpu),
+        Check("extras matrix = Summary extras total", f"SUM({EXTRAS_COST_MATRIX})", EXTRAS_TOTAL,
+              math.fsum(v for values in plan.extras_by_month.values() for v in values), extras),
+        Check("GPU + extras + buffer = period total",
+              rules.MONTH_TOTAL.formula(gpu=GPU_TOTAL, extras=EXTRAS_TOTAL, buffer=BUFFER_TOTAL), PERIOD_TOTAL,
+              rules.MONTH_TOTAL(s, gpu=gpu, extras=extras, buffer=buffer), plan.period_total),
+        Check("buffer = rate x GPU total", rules.BUFFER.formula(gpu=GPU_TOTAL), BUFFER_TOTAL,
+              rules.BUFFER(s, gpu=gpu), buffer),
+    ]
+
+
+def write_checks(book: Book, ws, plan: Plan, checks: list[Check]) -> None:
+    s = plan.inputs.settings
+    book.header(ws, 0, ["check", "computed", "expected", "ties out?"], [44, 16, 16, 10])
+    ws.write_string(1, 0, book.t("ALL CHECKS"), book.f.bold)
+    last = len(checks) + 2
+    ties = [rules.TIES_OUT(s, computed=c.computed_value, expected=c.expected_value) for c in checks]
+    book.formula(ws, 1, 3, rules.ALL_CHECKS.formula(checks=f"D3:D{last}"), rules.ALL_CHECKS(s, checks=ties),
+                 "general", "total")
+    for i, (check, ok) in enumerate(zip(checks, ties, strict=True), start=2):
+        n = i + 1
+        ws.write_string(i, 0, book.t(check.label))
+        book.formula(ws, i, 1, check.computed, check.computed_value, "money")
+        book.formula(ws, i, 2, check.expected, check.expected_value, "money", "link")
+        book.formula(ws, i, 3, rules.TIES_OUT.formula(computed=f"B{n}", expected=f"C{n}"), ok, "general")
+    ws.conditional_format(1, 3, last - 1, 3, {"type": "cell", "criteria": "==", "value": "FALSE",
+                                              "format": book.f.warn})
+    ws.freeze_panes(2, 0)

@@ -1,0 +1,30 @@
+"""Extras: the non-GPU lines x month matrix, each month column a name (ExtrasCost_2026_07)."""
+
+from __future__ import annotations
+
+from ..engine import Plan
+from .book import Book
+from .layout import EXTRAS_COST_MATRIX, MonthMatrix, extras_cost
+from .monthly import month_number, name_month_columns, write_matrix_header
+
+SHEET = "Extras"
+_WIDTHS = [28, 12, 14, 12, 12, 8, 8]
+
+
+def write_extras(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
+    write_matrix_header(book, ws, matrix, _WIDTHS)
+    months = list(matrix.months)
+    for i, e in enumerate(plan.inputs.extras):
+        r = matrix.first + i
+        n = r + 1
+        for col, (value, fmt) in enumerate(((e.item, "text"), (e.category, "text"), (e.monthly_cost, "money"),
+                                            (e.start_month, "text"), (e.end_month, "text"))):
+            book.value(ws, r, col, value, "input", fmt)
+        book.formula(ws, r, 5, f"MATCH(D{n},PlanMonths,0)", months.index(e.start_month) + 1, "int")
+        book.formula(ws, r, 6, f"MATCH(E{n},PlanMonths,0)", months.index(e.end_month) + 1, "int")
+        for j, month in enumerate(months):
+            k = month_number(matrix, j)
+            book.formula(ws, r, matrix.first_month_col + j, f"IF(AND({k}>=$F{n},{k}<=$G{n}),$C{n},0)",
+                         plan.extras_by_month[month][i], "money")
+    name_month_columns(book, SHEET, matrix, extras_cost, EXTRAS_COST_MATRIX)
+    ws.freeze_panes(2, 1)

@@ -1,0 +1,31 @@
+"""GPUs: the catalog as inputs, each column a workbook-scoped name (GpuName, GpuOnDemand, ...)."""
+
+from __future__ import annotations
+
+from ..i18n import name as input_name
+from ..schema import GPU_COLUMNS
+from .book import Book
+from .layout import GPU_NAMES
+
+SHEET = "GPUs"
+_FORMATS = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_card": "money",
+            "idle_per_hour": "price", "spot_per_hour": "price", "purchase_price": "money"}
+
+
+def write_gpus(book: Book, ws, gpus) -> None:
+    cols = [c.name for c in GPU_COLUMNS]
+    book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS],
+                [14, 12, 10, 12, 10, 12, 9, 14, 14, 12, 12, 14, 9, 60, 10])
+    for i, g in enumerate(gpus, start=1):
+        values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
+                  "tflops": g.tflops, "interconnect": g.interconnect, "scaling": g.scaling,
+                  "on_demand_per_hour": g.prices["on_demand"], "monthly_per_card": g.prices["monthly"],
+                  "idle_per_hour": g.prices["idle"], "spot_per_hour": g.prices["spot"],
+                  "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
+        for col, key in enumerate(cols):
+            book.value(ws, i, col, values[key], "input", _FORMATS.get(key, "general"))
+    for col, key in enumerate(cols):
+        if key in GPU_NAMES:
+            book.define_range(GPU_NAMES[key], SHEET, 1, len(gpus), col)
+    ws.freeze_panes(1, 1)
+    ws.autofilter(0, 0, len(gpus), len(cols) - 1)

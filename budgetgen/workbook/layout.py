@@ -1,0 +1,215 @@
+"""Where everything goes, computed before any cell is written: each sheet's blocks, rows and columns,
+and the workbook-scoped names through which one sheet reads another."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from ..columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
+from ..engine import Plan
+from ..schema import CONSTANTS, KINDS, SETTINGS, TASK_COLUMNS, TIERS
+
+
+def camel(key: str) -> str:
+    return "".join(part.capitalize() for part in key.split("_"))
+
+
+# ------------------------------------------------------------------ defined names
+GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
+             "tflops": "GpuTflops", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
+             "on_demand_per_hour": TIER_PRICE_NAMES["on_demand"], "monthly_per_card": TIER_PRICE_NAMES["monthly"],
+             "idle_per_hour": TIER_PRICE_NAMES["idle"], "spot_per_hour": TIER_PRICE_NAMES["spot"],
+             "purchase_price": "GpuPurchase", "power_w": "GpuPowerW"}
+# Tasks columns with a short name of their own; every other Tasks column is named Task + its key in CamelCase.
+_TASK_NAMES = {"task_id": "TaskId", "kind": "TaskKind", "tier": "TaskTier", "gpu": "TaskGpu",
+               "cost_center": "TaskCostCenter", "start_index": "TaskStart", "end_index": "TaskEnd",
+               "cards_held": "TaskCardsHeld", "cards_billed": "TaskCardsBilled",
+               "gpu_hours_per_month": "TaskGpuHours", "monthly_cost": "TaskMonthlyCost",
+               "period_cost": "TaskPeriodCost", "active_months": "TaskActiveMonths"}
+# Summary cells and blocks other sheets read.
+GPU_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL = "GpuTotal", "ExtrasTotal", "BufferTotal", "PeriodTotal"
+TIER_PERIOD_COSTS, KIND_COSTS, COST_CENTER_COSTS = "TierPeriodCosts", "KindCosts", "CostCenterCosts"
+# Monthly, Extras and Tiers blocks.
+GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix", "ExtrasCostMatrix", "MonthlyTier", \
+    "TiersCost"
+
+
+def task_name(key: str) -> str:
+    """The name of a Tasks column (its data rows)."""
+    return _TASK_NAMES.get(key) or f"Task{camel(key)}"
+
+
+def month_name(prefix: str, month: str) -> str:
+    """A per-month name: GpuCost_2026_07 is the Monthly column of July 2026."""
+    return f"{prefix}_{month.replace('-', '_')}"
+
+
+def gpu_cost(month: str) -> str:
+    return month_name("GpuCost", month)
+
+
+def extras_cost(month: str) -> str:
+    return month_name("ExtrasCost", month)
+
+
+def month_buffer(month: str) -> str:
+    return month_name("Buffer", month)
+
+
+def recon_billed_total(month: str) -> str:
+    return month_name("ReconBilledTotal", month)
+
+
+def recon_billed_input(month: str) -> str:
+    return month_name("ReconBilledInput", month)
+
+
+# ------------------------------------------------------------------ sheet layouts
+@dataclass(frozen=True)
+class Table:
+    """A table of one row per task (or per task and GPU): column of each key, first and last data rows."""
+
+    columns: Mapping[str, int]
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class AssumptionsLayout:
+    settings: Mapping[str, int]   # setting key -> row (tier caps have their own block)
+    days_row: int
+    constants_header: int
+    constants: Mapping[str, int]  # constant name -> row
+    tiers_header: int
+    tiers_first: int
+    months_header: int
+    months_first: int
+    actions_header: int
+    actions_first: int
+
+
+@dataclass(frozen=True)
+class MonthMatrix:
+    """Monthly or Extras: lead columns, then one column per plan month (row 0 headers, row 1 month numbers)."""
+
+    lead: tuple[str, ...]
+    months: tuple[str, ...]
+    first: int   # first data row
+    last: int    # last data row (the first one when there is no data)
+
+    @property
+    def first_month_col(self) -> int:
+        return len(self.lead)
+
+    @property
+    def last_col(self) -> int:
+        return len(self.lead) + len(self.months) - 1
+
+
+@dataclass(frozen=True)
+class SummaryLayout:
+    months: tuple[str, ...]
+    total_row: int          # the month table's total row; the month rows are just above
+    tier_header: int
+    kind_header: int
+    kinds: tuple[str, ...]
+    center_header: int
+    centers: tuple[str, ...]
+    warnings_row: int
+
+    period_row = 2
+    month_header = 4
+    first_month_row = 5
+    columns = ("month", "GPU", "extras", "hidden-cost buffer", "total")
+
+
+@dataclass(frozen=True)
+class ReconLayout:
+    """One `Recon YYYY-MM` tab: the task block, the resource block, the non-GPU lines and the totals."""
+
+    month: str
+    task_header: int
+    task_first: int
+    task_last: int
+    resource_header: int
+    resource_first: int
+    resource_last: int
+    non_gpu_header: int
+    non_gpu_first: int
+    non_gpu_last: int   # the row after the last non-GPU line; the totals start here
+
+    @property
+    def sheet(self) -> str:
+        return f"Recon {self.month}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    assumptions: AssumptionsLayout
+    tasks: Table
+    candidates: Table
+    candidate_rows: int
+    monthly: MonthMatrix
+    extras: MonthMatrix
+    tier_rows: int
+    summary: SummaryLayout
+    recon: Mapping[str, ReconLayout]
+
+
+MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost")
+EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "start #", "end #")
+CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
+
+
+def _assumptions(months: int) -> AssumptionsLayout:
+    keys = [s.key for s in SETTINGS if not s.key.startswith("tier_cap_")]
+    settings = {k: 1 + i for i, k in enumerate(keys)}
+    days_row = 1 + len(keys)
+    constants_header = days_row + 2
+    names = [name for name, _, _ in CONSTANTS] + ["CheckTolerance"]
+    constants = {name: constants_header + 1 + i for i, name in enumerate(names)}
+    tiers_header = constants_header + len(names) + 2
+    months_header = tiers_header + len(TIERS) + 2
+    actions_header = months_header + months + 2
+    return AssumptionsLayout(MappingProxyType(settings), days_row, constants_header, MappingProxyType(constants),
+                             tiers_header, tiers_header + 1, months_header, months_header + 1, actions_header,
+                             actions_header + 1)
+
+
+def _summary(plan: Plan) -> SummaryLayout:
+    n = len(plan.months)
+    total_row = SummaryLayout.first_month_row + n
+    tier_header = total_row + 2
+    kind_header = tier_header + len(TIERS) + 2
+    centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
+    center_header = kind_header + len(KINDS) + 2
+    return SummaryLayout(plan.months, total_row, tier_header, kind_header, KINDS, center_header, centers,
+                         center_header + len(centers) + 2)
+
+
+def _recon(month: str, mr) -> ReconLayout:
+    task_header = 2
+    task_last = task_header + max(1, len(mr.tasks))
+    resource_header = task_last + 3
+    resource_last = resource_header + max(1, len(mr.resources))
+    non_gpu_header = resource_last + 3
+    return ReconLayout(month, task_header, task_header + 1, task_last, resource_header, resource_header + 1,
+                       resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)))
+
+
+def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
+    """Every sheet's blocks and cells for `plan` (and its reconciliation months), before anything is written."""
+    n = len(plan.tasks)
+    keys = [c.name for c in TASK_COLUMNS] + [c.key for c in CALCS]
+    tasks = Table(MappingProxyType({k: i for i, k in enumerate(keys)}), 1, max(1, n))
+    candidate_keys = list(CANDIDATE_LEAD) + [c.key for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
+    candidate_rows = sum(len(tp.candidates) for tp in plan.tasks)
+    candidates = Table(MappingProxyType({k: i for i, k in enumerate(candidate_keys)}), 1, max(1, candidate_rows))
+    monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
+    extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
+    return Layout(_assumptions(len(plan.months)), tasks, candidates, candidate_rows, monthly, extras,
+                  len(TIERS) * len(plan.months), _summary(plan),
+                  MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
+

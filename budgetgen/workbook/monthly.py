@@ -1,0 +1,60 @@
+"""Monthly: the task x month matrix of GPU cost, each month column a name (GpuCost_2026_07)."""
+
+from __future__ import annotations
+
+from xlsxwriter.utility import xl_rowcol_to_cell
+
+from ..engine import Plan
+from .book import Book
+from .layout import GPU_COST_MATRIX, MONTHLY_TIER, MonthMatrix, gpu_cost, task_name
+
+SHEET = "Monthly"
+LEAD_HEADERS = {"task_row": "task row #"}
+_WIDTHS = [8, 10, 28, 10, 10, 12, 14, 14]
+
+
+def write_matrix_header(book: Book, ws, matrix: MonthMatrix, widths: list[float]) -> None:
+    """Row 0: the lead headers and every month; row 1: the month numbers (in that order: rows are streamed)."""
+    book.header(ws, 0, [LEAD_HEADERS.get(k, k) for k in matrix.lead], widths)
+    book.header(ws, 0, list(matrix.months), [13] * len(matrix.months), matrix.first_month_col)
+    ws.write_string(1, 0, book.t("month #"), book.f.note)
+    for j in range(len(matrix.months)):
+        ws.write_number(1, matrix.first_month_col + j, j + 1, book.f.get("input", "int"))
+
+
+def month_number(matrix: MonthMatrix, j: int) -> str:
+    """The cell holding the number of the matrix's j-th month (0-based), row-absolute."""
+    return xl_rowcol_to_cell(1, matrix.first_month_col + j, row_abs=True)
+
+
+def name_month_columns(book: Book, sheet: str, matrix: MonthMatrix, name, whole: str) -> None:
+    for j, month in enumerate(matrix.months):
+        book.define_range(name(month), sheet, matrix.first, matrix.last, matrix.first_month_col + j)
+    book.define_range(whole, sheet, matrix.first, matrix.last, matrix.first_month_col, matrix.last_col)
+
+
+def write_monthly(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
+    write_matrix_header(book, ws, matrix, _WIDTHS)
+    cost_col = matrix.lead.index("monthly_cost")
+    position_col = matrix.lead.index("task_row")
+    for i, tp in enumerate(plan.tasks):
+        r = matrix.first + i
+        position = xl_rowcol_to_cell(r, position_col, col_abs=True)   # the task's row number on Tasks
+        ws.write_number(r, position_col, i + 1)
+        values = {**tp.task.values, **tp.row}
+        for col, key in enumerate(matrix.lead):
+            if col == position_col:
+                continue
+            link = f"INDEX({task_name(key)},{position})"
+            book.formula(ws, r, col, f'IF({link}="","",{link})', values.get(key),
+                         "money" if key == "monthly_cost" else "text", "link")
+        start, end = f"INDEX({task_name('start_index')},{position})", f"INDEX({task_name('end_index')},{position})"
+        cost = xl_rowcol_to_cell(r, cost_col, col_abs=True)
+        for j in range(len(matrix.months)):
+            k = month_number(matrix, j)
+            book.formula(ws, r, matrix.first_month_col + j, f"IF(AND({k}>={start},{k}<={end}),{cost},0)",
+                         tp.cost_in(j + 1), "money")
+    name_month_columns(book, SHEET, matrix, gpu_cost, GPU_COST_MATRIX)
+    book.define_range(MONTHLY_TIER, SHEET, matrix.first, matrix.last, matrix.lead.index("tier"))
+    ws.freeze_panes(2, 3)
+    ws.autofilter(0, 0, matrix.last, matrix.last_col)

@@ -1,0 +1,79 @@
+"""Tasks: one row per task, its inputs as values and one formula per calculated column (columns.CALCS).
+
+Every Tasks column is a workbook-scoped name (`task_name`), the way every other sheet reads it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from xlsxwriter.utility import xl_col_to_name
+
+from ..columns import CALCS
+from ..engine import Plan
+from ..i18n import name as input_name
+from ..schema import TASK_COLUMNS
+from .book import Book, store_formula
+from .formats import cached
+from .layout import GPU_NAMES, Table, task_name
+
+SHEET = "Tasks"
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\.([a-z_]+))?\}")
+INPUT_FORMATS = {c.name: ("percent" if c.type == "percent" else "text" if c.type in ("text", "choice", "month")
+                          else "general") for c in TASK_COLUMNS}
+
+
+def compile_formula(template: str, table: Table, task_row: str | None = None) -> Callable[..., str]:
+    """A column's formula (without `=`) as a function of the 1-based row `r`.
+
+    `{col}` is the same row's cell, `{gpu.x}` a lookup on the GPUs sheet. With `task_row` (the column
+    holding the task's position on Tasks), a column the table lacks is read from Tasks by its name.
+    """
+    def cell(name: str) -> str:
+        if name in table.columns:
+            return f"${xl_col_to_name(table.columns[name])}{{r}}"
+        return f"INDEX({task_name(name)},${task_row}{{r}})"
+
+    def sub(match: re.Match) -> str:
+        name, field = match.groups()
+        if name == "gpu" and field:
+            return f"INDEX({GPU_NAMES[field]},MATCH({cell('gpu')},GpuName,0))"
+        return cell(name)
+    return _PLACEHOLDER.sub(sub, template.removeprefix("=")).format
+
+
+def column_headers(book: Book, ws, table: Table, labels: dict[str, str]) -> None:
+    units = {c.name: c.unit for c in TASK_COLUMNS}
+    units.update({c.key: c.unit for c in CALCS})
+    titles = {c.key: c.header for c in CALCS}
+    for key, col in table.columns.items():
+        title = labels.get(key) or titles.get(key) or input_name(key, book.lang)
+        ws.write_string(0, col, book.titled(title, units.get(key, "")), book.f.header)
+        ws.set_column(col, col, 14 if key not in ("task", "tier_advice") else 28)
+    ws.set_row(0, 45)
+
+
+def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
+    column_headers(book, ws, table, {"gpu": "gpu (chosen)"})
+    extra_col = len(table.columns)
+    headers = plan.inputs.extra_headers
+    for j, header in enumerate(headers):
+        ws.write_string(0, extra_col + j, header, book.f.header)
+    compiled = [(calc.key, table.columns[calc.key], compile_formula(calc.excel, table),
+                 book.f.get("calc", calc.fmt)) for calc in CALCS]
+    for i, tp in enumerate(plan.tasks):
+        r = table.first + i
+        row = {**tp.task.values, **tp.row}
+        for column in TASK_COLUMNS:
+            book.value(ws, r, table.columns[column.name], row.get(column.name), "input", INPUT_FORMATS[column.name])
+        for key, col, formula, fmt in compiled:
+            store_formula(ws, r, col, formula(r=r + 1), fmt, cached(row[key]))
+        for j, header in enumerate(headers):
+            value = tp.task.extra.get(header)
+            book.value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
+                       "input", "general")
+    for key, col in table.columns.items():
+        book.define_range(task_name(key), SHEET, table.first, table.last, col)
+    ws.freeze_panes(1, 1)
+    ws.autofilter(0, 0, table.last, extra_col + len(headers) - 1)

@@ -1,0 +1,74 @@
+"""Each rule's Excel view and Python view give the number worked out by hand (the Excel view through `formulas`)."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+from conftest import _patched_formulas, _plain
+
+from budgetgen import rules
+from budgetgen.schema import CONSTANT_VALUES, SETTINGS
+from budgetgen.workbook import SAFE_FUNCTIONS
+
+SETTINGS_USED = SimpleNamespace(hidden_cost_buffer=0.25, depreciation_years=5, upkeep_per_year=730,
+                                electricity_per_kwh=0.5, hours_per_month=720, period_months=3)
+NAMED = {**{s.name: getattr(SETTINGS_USED, s.key) for s in SETTINGS if hasattr(SETTINGS_USED, s.key)},
+         **CONSTANT_VALUES, "CheckTolerance": rules.CHECK_TOLERANCE, "DaysPerMonth": 720 / 24}
+
+CASES = [
+    (rules.BUFFER, {"gpu": 1000}, 250),
+    (rules.MONTH_TOTAL, {"gpu": 100, "extras": 20, "buffer": 25}, 145),
+    (rules.DAILY_FIXED, {"purchase": 36500}, 22),                   # 36,500 / (5 × 365) + 730 / 365
+    (rules.ENERGY_PER_HOUR, {"power_w": 400}, 0.2),                  # 0.4 kW × 0.5 a kWh
+    (rules.BREAK_EVEN, {"on_demand": 2.2, "energy": 0.2, "daily_fixed": 22}, 11),
+    (rules.BREAK_EVEN, {"on_demand": 0.1, "energy": 0.2, "daily_fixed": 22}, None),
+    (rules.PLAN_HOURS_PER_DAY, {"gpu_hour_months": 2160, "card_months": 3}, 24),   # 720 h a month on one card
+    (rules.VERDICT, {"break_even": 11, "plan_hours": 24}, "buy"),
+    (rules.VERDICT, {"break_even": 11, "plan_hours": 5}, "rent"),
+    (rules.VERDICT, {"break_even": None, "plan_hours": 24}, "rent"),
+    (rules.TIES_OUT, {"computed": 100 + 1e-8, "expected": 100}, True),
+    (rules.TIES_OUT, {"computed": 100.001, "expected": 100}, False),
+    (rules.TIES_OUT, {"computed": 1e-10, "expected": 0}, True),
+]
+
+
+def excel_view(rule: rules.Rule, values: dict):
+    """The rule's formula with the values in place of its placeholders, evaluated by `formulas`."""
+    literal = {k: '""' if v is None else repr(v) for k, v in values.items()}
+    func = _patched_formulas().Parser().ast("=" + rule.formula(**literal))[1].compile()
+    upper = {name.upper(): value for name, value in NAMED.items()}
+    return _plain(func(*(upper[name] for name in func.inputs)))
+
+
+@pytest.mark.parametrize(("rule", "values", "expected"), CASES, ids=lambda x: getattr(x, "key", None))
+def test_both_views_give_the_hand_worked_value(rule, values, expected):
+    py = rule(SETTINGS_USED, **values)
+    excel = excel_view(rule, values)
+    if expected is None:
+        assert py is None and excel == ""
+    elif isinstance(expected, (bool, str)):
+        assert py == expected and excel == expected
+    else:
+        assert py == pytest.approx(expected, rel=1e-12) and excel == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_master_check_fails_when_one_tie_out_fails():
+    assert rules.ALL_CHECKS(None, checks=[True, True]) is True
+    assert rules.ALL_CHECKS(None, checks=[True, False]) is False
+    assert excel_view(rules.ALL_CHECKS, {"checks": True}) is True
+
+
+def test_a_rule_refuses_a_missing_placeholder():
+    with pytest.raises(KeyError) as info:
+        rules.BUFFER.formula(extras="C6")
+    assert "gpu" in str(info.value)
+
+
+def test_every_rule_names_only_placeholders_or_assumptions():
+    """Outside placeholders and strings, each word of a rule's formula is a function or a named cell."""
+    for rule in rules.RULES:
+        text = re.sub(r'"[^"]*"|\{[a-z_]+\}', "", rule.excel)
+        words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text))
+        assert words <= SAFE_FUNCTIONS | set(NAMED), (rule.key, words - SAFE_FUNCTIONS - set(NAMED))
