@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 import xlsxwriter
 
-from budgetgen.bills import DEFAULT_GPU_LINE_PATTERN, read_bills
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
+from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, read_bills
 from budgetgen.writer import BudgetWriter, FormulaSheet
 
 KINDS = ("finetune", "pretrain", "inference", "batch")

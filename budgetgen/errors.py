@@ -53,7 +53,7 @@ class Problem:
     """One thing wrong with the input, at one place.
 
     `message` is English text; the reader's and engine's are `i18n.Message`s, which `render` shows in another
-    language (the others, e.g. from safefile, bills and usage, stay English). `str()` is always English.
+    language (the others, e.g. from safefile, stay English). `str()` is always English.
     """
 
     code: Code
