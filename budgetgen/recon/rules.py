@@ -145,8 +145,14 @@ def _flags(v: Values, s: Limits) -> str:
     return " ".join(resource_flags(v, s))
 
 
+def _raised(v: Values) -> list[FlagRule]:
+    """The flag rules whose key is a word of the `{flags}` cell, in FLAG_RULES' order."""
+    words = set(str(v["flags"] or "").split())
+    return [r for r in FLAG_RULES if r.key in words]
+
+
 def _actions(v: Values, s: Limits) -> str:
-    return " ".join(f"{s.action(flag)}." for flag in str(v["flags"]).split())
+    return " ".join(f"{s.action(r.key)}." for r in _raised(v))
 
 
 def _saving(v: Values, s: Limits) -> float:
@@ -155,8 +161,7 @@ def _saving(v: Values, s: Limits) -> float:
     over_plan saves nothing here: its action is to look at the plan, and its share of the task's overrun is
     not a saving (acting on it is a re-forecast), so the workbook's column and the engine both show 0.
     """
-    saves = any(FLAGS_BY_KEY[flag].saves_bill for flag in str(v["flags"]).split())
-    return v["billed"] if saves else 0.0
+    return v["billed"] if any(r.saves_bill for r in _raised(v)) else 0.0
 
 
 def _status(v: Values, s: Limits) -> str:
