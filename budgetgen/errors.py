@@ -38,7 +38,7 @@ class Code(str, Enum):
 
 def _cell_key(cell: str) -> tuple[int, int]:
     """Sort key for an A1 reference: row first, then column (so a row's problems read left to right)."""
-    m = re.fullmatch(r"([A-Z]*)(\d*)", cell or "")
+    m = re.fullmatch(r"(?:row )?([A-Z]*)(\d*)", cell or "")  # a sheet's B7 or a file's "row 7"
     if not m:
         return (0, 0)
     letters, digits = m.groups()

@@ -357,11 +357,8 @@ PROBLEMS = {
          "({gpu}, {vram:g} GB): use lora/qlora or int8/int4, or raise max_cards"),
         ("model_params_b：需要 {need:,.1f} GB 显存，超过 {max_cards} 张最大显卡（{gpu}，{vram:g} GB）的总和："
          "请使用 lora/qlora 或 int8/int4，或提高 max_cards")),
-}
-
-# Problems of bill and usage files (recon/): templates like the input problems'; a value's problem is prefixed by
-# its column with "cell_value", and numbers reuse the reader's not_a_number, not_finite, too_large and too_small.
-RECON_PROBLEMS = {
+    # bill and usage files (recon/): a value's problem is prefixed by its column with "cell_value"; numbers
+    # also use not_a_number, not_finite, too_large and too_small above
     "file_missing_column": (
         'has no "{column}" column: add it (headers match ignoring case, spaces and underscores)',
         '缺少 "{column}" 列：请添加（表头匹配时不区分大小写、空格和下划线）'),
@@ -395,9 +392,9 @@ RECON_PROBLEMS = {
          "simplify it (nested repeats such as (a|aa)+ backtrack without end)"),
         'gpu_line_pattern："{pattern}" 在一行上耗时超过 {seconds:g} 秒（{file} {place}）：请简化（(a|aa)+ 这类嵌套重复会无休止地回溯）'),
 }
+
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
-assert not set(RECON_PROBLEMS) & (set(PROBLEMS) | set(MESSAGES)), "a recon problem reuses a template key"
-TEMPLATES = {**MESSAGES, **PROBLEMS, **RECON_PROBLEMS}
+TEMPLATES = {**MESSAGES, **PROBLEMS}
 _LIST_SEP = {"en": ", ", "zh": "、"}
 
 

@@ -165,13 +165,14 @@ class Table:
         rows = mask[mask.fillna(False).astype(bool)].index
         values = self.frame.loc[rows[:MAX_ROW_PROBLEMS], header]
         problems = [
-            self.problem(code, self.cell(header, row), Message("cell_value", column=header, problem=describe(_shown(v))))
+            self.problem(code, self.cell(header, row),
+                         Message("cell_value", column=header.strip(), problem=describe(_shown(v))))
             for row, v in values.items()
         ]
         if len(rows) > MAX_ROW_PROBLEMS:
             more = Message("more_lines", count=len(rows) - MAX_ROW_PROBLEMS)
             problems.append(self.problem(code, self.cell(header, rows[MAX_ROW_PROBLEMS]),
-                                         Message("cell_value", column=header, problem=more)))
+                                         Message("cell_value", column=header.strip(), problem=more)))
         return problems
 
 
