@@ -392,7 +392,6 @@ PROBLEMS = {
          "simplify it (nested repeats such as (a|aa)+ backtrack without end)"),
         'gpu_line_pattern："{pattern}" 在一行上耗时超过 {seconds:g} 秒（{file} {place}）：请简化（(a|aa)+ 这类嵌套重复会无休止地回溯）'),
 }
-
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}
 _LIST_SEP = {"en": ", ", "zh": "、"}
