@@ -115,7 +115,8 @@ class Table:
         else:
             text = self.text(name) if text is None else text
             values = pd.to_numeric(text, errors="coerce").astype("float64")
-            nan_text = text.str.lower().isin(_NAN_TEXTS).fillna(False).astype(bool)
+            unparsed = text[text.notna() & values.isna()]  # few lines: look at their texts only
+            nan_text = unparsed.str.lower().isin(_NAN_TEXTS).reindex(values.index, fill_value=False).astype(bool)
             problems = self.row_problems(text.notna() & values.isna() & ~nan_text, header, Code.NOT_A_NUMBER,
                                          lambda v: Message("not_a_number", raw=v, what=_what(column),
                                                            example=Message("example_plain")))
@@ -148,8 +149,9 @@ class Table:
         if self.declared[name].type == "month":
             month = pd.Series(map_unique(text, _month_or_none), index=text.index, dtype="str")
         else:
-            # The date part decides; parsing each distinct date once keeps a bill of many lines fast.
-            dates = text.str.replace(r"[T\s].*$", "", regex=True)
+            # The date part decides (at most 10 characters, then T or a space); parsing each distinct start once
+            # keeps a bill of many lines fast.
+            dates = text.str.slice(0, 11)
             month = pd.Series(map_unique(dates, timestamp_month), index=text.index, dtype="str")
         bad = text.notna() & month.isna()
         return month, self.row_problems(bad, header, Code.BAD_MONTH, lambda v: Message("not_a_timestamp", raw=v))
