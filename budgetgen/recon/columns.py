@@ -102,3 +102,23 @@ def gb_per_unit(header: str, column: FileColumn) -> float:
     if not unit and normalise_header(header) != normalise_header(column.name):
         unit = column.alias_unit
     return GB_PER_UNIT.get(unit.lower(), 1.0) if unit else 1.0
+
+
+def columns_reference() -> str:
+    """Markdown tables of the bill and usage columns, for the README (a test keeps it in step)."""
+    lines = ["<!-- recon-columns:begin -->"]
+    for title, columns in (("Bill columns (FOCUS; `--bills` or a `Bills` sheet)", BILL_INPUT_COLUMNS),
+                           ("Usage columns (`--usage` or a `Usage` sheet)", USAGE_INPUT_COLUMNS)):
+        lines += ["", f"#### {title}", "", "| column | also read as | required | unit | meaning |", "|---|---|---|---|---|"]
+        for c in columns:
+            aliases = ", ".join(f"`{a}`" for a in c.aliases)
+            bounds = "" if c.minimum is None else f" From {c.minimum:g}" + (
+                f" to {c.maximum:g}." if c.maximum is not None else " up.")
+            lines.append(f"| `{c.name}` | {aliases} | {'yes' if c.required else ''} | {c.unit} | "
+                         f"{c.help.replace('|', chr(92) + '|')}.{bounds} |")
+    lines += ["", "<!-- recon-columns:end -->"]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(columns_reference())
