@@ -21,6 +21,7 @@ from budgetgen.recon import (
     OVER_PLAN,
     Action,
     Limits,
+    aggregate_lines,
     is_hours_unit,
     next_month_actions,
     read_bills,
@@ -290,3 +291,21 @@ def test_bill_without_gpu_lines_sets_everything_against_the_buffer():
     assert july.non_gpu == {"storage": 3.0, "network": 4.5, "other": 0.0}
     assert [(t.task_id, t.billed, t.variance) for t in july.tasks] == [("T01", 0.0, -5.0)]
     assert july.buffer_left == 2.0 - 7.5
+
+
+def test_lines_are_summed_once_by_month_resource_task_class_category_service_and_unit(tmp_path):
+    bill = tmp_path / "focus.csv"
+    with bill.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(HEADER)
+        writer.writerows((stamp, cost, "USD", *rest) for stamp, cost, *rest in LINES)
+    sums = aggregate_lines(read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {"i-serve": "T02"}, []))
+    train = sums[(sums["resource_id"] == "i-train") & (sums["month"] == "2026-07")]
+    # Two 50-hour lines (300.00 + 267.20) and the credit (-50.00, no unit) are two groups, not three lines.
+    assert [(r.hours_unit, round(r.billed, 2), r.lines) for r in train.itertuples()] == [
+        (False, -50.00, 1), (True, 567.20, 2),
+    ]
+    assert math.isnan(train["quantity"].iloc[0]) and train["quantity"].iloc[1] == 100.0
+    assert sums["lines"].sum() == len(LINES)
+    by_month = sums.groupby("month")["billed"].agg(math.fsum)
+    assert {m: cents(v) for m, v in by_month.items()} == line_totals()

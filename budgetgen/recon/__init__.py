@@ -12,6 +12,7 @@ from .pipeline import (
     MonthRecon,
     ResourceRecon,
     TaskRecon,
+    aggregate_lines,
     is_hours_unit,
     next_month_actions,
     reconcile,
@@ -36,7 +37,8 @@ from .usage import USAGE_COLUMNS, read_usage
 __all__ = [
     "ACTIONS", "BILL_INPUT_COLUMNS", "DATA_STARVED", "DEFAULT_GPU_LINE_PATTERN", "FLAG_RULES", "LOW_UTILIZATION",
     "MAX_ROW_PROBLEMS", "OOM", "OUTPUT_COLUMNS", "OVER_PLAN", "RULES", "USAGE_COLUMNS", "USAGE_INPUT_COLUMNS",
-    "Action", "FileColumn", "FlagRule", "Limits", "MonthRecon", "ResourceRecon", "Rule", "TaskRecon", "gpu_matcher",
+    "Action", "FileColumn", "FlagRule", "Limits", "MonthRecon", "ResourceRecon", "Rule", "TaskRecon", "aggregate_lines",
+    "gpu_matcher",
     "is_hours_unit", "next_month_actions", "read_bills", "read_usage", "reconcile", "reconcile_plan",
     "resource_flags",
 ]

@@ -28,6 +28,7 @@ from .usage import USAGE_COLUMNS, read_usage
 
 NON_GPU_CATEGORIES = ("storage", "network", "other")
 _RESOURCE_KEYS = ["month", "resource_id", "task_id"]
+LINE_GROUP_KEYS = ["month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit"]
 
 
 @dataclass(frozen=True)
@@ -153,15 +154,19 @@ def reconcile(
     oom_threshold: float,
     variance_tolerance: float,
 ) -> dict[str, MonthRecon]:
-    """Reconcile every month present in the bills (read_bills' frame) against the plan and usage."""
+    """Reconcile every month present in the bills (read_bills' frame) against the plan and usage.
+
+    The bill lines are first summed by `aggregate_lines`; nothing below reads a single line.
+    """
     limits = Limits(low_util_threshold, oom_threshold, variance_tolerance)
-    gpu, non_gpu_lines = bills[bills["is_gpu"]], bills[~bills["is_gpu"]]
-    totals = _fsum_by(bills, ["month"])
+    sums = aggregate_lines(bills)
+    gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
+    totals = _fsum_by(sums, ["month"])
     gpu_totals = _fsum_by(gpu, ["month"])
     unallocated_totals = _fsum_by(gpu[gpu["task_id"] == ""], ["month"])
     task_billed = _fsum_by(gpu[gpu["task_id"] != ""], ["month", "task_id"])
-    non_gpu = _fsum_by(non_gpu_lines, ["month", "category"])
-    non_gpu_totals = _fsum_by(non_gpu_lines, ["month"])
+    non_gpu = _fsum_by(non_gpu_sums, ["month", "category"])
+    non_gpu_totals = _fsum_by(non_gpu_sums, ["month"])
     resources = _resource_frame(gpu, usage)
     result = {}
     for month in sorted(totals.index):
@@ -186,9 +191,25 @@ def reconcile(
     return result
 
 
-def _fsum_by(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Exactly rounded sums of billed_cost per group (math.fsum), keyed by the group."""
-    return frame.groupby(keys, sort=True)["billed_cost"].agg(lambda s: math.fsum(s.to_numpy()))
+def aggregate_lines(bills: pd.DataFrame) -> pd.DataFrame:
+    """read_bills' lines summed to all that reconcile needs: per month, resource, task, GPU or not, category,
+    service and whether ConsumedUnit counts hours (LINE_GROUP_KEYS), the exact sum of BilledCost (`billed`),
+    the sum of ConsumedQuantity (`quantity`, NaN when none) and the number of `lines`.
+
+    An engine that sums bills out of core can hand over this frame in place of the lines.
+    """
+    lines = bills.assign(hours_unit=map_unique(bills["consumed_unit"], is_hours_unit).astype(bool))
+    grouped = lines.groupby(LINE_GROUP_KEYS, sort=True)
+    return pd.DataFrame({
+        "billed": grouped["billed_cost"].agg(lambda s: math.fsum(s.to_numpy())),
+        "quantity": grouped["consumed_quantity"].sum(min_count=1),
+        "lines": grouped.size(),
+    }).reset_index()
+
+
+def _fsum_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Exactly rounded sums of `billed` per group (math.fsum), keyed by the group."""
+    return sums.groupby(keys, sort=True)["billed"].agg(lambda s: math.fsum(s.to_numpy()))
 
 
 def _task_recons(
@@ -202,15 +223,13 @@ def _task_recons(
 
 
 def _resource_frame(gpu: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
-    """GPU lines per (month, resource, task) with billed, hours, services and the month's usage."""
-    lines = gpu.assign(
-        hours=gpu["consumed_quantity"].where(map_unique(gpu["consumed_unit"], is_hours_unit).astype(bool)),
-    )
-    grouped = lines.groupby(_RESOURCE_KEYS, sort=True)
+    """GPU sums per (month, resource, task) with billed, hours, lines, services and the month's usage."""
+    sums = gpu.assign(hours=gpu["quantity"].where(gpu["hours_unit"]))
+    grouped = sums.groupby(_RESOURCE_KEYS, sort=True)
     frame = pd.DataFrame({
-        "billed": _fsum_by(lines, _RESOURCE_KEYS),
+        "billed": _fsum_by(sums, _RESOURCE_KEYS),
         "hours": grouped["hours"].sum(min_count=1),
-        "lines": grouped.size(),
+        "lines": grouped["lines"].sum(),
         "services": grouped["service_name"].agg(lambda s: tuple(sorted(set(s) - {""}))),
     }).reset_index().astype(dict.fromkeys(_RESOURCE_KEYS, "str"))
     frame = frame.merge(_usage_by_month(usage), on=["resource_id", "month"], how="left")
