@@ -27,9 +27,9 @@ import pandas as pd
 import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
-from budgetgen.bills import DEFAULT_GPU_LINE_PATTERN, read_bills
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
+from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, read_bills
 from budgetgen.workbook import write_workbook
 from budgetgen.workbook.book import store_formula
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from budgetgen.bills import DEFAULT_GPU_LINE_PATTERN, read_bills
-from budgetgen.recon import reconcile
+from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, read_bills, reconcile
 
 MONTHS = ("2026-07", "2026-08", "2026-09", "2026-10", "2026-11", "2026-12")
 TASKS = tuple(f"T{n:02d}" for n in range(1, 41))

@@ -14,8 +14,8 @@ from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
 from .errors import BudgetgenError, Code, InputError, OutputError, Problem
 from .i18n import LANGS, say, tr
-from .monthly import reconcile_plan
 from .reader import read_inputs
+from .recon import reconcile_plan
 from .results import plan_json
 from .schema import TIERS
 from .template import write_template

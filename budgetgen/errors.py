@@ -38,7 +38,7 @@ class Code(str, Enum):
 
 def _cell_key(cell: str) -> tuple[int, int]:
     """Sort key for an A1 reference: row first, then column (so a row's problems read left to right)."""
-    m = re.fullmatch(r"([A-Z]*)(\d*)", cell or "")
+    m = re.fullmatch(r"(?:row )?([A-Z]*)(\d*)", cell or "")  # a sheet's B7 or a file's "row 7"
     if not m:
         return (0, 0)
     letters, digits = m.groups()
@@ -53,7 +53,7 @@ class Problem:
     """One thing wrong with the input, at one place.
 
     `message` is English text; the reader's and engine's are `i18n.Message`s, which `render` shows in another
-    language (the others, e.g. from safefile, bills and usage, stay English). `str()` is always English.
+    language (the others, e.g. from safefile, stay English). `str()` is always English.
     """
 
     code: Code

@@ -125,7 +125,7 @@ TEXT_ZH = {
     "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
     "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
     "network": "网络",
-    # recon actions (recon.ACTIONS)
+    # recon actions (recon.rules.ACTIONS)
     "downsize or cancel next month": "下月缩减规模或取消",
     "optimise memory use (batch size, FlashAttention, padding) before adding VRAM":
     "先优化显存使用（批大小、FlashAttention、填充），再考虑增加显存",
@@ -357,6 +357,40 @@ PROBLEMS = {
          "({gpu}, {vram:g} GB): use lora/qlora or int8/int4, or raise max_cards"),
         ("model_params_b：需要 {need:,.1f} GB 显存，超过 {max_cards} 张最大显卡（{gpu}，{vram:g} GB）的总和："
          "请使用 lora/qlora 或 int8/int4，或提高 max_cards")),
+    # bill and usage files (recon/): a value's problem is prefixed by its column with "cell_value"; numbers
+    # also use not_a_number, not_finite, too_large and too_small above
+    "file_missing_column": (
+        'has no "{column}" column: add it (headers match ignoring case, spaces and underscores)',
+        '缺少 "{column}" 列：请添加（表头匹配时不区分大小写、空格和下划线）'),
+    "usage_missing_time": ('has no month or timestamp column: add "month" (monthly rows) or "timestamp" (samples)',
+                           '缺少月份或时间戳列：请添加 "month"（按月的行）或 "timestamp"（采样）'),
+    "example_plain": ("a plain number such as 12.5, no currency sign or separators",
+                      "请写普通数字，例如 12.5，不带货币符号或分隔符"),
+    "not_a_timestamp": ('"{raw}" is not a date (write e.g. 2026-07-01 or 2026-07-01T10:00:00Z)',
+                        '"{raw}" 不是日期（请写成例如 2026-07-01 或 2026-07-01T10:00:00Z）'),
+    "line_empty": ("is empty; every line needs a value here", "为空；每一行都需要填写"),
+    "resource_empty": ("is empty; name the resource", "为空；请填写资源编号"),
+    "more_lines": ("{count:,} more lines with the same problem from here on", "从此处起还有 {count:,} 行有同样的问题"),
+    "not_between": ("{shown} must be between {lo:g} and {hi:g} ({what!n})", "{shown} 必须介于 {lo:g} 和 {hi:g} 之间（{what!n}）"),
+    "below_minimum": ("{shown} must be at least {lo:g} ({what!n})", "{shown} 必须不小于 {lo:g}（{what!n}）"),
+    "above_maximum": ("{shown} must be at most {hi:g} ({what!n})", "{shown} 必须不大于 {hi:g}（{what!n}）"),
+    "not_a_file": ("{path} is not a file; check the path", "{path} 不是文件；请检查路径"),
+    "not_a_table_file": ('"{file}" is not CSV, Parquet or xlsx; export it as one of these',
+                         '"{file}" 不是 CSV、Parquet 或 xlsx 文件；请导出为其中一种格式'),
+    "unreadable_file": ("cannot be read ({reason}); save it again as UTF-8 CSV, Parquet or xlsx",
+                        "无法读取（{reason}）；请重新保存为 UTF-8 CSV、Parquet 或 xlsx"),
+    "tags_not_json": ('"{raw}" is not a JSON object; write tags as {{"task_id": "T01"}}',
+                      '"{raw}" 不是 JSON 对象；标签请写成 {{"task_id": "T01"}}'),
+    "currency_mismatch": (
+        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}; budgetgen never converts: '
+         "export the bill in {plan} or set the plan currency to {code}"),
+        'BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}；budgetgen 从不换算：请以 {plan} 导出账单，或将计划币种设为 {code}'),
+    "bad_gpu_pattern": ('gpu_line_pattern: "{pattern}" is not a regular expression ({reason}); fix it',
+                        'gpu_line_pattern："{pattern}" 不是正则表达式（{reason}）；请修改'),
+    "slow_gpu_pattern": (
+        ('gpu_line_pattern: "{pattern}" takes more than {seconds:g} s on one line ({file} {place}): '
+         "simplify it (nested repeats such as (a|aa)+ backtrack without end)"),
+        'gpu_line_pattern："{pattern}" 在一行上耗时超过 {seconds:g} 秒（{file} {place}）：请简化（(a|aa)+ 这类嵌套重复会无休止地回溯）'),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

@@ -14,15 +14,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from budgetgen.bills import (
+from budgetgen.errors import Code, InputError
+from budgetgen.recon import (
     DEFAULT_GPU_LINE_PATTERN,
     MAX_ROW_PROBLEMS,
     OUTPUT_COLUMNS,
     gpu_matcher,
     read_bills,
+    reconcile,
 )
-from budgetgen.errors import Code, InputError
-from budgetgen.recon import reconcile
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -12,20 +12,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from budgetgen.bills import DEFAULT_GPU_LINE_PATTERN, read_bills
 from budgetgen.recon import (
     ACTIONS,
     DATA_STARVED,
+    DEFAULT_GPU_LINE_PATTERN,
     LOW_UTILIZATION,
     OOM,
     OVER_PLAN,
     Action,
+    Limits,
+    aggregate_lines,
     is_hours_unit,
     next_month_actions,
+    read_bills,
+    read_usage,
     reconcile,
     resource_flags,
 )
-from budgetgen.usage import read_usage
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -216,7 +219,8 @@ def test_next_month_actions(scenario):
         ("i-oom", OOM, 0.0),
         ("i-starved", LOW_UTILIZATION, -95.00),
         ("i-starved", DATA_STARVED, 0.0),
-        ("i-over", OVER_PLAN, 1300.00 - 1000.00),
+        # Over plan saves nothing by itself: its overrun share (300) is a re-forecast, not a saving (rules.SAVING).
+        ("i-over", OVER_PLAN, 0.0),
     ]
     assert actions[0] == Action("i-serve", "T02", LOW_UTILIZATION, "downsize or cancel next month", -587.0)
 
@@ -252,7 +256,8 @@ def test_json_is_specs_reconciliation_month(scenario):
     (5.0, 0.9, 4, True, (LOW_UTILIZATION, OOM, DATA_STARVED, OVER_PLAN)),
 ])
 def test_flag_rules(util, share, ooms, over, expected):
-    assert resource_flags(util, share, ooms, over, low_util_threshold=0.20, oom_threshold=3) == expected
+    row = {"util": util, "mem_share": share, "oom": ooms, "task": "T1", "task_status": "over plan" if over else ""}
+    assert resource_flags(row, Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.1)) == expected
 
 
 @pytest.mark.parametrize("unit, hours", [
@@ -286,3 +291,21 @@ def test_bill_without_gpu_lines_sets_everything_against_the_buffer():
     assert july.non_gpu == {"storage": 3.0, "network": 4.5, "other": 0.0}
     assert [(t.task_id, t.billed, t.variance) for t in july.tasks] == [("T01", 0.0, -5.0)]
     assert july.buffer_left == 2.0 - 7.5
+
+
+def test_lines_are_summed_once_by_month_resource_task_class_category_service_and_unit(tmp_path):
+    bill = tmp_path / "focus.csv"
+    with bill.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(HEADER)
+        writer.writerows((stamp, cost, "USD", *rest) for stamp, cost, *rest in LINES)
+    sums = aggregate_lines(read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {"i-serve": "T02"}, []))
+    train = sums[(sums["resource_id"] == "i-train") & (sums["month"] == "2026-07")]
+    # Two 50-hour lines (300.00 + 267.20) and the credit (-50.00, no unit) are two groups, not three lines.
+    assert [(r.hours_unit, round(r.billed, 2), r.lines) for r in train.itertuples()] == [
+        (False, -50.00, 1), (True, 567.20, 2),
+    ]
+    assert math.isnan(train["quantity"].iloc[0]) and train["quantity"].iloc[1] == 100.0
+    assert sums["lines"].sum() == len(LINES)
+    by_month = sums.groupby("month")["billed"].agg(math.fsum)
+    assert {m: cents(v) for m, v in by_month.items()} == line_totals()

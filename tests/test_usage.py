@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from budgetgen.errors import Code, InputError
-from budgetgen.usage import USAGE_COLUMNS, read_usage
+from budgetgen.recon import USAGE_COLUMNS, read_usage
 
 pytestmark = pytest.mark.filterwarnings("error")
 

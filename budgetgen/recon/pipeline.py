@@ -6,26 +6,29 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
-from budgetgen.bills import map_unique
-from budgetgen.usage import USAGE_COLUMNS
+from ..engine import Plan
+from ..errors import InputError
+from .bills import DEFAULT_GPU_LINE_PATTERN, read_bills
+from .rules import (
+    ACTIONS,
+    BUFFER_LEFT,
+    STATUS,
+    VARIANCE,
+    VARIANCE_PCT,
+    Limits,
+    flag_saving,
+    resource_flags,
+)
+from .table import map_unique
+from .usage import USAGE_COLUMNS, read_usage
 
-LOW_UTILIZATION = "low_utilization"
-OOM = "oom"
-DATA_STARVED = "data_starved"
-OVER_PLAN = "over_plan"
-ACTIONS = {
-    LOW_UTILIZATION: "downsize or cancel next month",
-    OOM: "optimise memory use (batch size, FlashAttention, padding) before adding VRAM",
-    DATA_STARVED: "GPU waits on data or serial decoding: check the data pipeline and serving framework",
-    OVER_PLAN: "over plan",
-}
-DATA_STARVED_MEM_SHARE = 0.8
-DATA_STARVED_UTIL = 0.10
 NON_GPU_CATEGORIES = ("storage", "network", "other")
 _RESOURCE_KEYS = ["month", "resource_id", "task_id"]
+LINE_GROUP_KEYS = ["month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit"]
 
 
 @dataclass(frozen=True)
@@ -38,11 +41,15 @@ class TaskRecon:
 
     @property
     def variance(self) -> float:
-        return self.billed - self.planned
+        return VARIANCE.py({"billed": self.billed, "planned": self.planned}, None)
 
     @property
     def variance_pct(self) -> float | None:
-        return self.variance / self.planned if self.planned else None
+        return VARIANCE_PCT.py({"variance": self.variance, "planned": self.planned}, None)
+
+    def status(self, limits: Limits) -> str:
+        """"over plan" when billed beyond planned × (1 + variance_tolerance), else ""."""
+        return STATUS.py({"billed": self.billed, "planned": self.planned}, limits)
 
     def to_json(self) -> dict:
         return {"task_id": self.task_id, "planned": self.planned, "billed": self.billed, "variance": self.variance}
@@ -82,7 +89,8 @@ class ResourceRecon:
 
 @dataclass(frozen=True)
 class Action:
-    """What to do next month about one flag of one resource, and the plan change it implies (− saves)."""
+    """What to do next month about one flag of one resource, and the change of next month's bill if it is
+    taken (− saves; rules.flag_saving)."""
 
     resource_id: str
     task_id: str | None
@@ -112,7 +120,7 @@ class MonthRecon:
 
     @property
     def buffer_left(self) -> float:
-        return self.buffer_reserved - self.non_gpu_billed
+        return BUFFER_LEFT.py({"reserved": self.buffer_reserved, "non_gpu": self.non_gpu_billed}, None)
 
     @property
     def unallocated_resources(self) -> tuple[ResourceRecon, ...]:
@@ -137,25 +145,6 @@ def _json_number(value: float) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def resource_flags(
-    avg_util_pct: float,
-    mem_peak_share: float,
-    oom_events: float,
-    over_plan: bool,
-    low_util_threshold: float,
-    oom_threshold: float,
-) -> tuple[str, ...]:
-    """The SPEC §5.3 flags of a resource, in their fixed order (unknown usage raises none)."""
-    util = avg_util_pct / 100
-    rules = (
-        (LOW_UTILIZATION, util < low_util_threshold),
-        (OOM, oom_events >= oom_threshold),
-        (DATA_STARVED, mem_peak_share > DATA_STARVED_MEM_SHARE and util < DATA_STARVED_UTIL),
-        (OVER_PLAN, over_plan),
-    )
-    return tuple(flag for flag, hit in rules if hit)
-
-
 def reconcile(
     bills: pd.DataFrame,
     usage: pd.DataFrame,
@@ -165,25 +154,30 @@ def reconcile(
     oom_threshold: float,
     variance_tolerance: float,
 ) -> dict[str, MonthRecon]:
-    """Reconcile every month present in the bills (read_bills' frame) against the plan and usage."""
-    gpu, non_gpu_lines = bills[bills["is_gpu"]], bills[~bills["is_gpu"]]
-    totals = _fsum_by(bills, ["month"])
+    """Reconcile every month present in the bills (read_bills' frame) against the plan and usage.
+
+    The bill lines are first summed by `aggregate_lines`; nothing below reads a single line.
+    """
+    limits = Limits(low_util_threshold, oom_threshold, variance_tolerance)
+    sums = aggregate_lines(bills)
+    gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
+    totals = _fsum_by(sums, ["month"])
     gpu_totals = _fsum_by(gpu, ["month"])
     unallocated_totals = _fsum_by(gpu[gpu["task_id"] == ""], ["month"])
     task_billed = _fsum_by(gpu[gpu["task_id"] != ""], ["month", "task_id"])
-    non_gpu = _fsum_by(non_gpu_lines, ["month", "category"])
-    non_gpu_totals = _fsum_by(non_gpu_lines, ["month"])
+    non_gpu = _fsum_by(non_gpu_sums, ["month", "category"])
+    non_gpu_totals = _fsum_by(non_gpu_sums, ["month"])
     resources = _resource_frame(gpu, usage)
     result = {}
     for month in sorted(totals.index):
         tasks = _task_recons(month, task_billed, planned)
-        over = {t.task_id for t in tasks if t.billed > t.planned * (1 + variance_tolerance)}
+        status = {t.task_id: t.status(limits) for t in tasks}
         month_resources = resources[resources["month"] == month]
         result[month] = MonthRecon(
             month=month,
             tasks=tasks,
             resources=tuple(
-                _resource_recon(row, over, low_util_threshold, oom_threshold)
+                _resource_recon(row, status, limits)
                 for row in month_resources.itertuples(index=False)
             ),
             non_gpu={c: float(non_gpu.get((month, c), 0.0)) for c in NON_GPU_CATEGORIES},
@@ -197,9 +191,25 @@ def reconcile(
     return result
 
 
-def _fsum_by(frame: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Exactly rounded sums of billed_cost per group (math.fsum), keyed by the group."""
-    return frame.groupby(keys, sort=True)["billed_cost"].agg(lambda s: math.fsum(s.to_numpy()))
+def aggregate_lines(bills: pd.DataFrame) -> pd.DataFrame:
+    """read_bills' lines summed to all that reconcile needs: per month, resource, task, GPU or not, category,
+    service and whether ConsumedUnit counts hours (LINE_GROUP_KEYS), the exact sum of BilledCost (`billed`),
+    the sum of ConsumedQuantity (`quantity`, NaN when none) and the number of `lines`.
+
+    An engine that sums bills out of core can hand over this frame in place of the lines.
+    """
+    lines = bills.assign(hours_unit=map_unique(bills["consumed_unit"], is_hours_unit).astype(bool))
+    grouped = lines.groupby(LINE_GROUP_KEYS, sort=True)
+    return pd.DataFrame({
+        "billed": grouped["billed_cost"].agg(lambda s: math.fsum(s.to_numpy())),
+        "quantity": grouped["consumed_quantity"].sum(min_count=1),
+        "lines": grouped.size(),
+    }).reset_index()
+
+
+def _fsum_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Exactly rounded sums of `billed` per group (math.fsum), keyed by the group."""
+    return sums.groupby(keys, sort=True)["billed"].agg(lambda s: math.fsum(s.to_numpy()))
 
 
 def _task_recons(
@@ -213,15 +223,13 @@ def _task_recons(
 
 
 def _resource_frame(gpu: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
-    """GPU lines per (month, resource, task) with billed, hours, services and the month's usage."""
-    lines = gpu.assign(
-        hours=gpu["consumed_quantity"].where(map_unique(gpu["consumed_unit"], is_hours_unit).astype(bool)),
-    )
-    grouped = lines.groupby(_RESOURCE_KEYS, sort=True)
+    """GPU sums per (month, resource, task) with billed, hours, lines, services and the month's usage."""
+    sums = gpu.assign(hours=gpu["quantity"].where(gpu["hours_unit"]))
+    grouped = sums.groupby(_RESOURCE_KEYS, sort=True)
     frame = pd.DataFrame({
-        "billed": _fsum_by(lines, _RESOURCE_KEYS),
+        "billed": _fsum_by(sums, _RESOURCE_KEYS),
         "hours": grouped["hours"].sum(min_count=1),
-        "lines": grouped.size(),
+        "lines": grouped["lines"].sum(),
         "services": grouped["service_name"].agg(lambda s: tuple(sorted(set(s) - {""}))),
     }).reset_index().astype(dict.fromkeys(_RESOURCE_KEYS, "str"))
     frame = frame.merge(_usage_by_month(usage), on=["resource_id", "month"], how="left")
@@ -248,12 +256,13 @@ def is_hours_unit(unit: str) -> bool:
     return bool(counts_hours) and not re.search(r"\bper\b|/|byte|\bgb|\bgib|\btb", text)
 
 
-def _resource_recon(row: tuple, over: set[str], low_util_threshold: float, oom_threshold: float) -> ResourceRecon:
+def _resource_recon(row: tuple, status: Mapping[str, str], limits: Limits) -> ResourceRecon:
     """One row of the resource frame as a ResourceRecon with its flags."""
     task_id = row.task_id or None
-    flags = resource_flags(
-        row.avg_util_pct, row.mem_peak_share, row.oom_events, task_id in over, low_util_threshold, oom_threshold,
-    )
+    flags = resource_flags({
+        "util": row.avg_util_pct, "mem_share": row.mem_peak_share, "oom": row.oom_events,
+        "task": row.task_id, "task_status": status.get(row.task_id, ""),
+    }, limits)
     return ResourceRecon(
         resource_id=row.resource_id,
         task_id=task_id,
@@ -269,21 +278,54 @@ def _resource_recon(row: tuple, over: set[str], low_util_threshold: float, oom_t
 
 
 def next_month_actions(recon: MonthRecon) -> tuple[Action, ...]:
-    """Per flagged resource and flag: the action, and the plan change it implies (alternatives, not a sum)."""
-    tasks = {t.task_id: t for t in recon.tasks}
+    """Per flagged resource and flag: the action, and the change of next month's bill if it is taken
+    (alternatives, not a sum)."""
     return tuple(
-        Action(r.resource_id, r.task_id, flag, ACTIONS[flag], _plan_change(flag, r, tasks))
+        Action(r.resource_id, r.task_id, flag, ACTIONS[flag], 0.0 - flag_saving(flag, r.billed))
         for r in recon.resources
         for flag in r.flags
     )
 
 
-def _plan_change(flag: str, resource: ResourceRecon, tasks: Mapping[str, TaskRecon]) -> float:
-    """Dropping a low-utilisation resource saves its bill; over plan adds its share of the task's overrun."""
-    if flag == LOW_UTILIZATION:
-        return -resource.billed
-    if flag == OVER_PLAN:
-        task = tasks[resource.task_id]
-        return task.variance * resource.billed / task.billed if task.billed else 0.0
-    return 0.0
+def _gather(sources: list, read) -> tuple[pd.DataFrame | None, list]:
+    """Every source read, their frames concatenated, and all their problems (not only the first file's)."""
+    frames, problems = [], []
+    for source, name in sources:
+        try:
+            frames.append(read(source, name))
+        except InputError as exc:
+            problems.extend(exc.problems)
+    return (pd.concat(frames) if frames else None), problems
 
+
+def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path]) -> tuple[dict[str, MonthRecon],
+                                                                                        dict[str, float]]:
+    """Every billed month of the bill files and Bills sheet reconciled against the plan, with the usage files and
+    Usage sheet; also each month's BilledCost sum as read (for the Checks tie-out)."""
+    inputs = plan.inputs
+    s = inputs.settings
+    bill_sources = [(p, Path(p).name) for p in bill_paths]
+    if inputs.bills_sheet is not None:
+        bill_sources.insert(0, (inputs.bills_sheet, "Bills"))
+    usage_sources = [(p, Path(p).name) for p in usage_paths]
+    if inputs.usage_sheet is not None:
+        usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
+    if not bill_sources:
+        return {}, {}
+    gpu_names = [g.name for g in inputs.gpus]
+
+    def bills_reader(source, name):
+        return read_bills(source, name, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
+                          dict(inputs.assignments), gpu_names)
+
+    bills, problems = _gather(bill_sources, bills_reader)
+    usage, usage_problems = _gather(usage_sources, read_usage)
+    if problems or usage_problems:
+        raise InputError(problems + usage_problems)
+    if usage is None:
+        usage = pd.DataFrame(columns=USAGE_COLUMNS)
+    planned = {tp.task.task_id: {m: tp.cost_in(i) for i, m in enumerate(plan.months, start=1)} for tp in plan.tasks}
+    buffers = {m: t.buffer for m, t in plan.month_totals.items()}
+    recon = reconcile(bills, usage, planned, buffers, s.low_util_threshold, s.oom_threshold, s.variance_tolerance)
+    billed = {m: math.fsum(group) for m, group in bills.groupby("month")["billed_cost"]}
+    return recon, billed

@@ -1,0 +1,82 @@
+"""GPU utilisation (Usage sheet, monthly or raw CSV, nvidia-smi CSV) → one row per resource and month.
+
+The file's columns are declared in columns.USAGE_INPUT_COLUMNS (with nvidia-smi's headers as aliases).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import Code, InputError
+from ..i18n import Message
+from .columns import USAGE_INPUT_COLUMNS, gb_per_unit
+from .table import Table, read_table
+
+USAGE_COLUMNS = ("resource_id", "month", "avg_util_pct", "mem_avg_gb", "mem_peak_gb", "mem_total_gb", "oom_events")
+_VALUE_UNIT = r"(?i)\s*(?:%|[kmg]i?b)\s*$"
+
+
+def read_usage(source: str | Path | pd.DataFrame, name: str) -> pd.DataFrame:
+    """Read utilisation samples or monthly rows into one row per (resource_id, month), see USAGE_COLUMNS."""
+    table = read_table(source, name, USAGE_INPUT_COLUMNS)
+    _require(table, from_file=not isinstance(source, pd.DataFrame))
+    month_column = "month" if table.header("month") is not None else "timestamp"
+    month, problems = table.months(month_column)
+    util, more_util = _values(table, "gpu_util_pct")
+    memory, more_memory = _values(table, "mem_used_gb")
+    total, more_total = _values(table, "mem_total_gb")
+    oom, more_oom = table.numbers("oom_events")
+    resource_id, more_id = _resource_ids(table, source)
+    problems += table.empty(month_column) + more_util + more_memory + more_total + more_oom + more_id
+    if problems:
+        raise InputError(problems)
+    samples = pd.DataFrame({
+        "resource_id": resource_id, "month": month, "util": util, "mem": memory, "total": total, "oom": oom,
+    })
+    return _per_month(samples)
+
+
+def _require(table: Table, from_file: bool) -> None:
+    """Fail when a required usage column is absent (resource_id may come from a file's name)."""
+    problems = table.missing(
+        c.name for c in USAGE_INPUT_COLUMNS if c.required or (c.name == "resource_id" and not from_file))
+    if table.header("month") is None and table.header("timestamp") is None:
+        problems.append(table.problem(Code.MISSING_COLUMN, "", Message("usage_missing_time")))
+    if problems:
+        raise InputError(problems)
+
+
+def _values(table: Table, name: str) -> tuple[pd.Series, list]:
+    """A number column without its value units (`45 %`, `1234 MiB`), memory converted to GB."""
+    header = table.header(name)
+    if header is None:
+        return table.numbers(name)
+    text = table.text(name).str.replace(_VALUE_UNIT, "", regex=True)
+    text = text.mask(text.str.fullmatch(r"\[.*\]"))
+    values, problems = table.numbers(name, text)
+    column = table.declared[name]
+    return values * (gb_per_unit(header, column) if column.unit == "GB" else 1.0), problems
+
+
+def _resource_ids(table: Table, source: object) -> tuple[pd.Series, list]:
+    """The resource_id column, or the file's stem for every row (nvidia-smi has no id column)."""
+    header = table.header("resource_id")
+    if header is None:
+        return pd.Series(Path(str(source)).stem, index=table.frame.index, dtype="str"), []
+    ids = table.text("resource_id")
+    return ids, table.row_problems(ids.isna(), header, Code.REQUIRED, lambda _v: Message("resource_empty"))
+
+
+def _per_month(samples: pd.DataFrame) -> pd.DataFrame:
+    """Average utilisation and memory, peak memory, card memory and OOM events per resource and month."""
+    grouped = samples.groupby(["resource_id", "month"], sort=True)
+    result = grouped.agg(
+        avg_util_pct=("util", "mean"),
+        mem_avg_gb=("mem", "mean"),
+        mem_peak_gb=("mem", "max"),
+        mem_total_gb=("total", "max"),
+    )
+    result["oom_events"] = grouped["oom"].sum(min_count=1)
+    return result.reset_index()[list(USAGE_COLUMNS)]
