@@ -1,30 +1,18 @@
 """One `Recon YYYY-MM` tab per billed month: plan versus bill versus usage, flags and next month's actions.
 
-The flag, action, saving and over-plan formulas are in `_FORMULAS`, the one place to change them.
+Every rule of the tab (variance, status, flags, actions, saving, totals) is declared once in
+`budgetgen.recon.rules` with its Excel and Python views; this module only says which cells fill each
+rule's placeholders and caches the Python view's value.
 """
 
 from __future__ import annotations
 
 import math
 
-from ..recon import ACTIONS, LOW_UTILIZATION
+from ..recon import rules as R
 from .book import Book
 from .checks import Check
-from .layout import ReconLayout, camel, gpu_cost, month_buffer, recon_billed_input, recon_billed_total
-
-# Over the same row `{n}` of the task block (B planned, C billed) or the resource block (E billed,
-# G avg util %, H peak memory share, I OOM events, J flags); `{t0}:{t1}` are the task block's rows.
-_FORMULAS = {
-    "status": 'IF(C{n}>B{n}*(1+VarianceTolerance),"over plan","")',
-    "flags": ('TRIM(IF(AND(ISNUMBER(G{n}),G{n}/PercentScale<LowUtilThreshold),"low_utilization ","")'
-              '&IF(AND(ISNUMBER(I{n}),I{n}>=OomThreshold),"oom ","")'
-              '&IF(AND(ISNUMBER(H{n}),ISNUMBER(G{n}),H{n}>DataStarvedMemShare,G{n}/PercentScale<DataStarvedUtil),'
-              '"data_starved ","")&IF(B{n}="","",IF(IFERROR(INDEX($F${t0}:$F${t1},MATCH(B{n},$A${t0}:$A${t1},0)),'
-              '"")="over plan","over_plan","")))'),
-    "actions": "TRIM(" + "&".join(f'IF(ISNUMBER(SEARCH("{flag}",J{{n}})),Action{camel(flag)}&". ","")'
-                                  for flag in ACTIONS) + ")",
-    "saving": f'IF(ISNUMBER(SEARCH("{LOW_UTILIZATION}",J{{n}})),E{{n}},0)',
-}
+from .layout import ReconLayout, gpu_cost, month_buffer, recon_billed_input, recon_billed_total
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -40,7 +28,7 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) 
     ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}: {book.t('plan versus bill versus usage')} "
                           f"({book.currency})", book.f.title)
     _tasks(book, ws, plan, mr, at)
-    _resources(book, ws, mr, at)
+    _resources(book, ws, mr, at, _limits(book, plan))
     _totals(book, ws, mr, at, billed_input, at.month in plan.months)
     ws.freeze_panes(1, 0)
 
@@ -48,7 +36,7 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) 
 def _tasks(book: Book, ws, plan, mr, at: ReconLayout) -> None:
     book.header(ws, at.task_header, ["task", "planned", "billed", "variance", "variance %", "status"])
     planned_tasks = {tp.task.task_id for tp in plan.tasks}
-    tol = plan.inputs.settings.variance_tolerance
+    limits = _limits(book, plan)
     for i, t in enumerate(mr.tasks):
         row = at.task_first + i
         n = row + 1
@@ -58,10 +46,10 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout) -> None:
         else:
             book.value(ws, row, 1, t.planned, "input", "money")
         book.value(ws, row, 2, t.billed, "input", "money")
-        book.formula(ws, row, 3, f"C{n}-B{n}", t.variance, "money")
-        book.formula(ws, row, 4, f'IF(B{n}=0,"",D{n}/B{n})', t.variance_pct, "percent")
-        status = "over plan" if t.billed > t.planned * (1 + tol) else ""
-        book.formula(ws, row, 5, _FORMULAS["status"].format(n=n), status, "text")
+        cells = {"planned": f"B{n}", "billed": f"C{n}", "variance": f"D{n}"}
+        book.formula(ws, row, 3, R.VARIANCE.formula(cells), t.variance, "money")
+        book.formula(ws, row, 4, R.VARIANCE_PCT.formula(cells), t.variance_pct, "percent")
+        book.formula(ws, row, 5, R.STATUS.formula(cells), t.status(limits), "text")
     if mr.tasks:
         chart = book.wb.add_chart({"type": "column"})
         for col, label in ((1, "planned"), (2, "billed")):
@@ -71,7 +59,14 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout) -> None:
         ws.insert_chart(1, 13, chart)
 
 
-def _resources(book: Book, ws, mr, at: ReconLayout) -> None:
+def _limits(book: Book, plan) -> R.Limits:
+    """The rules' settings, with the action sentences in the workbook's language."""
+    s = plan.inputs.settings
+    return R.Limits(s.low_util_threshold, s.oom_threshold, s.variance_tolerance,
+                    {r.key: book.t(r.action) for r in R.FLAG_RULES})
+
+
+def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
     book.header(ws, at.resource_header, ["resource", "task", "services", "lines", "billed", "hours", "avg util %",
                                          "peak memory share", "OOM events", "flags", "action next month",
                                          "saving if acted on"])
@@ -87,11 +82,13 @@ def _resources(book: Book, ws, mr, at: ReconLayout) -> None:
         for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
                                 (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
             book.value(ws, row, col, None if value is None or math.isnan(value) else value, "input", fmt)
-        book.formula(ws, row, 9, _FORMULAS["flags"].format(n=n, t0=t0, t1=t1), " ".join(res.flags), "text")
-        book.formula(ws, row, 10, _FORMULAS["actions"].format(n=n),
-                     " ".join(book.t(ACTIONS[f]) + "." for f in res.flags), "text")
-        book.formula(ws, row, 11, _FORMULAS["saving"].format(n=n),
-                     res.billed if LOW_UTILIZATION in res.flags else 0, "money")
+        cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
+                 "flags": f"J{n}",
+                 "task_status": f'IFERROR(INDEX($F${t0}:$F${t1},MATCH(B{n},$A${t0}:$A${t1},0)),"")'}
+        values = {"flags": " ".join(res.flags), "billed": res.billed}
+        book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
+        book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
+        book.formula(ws, row, 11, R.SAVING.formula(cells), R.SAVING.py(values, None), "money")
 
 
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
@@ -103,13 +100,17 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
     a, b = at.resource_first + 1, at.resource_last + 1
     n = last + 1
     buffer = (month_buffer(at.month), "link") if in_plan else (None, "input")
+    cells = {"non_gpu": f"B{n}", "reserved": f"B{n + 1}", "allocated": f"B{n + 3}", "unallocated": f"B{n + 4}",
+             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}"}
+    values = {"non_gpu": mr.non_gpu_billed, "reserved": mr.buffer_reserved,
+              "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources]}
     rows = [
         ("non-GPU billed", f"SUM(B{at.non_gpu_first + 1}:B{last})", mr.non_gpu_billed, "calc"),
         ("hidden-cost buffer reserved", buffer[0], mr.buffer_reserved, buffer[1]),
-        ("buffer left", f"B{n + 1}-B{n}", mr.buffer_reserved - mr.non_gpu_billed, "calc"),
-        ("GPU billed to tasks", f'SUMPRODUCT(($B${a}:$B${b}<>"")*$E${a}:$E${b})', mr.allocated_gpu, "calc"),
-        ("unallocated GPU", f'SUMPRODUCT(($B${a}:$B${b}="")*$E${a}:$E${b})', mr.unallocated, "calc"),
-        ("billed total", f"B{n}+B{n + 3}+B{n + 4}", mr.billed_total, "calc"),
+        ("buffer left", R.BUFFER_LEFT.formula(cells), R.BUFFER_LEFT.py(values, None), "calc"),
+        ("GPU billed to tasks", R.ALLOCATED_GPU.formula(cells), R.ALLOCATED_GPU.py(values, None), "calc"),
+        ("unallocated GPU", R.UNALLOCATED_GPU.formula(cells), R.UNALLOCATED_GPU.py(values, None), "calc"),
+        ("billed total", R.BILLED_TOTAL.formula(cells), mr.billed_total, "calc"),
         ("planned GPU total", f"SUM(B{at.task_first + 1}:B{at.task_last + 1})", mr.planned_total, "calc"),
         ("BilledCost in the input", None, billed_input, "input"),
     ]
