@@ -19,15 +19,12 @@ from .i18n import Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook
 from .schema import (
-    DEFAULT_TIER,
     EXTRA_COLUMNS,
     GPU_COLUMNS,
+    KIND,
     PRICE_COLUMN,
-    SERVING_METHODS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
-    TRAINING_KINDS,
-    TRAINING_METHODS,
     Column,
     normalise_header,
 )
@@ -231,48 +228,32 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
 
 # ---------------------------------------------------------------- Tasks
 
-_TRAINING_NEEDS = ("train_tokens",)
-_NEEDS = {"finetune": _TRAINING_NEEDS, "pretrain": _TRAINING_NEEDS,
-          "inference": ("requests_per_day", "tokens_per_request"),
-          "batch": ("batch_requests", "tokens_per_request")}
-# Inputs that mean nothing for a kind are blanked so the echo shows what was used.
-_IRRELEVANT = {
-    "training": ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
-                 "tokens_per_sec", "concurrency", "kv_cache_gb"),
-    "inference": ("train_tokens", "epochs", "runs_per_month", "batch_requests"),
-    "batch": ("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"),
-}
-
-
 def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Collector) -> dict | None:
     v = dict(rec.values)
     cell = rec.cells.get
-    kind = v.get("kind")
     for col in ("task_id", "kind", "model_params_b"):
         if col not in v and cell(col) and not _had_problem(out, cell(col)):
             out.add(Code.REQUIRED, "Tasks", cell(col), Message("required", column=col, help=_column(col).help))
-    if kind is None:
+    if v.get("kind") is None:
         return None
-    group = "training" if kind in TRAINING_KINDS else kind
-    for col in _NEEDS[kind]:
+    kind = KIND[v["kind"]]
+    for col in kind.requires:
         if col not in v and not _had_problem(out, cell(col, "")):
             out.add(Code.REQUIRED, "Tasks", cell(col) or f"A{rec.row}",
-                    Message("required_for_kind", column=col, kind=kind, unit=_column(col).unit))
+                    Message("required_for_kind", column=col, kind=kind.name, unit=_column(col).unit))
     method = v.get("method")
-    allowed = TRAINING_METHODS if group == "training" else SERVING_METHODS
-    if method is not None and method not in allowed:
+    if method is not None and method not in kind.methods:
         out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method"),
-                Message("method_for_kind", method=method, kind=kind, allowed=tuple(allowed)))
-    v.setdefault("method", allowed[0])
-    for col in _IRRELEVANT[group]:
+                Message("method_for_kind", method=method, kind=kind.name, allowed=kind.methods))
+    v.setdefault("method", kind.default_method)
+    for col in kind.ignores:
         v.pop(col, None)
     for column in TASK_COLUMNS:
-        if column.default is not None and column.name not in _IRRELEVANT[group]:
+        if column.default is not None and column.name not in kind.ignores:
             v.setdefault(column.name, column.default)
         v.setdefault(column.name, None)
-    v.setdefault("tier", DEFAULT_TIER[kind])
     if v["tier"] is None:
-        v["tier"] = DEFAULT_TIER[kind]
+        v["tier"] = kind.default_tier
     if v["mfu"] is not None and not 0 < v["mfu"] <= 1:
         out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu"), Message("mfu_range", mfu=v["mfu"]))
     if v["gpu"] is not None:

@@ -8,14 +8,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KINDS = ("finetune", "pretrain", "inference", "batch")
-TRAINING_KINDS = ("finetune", "pretrain")
 TRAINING_METHODS = ("full", "lora", "qlora")
 SERVING_METHODS = ("fp16", "int8", "int4")
 TIERS = ("monthly", "on_demand", "idle", "spot")
 HOURLY_TIERS = ("on_demand", "idle", "spot")
-DEFAULT_TIER = {"inference": "monthly", "batch": "idle", "finetune": "on_demand", "pretrain": "on_demand"}
-SUITED_TIERS = {"inference": ("monthly", "on_demand")}
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """One kind of task: how it runs, which methods and tiers suit it, which Tasks columns it needs or ignores.
+
+    A new kind is one record here plus its formulas in `columns.py`.
+    """
+
+    name: str
+    training: bool  # trains a model (FLOPs per run) rather than generating tokens
+    online: bool  # serves live traffic: replicas sized for the peak, billed for the serving hours, no reruns
+    methods: tuple[str, ...]
+    default_method: str
+    default_tier: str
+    suited_tiers: tuple[str, ...]  # tiers the cheapest-tier advice considers
+    requires: tuple[str, ...]  # Tasks columns a row of this kind must fill in
+    ignores: tuple[str, ...]  # Tasks columns that mean nothing for it: blanked so the echo shows what was used
+    requests: str | None = None  # the column of requests that, x tokens_per_request, gives the tokens to generate
+
+
+_TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
+                     "tokens_per_sec", "concurrency", "kv_cache_gb")
+TASK_KINDS: tuple[TaskKind, ...] = (
+    TaskKind("finetune", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
+             default_tier="on_demand", suited_tiers=TIERS, requires=("train_tokens",), ignores=_TRAINING_IGNORES),
+    TaskKind("pretrain", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
+             default_tier="on_demand", suited_tiers=TIERS, requires=("train_tokens",), ignores=_TRAINING_IGNORES),
+    TaskKind("inference", training=False, online=True, methods=SERVING_METHODS, default_method="fp16",
+             default_tier="monthly", suited_tiers=("monthly", "on_demand"),
+             requires=("requests_per_day", "tokens_per_request"),
+             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests"), requests="requests_per_day"),
+    TaskKind("batch", training=False, online=False, methods=SERVING_METHODS, default_method="fp16",
+             default_tier="idle", suited_tiers=TIERS, requires=("batch_requests", "tokens_per_request"),
+             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"), requests="batch_requests"),
+)
+KIND = {k.name: k for k in TASK_KINDS}
+KINDS = tuple(KIND)
+TRAINING_KINDS = tuple(k.name for k in TASK_KINDS if k.training)
 GPU_CLASSES = ("consumer", "workstation", "datacenter")
 INTERCONNECTS = ("nvlink", "pcie")
 EXTRA_CATEGORIES = ("storage", "egress", "images", "platform", "other")
