@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +11,8 @@ from pathlib import Path
 import openpyxl
 import openpyxl.xml
 from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring, iterparse
+from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -20,6 +24,20 @@ MB = 1024 * 1024
 MAX_UNCOMPRESSED = 256 * MB
 MAX_RATIO = 200
 RATIO_MIN_SIZE = 10 * MB
+# openpyxl loads every shared string before the first cell is read (about 10 us each): 500,000 strings are some
+# seconds, far more than an inventory and a year of bills hold, while 4 million took 90 s and 740 MB.
+MAX_SHARED_STRINGS = 500_000
+MAX_SHARED_STRINGS_SIZE = 64 * MB
+SHARED_STRINGS_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+SHARED_STRING = re.compile(rb"<(?:\w{1,16}:)?si[\s>/]")
+FORMULA = re.compile(rb"<(?:\w{1,16}:)?f[\s>/]")
+TAG_WINDOW = 24  # bytes a scanned tag may span across two read chunks
+MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+PKG_NS = "{http://schemas.openxmlformats.org/package/2006/content-types}"
+REL_NS = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+PKG_REL_NS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+# Cell types whose empty <v> is a saved result (an empty text); any other formula cell without one has none.
+TEXT_TYPES = ("str", "s", "inlineStr")
 # Characters an Excel cell can hold. iter_rows passes longer text through whole (never
 # truncated, never a crash); the caller rejects it at its cell, among all other problems.
 MAX_TEXT = 32_767
@@ -205,6 +223,123 @@ def _check_zip(path: Path) -> None:
             Code.WRONG_FORMAT,
             f"is a zip archive but not an Excel workbook (no xl/workbook.xml inside); {SAVE_AS_XLSX}",
         )
+    _check_shared_strings(path)
+
+
+def _check_shared_strings(path: Path) -> None:
+    """Bound the shared strings openpyxl would load up front: their part's unpacked size, then their count."""
+    with zipfile.ZipFile(path) as archive:
+        part = _shared_strings_part(archive)
+        if part is None:
+            return
+        size = archive.getinfo(part).file_size
+        if size > MAX_SHARED_STRINGS_SIZE:
+            raise _too_many_strings(path, f"{size / MB:,.0f} MB of shared text")
+        with archive.open(part) as stream:
+            count = _count_tags(stream, SHARED_STRING, stop_after=MAX_SHARED_STRINGS)
+    if count > MAX_SHARED_STRINGS:
+        raise _too_many_strings(path, f"more than {MAX_SHARED_STRINGS:,} different texts")
+
+
+def _too_many_strings(path: Path, what: str) -> InputError:
+    return _fail(
+        path.name,
+        Code.TOO_LARGE,
+        f"holds {what}, more than an inventory needs (at most {MAX_SHARED_STRINGS:,} texts, "
+        f"{MAX_SHARED_STRINGS_SIZE / MB:,.0f} MB); delete the sheets and rows the budget does not need",
+    )
+
+
+def _shared_strings_part(archive: zipfile.ZipFile) -> str | None:
+    """The member openpyxl reads the shared strings from, as [Content_Types].xml names it (None: none)."""
+    try:
+        info = archive.getinfo("[Content_Types].xml")
+    except KeyError:
+        return None
+    if info.file_size > MB:  # a content-types part lists a few dozen parts
+        raise _fail(Path(archive.filename).name, Code.UNREADABLE, "is damaged ([Content_Types].xml is too large); "
+                    "open it in Excel and save it again as .xlsx")
+    for override in _xml(archive, "[Content_Types].xml").iter(f"{PKG_NS}Override"):
+        name = override.get("PartName", "").lstrip("/")
+        if override.get("ContentType") == SHARED_STRINGS_TYPE and name in archive.namelist():
+            return name
+    return None
+
+
+def _count_tags(stream, pattern: re.Pattern, stop_after: int) -> int:
+    """Occurrences of a tag in a streamed XML part (read in 1 MB chunks), counting stopped past `stop_after`."""
+    count, tail = 0, b""
+    while count <= stop_after and (chunk := stream.read(SCAN_CHUNK)):
+        data = tail + chunk
+        keep = len(data) - TAG_WINDOW  # a tag starting in the last bytes is counted with the next chunk
+        count += sum(1 for m in pattern.finditer(data) if m.start() < keep)
+        tail = data[max(keep, 0):]
+    return count + sum(1 for _ in pattern.finditer(tail))
+
+
+def _xml(archive: zipfile.ZipFile, part: str):
+    try:
+        return fromstring(archive.read(part))
+    except Exception as exc:  # a damaged part is one clear problem
+        raise _fail(Path(archive.filename).name, Code.UNREADABLE,
+                    f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx") from exc
+
+
+def unsaved_formulas(path: Path) -> dict[str, list[str]]:
+    """Sheet title -> the cells that hold a formula but no saved result (written by a script, never opened in a
+    spreadsheet): read as blank they would silently become defaults. Sheets without formulas are only scanned."""
+    found: dict[str, list[str]] = {}
+    with zipfile.ZipFile(path) as archive:
+        for title, part in _sheet_parts(archive).items():
+            with archive.open(part) as stream:
+                if not _count_tags(stream, FORMULA, stop_after=0):
+                    continue
+            with archive.open(part) as stream:
+                cells = _cells_without_result(stream, title)
+            if cells:
+                found[title] = cells
+    return found
+
+
+def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
+    """Sheet title -> its member in the zip, from xl/workbook.xml and its relationships."""
+    names = set(archive.namelist())
+    if "xl/_rels/workbook.xml.rels" not in names:
+        return {}
+    targets = {}
+    for rel in _xml(archive, "xl/_rels/workbook.xml.rels").iter(f"{PKG_REL_NS}Relationship"):
+        target = rel.get("Target", "")
+        targets[rel.get("Id")] = target.lstrip("/") if target.startswith("/") else posixpath.normpath(
+            posixpath.join("xl", target))
+    parts = {}
+    for sheet in _xml(archive, "xl/workbook.xml").iter(f"{MAIN_NS}sheet"):
+        part = targets.get(sheet.get(f"{REL_NS}id"))
+        if part in names:
+            parts[sheet.get("name")] = part
+    return parts
+
+
+def _cells_without_result(stream, sheet: str) -> list[str]:
+    """A1 references of the formula cells of one sheet part that carry no cached value."""
+    cells, row, col = [], 0, 0
+    try:
+        for event, element in iterparse(stream, events=("start", "end")):
+            if element.tag == f"{MAIN_NS}row":
+                if event == "start":
+                    row, col = int(element.get("r") or row + 1), 0
+                else:
+                    element.clear()
+            elif element.tag == f"{MAIN_NS}c" and event == "end":
+                ref = element.get("r")
+                col = coordinate_to_tuple(ref)[1] if ref else col + 1
+                formula, value = element.find(f"{MAIN_NS}f"), element.find(f"{MAIN_NS}v")
+                if formula is not None and (value is None or (not value.text and element.get("t") not in TEXT_TYPES)):
+                    cells.append(ref or f"{get_column_letter(col)}{row}")
+                element.clear()
+    except Exception as exc:  # whatever the parser raises becomes one clear problem
+        raise _fail(sheet, Code.UNREADABLE,
+                    f"could not be read ({_describe(exc)}); open the file in Excel and save it again") from exc
+    return cells
 
 
 def _guarded(rows: Iterator[tuple], sheet: str) -> Iterator[tuple]:

@@ -70,6 +70,8 @@ class Column:
     help: str = ""
     example: str = ""
     positive: bool = False  # must be > 0 when given
+    minimum: float | None = None  # bounds when given (0: no negatives, where a negative means nothing)
+    maximum: float | None = None
     scale: float = 1  # a typed number is divided by this: 7B in billions of parameters is 7
 
 
@@ -87,15 +89,17 @@ class Setting:
     structural: bool = False  # shapes the workbook; change it in the input and rebuild
     minimum: float | None = None
     maximum: float | None = None
+    positive: bool = False  # must be > 0 when given
 
 
+MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
 S = Setting
 SETTINGS: tuple[Setting, ...] = (
     S("currency", "text", "CNY", "Currency", "ISO code of the plan's currency, shown in number formats",
       structural=True),
     S("catalog_fx", "number", None, "CatalogFx",
       "plan currency per 1 CNY, converts the built-in catalog's CNY prices in a non-CNY plan",
-      unit="plan currency per CNY", structural=True, minimum=0),
+      unit="plan currency per CNY", structural=True, positive=True),
     S("build_date", "date", None, "BuildDate",
       "the date the plan is built as (YYYY-MM-DD), for the default period and the file's properties; "
       "blank: `--date`, else today", structural=True),
@@ -135,7 +139,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("gpu_choice", "choice", "cheapest", "GpuChoice",
       "how the engine picks a GPU when a task names none", choices=GPU_CHOICES, structural=True),
     S("max_cards", "count", 8, "MaxCards", "largest card count the engine proposes for one task",
-      unit="cards", structural=True, minimum=1, maximum=4096),
+      unit="cards", structural=True, minimum=1, maximum=MAX_CARDS),
     S("low_util_threshold", "percent", 0.20, "LowUtilThreshold",
       "monthly average utilisation under which a resource is flagged for downsizing", minimum=0, maximum=1),
     S("oom_threshold", "number", 3, "OomThreshold", "OOM events a month from which a resource is flagged",
@@ -193,13 +197,13 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("tflops", "number", "TFLOP/s", positive=True,
       help="dense BF16/FP16 tensor peak with FP32 accumulate (never the sparse figure)"),
     C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
-    C("scaling", "percent", default=0.5, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
-    C("on_demand_per_hour", "number", "currency/card-hour", help="on-demand price; blank: not offered"),
-    C("monthly_per_card", "number", "currency/card-month", help="reserved/monthly rent; blank: not offered"),
-    C("idle_per_hour", "number", "currency/card-hour", help="off-peak / idle-capacity price; blank: not offered"),
-    C("spot_per_hour", "number", "currency/card-hour", help="interruptible price; blank: not offered"),
-    C("purchase_price", "number", "currency", help="all-in price of an owned machine per card; blank: not for sale"),
-    C("power_w", "number", "W", help="wall power of an owned machine per card under load"),
+    C("scaling", "percent", default=0.5, minimum=0, maximum=1, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
+    C("on_demand_per_hour", "number", "currency/card-hour", minimum=0, help="on-demand price; blank: not offered"),
+    C("monthly_per_card", "number", "currency/card-month", minimum=0, help="reserved/monthly rent; blank: not offered"),
+    C("idle_per_hour", "number", "currency/card-hour", minimum=0, help="off-peak / idle-capacity price; blank: not offered"),
+    C("spot_per_hour", "number", "currency/card-hour", minimum=0, help="interruptible price; blank: not offered"),
+    C("purchase_price", "number", "currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
+    C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
     C("source", "text", help="where the prices came from"),
     C("as_of", "text", help="date of the prices"),
 )
@@ -228,9 +232,9 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="measured tokens/s of one replica; blank: estimated from bandwidth and compute"),
     C("concurrency", "number", "sequences", default=1, positive=True,
       help="concurrent sequences per replica for the estimate"),
-    C("kv_cache_gb", "number", "GB", default=0, help="extra serving memory for long contexts / many sessions"),
+    C("kv_cache_gb", "number", "GB", default=0, minimum=0, help="extra serving memory for long contexts / many sessions"),
     C("gpu", "text", help="a catalog GPU name; blank: the engine chooses"),
-    C("cards", "count", "cards", positive=True, help="cards per run/replica; blank: the fewest that fit"),
+    C("cards", "count", "cards", positive=True, maximum=MAX_CARDS, help="cards per run/replica; blank: the fewest that fit"),
     C("tier", "choice", choices=TIERS,
       help="price tier; default: inference monthly, batch idle, training on_demand"),
     C("mfu", "percent", help="overrides the mfu setting for this task"),
@@ -242,7 +246,7 @@ TASK_COLUMNS: tuple[Column, ...] = (
 EXTRA_COLUMNS: tuple[Column, ...] = (
     C("item", "text", required=True, help="what the cost is", example="Object storage"),
     C("category", "choice", choices=EXTRA_CATEGORIES, default="other", help="kind of non-GPU cost"),
-    C("monthly_cost", "number", "currency/month", required=True, help="cost per active month"),
+    C("monthly_cost", "number", "currency/month", required=True, minimum=0, help="cost per active month"),
     C("start_month", "month", "YYYY-MM", help="first month; blank: plan start"),
     C("end_month", "month", "YYYY-MM", help="last month; blank: plan end"),
 )

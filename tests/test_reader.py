@@ -74,7 +74,7 @@ def test_every_problem_reported_at_once_sorted_by_sheet_and_cell(tmp_path):
     found = [(p.code, p.sheet, p.cell) for p in info.value.problems]
     assert (Code.NOT_A_NUMBER, "Settings", "B3") in found         # mfu: "lots"
     assert (Code.NOT_A_NUMBER, "Tasks", "C2") in found            # model_params_b "seven"
-    assert (Code.DUPLICATE, "Tasks", "A3") in found               # T1 again
+    assert (Code.DUPLICATE_TASK, "Tasks", "A3") in found               # T1 again
     assert (Code.UNKNOWN_VALUE, "Tasks", "E3") in found           # RTX 9999
     assert (Code.REQUIRED, "Tasks", "A3") in found or any(c == Code.REQUIRED and s == "Tasks" and cell.endswith("3")
                                                            for c, s, cell in found)  # inference without traffic
