@@ -234,7 +234,7 @@ def _check_shared_strings(path: Path) -> None:
             return
         size = archive.getinfo(part).file_size
         if size > MAX_SHARED_STRINGS_SIZE:
-            raise _too_many_strings(path, f"{size / MB:,.0f} MB of shared text")
+            raise _too_many_strings(path, f"{size / MB:,.1f} MB of shared text")
         with archive.open(part) as stream:
             count = _count_tags(stream, SHARED_STRING, stop_after=MAX_SHARED_STRINGS)
     if count > MAX_SHARED_STRINGS:
