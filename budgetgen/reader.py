@@ -383,11 +383,10 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
             out.add(Code.MISSING_SHEET, "Tasks", "", Message("missing_tasks_sheet"))
         if out.problems:
             raise InputError(out.problems)
-        for title, cells in unsaved_formulas(Path(path)).items():
-            sheet = canonical_sheet(title)
-            if sheet in SHEETS_ZH and sheet.lower() in sheets:
-                for cell in cells:
-                    out.add(Code.FORMULA_WITHOUT_VALUE, sheet, cell, Message("formula_without_value"))
+        inputs = {ws.title for ws in wb.worksheets if canonical_sheet(ws.title) in SHEETS_ZH}
+        for title, cells in unsaved_formulas(Path(path), inputs).items():
+            for cell in cells:
+                out.add(Code.FORMULA_WITHOUT_VALUE, canonical_sheet(title), cell, Message("formula_without_value"))
         settings = _read_settings(sheets.get("settings"), out, today)
         gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, out)

@@ -11,8 +11,7 @@ from pathlib import Path
 import openpyxl
 import openpyxl.xml
 from defusedxml import DefusedXmlException
-from defusedxml.ElementTree import fromstring, iterparse
-from openpyxl.utils.cell import coordinate_to_tuple, get_column_letter
+from defusedxml.ElementTree import fromstring
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -31,6 +30,11 @@ MAX_SHARED_STRINGS_SIZE = 64 * MB
 SHARED_STRINGS_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
 SHARED_STRING = re.compile(rb"<(?:\w{1,16}:)?si[\s>/]")
 FORMULA = re.compile(rb"<(?:\w{1,16}:)?f[\s>/]")
+# A cell (<c .../> or <c ...>...</c>), its cached value, its type and reference, as spreadsheets write them.
+CELL = re.compile(rb"<(?:\w{1,16}:)?c\b([^>]*?)(?:/>|>(.*?)</(?:\w{1,16}:)?c>)", re.DOTALL)
+VALUE = re.compile(rb"<(?:\w{1,16}:)?v\b[^>]*?(?:/>|>(.*?)</(?:\w{1,16}:)?v>)", re.DOTALL)
+CELL_TYPE = re.compile(rb'\st="(\w+)"')
+CELL_REF = re.compile(rb'\sr="([A-Z]{1,3}[0-9]{1,7})"')
 TAG_WINDOW = 24  # bytes a scanned tag may span across two read chunks
 MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 PKG_NS = "{http://schemas.openxmlformats.org/package/2006/content-types}"
@@ -285,19 +289,17 @@ def _xml(archive: zipfile.ZipFile, part: str):
                     f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx") from exc
 
 
-def unsaved_formulas(path: Path) -> dict[str, list[str]]:
-    """Sheet title -> the cells that hold a formula but no saved result (written by a script, never opened in a
-    spreadsheet): read as blank they would silently become defaults. Sheets without formulas are only scanned."""
+def unsaved_formulas(path: Path, titles: set[str]) -> dict[str, list[str]]:
+    """Sheet title -> the cells of the sheets `titles` that hold a formula but no saved result (written by a script,
+    never opened in a spreadsheet): read as blank they would silently become defaults."""
     found: dict[str, list[str]] = {}
     with zipfile.ZipFile(path) as archive:
         for title, part in _sheet_parts(archive).items():
-            with archive.open(part) as stream:
-                if not _count_tags(stream, FORMULA, stop_after=0):
-                    continue
-            with archive.open(part) as stream:
-                cells = _cells_without_result(stream, title)
-            if cells:
-                found[title] = cells
+            if title in titles:
+                with archive.open(part) as stream:
+                    cells = formulas_without_result(stream)
+                if cells:
+                    found[title] = cells
     return found
 
 
@@ -319,27 +321,36 @@ def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
     return parts
 
 
-def _cells_without_result(stream, sheet: str) -> list[str]:
-    """A1 references of the formula cells of one sheet part that carry no cached value."""
-    cells, row, col = [], 0, 0
-    try:
-        for event, element in iterparse(stream, events=("start", "end")):
-            if element.tag == f"{MAIN_NS}row":
-                if event == "start":
-                    row, col = int(element.get("r") or row + 1), 0
-                else:
-                    element.clear()
-            elif element.tag == f"{MAIN_NS}c" and event == "end":
-                ref = element.get("r")
-                col = coordinate_to_tuple(ref)[1] if ref else col + 1
-                formula, value = element.find(f"{MAIN_NS}f"), element.find(f"{MAIN_NS}v")
-                if formula is not None and (value is None or (not value.text and element.get("t") not in TEXT_TYPES)):
-                    cells.append(ref or f"{get_column_letter(col)}{row}")
-                element.clear()
-    except Exception as exc:  # whatever the parser raises becomes one clear problem
-        raise _fail(sheet, Code.UNREADABLE,
-                    f"could not be read ({_describe(exc)}); open the file in Excel and save it again") from exc
-    return cells
+def formulas_without_result(stream) -> list[str]:
+    """A1 references of the formula cells of one sheet part that carry no cached value.
+
+    The part is scanned row by row with regular expressions (the XML parser takes seconds for a sheet of formulas);
+    only the rows that hold a formula are looked at cell by cell.
+    """
+    cells, pending = [], b""
+    while chunk := stream.read(SCAN_CHUNK):
+        data = pending + chunk
+        cut = data.rfind(b"</row>") + len(b"</row>") if b"</row>" in data else 0
+        cells += _unsaved_in(data[:cut])
+        pending = data[cut:]
+    return cells + _unsaved_in(pending)
+
+
+def _unsaved_in(rows: bytes) -> list[str]:
+    if not FORMULA.search(rows):
+        return []
+    out = []
+    for cell in CELL.finditer(rows):
+        body = cell.group(2) or b""
+        if not FORMULA.search(body):
+            continue
+        value = VALUE.search(body)
+        kind = CELL_TYPE.search(cell.group(1))
+        text_type = kind is not None and kind.group(1).decode() in TEXT_TYPES
+        ref = CELL_REF.search(cell.group(1))
+        if ref and (value is None or (not value.group(1) and not text_type)):
+            out.append(ref.group(1).decode())
+    return out
 
 
 def _guarded(rows: Iterator[tuple], sheet: str) -> Iterator[tuple]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import zipfile
 
 import openpyxl
@@ -11,6 +12,7 @@ from conftest import TODAY, make_input
 
 from budgetgen.errors import Code, InputError
 from budgetgen.reader import read_inputs
+from budgetgen.safefile import formulas_without_result
 from budgetgen.schema import KINDS, TASK_COLUMNS, TASK_KINDS, TIERS, Column
 from budgetgen.template import EXAMPLE_TASKS
 from budgetgen.values import BadValue, parse_number
@@ -331,3 +333,15 @@ def replace_in_sheet(path, sheet, old, new):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in members.items():
             z.writestr(name, data)
+
+
+@pytest.mark.parametrize("xml, cells", [
+    (b'<c r="B2"><f>0.1+0.2</f><v /></c>', ["B2"]),                        # openpyxl: an empty value
+    (b'<x:c r="B2" s="1"><x:f>1+1</x:f></x:c>', ["B2"]),                   # a prefix, no value at all
+    (b'<c r="E5"><f t="shared" si="0"/></c><c r="E6"><f t="shared" ref="E6:E7" si="1">A1</f><v>3</v></c>', ["E5"]),
+    (b'<c r="C3" t="str"><f>""</f><v></v></c>', []),                       # an empty text is a saved result
+    (b'<c r="D4"><f>1+1</f><v>2</v></c><c r="D5" s="1"/><c r="D6"><v>1</v></c>', []),
+])
+def test_formula_cells_without_a_cached_value_are_found_in_the_sheet_xml(xml, cells):
+    sheet = b'<worksheet><sheetData><row r="1">' + xml + b"</row></sheetData></worksheet>"
+    assert formulas_without_result(io.BytesIO(sheet)) == cells
