@@ -61,7 +61,7 @@ def parse_number(raw: object, column: Column) -> float:
         value = float(raw)
     else:
         match = _NUMBER.match(_ungrouped(str(raw).strip().replace("_", ""), raw))
-        if not match:
+        if not match or (match.group(2) == "%" and column.type != "percent"):  # 50% of a GB/s means nothing
             raise not_a_number
         value = float(match.group(1))
         suffix = match.group(2).lower()

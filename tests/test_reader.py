@@ -194,6 +194,7 @@ CARD = {"gpu": "MyCard", "vram_gb": 32, "bandwidth_gbs": 900, "tflops": 100, "mo
     ([{**SERVICE, "requests_per_day": "1,5"}], None, None, None, [(Code.NOT_A_NUMBER, "Tasks", "D2")]),
     ([{**SERVICE, "requests_per_day": "1,0,0,0,0"}], None, None, None, [(Code.NOT_A_NUMBER, "Tasks", "D2")]),
     ([{**SERVICE, "requests_per_day": "1,5000"}], None, None, None, [(Code.NOT_A_NUMBER, "Tasks", "D2")]),
+    ([{**SERVICE, "requests_per_day": "50%"}], None, None, None, [(Code.NOT_A_NUMBER, "Tasks", "D2")]),
     ([{**SERVICE, "requests_per_day": "1e309"}], None, None, None, [(Code.NOT_FINITE, "Tasks", "D2")]),
     ([{**SERVICE, "requests_per_day": "inf"}], None, None, None, [(Code.NOT_A_NUMBER, "Tasks", "D2")]),
     ([{**SERVICE, "requests_per_day": "nan"}], None, None, None, [(Code.NOT_A_NUMBER, "Tasks", "D2")]),
@@ -208,7 +209,7 @@ CARD = {"gpu": "MyCard", "vram_gb": 32, "bandwidth_gbs": 900, "tflops": 100, "mo
     ([SERVICE], None, [{**CARD, "power_w": -600}], None, [(Code.NEGATIVE, "GPUs", "F2")]),
     ([SERVICE], None, None, [{"item": "storage", "monthly_cost": -400}], [(Code.NEGATIVE, "Extras", "B2")]),
 ], ids=["kv_cache_gb", "cards-5000", "cards-1e9", "cards-2.5", "comma-decimal", "commas-anywhere",
-        "comma-misgrouped", "1e309", "inf", "nan", "setting-1e309", "catalog_fx-0", "negative-setting",
+        "comma-misgrouped", "percent-of-a-count", "1e309", "inf", "nan", "setting-1e309", "catalog_fx-0", "negative-setting",
         "negative-monthly-price", "negative-hourly-price", "scaling-negative", "scaling-over-1", "purchase-price",
         "power", "extras-cost"])
 def test_bad_value_is_refused_with_its_code_at_its_cell(tmp_path, tasks, settings, gpus, extras, expected):
