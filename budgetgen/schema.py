@@ -31,6 +31,11 @@ class TaskKind:
     requires: tuple[str, ...]  # Tasks columns a row of this kind must fill in
     ignores: tuple[str, ...]  # Tasks columns that mean nothing for it: blanked so the echo shows what was used
     requests: str | None = None  # the column of requests that, x tokens_per_request, gives the tokens to generate
+    meaning: str = ""  # said after the name in the kind column's help, where the name alone is unclear
+
+    @property
+    def described(self) -> str:
+        return f"{self.name} ({self.meaning})" if self.meaning else self.name
 
 
 _TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
@@ -43,10 +48,12 @@ TASK_KINDS: tuple[TaskKind, ...] = (
     TaskKind("inference", training=False, online=True, methods=SERVING_METHODS, default_method="fp16",
              default_tier="monthly", suited_tiers=("monthly", "on_demand"),
              requires=("requests_per_day", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests"), requests="requests_per_day"),
+             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests"), requests="requests_per_day",
+             meaning="online serving"),
     TaskKind("batch", training=False, online=False, methods=SERVING_METHODS, default_method="fp16",
              default_tier="idle", suited_tiers=TIERS, requires=("batch_requests", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"), requests="batch_requests"),
+             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"), requests="batch_requests",
+             meaning="offline batch inference"),
 )
 KIND = {k.name: k for k in TASK_KINDS}
 KINDS = tuple(KIND)
@@ -214,7 +221,7 @@ TASK_COLUMNS: tuple[Column, ...] = (
     C("task_id", "text", required=True, help="unique key", example="T01"),
     C("task", "text", help="description"),
     C("kind", "choice", required=True, choices=KINDS,
-      help="finetune, pretrain, inference (online serving) or batch (offline batch inference)"),
+      help=", ".join(k.described for k in TASK_KINDS[:-1]) + f" or {TASK_KINDS[-1].described}"),
     C("model_params_b", "number", "billions of parameters", required=True, positive=True,
       help="model size, e.g. 7 or 7B", example="7", scale=1e9),
     C("method", "choice", choices=TRAINING_METHODS + SERVING_METHODS,
