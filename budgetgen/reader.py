@@ -17,7 +17,7 @@ from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
 from .errors import Code, InputError, Problem
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
-from .safefile import MAX_TEXT, iter_rows, load_input_workbook, unsaved_formulas
+from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
     GPU_COLUMNS,
@@ -375,7 +375,9 @@ def _read_assignments(ws, out: Collector) -> tuple[tuple[str, str], ...]:
 
 def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     """Read and validate an input workbook; raises InputError listing every problem."""
-    wb = load_input_workbook(Path(path))
+    path = Path(path)
+    data = read_input(path)  # one read: the bytes checked, parsed and hashed are the same
+    wb = load_input_workbook(path, data)
     try:
         out = Collector()
         sheets = _input_sheets(wb, out)
@@ -384,7 +386,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         if out.problems:
             raise InputError(out.problems)
         inputs = {ws.title for ws in wb.worksheets if canonical_sheet(ws.title) in SHEETS_ZH}
-        for title, cells in unsaved_formulas(Path(path), inputs).items():
+        for title, cells in unsaved_formulas(data, path.name, inputs).items():
             for cell in cells:
                 out.add(Code.FORMULA_WITHOUT_VALUE, canonical_sheet(title), cell, Message("formula_without_value"))
         settings = _read_settings(sheets.get("settings"), out, today)
@@ -399,7 +401,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     if out.problems:
         raise InputError(out.problems)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, Path(path).name, _sha256(Path(path)))
+                  bills_sheet, usage_sheet, assignments, path.name, hashlib.sha256(data).hexdigest())
 
 
 def _input_sheets(wb, out: Collector) -> dict:
@@ -412,12 +414,3 @@ def _input_sheets(wb, out: Collector) -> dict:
             out.add(Code.DUPLICATE_SHEET, name, "", Message("duplicate_sheet", first=first.title, second=ws.title,
                                                             sheet=name))
     return sheets
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-

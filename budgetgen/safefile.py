@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import posixpath
 import re
 import zipfile
@@ -68,15 +69,41 @@ ENCRYPTION_INFO = "EncryptionInfo".encode("utf-16-le")
 SCAN_CHUNK = MB
 
 
-def load_input_workbook(path: Path) -> openpyxl.Workbook:
-    """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError."""
+def read_input(path: Path) -> bytes:
+    """The input file's bytes, read once: what is checked, parsed and hashed is one and the same content, even
+    when the file is saved again during the build."""
+    _check_path(path)
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_UNCOMPRESSED + 1)
+    except OSError as exc:
+        raise _fail(
+            path.name,
+            Code.UNREADABLE,
+            f"cannot be opened ({exc.strerror}); close it in other programs and check its permissions",
+        ) from exc
+    if len(data) > MAX_UNCOMPRESSED:
+        raise _fail(
+            path.name,
+            Code.TOO_LARGE,
+            f"is larger than the {MAX_UNCOMPRESSED / MB:,.0f} MB budgetgen reads; "
+            "remove images and data the budget does not need, or save it again from Excel",
+        )
+    return data
+
+
+def load_input_workbook(path: Path, data: bytes | None = None) -> openpyxl.Workbook:
+    """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError.
+
+    `data` is the file's content from `read_input` (read here when not given); `path` names it in messages.
+    """
     if not openpyxl.xml.DEFUSEDXML:
         raise BudgetgenError("openpyxl is not using defusedxml; install defusedxml and unset OPENPYXL_DEFUSEDXML")
-    _check_path(path)
-    _check_content(path)
-    _check_zip(path)
+    data = read_input(path) if data is None else data
+    _check_content(data, path.name)
+    _check_zip(data, path.name)
     try:
-        return openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
+        return openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     except Exception as exc:  # noqa: BLE001 - whatever openpyxl raises becomes one clear problem
         message = f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx"
     # Raised outside the except block so the failed reader (and its open file) is freed at once.
@@ -144,71 +171,52 @@ def _check_path(path: Path) -> None:
         )
 
 
-def _check_content(path: Path) -> None:
+def _check_content(data: bytes, name: str) -> None:
     """Sniff the first bytes: an .xlsx is a zip archive, whatever its name says."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(OLE_MAGIC))
-    except OSError as exc:
-        raise _fail(
-            path.name,
-            Code.UNREADABLE,
-            f"cannot be opened ({exc.strerror}); close it in other programs and check its permissions",
-        ) from exc
+    head = data[: len(OLE_MAGIC)]
     if not head:
-        raise _fail(path.name, Code.WRONG_FORMAT, f"is empty (0 bytes); {SAVE_AS_XLSX}")
+        raise _fail(name, Code.WRONG_FORMAT, f"is empty (0 bytes); {SAVE_AS_XLSX}")
     if head.startswith(b"%PDF"):
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             "is a PDF document renamed, not a spreadsheet; give the .xlsx workbook",
         )
     if head == OLE_MAGIC:
-        if _has_encryption_info(path):
+        if ENCRYPTION_INFO in data:  # a compound file names an EncryptionInfo stream anywhere
             raise _fail(
-                path.name,
+                name,
                 Code.ENCRYPTED,
                 "is password-protected; remove the password (File > Info > Protect Workbook) and save again",
             )
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             f"is an Excel 97-2003 (.xls) file renamed; {SAVE_AS_XLSX}",
         )
     if not head.startswith(b"PK"):
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             f"is not an Excel workbook (an .xlsx file is a zip archive); {SAVE_AS_XLSX}",
         )
 
 
-def _has_encryption_info(path: Path) -> bool:
-    """Whether a compound file names an EncryptionInfo stream anywhere (read in 1 MB chunks)."""
-    tail = b""
-    with path.open("rb") as f:
-        while chunk := f.read(SCAN_CHUNK):
-            if ENCRYPTION_INFO in tail + chunk:
-                return True
-            tail = chunk[1 - len(ENCRYPTION_INFO) :]
-    return False
-
-
-def _check_zip(path: Path) -> None:
+def _check_zip(data: bytes, name: str) -> None:
     """Check the zip's declared sizes (bombs) and that it holds a workbook, before anything unpacks it."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise _fail(
-            path.name,
+            name,
             Code.UNREADABLE,
             f"is damaged ({_describe(exc)}); open it in Excel and save it again as .xlsx",
         ) from exc
     total = sum(m.file_size for m in members)
     if total > MAX_UNCOMPRESSED:
         raise _fail(
-            path.name,
+            name,
             Code.TOO_LARGE,
             f"unpacks to {total / MB:,.0f} MB, more than the {MAX_UNCOMPRESSED / MB:,.0f} MB budgetgen reads; "
             "remove images and data the budget does not need, or save it again from Excel",
@@ -216,57 +224,57 @@ def _check_zip(path: Path) -> None:
     for m in members:
         if m.file_size > RATIO_MIN_SIZE and m.file_size > MAX_RATIO * m.compress_size:
             raise _fail(
-                path.name,
+                name,
                 Code.TOO_LARGE,
                 f"holds {m.filename} packed {m.file_size / max(m.compress_size, 1):,.0f} to 1 "
                 f"({m.file_size / MB:,.0f} MB unpacked), which looks like a zip bomb; save it again from Excel",
             )
     if "xl/workbook.xml" not in {m.filename for m in members}:
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             f"is a zip archive but not an Excel workbook (no xl/workbook.xml inside); {SAVE_AS_XLSX}",
         )
-    _check_shared_strings(path)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        _check_shared_strings(archive, name)
 
 
-def _check_shared_strings(path: Path) -> None:
+def _check_shared_strings(archive: zipfile.ZipFile, name: str) -> None:
     """Bound the shared strings openpyxl would load up front: their part's unpacked size, then their count."""
-    with zipfile.ZipFile(path) as archive:
-        part = _shared_strings_part(archive)
-        if part is None:
-            return
-        size = archive.getinfo(part).file_size
-        if size > MAX_SHARED_STRINGS_SIZE:
-            raise _too_many_strings(path, f"{size / MB:,.1f} MB of shared text")
-        with archive.open(part) as stream:
-            count = _count_tags(stream, SHARED_STRING, stop_after=MAX_SHARED_STRINGS)
+    part = _shared_strings_part(archive, name)
+    if part is None:
+        return
+    size = archive.getinfo(part).file_size
+    if size > MAX_SHARED_STRINGS_SIZE:
+        raise _too_many_strings(name, f"{size / MB:,.1f} MB of shared text")
+    with archive.open(part) as stream:
+        count = _count_tags(stream, SHARED_STRING, stop_after=MAX_SHARED_STRINGS)
     if count > MAX_SHARED_STRINGS:
-        raise _too_many_strings(path, f"more than {MAX_SHARED_STRINGS:,} different texts")
+        raise _too_many_strings(name, f"more than {MAX_SHARED_STRINGS:,} different texts")
 
 
-def _too_many_strings(path: Path, what: str) -> InputError:
+def _too_many_strings(name: str, what: str) -> InputError:
     return _fail(
-        path.name,
+        name,
         Code.TOO_LARGE,
         f"holds {what}, more than an inventory needs (at most {MAX_SHARED_STRINGS:,} texts, "
         f"{MAX_SHARED_STRINGS_SIZE / MB:,.0f} MB); delete the sheets and rows the budget does not need",
     )
 
 
-def _shared_strings_part(archive: zipfile.ZipFile) -> str | None:
+def _shared_strings_part(archive: zipfile.ZipFile, name: str) -> str | None:
     """The member openpyxl reads the shared strings from, as [Content_Types].xml names it (None: none)."""
     try:
         info = archive.getinfo("[Content_Types].xml")
     except KeyError:
         return None
     if info.file_size > MB:  # a content-types part lists a few dozen parts
-        raise _fail(Path(archive.filename).name, Code.UNREADABLE, "is damaged ([Content_Types].xml is too large); "
+        raise _fail(name, Code.UNREADABLE, "is damaged ([Content_Types].xml is too large); "
                     "open it in Excel and save it again as .xlsx")
-    for override in _xml(archive, "[Content_Types].xml").iter(f"{PKG_NS}Override"):
-        name = override.get("PartName", "").lstrip("/")
-        if override.get("ContentType") == SHARED_STRINGS_TYPE and name in archive.namelist():
-            return name
+    for override in _xml(archive, "[Content_Types].xml", name).iter(f"{PKG_NS}Override"):
+        part = override.get("PartName", "").lstrip("/")
+        if override.get("ContentType") == SHARED_STRINGS_TYPE and part in archive.namelist():
+            return part
     return None
 
 
@@ -281,20 +289,20 @@ def _count_tags(stream, pattern: re.Pattern, stop_after: int) -> int:
     return count + sum(1 for _ in pattern.finditer(tail))
 
 
-def _xml(archive: zipfile.ZipFile, part: str):
+def _xml(archive: zipfile.ZipFile, part: str, name: str):
     try:
         return fromstring(archive.read(part))
     except Exception as exc:  # a damaged part is one clear problem
-        raise _fail(Path(archive.filename).name, Code.UNREADABLE,
+        raise _fail(name, Code.UNREADABLE,
                     f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx") from exc
 
 
-def unsaved_formulas(path: Path, titles: set[str]) -> dict[str, list[str]]:
+def unsaved_formulas(data: bytes, name: str, titles: set[str]) -> dict[str, list[str]]:
     """Sheet title -> the cells of the sheets `titles` that hold a formula but no saved result (written by a script,
     never opened in a spreadsheet): read as blank they would silently become defaults."""
     found: dict[str, list[str]] = {}
-    with zipfile.ZipFile(path) as archive:
-        for title, part in _sheet_parts(archive).items():
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for title, part in _sheet_parts(archive, name).items():
             if title in titles:
                 with archive.open(part) as stream:
                     cells = formulas_without_result(stream)
@@ -303,18 +311,18 @@ def unsaved_formulas(path: Path, titles: set[str]) -> dict[str, list[str]]:
     return found
 
 
-def _sheet_parts(archive: zipfile.ZipFile) -> dict[str, str]:
+def _sheet_parts(archive: zipfile.ZipFile, name: str) -> dict[str, str]:
     """Sheet title -> its member in the zip, from xl/workbook.xml and its relationships."""
     names = set(archive.namelist())
     if "xl/_rels/workbook.xml.rels" not in names:
         return {}
     targets = {}
-    for rel in _xml(archive, "xl/_rels/workbook.xml.rels").iter(f"{PKG_REL_NS}Relationship"):
+    for rel in _xml(archive, "xl/_rels/workbook.xml.rels", name).iter(f"{PKG_REL_NS}Relationship"):
         target = rel.get("Target", "")
         targets[rel.get("Id")] = target.lstrip("/") if target.startswith("/") else posixpath.normpath(
             posixpath.join("xl", target))
     parts = {}
-    for sheet in _xml(archive, "xl/workbook.xml").iter(f"{MAIN_NS}sheet"):
+    for sheet in _xml(archive, "xl/workbook.xml", name).iter(f"{MAIN_NS}sheet"):
         part = targets.get(sheet.get(f"{REL_NS}id"))
         if part in names:
             parts[sheet.get("name")] = part

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import zipfile
 
@@ -10,6 +11,7 @@ import pytest
 import xlsxwriter
 from conftest import TODAY, make_input
 
+from budgetgen import reader
 from budgetgen.errors import Code, InputError
 from budgetgen.reader import read_inputs
 from budgetgen.safefile import formulas_without_result
@@ -346,3 +348,20 @@ def replace_in_sheet(path, sheet, old, new):
 def test_formula_cells_without_a_cached_value_are_found_in_the_sheet_xml(xml, cells):
     sheet = b'<worksheet><sheetData><row r="1">' + xml + b"</row></sheetData></worksheet>"
     assert formulas_without_result(io.BytesIO(sheet)) == cells
+
+
+def test_the_hash_is_of_the_bytes_that_were_read_even_when_the_file_is_saved_again(tmp_path, monkeypatch):
+    path = make_input(tmp_path / "in.xlsx", [{**SERVICE, "requests_per_day": 1000}])
+    first = path.read_bytes()
+    make_input(tmp_path / "later.xlsx", [{**SERVICE, "requests_per_day": 2000}])
+    real_load = reader.load_input_workbook
+
+    def load_then_save_again(*args, **kwargs):  # the user saves a new version while the build runs
+        wb = real_load(*args, **kwargs)
+        path.write_bytes((tmp_path / "later.xlsx").read_bytes())
+        return wb
+
+    monkeypatch.setattr(reader, "load_input_workbook", load_then_save_again)
+    inputs = read_inputs(path, today=TODAY)
+    assert inputs.tasks[0].values["requests_per_day"] == 1000
+    assert inputs.source_sha256 == hashlib.sha256(first).hexdigest() != hashlib.sha256(path.read_bytes()).hexdigest()
