@@ -157,9 +157,11 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
                    Message("fits_no_gpu", need=need, max_cards=s.max_cards, gpu=largest.name, vram=largest.vram_gb))
 
 
-def _task_warnings(task: Task, row: dict, gpu: Gpu) -> list[str]:
+def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]:
     tid = task.task_id
     out = []
+    if task.values["cards"] is not None and task.values["cards"] > max_cards:
+        out.append(Message("cards_over_max_cards", tid=tid, cards=task.values["cards"], max_cards=max_cards))
     kind = KIND[task.kind]
     if kind.training and gpu.gpu_class == "consumer" and row["gpu_hours_per_month"] > \
             CONSUMER_TRAINING_HOURS:
@@ -188,7 +190,7 @@ def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     if chosen is None:
         raise InputError([_no_fit_problem(task, candidates, inputs)])
     marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
-    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu))
+    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards)
     return TaskPlan(task, chosen.row, marked, tuple(warnings))
 
 

@@ -251,6 +251,9 @@ MESSAGES = {
     "pcie_scaling": (
         "{tid}: {cards} cards where {cards_min} fit, on PCIe {gpu} (poor scaling: speedup {speedup:.2f})",
         "{tid}：{cards_min} 张即可放下却用了 {cards} 张 PCIe {gpu}（扩展性差：加速比 {speedup:.2f}）"),
+    "cards_over_max_cards": (
+        "{tid}: cards {cards} is more than max_cards {max_cards}: cards counts the cards of one run or replica",
+        "{tid}：cards 为 {cards}，超过 max_cards {max_cards}：cards 是每次运行或每个副本的卡数"),
     "inference_on_spot": (
         "{tid}: online inference on spot: an interruption takes the service down",
         "{tid}：在线推理使用竞价实例：一次中断就会让服务下线"),

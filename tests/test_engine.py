@@ -251,3 +251,10 @@ def test_cards_below_what_fits_is_excluded_and_reported_at_the_cards_cell(tmp_pa
     [problem] = info.value.problems
     assert (problem.code, problem.sheet, problem.cell) == (Code.DOES_NOT_FIT, "Tasks", "G2")
     assert str(problem) == "Tasks!G2 cards: does not fit: needs 2 cards (33.8 GB), cards is 1: raise cards or leave it blank"
+
+
+def test_more_cards_than_max_cards_is_legal_but_warned(tmp_path):
+    plan = plan_for(tmp_path, [{**CHAT, "gpu": "A100 80G", "cards": 16}])
+    assert plan.tasks[0].row["cards_per_run"] == 16
+    assert "C1: cards 16 is more than max_cards 8: cards counts the cards of one run or replica" in plan.warnings
+    assert not any("more than max_cards" in w for w in plan_for(tmp_path, [{**CHAT, "cards": 8}]).warnings)
