@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from .schema import CONSTANT_VALUES, TIERS
+from .schema import CONSTANT_VALUES, KIND, TASK_KINDS, TIERS
 
 Row = dict[str, object]
 # The named constants of Assumptions, so the Python side uses the very numbers the formulas name.
@@ -41,6 +41,29 @@ def _training(r: Row) -> bool:
     return r["training"] == 1
 
 
+def _online(r: Row) -> bool:
+    return KIND[r["kind"]].online
+
+
+def _kind_is(names) -> str:
+    """An Excel test that the row's kind is one of `names` (the kinds of one sort, from the schema's records)."""
+    tests = [f'{{kind}}="{name}"' for name in names]
+    return tests[0] if len(tests) == 1 else f"OR({','.join(tests)})"
+
+
+_TRAINING_KIND = _kind_is(k.name for k in TASK_KINDS if k.training)
+_ONLINE_KIND = _kind_is(k.name for k in TASK_KINDS if k.online)
+_OFFLINE_SERVING_KIND = _kind_is(k.name for k in TASK_KINDS if not k.training and not k.online)
+
+
+def _tokens_per_day_excel() -> str:
+    """Requests x tokens_per_request for each kind that declares its requests column, else blank."""
+    formula = '""'
+    for kind in reversed([k for k in TASK_KINDS if k.requests]):
+        formula = f'IF({{kind}}="{kind.name}",{{{kind.requests}}}*{{tokens_per_request}},{formula})'
+    return "=" + formula
+
+
 def _weights_gb(r: Row, s, g) -> float:
     if r["method"] in ("qlora", "int4"):
         per_param = K.BytesInt4
@@ -63,11 +86,8 @@ def _vram_gb(r: Row, s, g) -> float:
 
 
 def _tokens_per_day(r: Row, s, g):
-    if r["kind"] == "inference":
-        return r["requests_per_day"] * r["tokens_per_request"]
-    if r["kind"] == "batch":
-        return r["batch_requests"] * r["tokens_per_request"]
-    return None
+    requests = KIND[r["kind"]].requests
+    return None if requests is None else r[requests] * r["tokens_per_request"]
 
 
 def _tokens_per_sec(r: Row, s, g):
@@ -85,19 +105,19 @@ def _gpu_hours_per_run(r: Row, s, g):
     if _training(r):
         return (r["compute_hours"] * (1 + s.run_overhead) * (1 + s.debug_overhead) + s.setup_hours) \
             * r["cards_per_run"]
-    if r["kind"] == "batch":
+    if not _online(r):
         return (r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerHour) + s.setup_hours) * r["cards_per_run"]
     return None
 
 
 def _base_hours(r: Row, s, g) -> float:
-    if r["kind"] == "inference":
+    if _online(r):
         return r["cards_held"] * r["serving_hours_per_day"] * (s.hours_per_month / K.HoursPerDay)
     return r["gpu_hours_per_run"] * r["runs_per_month"]
 
 
 def _spot_factor(r: Row, s) -> float:
-    return 1 if r["kind"] == "inference" else 1 + s.spot_overhead
+    return 1 if _online(r) else 1 + s.spot_overhead
 
 
 def _tier_cost(tier: str) -> Callable[[Row, object, object], object]:
@@ -113,8 +133,8 @@ def _tier_cost(tier: str) -> Callable[[Row, object, object], object]:
 
 
 def _cheapest_tier(r: Row, s, g):
-    suited = TIERS[:2] if r["kind"] == "inference" else TIERS
-    costs = [(r[f"cost_{t}"], t) for t in suited if r[f"cost_{t}"] is not None]
+    suited = KIND[r["kind"]].suited_tiers
+    costs = [(r[f"cost_{t}"], t) for t in TIERS if t in suited and r[f"cost_{t}"] is not None]
     if not costs:
         return None
     low = min(c for c, _ in costs)
@@ -136,7 +156,7 @@ def _tier_cost_excel(tier: str, price_name: str) -> str:
     if tier == "monthly":
         amount = f"{{monthly_cards}}*{price}"
     elif tier == "spot":
-        amount = f'{{base_gpu_hours_per_month}}*IF({{kind}}="inference",1,1+SpotOverhead)*{price}'
+        amount = f"{{base_gpu_hours_per_month}}*IF({_ONLINE_KIND},1,1+SpotOverhead)*{price}"
     else:
         amount = f"{{base_gpu_hours_per_month}}*{price}"
     return f'=IF(ISNUMBER({price}),{amount},"")'
@@ -147,8 +167,8 @@ TIER_PRICE_NAMES = {"monthly": "GpuMonthly", "on_demand": "GpuOnDemand", "idle":
 CALCS: tuple[Calc, ...] = (
     Calc("mfu_used", "MFU used", "share", "percent", '=IF({mfu}="",MfuRate,{mfu})',
          lambda r, s, g: r["mfu"] if r["mfu"] is not None else s.mfu),
-    Calc("training", "training?", "1 = yes", "int", '=IF(OR({kind}="finetune",{kind}="pretrain"),1,0)',
-         lambda r, s, g: 1 if r["kind"] in ("finetune", "pretrain") else 0),
+    Calc("training", "training?", "1 = yes", "int", f"=IF({_TRAINING_KIND},1,0)",
+         lambda r, s, g: 1 if KIND[r["kind"]].training else 0),
     Calc("weights_gb", "weights", "GB", "number",
          '={model_params_b}*IF(OR({method}="qlora",{method}="int4"),BytesInt4,'
          'IF({method}="int8",BytesInt8,BytesFp16))', _weights_gb),
@@ -174,8 +194,7 @@ CALCS: tuple[Calc, ...] = (
          '=IF({training}=1,{compute_hours}*{cards_per_run},"")',
          lambda r, s, g: r["compute_hours"] * r["cards_per_run"] if _training(r) else None),
     Calc("tokens_per_day", "tokens per day (batch: per run)", "tokens", "int",
-         '=IF({kind}="inference",{requests_per_day}*{tokens_per_request},'
-         'IF({kind}="batch",{batch_requests}*{tokens_per_request},""))', _tokens_per_day),
+         _tokens_per_day_excel(), _tokens_per_day),
     Calc("tokens_per_sec_used", "tokens/s per replica", "tokens/s", "number",
          '=IF({training}=1,"",IF({tokens_per_sec}="",MIN({cards_per_run}*{gpu.bandwidth_gbs}*DecodeEfficiency'
          '*{concurrency}/{weights_gb},{cards_per_run}*{gpu.tflops}*Tera*{mfu_used}/(InferenceFlopsPerToken'
@@ -184,22 +203,24 @@ CALCS: tuple[Calc, ...] = (
          '=IF({training}=1,"",{tokens_per_day}/({tokens_per_sec_used}*SecondsPerDay))',
          lambda r, s, g: None if _training(r) else r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerDay)),
     Calc("replicas", "replicas", "replicas", "int",
-         '=IF({kind}="inference",MAX(1,CEILING({tokens_per_day}*PeakFactor/({tokens_per_sec_used}'
+         "=IF(" + _ONLINE_KIND + ",MAX(1,"
+         'CEILING({tokens_per_day}*PeakFactor/({tokens_per_sec_used}'
          '*SecondsPerHour*{serving_hours_per_day}),1)),"")',
          lambda r, s, g: max(1, sheet_ceil(r["tokens_per_day"] * s.peak_factor / (
-             r["tokens_per_sec_used"] * K.SecondsPerHour * r["serving_hours_per_day"]))) if r["kind"] == "inference" else None),
+             r["tokens_per_sec_used"] * K.SecondsPerHour * r["serving_hours_per_day"]))) if _online(r) else None),
     Calc("cards_held", "cards held", "cards", "int",
-         '=IF({kind}="inference",{replicas}*{cards_per_run},{cards_per_run})',
-         lambda r, s, g: r["replicas"] * r["cards_per_run"] if r["kind"] == "inference" else r["cards_per_run"]),
+         "=IF(" + _ONLINE_KIND + ',{replicas}*{cards_per_run},{cards_per_run})',
+         lambda r, s, g: r["replicas"] * r["cards_per_run"] if _online(r) else r["cards_per_run"]),
     Calc("gpu_hours_per_run", "GPU-hours per run", "GPU-h", "number",
          '=IF({training}=1,({compute_hours}*(1+RunOverhead)*(1+DebugOverhead)+SetupHours)*{cards_per_run},'
-         'IF({kind}="batch",({tokens_per_day}/({tokens_per_sec_used}*SecondsPerHour)+SetupHours)'
+         "IF(" + _OFFLINE_SERVING_KIND + ",({tokens_per_day}"
+         '/({tokens_per_sec_used}*SecondsPerHour)+SetupHours)'
          '*{cards_per_run},""))', _gpu_hours_per_run),
     Calc("base_gpu_hours_per_month", "GPU-hours a month before spot reruns", "GPU-h", "number",
-         '=IF({kind}="inference",{cards_held}*{serving_hours_per_day}*DaysPerMonth,'
+         "=IF(" + _ONLINE_KIND + ',{cards_held}*{serving_hours_per_day}*DaysPerMonth,'
          '{gpu_hours_per_run}*{runs_per_month})', _base_hours),
     Calc("gpu_hours_per_month", "GPU-hours a month", "GPU-h", "number",
-         '={base_gpu_hours_per_month}*IF({tier}="spot",IF({kind}="inference",1,1+SpotOverhead),1)',
+         '={base_gpu_hours_per_month}*IF({tier}="spot",IF(' + _ONLINE_KIND + ',1,1+SpotOverhead),1)',
          lambda r, s, g: r["base_gpu_hours_per_month"] * (_spot_factor(r, s) if r["tier"] == "spot" else 1)),
     Calc("monthly_cards", "cards on a monthly contract", "cards", "int",
          "=MAX({cards_held},CEILING({base_gpu_hours_per_month}/HoursPerMonth,1))",
@@ -212,7 +233,8 @@ CALCS: tuple[Calc, ...] = (
          f"=CHOOSE(MATCH({{tier}},TierList,0),{_TIER_COSTS})",
          lambda r, s, g: r[f"cost_{r['tier']}"]),
     Calc("cheapest_tier", "cheapest suited tier", "tier", "text",
-         '=IFERROR(IF({kind}="inference",INDEX(TierList,MATCH(MIN({cost_monthly}:{cost_on_demand}),'
+         "=IFERROR(IF(" + _ONLINE_KIND + ",INDEX"
+         '(TierList,MATCH(MIN({cost_monthly}:{cost_on_demand}),'
          '{cost_monthly}:{cost_on_demand},0)),INDEX(TierList,MATCH(MIN({cost_monthly}:{cost_spot}),'
          '{cost_monthly}:{cost_spot},0))),"")', _cheapest_tier),
     Calc("tier_saving", "saving on cheapest tier", "currency/month", "money",

@@ -3,26 +3,47 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import Enum
 
 from . import rules
 from .columns import evaluate
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
-from .schema import TIERS, TRAINING_KINDS
+from .schema import KIND, TIERS
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 
 
+class Exclusion(Enum):
+    """Why a catalog GPU cannot be chosen for a task; the value is its message's template key."""
+
+    TOO_FEW_CARDS = "excluded_cards"  # the task's own `cards` is below what its memory needs
+    OVER_MAX_CARDS = "excluded_max_cards"  # it needs more cards than max_cards
+    NO_PRICE = "excluded_no_price"  # it fits, but has no price for the task's tier
+
+    @property
+    def fits(self) -> bool:
+        return self is Exclusion.NO_PRICE
+
+    def message(self, row: dict, max_cards: int) -> Message:
+        """The reason as a translatable message, with the numbers of the candidate's row."""
+        params = {Exclusion.TOO_FEW_CARDS: {"cards_min": row["cards_min"], "vram": row["vram_gb"], "given": row["cards"]},
+                  Exclusion.OVER_MAX_CARDS: {"cards_min": row["cards_min"], "gpu": row["gpu"], "max_cards": max_cards},
+                  Exclusion.NO_PRICE: {"tier": row["tier"]}}[self]
+        return Message(self.value, **params)
+
+
 @dataclass(frozen=True)
 class Candidate:
-    """One catalog GPU evaluated for a task; `excluded` says why it cannot be chosen."""
+    """One catalog GPU evaluated for a task; `exclusion` says why it cannot be chosen, `excluded` in words."""
 
     gpu: str
     row: dict
-    excluded: str = ""
+    exclusion: Exclusion | None = None
     chosen: bool = False
+    excluded: str = ""  # exclusion.message(...), or "" for a GPU that can be chosen
 
 
 @dataclass(frozen=True)
@@ -90,14 +111,14 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs) -> Candidate:
         values["cards"] = None  # a user's card count belongs to the GPU the user named
     row = evaluate(values, s, gpu)
     given = values["cards"]
-    reason = ""
+    exclusion = None
     if given is not None and given < row["cards_min"]:
-        reason = Message("excluded_cards", cards_min=row["cards_min"], vram=row["vram_gb"], given=given)
+        exclusion = Exclusion.TOO_FEW_CARDS
     elif given is None and row["cards_min"] > s.max_cards:
-        reason = Message("excluded_max_cards", cards_min=row["cards_min"], gpu=gpu.name, max_cards=s.max_cards)
+        exclusion = Exclusion.OVER_MAX_CARDS
     elif gpu.prices.get(task.values["tier"]) is None:
-        reason = Message("excluded_no_price", tier=task.values["tier"])
-    return Candidate(gpu.name, row, reason)
+        exclusion = Exclusion.NO_PRICE
+    return Candidate(gpu.name, row, exclusion, excluded=exclusion.message(row, s.max_cards) if exclusion else "")
 
 
 def _sort_key(c: Candidate, inputs: Inputs) -> tuple:
@@ -119,15 +140,15 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
     cell = task.cell("gpu") if task.values["gpu"] else task.cell("model_params_b")
     if task.values["gpu"]:
         c = next(c for c in candidates if c.gpu == task.values["gpu"])
-        if c.excluded.startswith("does not fit within"):
+        if c.exclusion is Exclusion.OVER_MAX_CARDS:
             return Problem(Code.TOO_MANY_CARDS, "Tasks", cell,
                            Message("too_many_cards", cards_min=c.row["cards_min"], gpu=c.gpu, max_cards=s.max_cards))
-        if c.excluded.startswith("does not fit"):
+        if c.exclusion is Exclusion.TOO_FEW_CARDS:
             return Problem(Code.DOES_NOT_FIT, "Tasks", task.cell("cards"),
                            Message("cards_do_not_fit", reason=c.excluded))
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
                        Message("gpu_no_price", gpu=c.gpu, tier=tier))
-    fitting = [c for c in candidates if not c.excluded.startswith("does not fit")]
+    fitting = [c for c in candidates if c.exclusion is None or c.exclusion.fits]
     if fitting:
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
                        Message("no_fitting_price", tier=tier, fits=", ".join(c.gpu for c in fitting)))
@@ -137,17 +158,20 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
                    Message("fits_no_gpu", need=need, max_cards=s.max_cards, gpu=largest.name, vram=largest.vram_gb))
 
 
-def _task_warnings(task: Task, row: dict, gpu: Gpu) -> list[str]:
+def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]:
     tid = task.task_id
     out = []
-    if task.kind in TRAINING_KINDS and gpu.gpu_class == "consumer" and row["gpu_hours_per_month"] > \
+    if task.values["cards"] is not None and task.values["cards"] > max_cards:
+        out.append(Message("cards_over_max_cards", tid=tid, cards=task.values["cards"], max_cards=max_cards))
+    kind = KIND[task.kind]
+    if kind.training and gpu.gpu_class == "consumer" and row["gpu_hours_per_month"] > \
             CONSUMER_TRAINING_HOURS:
         out.append(Message("consumer_training", tid=tid, gpu=gpu.name, hours=row["gpu_hours_per_month"],
                            limit=CONSUMER_TRAINING_HOURS))
     if row["cards_per_run"] > row["cards_min"] and gpu.interconnect == "pcie":
         out.append(Message("pcie_scaling", tid=tid, cards=row["cards_per_run"], cards_min=row["cards_min"],
                            gpu=gpu.name, speedup=row["speedup"]))
-    if task.kind == "inference" and task.values["tier"] == "spot":
+    if kind.online and task.values["tier"] == "spot":
         out.append(Message("inference_on_spot", tid=tid))
     if row["tier_saving"] > 0:
         out.append(Message("tier_saving", tid=tid, cheapest=row["cheapest_tier"], tier=task.values["tier"],
@@ -159,15 +183,15 @@ def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice)."""
     candidates = [_candidate(task, g, inputs) for g in inputs.gpus]
     if task.values["gpu"]:
-        pick = [c for c in candidates if c.gpu == task.values["gpu"] and not c.excluded]
+        pick = [c for c in candidates if c.gpu == task.values["gpu"] and c.exclusion is None]
         chosen = pick[0] if pick else None
     else:
-        options = [c for c in candidates if not c.excluded]
+        options = [c for c in candidates if c.exclusion is None]
         chosen = choose(options, inputs.settings.gpu_choice, inputs) if options else None
     if chosen is None:
         raise InputError([_no_fit_problem(task, candidates, inputs)])
-    marked = tuple(Candidate(c.gpu, c.row, c.excluded, c is chosen) for c in candidates)
-    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu))
+    marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
+    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards)
     return TaskPlan(task, chosen.row, marked, tuple(warnings))
 
 

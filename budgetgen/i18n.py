@@ -251,6 +251,9 @@ MESSAGES = {
     "pcie_scaling": (
         "{tid}: {cards} cards where {cards_min} fit, on PCIe {gpu} (poor scaling: speedup {speedup:.2f})",
         "{tid}：{cards_min} 张即可放下却用了 {cards} 张 PCIe {gpu}（扩展性差：加速比 {speedup:.2f}）"),
+    "cards_over_max_cards": (
+        "{tid}: cards {cards} is more than max_cards {max_cards}: cards counts the cards of one run or replica",
+        "{tid}：cards 为 {cards}，超过 max_cards {max_cards}：cards 是每次运行或每个副本的卡数"),
     "inference_on_spot": (
         "{tid}: online inference on spot: an interruption takes the service down",
         "{tid}：在线推理使用竞价实例：一次中断就会让服务下线"),
@@ -281,6 +284,14 @@ PROBLEMS = {
     "example_number": ("e.g. 1500 or 1.5k", "例如 1500 或 1.5k"),
     "not_finite": ('"{raw}" is not a finite number ({what!n})', '"{raw}" 不是有限的数（{what!n}）'),
     "not_positive": ("{shown} must be greater than zero ({what!n})", "{shown} 必须大于零（{what!n}）"),
+    "below_minimum": ("{shown} must be at least {lo:g} ({what!n})", "{shown} 必须不小于 {lo:g}（{what!n}）"),
+    "above_maximum": ("{shown} must be at most {hi:g} ({what!n})", "{shown} 必须不大于 {hi:g}（{what!n}）"),
+    "comma_not_thousands": (
+        '"{raw}" is not a number: a comma may only separate thousands (1,500); write decimals with a point (1.5)',
+        '"{raw}" 不是数字：逗号只能用作千位分隔符（1,500）；小数请用小数点（1.5）'),
+    "formula_without_value": (
+        "holds a formula with no saved result: open and save it in Excel, or type the value",
+        "含有没有保存结果的公式：请在 Excel 中打开并保存，或直接填写数值"),
     "too_large": ("{shown} is too large ({what!n}): at most {bound:g}", "{shown} 太大（{what!n}）：最大为 {bound:g}"),
     "too_small": ("{shown} is too small ({what!n}): at least {bound:g}", "{shown} 太小（{what!n}）：最小为 {bound:g}"),
     "too_close_to_zero": ("{shown} is too close to zero ({what!n}): write a number of {smallest:g} or more",
@@ -300,6 +311,12 @@ PROBLEMS = {
     "sheet_empty": ("the sheet is empty: it needs a header row in row 1", "工作表为空：第 1 行需要表头"),
     "header_not_in_row_1": ("row 1 must hold the column headers", "第 1 行必须是列标题"),
     "duplicate_column": ('column "{text}" appears twice: keep one', '列 "{text}" 出现了两次：只保留一列'),
+    "duplicate_sheet": ('sheets "{first}" and "{second}" are both the {sheet} sheet: keep one',
+                        '工作表 "{first}" 和 "{second}" 都是 {sheet} 工作表：只保留一个'),
+    "duplicate_setting": ("setting {setting} is already given in {first}: keep one row",
+                          "设置项 {setting} 已在 {first} 中给出：只保留一行"),
+    "duplicate_gpu": ('gpu: "{gpu}" is already given in {first} (GPU names must be unique, ignoring case): keep one row',
+                      'gpu："{gpu}" 已在 {first} 中给出（GPU 名称必须唯一，不区分大小写）：只保留一行'),
     "missing_column": ("missing required column {column} ({help!n}): add it to the header row",
                        "缺少必填列 {column}（{help!n}）：请在表头行中添加"),
     "text_too_long": (

@@ -15,19 +15,16 @@ from openpyxl.utils import get_column_letter
 
 from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
 from .errors import Code, InputError, Problem
-from .i18n import Message, canonical_name, canonical_sheet
+from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
-from .safefile import MAX_TEXT, iter_rows, load_input_workbook
+from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input, unsaved_formulas
 from .schema import (
-    DEFAULT_TIER,
     EXTRA_COLUMNS,
     GPU_COLUMNS,
+    KIND,
     PRICE_COLUMN,
-    SERVING_METHODS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
-    TRAINING_KINDS,
-    TRAINING_METHODS,
     Column,
     normalise_header,
 )
@@ -71,7 +68,7 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
         if column is None:
             unknown[str(text).strip()] = index
         elif column.name in found:
-            out.add(Code.DUPLICATE, sheet, f"{get_column_letter(index + 1)}1",
+            out.add(Code.DUPLICATE_COLUMN, sheet, f"{get_column_letter(index + 1)}1",
                     Message("duplicate_column", text=str(text)))
         else:
             found[column.name] = index
@@ -109,9 +106,7 @@ def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> l
             try:
                 parsed[name] = parse_cell(value, declared[name])
             except BadValue as exc:
-                out.add(Code.NOT_A_NUMBER if declared[name].type in ("number", "count", "percent")
-                        else Code.UNKNOWN_VALUE, sheet, cell[name], Message("cell_value", column=name,
-                                                                              problem=exc.message))
+                out.add(exc.code, sheet, cell[name], Message("cell_value", column=name, problem=exc.message))
         extra = {h: values[i] if i < len(values) else None for h, i in unknown.items()}
         for header, i in unknown.items():
             _too_long(extra[header], sheet, f"{get_column_letter(i + 1)}{row_no}", header, out)
@@ -137,16 +132,17 @@ _SETTING_COLUMN_TYPE = {"number": "number", "count": "count", "percent": "percen
 
 def _setting_column(setting) -> Column:
     return Column(setting.key, _SETTING_COLUMN_TYPE[setting.type], setting.unit, choices=setting.choices,
-                  help=setting.help)
+                  help=setting.help, positive=setting.positive)
 
 
 def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
     """Settings with defaults; the build date is `today` (--date), else the build_date setting, else today."""
     values: dict[str, object] = {}
     if ws is not None:
+        seen: dict[str, str] = {}
         for rec in read_table(ws, "Settings", (Column("setting", "text", required=True, help="e.g. period_start"),
                                                Column("value", "text"), Column("note", "text")), out):
-            _read_setting(rec, ws, values, out)
+            _read_setting(rec, values, seen, out)
     if today is not None or not values.get("build_date"):
         values["build_date"] = (today or dt.date.today()).isoformat()
     today = dt.date.fromisoformat(values["build_date"])
@@ -157,10 +153,10 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
     return Settings(**values)
 
 
-def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
+def _read_setting(rec: Record, values: dict, seen: dict[str, str], out: Collector) -> None:
     cell = rec.cells.get("setting", f"A{rec.row}")
     if "setting" not in rec.values:
-        if not any(p.sheet == "Settings" and p.cell == cell for p in out.problems):
+        if not _had_problem(out, cell, "Settings"):
             out.add(Code.REQUIRED, "Settings", cell, Message("setting_blank"))
         return
     key = canonical_name(str(rec.values["setting"]).strip()).lower().replace(" ", "_")
@@ -171,6 +167,10 @@ def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
         out.add(Code.UNKNOWN_VALUE, "Settings", cell,
                 Message("unknown_setting", setting=str(rec.values.get("setting")), hint=hint))
         return
+    if key in seen:
+        out.add(Code.DUPLICATE_SETTING, "Settings", cell, Message("duplicate_setting", setting=key, first=seen[key]))
+        return
+    seen[key] = cell
     value_cell = rec.cells.get("value", f"B{rec.row}")
     raw = rec.values.get("value")
     if raw is None:
@@ -178,7 +178,7 @@ def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
     try:
         value = parse_cell(raw, _setting_column(setting))
     except BadValue as exc:
-        out.add(Code.NOT_A_NUMBER, "Settings", value_cell, Message("cell_value", column=key, problem=exc.message))
+        out.add(exc.code, "Settings", value_cell, Message("cell_value", column=key, problem=exc.message))
         return
     if setting.key == "currency":
         value = str(value).upper()
@@ -189,7 +189,7 @@ def _read_setting(rec: Record, ws, values: dict, out: Collector) -> None:
     if isinstance(value, (int, float)) and ((lo is not None and value < lo) or (hi is not None and value > hi)):
         bounds = Message("setting_between", setting=key, value=value, lo=lo, hi=hi) if hi is not None else \
             Message("setting_at_least", setting=key, value=value, lo=lo)
-        out.add(Code.OUT_OF_RANGE, "Settings", value_cell, bounds)
+        out.add(Code.NEGATIVE if lo == 0 and value < 0 else Code.OUT_OF_RANGE, "Settings", value_cell, bounds)
         return
     values[setting.key] = value
 
@@ -213,15 +213,21 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
             names = ", ".join(dict.fromkeys(unpriced))
             warnings.append(Message("catalog_unpriced", names=names, currency=settings.currency))
     if ws is not None:
+        seen: dict[str, str] = {}
         for rec in read_table(ws, "GPUs", GPU_COLUMNS, out):
             name = rec.values.get("gpu")
             if name is None:
                 continue
             _check_key(name, "gpu", "GPUs", rec.cells["gpu"], out)
+            if name.lower() in seen:
+                out.add(Code.DUPLICATE_GPU, "GPUs", rec.cells["gpu"],
+                        Message("duplicate_gpu", gpu=name, first=seen[name.lower()]))
+                continue
+            seen[name.lower()] = rec.cells["gpu"]
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
             merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
-                if merged.get(col) is None:
+                if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
                             Message("gpu_required", column=col, gpu=str(name)))
     gpus = [gpu_from_record(rec) for rec in records.values()
@@ -231,48 +237,32 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
 
 # ---------------------------------------------------------------- Tasks
 
-_TRAINING_NEEDS = ("train_tokens",)
-_NEEDS = {"finetune": _TRAINING_NEEDS, "pretrain": _TRAINING_NEEDS,
-          "inference": ("requests_per_day", "tokens_per_request"),
-          "batch": ("batch_requests", "tokens_per_request")}
-# Inputs that mean nothing for a kind are blanked so the echo shows what was used.
-_IRRELEVANT = {
-    "training": ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
-                 "tokens_per_sec", "concurrency", "kv_cache_gb"),
-    "inference": ("train_tokens", "epochs", "runs_per_month", "batch_requests"),
-    "batch": ("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"),
-}
-
-
 def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Collector) -> dict | None:
     v = dict(rec.values)
     cell = rec.cells.get
-    kind = v.get("kind")
     for col in ("task_id", "kind", "model_params_b"):
         if col not in v and cell(col) and not _had_problem(out, cell(col)):
             out.add(Code.REQUIRED, "Tasks", cell(col), Message("required", column=col, help=_column(col).help))
-    if kind is None:
+    if v.get("kind") is None:
         return None
-    group = "training" if kind in TRAINING_KINDS else kind
-    for col in _NEEDS[kind]:
+    kind = KIND[v["kind"]]
+    for col in kind.requires:
         if col not in v and not _had_problem(out, cell(col, "")):
             out.add(Code.REQUIRED, "Tasks", cell(col) or f"A{rec.row}",
-                    Message("required_for_kind", column=col, kind=kind, unit=_column(col).unit))
+                    Message("required_for_kind", column=col, kind=kind.name, unit=_column(col).unit))
     method = v.get("method")
-    allowed = TRAINING_METHODS if group == "training" else SERVING_METHODS
-    if method is not None and method not in allowed:
+    if method is not None and method not in kind.methods:
         out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method"),
-                Message("method_for_kind", method=method, kind=kind, allowed=tuple(allowed)))
-    v.setdefault("method", allowed[0])
-    for col in _IRRELEVANT[group]:
+                Message("method_for_kind", method=method, kind=kind.name, allowed=kind.methods))
+    v.setdefault("method", kind.default_method)
+    for col in kind.ignores:
         v.pop(col, None)
     for column in TASK_COLUMNS:
-        if column.default is not None and column.name not in _IRRELEVANT[group]:
+        if column.default is not None and column.name not in kind.ignores:
             v.setdefault(column.name, column.default)
         v.setdefault(column.name, None)
-    v.setdefault("tier", DEFAULT_TIER[kind])
     if v["tier"] is None:
-        v["tier"] = DEFAULT_TIER[kind]
+        v["tier"] = kind.default_tier
     if v["mfu"] is not None and not 0 < v["mfu"] <= 1:
         out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu"), Message("mfu_range", mfu=v["mfu"]))
     if v["gpu"] is not None:
@@ -310,8 +300,8 @@ def _check_key(value: str, column: str, sheet: str, cell: str, out: Collector) -
         out.add(Code.UNKNOWN_VALUE, sheet, cell, Message("wildcards", column=column, value=value, chars=" ".join(bad)))
 
 
-def _had_problem(out: Collector, cell: str) -> bool:
-    return any(p.sheet == "Tasks" and p.cell == cell for p in out.problems)
+def _had_problem(out: Collector, cell: str, sheet: str = "Tasks") -> bool:
+    return any(p.sheet == sheet and p.cell == cell for p in out.problems)
 
 
 def _column(name: str) -> Column:
@@ -331,7 +321,7 @@ def _read_tasks(ws, settings: Settings, gpus: list[Gpu], out: Collector) -> tupl
             _check_key(task_id, "task_id", "Tasks", rec.cells["task_id"], out)
             key = task_id.lower()
             if key in seen:
-                out.add(Code.DUPLICATE, "Tasks", rec.cells["task_id"],
+                out.add(Code.DUPLICATE_TASK, "Tasks", rec.cells["task_id"],
                         Message("duplicate_task_id", task_id=task_id, first=seen[key]))
             seen.setdefault(key, rec.cells["task_id"])
         if values is not None:
@@ -385,13 +375,20 @@ def _read_assignments(ws, out: Collector) -> tuple[tuple[str, str], ...]:
 
 def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     """Read and validate an input workbook; raises InputError listing every problem."""
-    wb = load_input_workbook(Path(path))
+    path = Path(path)
+    data = read_input(path)  # one read: the bytes checked, parsed and hashed are the same
+    wb = load_input_workbook(path, data)
     try:
-        sheets = {canonical_sheet(ws.title).lower(): ws for ws in wb.worksheets}
         out = Collector()
+        sheets = _input_sheets(wb, out)
         if "tasks" not in sheets:
             out.add(Code.MISSING_SHEET, "Tasks", "", Message("missing_tasks_sheet"))
+        if out.problems:
             raise InputError(out.problems)
+        inputs = {ws.title for ws in wb.worksheets if canonical_sheet(ws.title) in SHEETS_ZH}
+        for title, cells in unsaved_formulas(data, path.name, inputs).items():
+            for cell in cells:
+                out.add(Code.FORMULA_WITHOUT_VALUE, canonical_sheet(title), cell, Message("formula_without_value"))
         settings = _read_settings(sheets.get("settings"), out, today)
         gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, out)
@@ -404,13 +401,16 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     if out.problems:
         raise InputError(out.problems)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, Path(path).name, _sha256(Path(path)))
+                  bills_sheet, usage_sheet, assignments, path.name, hashlib.sha256(data).hexdigest())
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
+def _input_sheets(wb, out: Collector) -> dict:
+    """Worksheets by their canonical lower-case name; two titles for one input sheet (Tasks and 任务) a problem."""
+    sheets: dict = {}
+    for ws in wb.worksheets:
+        name = canonical_sheet(ws.title)
+        first = sheets.setdefault(name.lower(), ws)
+        if first is not ws and name in SHEETS_ZH:
+            out.add(Code.DUPLICATE_SHEET, name, "", Message("duplicate_sheet", first=first.title, second=ws.title,
+                                                            sheet=name))
+    return sheets

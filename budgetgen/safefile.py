@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import posixpath
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,6 +12,7 @@ from pathlib import Path
 import openpyxl
 import openpyxl.xml
 from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -20,6 +24,25 @@ MB = 1024 * 1024
 MAX_UNCOMPRESSED = 256 * MB
 MAX_RATIO = 200
 RATIO_MIN_SIZE = 10 * MB
+# openpyxl loads every shared string before the first cell is read (about 10 us each): 500,000 strings are some
+# seconds, far more than an inventory and a year of bills hold, while 4 million took 90 s and 740 MB.
+MAX_SHARED_STRINGS = 500_000
+MAX_SHARED_STRINGS_SIZE = 64 * MB
+SHARED_STRINGS_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+SHARED_STRING = re.compile(rb"<(?:\w{1,16}:)?si[\s>/]")
+FORMULA = re.compile(rb"<(?:\w{1,16}:)?f[\s>/]")
+# A cell (<c .../> or <c ...>...</c>), its cached value, its type and reference, as spreadsheets write them.
+CELL = re.compile(rb"<(?:\w{1,16}:)?c\b([^>]*?)(?:/>|>(.*?)</(?:\w{1,16}:)?c>)", re.DOTALL)
+VALUE = re.compile(rb"<(?:\w{1,16}:)?v\b[^>]*?(?:/>|>(.*?)</(?:\w{1,16}:)?v>)", re.DOTALL)
+CELL_TYPE = re.compile(rb'\st="(\w+)"')
+CELL_REF = re.compile(rb'\sr="([A-Z]{1,3}[0-9]{1,7})"')
+TAG_WINDOW = 24  # bytes a scanned tag may span across two read chunks
+MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+PKG_NS = "{http://schemas.openxmlformats.org/package/2006/content-types}"
+REL_NS = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+PKG_REL_NS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+# Cell types whose empty <v> is a saved result (an empty text); any other formula cell without one has none.
+TEXT_TYPES = ("str", "s", "inlineStr")
 # Characters an Excel cell can hold. iter_rows passes longer text through whole (never
 # truncated, never a crash); the caller rejects it at its cell, among all other problems.
 MAX_TEXT = 32_767
@@ -46,15 +69,41 @@ ENCRYPTION_INFO = "EncryptionInfo".encode("utf-16-le")
 SCAN_CHUNK = MB
 
 
-def load_input_workbook(path: Path) -> openpyxl.Workbook:
-    """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError."""
+def read_input(path: Path) -> bytes:
+    """The input file's bytes, read once: what is checked, parsed and hashed is one and the same content, even
+    when the file is saved again during the build."""
+    _check_path(path)
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_UNCOMPRESSED + 1)
+    except OSError as exc:
+        raise _fail(
+            path.name,
+            Code.UNREADABLE,
+            f"cannot be opened ({exc.strerror}); close it in other programs and check its permissions",
+        ) from exc
+    if len(data) > MAX_UNCOMPRESSED:
+        raise _fail(
+            path.name,
+            Code.TOO_LARGE,
+            f"is larger than the {MAX_UNCOMPRESSED / MB:,.0f} MB budgetgen reads; "
+            "remove images and data the budget does not need, or save it again from Excel",
+        )
+    return data
+
+
+def load_input_workbook(path: Path, data: bytes | None = None) -> openpyxl.Workbook:
+    """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError.
+
+    `data` is the file's content from `read_input` (read here when not given); `path` names it in messages.
+    """
     if not openpyxl.xml.DEFUSEDXML:
         raise BudgetgenError("openpyxl is not using defusedxml; install defusedxml and unset OPENPYXL_DEFUSEDXML")
-    _check_path(path)
-    _check_content(path)
-    _check_zip(path)
+    data = read_input(path) if data is None else data
+    _check_content(data, path.name)
+    _check_zip(data, path.name)
     try:
-        return openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
+        return openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     except Exception as exc:  # noqa: BLE001 - whatever openpyxl raises becomes one clear problem
         message = f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx"
     # Raised outside the except block so the failed reader (and its open file) is freed at once.
@@ -122,71 +171,52 @@ def _check_path(path: Path) -> None:
         )
 
 
-def _check_content(path: Path) -> None:
+def _check_content(data: bytes, name: str) -> None:
     """Sniff the first bytes: an .xlsx is a zip archive, whatever its name says."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(len(OLE_MAGIC))
-    except OSError as exc:
-        raise _fail(
-            path.name,
-            Code.UNREADABLE,
-            f"cannot be opened ({exc.strerror}); close it in other programs and check its permissions",
-        ) from exc
+    head = data[: len(OLE_MAGIC)]
     if not head:
-        raise _fail(path.name, Code.WRONG_FORMAT, f"is empty (0 bytes); {SAVE_AS_XLSX}")
+        raise _fail(name, Code.WRONG_FORMAT, f"is empty (0 bytes); {SAVE_AS_XLSX}")
     if head.startswith(b"%PDF"):
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             "is a PDF document renamed, not a spreadsheet; give the .xlsx workbook",
         )
     if head == OLE_MAGIC:
-        if _has_encryption_info(path):
+        if ENCRYPTION_INFO in data:  # a compound file names an EncryptionInfo stream anywhere
             raise _fail(
-                path.name,
+                name,
                 Code.ENCRYPTED,
                 "is password-protected; remove the password (File > Info > Protect Workbook) and save again",
             )
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             f"is an Excel 97-2003 (.xls) file renamed; {SAVE_AS_XLSX}",
         )
     if not head.startswith(b"PK"):
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             f"is not an Excel workbook (an .xlsx file is a zip archive); {SAVE_AS_XLSX}",
         )
 
 
-def _has_encryption_info(path: Path) -> bool:
-    """Whether a compound file names an EncryptionInfo stream anywhere (read in 1 MB chunks)."""
-    tail = b""
-    with path.open("rb") as f:
-        while chunk := f.read(SCAN_CHUNK):
-            if ENCRYPTION_INFO in tail + chunk:
-                return True
-            tail = chunk[1 - len(ENCRYPTION_INFO) :]
-    return False
-
-
-def _check_zip(path: Path) -> None:
+def _check_zip(data: bytes, name: str) -> None:
     """Check the zip's declared sizes (bombs) and that it holds a workbook, before anything unpacks it."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise _fail(
-            path.name,
+            name,
             Code.UNREADABLE,
             f"is damaged ({_describe(exc)}); open it in Excel and save it again as .xlsx",
         ) from exc
     total = sum(m.file_size for m in members)
     if total > MAX_UNCOMPRESSED:
         raise _fail(
-            path.name,
+            name,
             Code.TOO_LARGE,
             f"unpacks to {total / MB:,.0f} MB, more than the {MAX_UNCOMPRESSED / MB:,.0f} MB budgetgen reads; "
             "remove images and data the budget does not need, or save it again from Excel",
@@ -194,17 +224,141 @@ def _check_zip(path: Path) -> None:
     for m in members:
         if m.file_size > RATIO_MIN_SIZE and m.file_size > MAX_RATIO * m.compress_size:
             raise _fail(
-                path.name,
+                name,
                 Code.TOO_LARGE,
                 f"holds {m.filename} packed {m.file_size / max(m.compress_size, 1):,.0f} to 1 "
                 f"({m.file_size / MB:,.0f} MB unpacked), which looks like a zip bomb; save it again from Excel",
             )
     if "xl/workbook.xml" not in {m.filename for m in members}:
         raise _fail(
-            path.name,
+            name,
             Code.WRONG_FORMAT,
             f"is a zip archive but not an Excel workbook (no xl/workbook.xml inside); {SAVE_AS_XLSX}",
         )
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        _check_shared_strings(archive, name)
+
+
+def _check_shared_strings(archive: zipfile.ZipFile, name: str) -> None:
+    """Bound the shared strings openpyxl would load up front: their part's unpacked size, then their count."""
+    part = _shared_strings_part(archive, name)
+    if part is None:
+        return
+    size = archive.getinfo(part).file_size
+    if size > MAX_SHARED_STRINGS_SIZE:
+        raise _too_many_strings(name, f"{size / MB:,.1f} MB of shared text")
+    with archive.open(part) as stream:
+        count = _count_tags(stream, SHARED_STRING, stop_after=MAX_SHARED_STRINGS)
+    if count > MAX_SHARED_STRINGS:
+        raise _too_many_strings(name, f"more than {MAX_SHARED_STRINGS:,} different texts")
+
+
+def _too_many_strings(name: str, what: str) -> InputError:
+    return _fail(
+        name,
+        Code.TOO_LARGE,
+        f"holds {what}, more than an inventory needs (at most {MAX_SHARED_STRINGS:,} texts, "
+        f"{MAX_SHARED_STRINGS_SIZE / MB:,.0f} MB); delete the sheets and rows the budget does not need",
+    )
+
+
+def _shared_strings_part(archive: zipfile.ZipFile, name: str) -> str | None:
+    """The member openpyxl reads the shared strings from, as [Content_Types].xml names it (None: none)."""
+    try:
+        info = archive.getinfo("[Content_Types].xml")
+    except KeyError:
+        return None
+    if info.file_size > MB:  # a content-types part lists a few dozen parts
+        raise _fail(name, Code.UNREADABLE, "is damaged ([Content_Types].xml is too large); "
+                    "open it in Excel and save it again as .xlsx")
+    for override in _xml(archive, "[Content_Types].xml", name).iter(f"{PKG_NS}Override"):
+        part = override.get("PartName", "").lstrip("/")
+        if override.get("ContentType") == SHARED_STRINGS_TYPE and part in archive.namelist():
+            return part
+    return None
+
+
+def _count_tags(stream, pattern: re.Pattern, stop_after: int) -> int:
+    """Occurrences of a tag in a streamed XML part (read in 1 MB chunks), counting stopped past `stop_after`."""
+    count, tail = 0, b""
+    while count <= stop_after and (chunk := stream.read(SCAN_CHUNK)):
+        data = tail + chunk
+        keep = len(data) - TAG_WINDOW  # a tag starting in the last bytes is counted with the next chunk
+        count += sum(1 for m in pattern.finditer(data) if m.start() < keep)
+        tail = data[max(keep, 0):]
+    return count + sum(1 for _ in pattern.finditer(tail))
+
+
+def _xml(archive: zipfile.ZipFile, part: str, name: str):
+    try:
+        return fromstring(archive.read(part))
+    except Exception as exc:  # a damaged part is one clear problem
+        raise _fail(name, Code.UNREADABLE,
+                    f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx") from exc
+
+
+def unsaved_formulas(data: bytes, name: str, titles: set[str]) -> dict[str, list[str]]:
+    """Sheet title -> the cells of the sheets `titles` that hold a formula but no saved result (written by a script,
+    never opened in a spreadsheet): read as blank they would silently become defaults."""
+    found: dict[str, list[str]] = {}
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for title, part in _sheet_parts(archive, name).items():
+            if title in titles:
+                with archive.open(part) as stream:
+                    cells = formulas_without_result(stream)
+                if cells:
+                    found[title] = cells
+    return found
+
+
+def _sheet_parts(archive: zipfile.ZipFile, name: str) -> dict[str, str]:
+    """Sheet title -> its member in the zip, from xl/workbook.xml and its relationships."""
+    names = set(archive.namelist())
+    if "xl/_rels/workbook.xml.rels" not in names:
+        return {}
+    targets = {}
+    for rel in _xml(archive, "xl/_rels/workbook.xml.rels", name).iter(f"{PKG_REL_NS}Relationship"):
+        target = rel.get("Target", "")
+        targets[rel.get("Id")] = target.lstrip("/") if target.startswith("/") else posixpath.normpath(
+            posixpath.join("xl", target))
+    parts = {}
+    for sheet in _xml(archive, "xl/workbook.xml", name).iter(f"{MAIN_NS}sheet"):
+        part = targets.get(sheet.get(f"{REL_NS}id"))
+        if part in names:
+            parts[sheet.get("name")] = part
+    return parts
+
+
+def formulas_without_result(stream) -> list[str]:
+    """A1 references of the formula cells of one sheet part that carry no cached value.
+
+    The part is scanned row by row with regular expressions (the XML parser takes seconds for a sheet of formulas);
+    only the rows that hold a formula are looked at cell by cell.
+    """
+    cells, pending = [], b""
+    while chunk := stream.read(SCAN_CHUNK):
+        data = pending + chunk
+        cut = data.rfind(b"</row>") + len(b"</row>") if b"</row>" in data else 0
+        cells += _unsaved_in(data[:cut])
+        pending = data[cut:]
+    return cells + _unsaved_in(pending)
+
+
+def _unsaved_in(rows: bytes) -> list[str]:
+    if not FORMULA.search(rows):
+        return []
+    out = []
+    for cell in CELL.finditer(rows):
+        body = cell.group(2) or b""
+        if not FORMULA.search(body):
+            continue
+        value = VALUE.search(body)
+        kind = CELL_TYPE.search(cell.group(1))
+        text_type = kind is not None and kind.group(1).decode() in TEXT_TYPES
+        ref = CELL_REF.search(cell.group(1))
+        if ref and (value is None or (not value.group(1) and not text_type)):
+            out.append(ref.group(1).decode())
+    return out
 
 
 def _guarded(rows: Iterator[tuple], sheet: str) -> Iterator[tuple]:

@@ -8,14 +8,56 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KINDS = ("finetune", "pretrain", "inference", "batch")
-TRAINING_KINDS = ("finetune", "pretrain")
 TRAINING_METHODS = ("full", "lora", "qlora")
 SERVING_METHODS = ("fp16", "int8", "int4")
 TIERS = ("monthly", "on_demand", "idle", "spot")
 HOURLY_TIERS = ("on_demand", "idle", "spot")
-DEFAULT_TIER = {"inference": "monthly", "batch": "idle", "finetune": "on_demand", "pretrain": "on_demand"}
-SUITED_TIERS = {"inference": ("monthly", "on_demand")}
+
+
+@dataclass(frozen=True)
+class TaskKind:
+    """One kind of task: how it runs, which methods and tiers suit it, which Tasks columns it needs or ignores.
+
+    A new kind is one record here plus its formulas in `columns.py`.
+    """
+
+    name: str
+    training: bool  # trains a model (FLOPs per run) rather than generating tokens
+    online: bool  # serves live traffic: replicas sized for the peak, billed for the serving hours, no reruns
+    methods: tuple[str, ...]
+    default_method: str
+    default_tier: str
+    suited_tiers: tuple[str, ...]  # tiers the cheapest-tier advice considers
+    requires: tuple[str, ...]  # Tasks columns a row of this kind must fill in
+    ignores: tuple[str, ...]  # Tasks columns that mean nothing for it: blanked so the echo shows what was used
+    requests: str | None = None  # the column of requests that, x tokens_per_request, gives the tokens to generate
+    meaning: str = ""  # said after the name in the kind column's help, where the name alone is unclear
+
+    @property
+    def described(self) -> str:
+        return f"{self.name} ({self.meaning})" if self.meaning else self.name
+
+
+_TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
+                     "tokens_per_sec", "concurrency", "kv_cache_gb")
+TASK_KINDS: tuple[TaskKind, ...] = (
+    TaskKind("finetune", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
+             default_tier="on_demand", suited_tiers=TIERS, requires=("train_tokens",), ignores=_TRAINING_IGNORES),
+    TaskKind("pretrain", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
+             default_tier="on_demand", suited_tiers=TIERS, requires=("train_tokens",), ignores=_TRAINING_IGNORES),
+    TaskKind("inference", training=False, online=True, methods=SERVING_METHODS, default_method="fp16",
+             default_tier="monthly", suited_tiers=("monthly", "on_demand"),
+             requires=("requests_per_day", "tokens_per_request"),
+             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests"), requests="requests_per_day",
+             meaning="online serving"),
+    TaskKind("batch", training=False, online=False, methods=SERVING_METHODS, default_method="fp16",
+             default_tier="idle", suited_tiers=TIERS, requires=("batch_requests", "tokens_per_request"),
+             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"), requests="batch_requests",
+             meaning="offline batch inference"),
+)
+KIND = {k.name: k for k in TASK_KINDS}
+KINDS = tuple(KIND)
+TRAINING_KINDS = tuple(k.name for k in TASK_KINDS if k.training)
 GPU_CLASSES = ("consumer", "workstation", "datacenter")
 INTERCONNECTS = ("nvlink", "pcie")
 EXTRA_CATEGORIES = ("storage", "egress", "images", "platform", "other")
@@ -35,6 +77,8 @@ class Column:
     help: str = ""
     example: str = ""
     positive: bool = False  # must be > 0 when given
+    minimum: float | None = None  # bounds when given (0: no negatives, where a negative means nothing)
+    maximum: float | None = None
     scale: float = 1  # a typed number is divided by this: 7B in billions of parameters is 7
 
 
@@ -52,15 +96,17 @@ class Setting:
     structural: bool = False  # shapes the workbook; change it in the input and rebuild
     minimum: float | None = None
     maximum: float | None = None
+    positive: bool = False  # must be > 0 when given
 
 
+MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
 S = Setting
 SETTINGS: tuple[Setting, ...] = (
     S("currency", "text", "CNY", "Currency", "ISO code of the plan's currency, shown in number formats",
       structural=True),
     S("catalog_fx", "number", None, "CatalogFx",
       "plan currency per 1 CNY, converts the built-in catalog's CNY prices in a non-CNY plan",
-      unit="plan currency per CNY", structural=True, minimum=0),
+      unit="plan currency per CNY", structural=True, positive=True),
     S("build_date", "date", None, "BuildDate",
       "the date the plan is built as (YYYY-MM-DD), for the default period and the file's properties; "
       "blank: `--date`, else today", structural=True),
@@ -100,7 +146,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("gpu_choice", "choice", "cheapest", "GpuChoice",
       "how the engine picks a GPU when a task names none", choices=GPU_CHOICES, structural=True),
     S("max_cards", "count", 8, "MaxCards", "largest card count the engine proposes for one task",
-      unit="cards", structural=True, minimum=1, maximum=4096),
+      unit="cards", structural=True, minimum=1, maximum=MAX_CARDS),
     S("low_util_threshold", "percent", 0.20, "LowUtilThreshold",
       "monthly average utilisation under which a resource is flagged for downsizing", minimum=0, maximum=1),
     S("oom_threshold", "number", 3, "OomThreshold", "OOM events a month from which a resource is flagged",
@@ -158,13 +204,13 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("tflops", "number", "TFLOP/s", positive=True,
       help="dense BF16/FP16 tensor peak with FP32 accumulate (never the sparse figure)"),
     C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
-    C("scaling", "percent", default=0.5, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
-    C("on_demand_per_hour", "number", "currency/card-hour", help="on-demand price; blank: not offered"),
-    C("monthly_per_card", "number", "currency/card-month", help="reserved/monthly rent; blank: not offered"),
-    C("idle_per_hour", "number", "currency/card-hour", help="off-peak / idle-capacity price; blank: not offered"),
-    C("spot_per_hour", "number", "currency/card-hour", help="interruptible price; blank: not offered"),
-    C("purchase_price", "number", "currency", help="all-in price of an owned machine per card; blank: not for sale"),
-    C("power_w", "number", "W", help="wall power of an owned machine per card under load"),
+    C("scaling", "percent", default=0.5, minimum=0, maximum=1, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
+    C("on_demand_per_hour", "number", "currency/card-hour", minimum=0, help="on-demand price; blank: not offered"),
+    C("monthly_per_card", "number", "currency/card-month", minimum=0, help="reserved/monthly rent; blank: not offered"),
+    C("idle_per_hour", "number", "currency/card-hour", minimum=0, help="off-peak / idle-capacity price; blank: not offered"),
+    C("spot_per_hour", "number", "currency/card-hour", minimum=0, help="interruptible price; blank: not offered"),
+    C("purchase_price", "number", "currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
+    C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
     C("source", "text", help="where the prices came from"),
     C("as_of", "text", help="date of the prices"),
 )
@@ -175,7 +221,7 @@ TASK_COLUMNS: tuple[Column, ...] = (
     C("task_id", "text", required=True, help="unique key", example="T01"),
     C("task", "text", help="description"),
     C("kind", "choice", required=True, choices=KINDS,
-      help="finetune, pretrain, inference (online serving) or batch (offline batch inference)"),
+      help=", ".join(k.described for k in TASK_KINDS[:-1]) + f" or {TASK_KINDS[-1].described}"),
     C("model_params_b", "number", "billions of parameters", required=True, positive=True,
       help="model size, e.g. 7 or 7B", example="7", scale=1e9),
     C("method", "choice", choices=TRAINING_METHODS + SERVING_METHODS,
@@ -193,9 +239,9 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="measured tokens/s of one replica; blank: estimated from bandwidth and compute"),
     C("concurrency", "number", "sequences", default=1, positive=True,
       help="concurrent sequences per replica for the estimate"),
-    C("kv_cache_gb", "number", "GB", default=0, help="extra serving memory for long contexts / many sessions"),
+    C("kv_cache_gb", "number", "GB", default=0, minimum=0, help="extra serving memory for long contexts / many sessions"),
     C("gpu", "text", help="a catalog GPU name; blank: the engine chooses"),
-    C("cards", "count", "cards", positive=True, help="cards per run/replica; blank: the fewest that fit"),
+    C("cards", "count", "cards", positive=True, maximum=MAX_CARDS, help="cards per run/replica; blank: the fewest that fit"),
     C("tier", "choice", choices=TIERS,
       help="price tier; default: inference monthly, batch idle, training on_demand"),
     C("mfu", "percent", help="overrides the mfu setting for this task"),
@@ -207,7 +253,7 @@ TASK_COLUMNS: tuple[Column, ...] = (
 EXTRA_COLUMNS: tuple[Column, ...] = (
     C("item", "text", required=True, help="what the cost is", example="Object storage"),
     C("category", "choice", choices=EXTRA_CATEGORIES, default="other", help="kind of non-GPU cost"),
-    C("monthly_cost", "number", "currency/month", required=True, help="cost per active month"),
+    C("monthly_cost", "number", "currency/month", required=True, minimum=0, help="cost per active month"),
     C("start_month", "month", "YYYY-MM", help="first month; blank: plan start"),
     C("end_month", "month", "YYYY-MM", help="last month; blank: plan end"),
 )

@@ -6,11 +6,14 @@ import datetime as dt
 import math
 import re
 
+from .errors import Code
 from .i18n import Message, canonical_value
 from .schema import Column
 
 SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?)\s*([kmbgt%]?)$", re.IGNORECASE)
+# Commas only group thousands: "1,500" and "12,345,678.5" are numbers, "1,5" and "1,0,0,0,0" are not.
+_GROUPED = re.compile(r"^([-+]?)(\d{1,3}(?:,\d{3})+)(?![\d,])")
 _MONTH = re.compile(r"^(\d{4})[-/.](\d{1,2})$")
 # Magnitudes a cell may hold, in the column's unit: beyond them a plan's arithmetic overflows
 # (1e308 tokens is infinite GPU-hours) and no real inventory goes there.
@@ -19,7 +22,11 @@ SMALLEST = 1e-9
 
 
 class BadValue(ValueError):
-    """A cell value that does not fit its column; the text (a Message, args[0]) says why and how to fix it."""
+    """A cell value that does not fit its column: a problem code, and a Message saying why and how to fix it."""
+
+    def __init__(self, code: Code, message: Message):
+        super().__init__(message)
+        self.code = code
 
     @property
     def message(self) -> Message:
@@ -46,34 +53,57 @@ def _example(column: Column) -> Message:
 def parse_number(raw: object, column: Column) -> float:
     """A number typed as a number or as text with a K/M/B/G/T suffix, in the column's unit."""
     what = column.unit or column.help
+    not_a_number = BadValue(Code.NOT_A_NUMBER, Message("not_a_number", raw=str(raw), what=what,
+                                                       example=_example(column)))
     if isinstance(raw, bool):
-        raise BadValue(Message("not_a_number", raw=str(raw), what=what, example=_example(column)))
+        raise not_a_number
     if isinstance(raw, (int, float)):
         value = float(raw)
     else:
-        text = str(raw).strip().replace(",", "").replace("_", "")
-        match = _NUMBER.match(text)
-        if not match:
-            raise BadValue(Message("not_a_number", raw=str(raw), what=what, example=_example(column)))
+        match = _NUMBER.match(_ungrouped(str(raw).strip().replace("_", ""), raw))
+        if not match or (match.group(2) == "%" and column.type != "percent"):  # 50% of a GB/s means nothing
+            raise not_a_number
         value = float(match.group(1))
         suffix = match.group(2).lower()
         if suffix == "%":
             value /= 100
         elif suffix:
             value = value * SUFFIX[suffix] / column.scale
+    _check_range(value, raw, column, what)
+    return int(value) if column.type == "count" else value
+
+
+def _ungrouped(text: str, raw: object) -> str:
+    """The text with its thousands separators removed; a comma anywhere else makes it no number."""
+    if "," not in text:
+        return text
+    match = _GROUPED.match(text)
+    if not match or "," in text[match.end():]:
+        raise BadValue(Code.NOT_A_NUMBER, Message("comma_not_thousands", raw=str(raw)))
+    return match.group(1) + match.group(2).replace(",", "") + text[match.end():]
+
+
+def _check_range(value: float, raw: object, column: Column, what: str) -> None:
+    """Finite, of a size a plan can hold, and within the column's bounds."""
+    shown = _show(raw)
     if not math.isfinite(value):
-        raise BadValue(Message("not_finite", raw=str(raw), what=what))
+        raise BadValue(Code.NOT_FINITE, Message("not_finite", raw=str(raw), what=what))
     if column.positive and value <= 0:
-        raise BadValue(Message("not_positive", shown=_show(raw), what=what))
+        raise BadValue(Code.NOT_POSITIVE, Message("not_positive", shown=shown, what=what))
+    if column.minimum is not None and value < column.minimum:
+        code = Code.NEGATIVE if column.minimum == 0 else Code.OUT_OF_RANGE
+        raise BadValue(code, Message("below_minimum", shown=shown, what=what, lo=column.minimum))
+    if column.maximum is not None and value > column.maximum:
+        raise BadValue(Code.OUT_OF_RANGE, Message("above_maximum", shown=shown, what=what, hi=column.maximum))
     if abs(value) > LARGEST:
-        raise BadValue(Message("too_large", shown=_show(raw), what=what, bound=LARGEST) if value > 0 else
-                       Message("too_small", shown=_show(raw), what=what, bound=-LARGEST))
+        raise BadValue(Code.OUT_OF_RANGE,
+                       Message("too_large", shown=shown, what=what, bound=LARGEST) if value > 0 else
+                       Message("too_small", shown=shown, what=what, bound=-LARGEST))
     if 0 < abs(value) < SMALLEST:
         key = "too_close_to_zero" if column.positive else "too_close_to_zero_or_0"
-        raise BadValue(Message(key, shown=_show(raw), what=what, smallest=SMALLEST))
+        raise BadValue(Code.OUT_OF_RANGE, Message(key, shown=shown, what=what, smallest=SMALLEST))
     if column.type == "count" and value != int(value):
-        raise BadValue(Message("not_whole", shown=_show(raw), unit=column.unit))
-    return int(value) if column.type == "count" else value
+        raise BadValue(Code.NOT_WHOLE, Message("not_whole", shown=shown, unit=column.unit))
 
 
 def parse_month(raw: object) -> str:
@@ -82,7 +112,7 @@ def parse_month(raw: object) -> str:
         return f"{raw.year:04d}-{raw.month:02d}"
     match = _MONTH.match(str(raw).strip())
     if not match or not 1 <= int(match.group(2)) <= 12:
-        raise BadValue(Message("not_a_month", raw=str(raw)))
+        raise BadValue(Code.BAD_MONTH, Message("not_a_month", raw=str(raw)))
     return f"{int(match.group(1)):04d}-{int(match.group(2)):02d}"
 
 
@@ -93,7 +123,7 @@ def normalise_choice(raw: object) -> str:
 def parse_choice(raw: object, choices: tuple[str, ...]) -> str:
     value = normalise_choice(canonical_value(raw))
     if value not in choices:
-        raise BadValue(Message("not_a_choice", raw=str(raw), choices=tuple(choices)))
+        raise BadValue(Code.UNKNOWN_VALUE, Message("not_a_choice", raw=str(raw), choices=tuple(choices)))
     return value
 
 
@@ -112,7 +142,7 @@ def parse_date(raw: object) -> str:
     try:
         return dt.date.fromisoformat(str(raw).strip()).isoformat()
     except ValueError:
-        raise BadValue(Message("not_a_date", raw=str(raw))) from None
+        raise BadValue(Code.BAD_DATE, Message("not_a_date", raw=str(raw))) from None
 
 
 def parse_cell(raw: object, column: Column) -> object:

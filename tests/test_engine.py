@@ -8,7 +8,7 @@ import pytest
 from conftest import TODAY, make_input
 
 from budgetgen.columns import sheet_ceil
-from budgetgen.engine import plan_budget
+from budgetgen.engine import Exclusion, plan_budget
 from budgetgen.errors import Code, InputError
 from budgetgen.reader import read_inputs
 
@@ -226,3 +226,35 @@ def test_warnings_cap_pcie_consumer_and_spot_service(tmp_path):
     assert plan.tasks[0].row["gpu_hours_per_month"] > 200
     assert "S: online inference on spot" in text
     assert "on_demand is over its cap of 100 in 2026-07, 2026-08, 2026-09" in text
+
+
+CHAT = {"task_id": "C1", "kind": "inference", "model_params_b": 7, "requests_per_day": 1000, "tokens_per_request": 200}
+
+
+def test_each_candidate_carries_why_it_is_excluded(tmp_path):
+    # 70B fp16 serving: 70 x 2 x 1.3 = 182 GB. 24 GB cards hold 21.6 GB usable: 182 / 21.6 = 8.4 -> 9 cards, over
+    # max_cards 8. H200 (141 GB, 126.9 usable) needs 2 cards but has no monthly price. A100 80G (72 usable) needs 3.
+    plan = plan_for(tmp_path, [{**CHAT, "model_params_b": 70}])
+    by_gpu = {c.gpu: c for c in plan.tasks[0].candidates}
+    assert by_gpu["RTX 4090"].exclusion is Exclusion.OVER_MAX_CARDS and by_gpu["L4"].exclusion is Exclusion.OVER_MAX_CARDS
+    assert by_gpu["H200"].exclusion is Exclusion.NO_PRICE and by_gpu["H200"].row["cards_min"] == 2
+    assert by_gpu["A100 80G"].exclusion is None and by_gpu["A100 80G"].row["cards_min"] == 3
+    assert by_gpu["RTX 4090"].excluded == "does not fit within max_cards: needs 9 x RTX 4090, max_cards is 8"
+    assert by_gpu["H200"].excluded.render("zh") == "没有包月价格"
+    assert [c.gpu for c in plan.tasks[0].candidates if c.chosen] == [plan.tasks[0].row["gpu"]]
+
+
+def test_cards_below_what_fits_is_excluded_and_reported_at_the_cards_cell(tmp_path):
+    # 13B fp16 serving: 13 x 2 x 1.3 = 33.8 GB on a 24 GB card (21.6 usable): 2 cards, 1 given.
+    with pytest.raises(InputError) as info:
+        plan_for(tmp_path, [{**CHAT, "model_params_b": 13, "gpu": "RTX 4090", "cards": 1}])
+    [problem] = info.value.problems
+    assert (problem.code, problem.sheet, problem.cell) == (Code.DOES_NOT_FIT, "Tasks", "G2")
+    assert str(problem) == "Tasks!G2 cards: does not fit: needs 2 cards (33.8 GB), cards is 1: raise cards or leave it blank"
+
+
+def test_more_cards_than_max_cards_is_legal_but_warned(tmp_path):
+    plan = plan_for(tmp_path, [{**CHAT, "gpu": "A100 80G", "cards": 16}])
+    assert plan.tasks[0].row["cards_per_run"] == 16
+    assert "C1: cards 16 is more than max_cards 8: cards counts the cards of one run or replica" in plan.warnings
+    assert not any("more than max_cards" in w for w in plan_for(tmp_path, [{**CHAT, "cards": 8}]).warnings)

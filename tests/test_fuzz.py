@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
+import math
 import operator
 import re
 import zipfile
@@ -12,7 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from openpyxl.utils import get_column_letter
 from test_bad_input import errors_in, shown
@@ -131,3 +133,111 @@ def test_extreme_number_in_any_number_cell_is_refused_at_that_cell(tmp_path, val
         assert isinstance(result.exception, SystemExit) and result.exit_code == 1, (place, result.exc_info)
         assert shown(result.output)[0].startswith(f"Error: {name}!{get_column_letter(col + 1)}{row + 1} "), place
         assert not (tmp_path / "budget.xlsx").exists()
+
+
+# ------------------------------------------------------------------ GPUs: right numbers, or errors at the right cells
+
+GPU_ROW = {"gpu": "Fuzz", "vram_gb": 48, "bandwidth_gbs": 900, "tflops": 200, "scaling": 0.5,
+           "on_demand_per_hour": 10, "idle_per_hour": 4, "purchase_price": 30_000, "power_w": 400}
+GPU_TASKS = [
+    ["task_id", "kind", "model_params_b", "method", "train_tokens", "batch_requests", "tokens_per_request",
+     "tokens_per_sec", "runs_per_month", "gpu", "cards", "tier"],
+    ["B1", "batch", 13, "int8", None, 200_000, 300, 500, 30, "Fuzz", None, "idle"],
+    ["F1", "finetune", 1, "full", "1B", None, None, None, 1, "Fuzz", 2, "on_demand"],
+]
+TASK_CELL = {("B1", "gpu"): "Tasks!J2", ("B1", "tier"): "Tasks!L2", ("F1", "cards"): "Tasks!K3",
+             ("F1", "tier"): "Tasks!L3", ("F1", "gpu"): "Tasks!J3"}
+# Texts and what the input contract makes of them (None: refused).
+GPU_TEXTS = {"1,500": 1500, "12,345": 12_345, "1,5": None, "1,0,0,0": None, "1e309": None, "inf": None, "nan": None,
+             "2k": 2000, "-0": 0.0, "0.5": 0.5, "50%": 0.5, "-100%": -1.0, "seven": None, "": "blank"}
+gpu_values = st.one_of(st.sampled_from(list(GPU_TEXTS)), st.none(),
+                       st.sampled_from((0, -1, 1e-12, 1e-9, 0.25, 1, 2, 8, 1e15, 1e16, -1e308)),
+                       st.floats(min_value=-1e3, max_value=1e6, allow_nan=False),
+                       st.integers(min_value=-10, max_value=100_000))
+gpu_edits = st.dictionaries(st.sampled_from([k for k in GPU_ROW if k != "gpu"]), gpu_values, min_size=1, max_size=3)
+SPECS = ("vram_gb", "bandwidth_gbs", "tflops")
+
+
+def contract_value(column: str, raw):
+    """What the input contract makes of a GPUs cell: a number, "blank", or None when it must be refused."""
+    if raw is None or raw == "":
+        return "blank"
+    if isinstance(raw, str):
+        value = GPU_TEXTS[raw]
+        if value is None or (raw.endswith("%") and column != "scaling"):
+            return None
+    else:
+        value = float(raw)
+    if not math.isfinite(value) or abs(value) > 1e15 or 0 < abs(value) < 1e-9:
+        return None
+    if column in SPECS:
+        return value if value > 0 else None
+    if column == "scaling":
+        return value if 0 <= value <= 1 else None
+    return value if value >= 0 else None
+
+
+def ceil15(x: float) -> int:
+    """CEILING(x, 1) as spreadsheets compute it: x rounded to 15 significant digits first."""
+    return math.ceil(float(f"{x:.15g}"))
+
+
+def expected_outcome(gpu: dict) -> tuple[set[str], dict]:
+    """Independently of the engine: the cells an error must name, or (no errors) each task's monthly cost."""
+    values = {c: contract_value(c, raw) for c, raw in gpu.items() if c != "gpu"}
+    column = {c: get_column_letter(i + 1) for i, c in enumerate(GPU_ROW)}
+    bad = {f"GPUs!{column[c]}2" for c, v in values.items() if v is None or (v == "blank" and c in SPECS)}
+    if bad:
+        return bad | ({TASK_CELL[("B1", "gpu")], TASK_CELL[("F1", "gpu")]} if any(
+            values[c] in (None, "blank") for c in SPECS) else set()), {}
+    price = {c: None if values[c] == "blank" else values[c] for c in values}
+    scaling = 0.5 if values["scaling"] == "blank" else values["scaling"]
+    errors, costs = set(), {}
+    # B1: 13B int8 serving needs 13 x 1 x 1.3 = 16.9 GB; 200,000 x 300 tokens at 500 tokens/s, 30 runs, idle.
+    b1_cards = ceil15(16.9 / (values["vram_gb"] * 0.9))
+    if b1_cards > 8:
+        errors.add(TASK_CELL[("B1", "gpu")])
+    elif price["idle_per_hour"] is None:
+        errors.add(TASK_CELL[("B1", "tier")])
+    else:
+        costs["B1"] = (200_000 * 300 / (500 * 3600) + 0.5) * b1_cards * 30 * price["idle_per_hour"]
+    # F1: 1B full training needs 16 + 0.6 = 16.6 GB on the 2 cards given; 6 x 1e9 x 1e9 FLOPs at 40% MFU.
+    if ceil15(16.6 / (values["vram_gb"] * 0.9)) > 2:
+        errors.add(TASK_CELL[("F1", "cards")])
+    elif price["on_demand_per_hour"] is None:
+        errors.add(TASK_CELL[("F1", "tier")])
+    else:
+        hours = 6 * 1e9 * 1e9 / (values["tflops"] * 1e12 * 0.4 * (1 + scaling) * 3600)
+        costs["F1"] = (hours * 1.3 * 1.3 + 0.5) * 2 * price["on_demand_per_hour"]
+    return errors, costs
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(edits=gpu_edits)
+def test_gpu_values_give_the_right_numbers_or_errors_at_their_cells(tmp_path_factory, edits):
+    folder = tmp_path_factory.mktemp("fuzz-gpus")
+    gpu = {**GPU_ROW, **edits}
+    wb = openpyxl.Workbook()
+    wb.remove(wb.active)
+    for name, rows in (("Settings", SHEETS["Settings"][:2]), ("Tasks", GPU_TASKS), ("GPUs", [list(gpu), list(gpu.values())])):
+        ws = wb.create_sheet(name)
+        for row in rows:
+            ws.append(row)
+    wb.save(folder / "q3.xlsx")
+    out, js = folder / "outputs" / "budget.xlsx", folder / "outputs" / "budget.json"
+    result = CliRunner().invoke(main, ["build", str(folder / "q3.xlsx"), "-o", str(out), "--json", str(js)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    errors, costs = expected_outcome(gpu)
+    event("refused" if errors else "built")
+    if errors:
+        assert result.exit_code == 1, (edits, result.output)
+        assert {line.split()[1] for line in errors_in(result.output)} == errors, edits
+        assert not out.parent.exists() or list(out.parent.iterdir()) == []
+        return
+    assert result.exit_code == 0, (edits, result.output)
+    plan = json.loads(js.read_text())
+    assert {t["task_id"]: t["monthly_cost"] for t in plan["tasks"]} == pytest.approx(costs, rel=1e-9), edits
+    purchase = contract_value("purchase_price", gpu["purchase_price"])
+    if purchase != "blank":  # §3.7: price over 3 years plus 2,000 a year of upkeep, a day
+        assert plan["buy_vs_rent"]["Fuzz"]["daily_fixed"] == pytest.approx(purchase / (3 * 365) + 2000 / 365)
