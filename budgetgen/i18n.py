@@ -389,8 +389,6 @@ PROBLEMS = {
     "resource_empty": ("is empty; name the resource", "为空；请填写资源编号"),
     "more_lines": ("{count:,} more lines with the same problem from here on", "从此处起还有 {count:,} 行有同样的问题"),
     "not_between": ("{shown} must be between {lo:g} and {hi:g} ({what!n})", "{shown} 必须介于 {lo:g} 和 {hi:g} 之间（{what!n}）"),
-    "below_minimum": ("{shown} must be at least {lo:g} ({what!n})", "{shown} 必须不小于 {lo:g}（{what!n}）"),
-    "above_maximum": ("{shown} must be at most {hi:g} ({what!n})", "{shown} 必须不大于 {hi:g}（{what!n}）"),
     "not_a_file": ("{path} is not a file; check the path", "{path} 不是文件；请检查路径"),
     "not_a_table_file": ('"{file}" is not CSV, Parquet or xlsx; export it as one of these',
                          '"{file}" 不是 CSV、Parquet 或 xlsx 文件；请导出为其中一种格式'),
