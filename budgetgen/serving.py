@@ -261,7 +261,7 @@ def user_tokens_per_sec(t_step: float) -> float:
 # ---------------------------------------------------------------- replicas and runs
 
 def _fits_excel(n: int) -> str:
-    return (f'AND(OR({{attn_heads}}="",MOD({{attn_heads}},{n})=0),'
+    return (f'AND(IF({{attn_heads}}="",TRUE,MOD({{attn_heads}},{n})=0),'
             f'FLOOR(({n}*{{gpu.vram_gb}}*UsableVram-{{model_params_b}}*{{bytes_per_param}}*(1+InferenceOverhead)'
             f'-{{kv_cache_gb}})*Billion/({{kv_bytes_per_token}}*{{context_tokens}}),1)'
             f'>=IF({{concurrency}}="",MinBatch,MIN({{concurrency}},MinBatch)))')

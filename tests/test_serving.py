@@ -332,7 +332,7 @@ def test_every_excel_formula_names_only_declared_cells():
 
     declared = {s.name for s in SETTINGS} | {s.name for s in serving.SERVING_SETTINGS} | \
         {n for n, _, _ in CONSTANTS} | {n for n, _, _ in serving.SERVING_CONSTANTS} | {"DaysPerMonth", "KvBytes"}
-    functions = {"IF", "OR", "AND", "MIN", "MAX", "FLOOR", "CEILING", "POWER", "LOG", "SQRT", "MOD"}
+    functions = {"IF", "OR", "AND", "MIN", "MAX", "FLOOR", "CEILING", "POWER", "LOG", "SQRT", "MOD", "TRUE"}
     formulas = {k: v for k, v in vars(serving).items() if k.endswith("_EXCEL")}
     assert len(formulas) >= 25
     for key, text in formulas.items():
@@ -362,3 +362,103 @@ def test_every_card_states_its_form_factor_and_fp8_is_a_dense_figure():
     assert GPUS["A100 80G"].tflops_fp8 is None and GPUS["RTX A6000"].tflops_fp8 is None
     assert [name for name in ("RTX 4090", "A100 80G", "H100 80G", "L40S", "L4", "RTX A6000", "H200") if name in GPUS] \
         == ["RTX 4090", "A100 80G", "H100 80G", "L40S", "L4", "RTX A6000", "H200"]
+
+
+# ---------------------------------------------------------------- the Excel text computes the same numbers
+
+def _named_cells() -> dict[str, object]:
+    cells = {s.name: getattr(S, s.key) for s in (*SETTINGS, *serving.SERVING_SETTINGS) if hasattr(S, s.key)}
+    cells |= {n: v for n, v, _ in (*CONSTANTS, *serving.SERVING_CONSTANTS)}
+    return cells | {"KvBytes": serving.kv_bytes(S.kv_cache_dtype), "DaysPerMonth": S.hours_per_month / 24}
+
+
+def _excel_value(formula: str, row: dict[str, object]) -> object:
+    """Evaluate a formula with its placeholders and names replaced by literal values."""
+    import re
+
+    from conftest import _patched_formulas, _plain
+
+    def literal(value):
+        if value is None:
+            return '""'
+        return f'"{value}"' if isinstance(value, str) else f"{float(value):.17g}".upper()
+
+    names = _named_cells()
+    text = re.sub(r"\{([^}]*)\}", lambda m: literal(row[m.group(1)]), formula)
+    parts = re.split(r'("[^"]*")', text)   # leave quoted text alone
+    text = "".join(p if p.startswith('"') else re.sub(r"\b[A-Za-z]\w*\b",
+                                                     lambda m: literal(names[m.group(0)]) if m.group(0) in names
+                                                     else m.group(0), p) for p in parts)
+    return _plain(_patched_formulas().Parser().ast(text)[1].compile()())
+
+
+def _scenario(model, gpu, method, prompt, output, concurrency, cards):
+    e = estimate_replica(model, gpu, S, method=method, prompt=prompt, output=output, concurrency=concurrency,
+                         cards=cards)
+    row = {"method": method, "model_params_b": model.total_params_b, "active_params_b": model.active_params_b,
+           "layers": model.layers, "hidden": model.hidden, "attn_heads": model.attn_heads, "kv_heads": model.kv_heads,
+           "head_dim": model.head_dim, "kv_latent": model.kv_latent, "cards": cards, "concurrency": concurrency,
+           "prompt_tokens": prompt, "tokens_per_request": output, "context_tokens": prompt + output,
+           "kv_cache_gb": 0, "tokens_per_sec": None, "cards_per_run": e.cards, "bytes_per_param": e.bytes_per_param,
+           "kv_bytes_per_token": e.kv_bytes_per_token, "peak_tflops": e.peak_tflops, "tp": e.tp, "free_gb": e.free_gb,
+           "batch_mem": e.batch_mem, "batch": e.batch, "t_mem": e.t_mem, "t_cmp": e.t_cmp, "t_step": e.t_step,
+           "t_pre": e.t_pre, "requests_per_sec": e.requests_per_sec}
+    row |= {f"gpu.{k}": getattr(gpu, k) for k in ("tflops", "tflops_fp8", "tflops_fp4", "vram_gb", "bandwidth_gbs")}
+    return e, row
+
+
+SCENARIOS = {
+    "dense fp8, cards chosen": ("Llama-3.3-70B", "H100 80G", "fp8", 1000, 300, None, None),
+    "MLA MoE, fixed concurrency": ("DeepSeek-V3", "H200", "fp8", 2000, 500, 64, 8),
+    "unknown architecture fp4": (None, "B200", "fp4", 500, 200, None, None),
+    "int4 on a card without fp8": ("Qwen2.5-72B", "A100 80G", "int4", 3000, 400, 16, None),
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS.values(), ids=SCENARIOS)
+def test_excel_formulas_compute_what_the_python_functions_compute(scenario):
+    name, gpu_name, method, prompt, output, concurrency, cards = scenario
+    model = MODELS.find(name) if name else ModelSpec("unknown 12B", 12.0, 12.0)
+    e, row = _scenario(model, GPUS[gpu_name], method, prompt, output, concurrency, cards)
+    row |= {"requests_per_day": 2e6, "serving_hours_per_day": 16, "deadline_days": None, "runs_per_month": 4,
+            "batch_requests": 5e6, "mfu": None, "train_tokens": 1e9, "epochs": 2, "k": 6}
+    row["replica_hours"] = serving.replica_hours(row["batch_requests"], e.requests_per_sec)
+    row["deadline_days"] = serving.deadline_days(None, hours_per_month=S.hours_per_month, runs_per_month=4)
+    row["batch_replicas"] = serving.batch_replicas(row["replica_hours"], deadline=row["deadline_days"],
+                                                   setup_hours=S.setup_hours)
+    row["flops_per_run"] = serving.training_flops(k=6, active_params_b=model.active_params_b, train_tokens=1e9,
+                                                  epochs=2)
+    row["mfu_used"] = serving.mfu_used(None, params_b=model.total_params_b, active_params_b=model.active_params_b,
+                                       mfu=S.mfu, moe_mfu=S.moe_mfu)
+    expected = {
+        "BYTES_PER_PARAM": e.bytes_per_param, "KV_BYTES_PER_TOKEN": e.kv_bytes_per_token,
+        "PEAK_TFLOPS": e.peak_tflops, "TP_FACTOR": e.tp, "FREE_GB": e.free_gb, "BATCH_MEM": e.batch_mem,
+        "BATCH": e.batch, "T_MEM": e.t_mem, "T_CMP": e.t_cmp, "T_STEP": e.t_step, "T_PRE": e.t_pre,
+        "REQ_S": e.requests_per_sec, "OUTPUT_TOKENS_PER_SEC": e.tokens_per_sec,
+        "USER_TOKENS_PER_SEC": e.user_tokens_per_sec, "CARDS_PER_REPLICA": e.cards,
+        "REPLICAS": serving.inference_replicas(requests_per_day=2e6, peak_factor=S.peak_factor,
+                                               serving_hours_per_day=16, req_s=e.requests_per_sec,
+                                               min_replicas=S.min_replicas),
+        "DEADLINE_DAYS": row["deadline_days"], "REPLICA_HOURS": row["replica_hours"],
+        "BATCH_REPLICAS": row["batch_replicas"],
+        "BATCH_GPU_HOURS": serving.batch_gpu_hours_per_run(row["replica_hours"], replicas=row["batch_replicas"],
+                                                           setup_hours=S.setup_hours, cards=e.cards),
+        "FLOPS_PER_TOKEN": serving.training_flops_per_token(method, flops_per_token=S.flops_per_token,
+                                                            lora_flops_per_token=S.lora_flops_per_token,
+                                                            qlora_flops_per_token=S.qlora_flops_per_token),
+        "TRAINING_FLOPS": row["flops_per_run"], "MFU_USED": row["mfu_used"],
+        "TRAINING_GPU_HOURS": serving.training_gpu_hours(row["flops_per_run"], tflops=row["gpu.tflops"],
+                                                         mfu=row["mfu_used"]),
+        "KV_BYTES": serving.kv_bytes(S.kv_cache_dtype),
+    }
+    formulas = {k.removesuffix("_EXCEL"): v for k, v in vars(serving).items() if k.endswith("_EXCEL")}
+    assert set(expected) | {"LORA_VRAM"} == set(formulas)
+    for key, value in expected.items():
+        assert _excel_value(formulas[key], row) == pytest.approx(value, rel=1e-12), key
+
+
+@pytest.mark.parametrize(("method", "name"), [("qlora", "LLaMA-65B"), ("lora", "Llama-2-7B"), ("qlora", None)])
+def test_lora_memory_formula_computes_what_the_python_function_computes(method, name):
+    model = MODELS.find(name) if name else ModelSpec("unknown 7B", 7.0, 7.0)
+    row = {"method": method, "model_params_b": model.total_params_b, "layers": model.layers, "hidden": model.hidden}
+    assert _excel_value(serving.LORA_VRAM_EXCEL, row) == pytest.approx(_lora_gb(method, model), rel=1e-12)
