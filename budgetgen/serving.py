@@ -2,7 +2,7 @@
 
 Every function maps one-to-one onto a spreadsheet formula, written beside it as `EXCEL` text in the
 placeholder style of columns.py: `{name}` is the same row's cell of another column (or of a catalog
-model or GPU field, e.g. `{layers}`, `{gpu.tflops_fp8}`), every other word is a named cell on
+model or GPU field, e.g. `{model.layers}`, `{gpu.tflops_fp8}`), every other word is a named cell on
 Assumptions. Spreadsheets round to 15 significant digits before FLOOR and CEILING; `sheet_floor` and
 `sheet_ceil` do the same, so the workbook and the engine agree on every boundary.
 """
@@ -74,7 +74,7 @@ SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
 )
 KS = SimpleNamespace(**{name: value for name, value, _ in SERVING_CONSTANTS})
 
-SERVING_METHODS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")
+SERVING_METHODS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")  # the Tasks `method` choices for serving
 CARDS_PER_REPLICA_SHAPES = (1, 2, 4, 8)
 
 
@@ -90,6 +90,49 @@ def default_settings(**overrides) -> SimpleNamespace:
 def sheet_floor(x: float) -> int:
     """FLOOR(x, 1) as a spreadsheet computes it: rounded to 15 significant digits first."""
     return math.floor(float(f"{x:.15g}"))
+
+
+# ---------------------------------------------------------------- task inputs filled from the catalog
+
+PARAMS_USED_EXCEL = '=IF({model_params_b}<>"",{model_params_b},{model.total_params_b})'
+
+
+def params_used(typed: float | None, catalog_total: float | None) -> float:
+    """Total parameters (billions): a typed model_params_b overrides the catalog model's."""
+    return typed if typed is not None else catalog_total
+
+
+ACTIVE_USED_EXCEL = ('=MIN({params_used},IF({active_params_b}<>"",{active_params_b},'
+                     'IF({model.active_params_b}<{model.total_params_b},{model.active_params_b},{params_used})))')
+
+
+def active_used(typed: float | None, *, params: float, catalog_total: float | None,
+                catalog_active: float | None) -> float:
+    """Active parameters (billions): typed, else the catalog's for a mixture of experts, else all of them
+    (a dense model resized by a typed model_params_b stays dense); never more than the total."""
+    if typed is not None:
+        active = typed
+    elif catalog_active is not None and catalog_active < catalog_total:
+        active = catalog_active
+    else:
+        active = params
+    return min(params, active)
+
+
+PROMPT_EXCEL = '=IF({prompt_tokens}<>"",{prompt_tokens},DefaultPromptTokens)'
+
+
+def prompt_used(prompt: float | None, default_prompt_tokens: float) -> float:
+    """Input tokens per request: typed, else DefaultPromptTokens."""
+    return prompt if prompt is not None else default_prompt_tokens
+
+
+CONTEXT_EXCEL = '=IF({context_tokens}<>"",{context_tokens},{prompt_used}+{tokens_per_request})'
+
+
+def context_used(context: float | None, *, prompt: float, output: float) -> float:
+    """Tokens one sequence holds in the KV cache: typed, else prompt plus output."""
+    return context if context is not None else prompt + output
 
 
 # ---------------------------------------------------------------- precision
@@ -115,9 +158,9 @@ def bytes_per_param(method: str | None) -> float:
     return K.BytesFp16
 
 
-KV_BYTES_PER_TOKEN_EXCEL = ('=IF({kv_latent}<>"",{layers}*{kv_latent}*KvBytes,'
-                            'IF({kv_heads}<>"",KvTensors*{layers}*{kv_heads}*{head_dim}*KvBytes,'
-                            'KvFallbackBytes*SQRT({active_params_b})*KvBytes/BytesFp16))')
+KV_BYTES_PER_TOKEN_EXCEL = ('=IF({model.kv_latent}<>"",{model.layers}*{model.kv_latent}*KvBytes,'
+                            'IF({model.kv_heads}<>"",KvTensors*{model.layers}*{model.kv_heads}*{model.head_dim}*KvBytes,'
+                            'KvFallbackBytes*SQRT({active_used})*KvBytes/BytesFp16))')
 
 
 def kv_bytes_per_token(*, layers: float | None, kv_heads: float | None, head_dim: float | None,
@@ -156,7 +199,7 @@ def tp_factor(cards: int, tp_efficiency: float) -> float:
 
 # ---------------------------------------------------------------- memory and batch
 
-FREE_GB_EXCEL = ("={cards_per_run}*{gpu.vram_gb}*UsableVram-{model_params_b}*{bytes_per_param}"
+FREE_GB_EXCEL = ("={cards_per_run}*{gpu.vram_gb}*UsableVram-{params_used}*{bytes_per_param}"
                  "*(1+InferenceOverhead)-{kv_cache_gb}")
 
 
@@ -166,7 +209,7 @@ def free_memory_gb(*, cards: int, vram_gb: float, usable_vram: float, params_b: 
     return cards * vram_gb * usable_vram - params_b * bytes_per_param * (1 + inference_overhead) - (kv_cache_gb or 0)
 
 
-BATCH_MEM_EXCEL = "=MAX(0,FLOOR({free_gb}*Billion/({kv_bytes_per_token}*{context_tokens}),1))"
+BATCH_MEM_EXCEL = "=MAX(0,FLOOR({free_gb}*Billion/({kv_bytes_per_token}*{context_used}),1))"
 
 
 def batch_by_memory(free_gb: float, kv_tok: float, context: float) -> int:
@@ -185,8 +228,8 @@ def batch_size(concurrency: float | None, *, cards: int, max_batch_per_card: int
 
 # ---------------------------------------------------------------- time per step and per request
 
-T_MEM_EXCEL = ("=(MIN({model_params_b},{active_params_b}*{batch})*Billion*{bytes_per_param}"
-               "+{batch}*{kv_bytes_per_token}*({prompt_tokens}+{tokens_per_request}/2))"
+T_MEM_EXCEL = ("=(MIN({params_used},{active_used}*{batch})*Billion*{bytes_per_param}"
+               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}/2))"
                "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*DecodeEfficiency*{tp})")
 
 
@@ -199,7 +242,7 @@ def decode_memory_seconds(*, params_b: float, active_params_b: float, batch: flo
     return (weights + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency * tp)
 
 
-T_CMP_EXCEL = ("=InferenceFlopsPerToken*{active_params_b}*Billion*{batch}"
+T_CMP_EXCEL = ("=InferenceFlopsPerToken*{active_used}*Billion*{batch}"
                "/({cards_per_run}*{peak_tflops}*Tera*DecodeMfu*{tp})")
 
 
@@ -217,8 +260,8 @@ def step_seconds(t_mem: float, t_cmp: float, step_overhead_ms: float) -> float:
     return step_overhead_ms / KS.Milli + max(t_mem, t_cmp)
 
 
-T_PRE_EXCEL = ('=(InferenceFlopsPerToken*{active_params_b}*Billion*{prompt_tokens}'
-               '+IF({head_dim}<>"",PrefillAttentionFlops*{layers}*{attn_heads}*{head_dim}*{prompt_tokens}^2,0))'
+T_PRE_EXCEL = ('=(InferenceFlopsPerToken*{active_used}*Billion*{prompt_used}'
+               '+IF({model.head_dim}<>"",PrefillAttentionFlops*{model.layers}*{model.attn_heads}*{model.head_dim}*{prompt_used}^2,0))'
                '/({cards_per_run}*{peak_tflops}*Tera*PrefillMfu*{tp})')
 
 
@@ -261,9 +304,9 @@ def user_tokens_per_sec(t_step: float) -> float:
 # ---------------------------------------------------------------- replicas and runs
 
 def _fits_excel(n: int) -> str:
-    return (f'AND(IF({{attn_heads}}="",TRUE,MOD({{attn_heads}},{n})=0),'
-            f'FLOOR(({n}*{{gpu.vram_gb}}*UsableVram-{{model_params_b}}*{{bytes_per_param}}*(1+InferenceOverhead)'
-            f'-{{kv_cache_gb}})*Billion/({{kv_bytes_per_token}}*{{context_tokens}}),1)'
+    return (f'AND(IF({{model.attn_heads}}="",TRUE,MOD({{model.attn_heads}},{n})=0),'
+            f'FLOOR(({n}*{{gpu.vram_gb}}*UsableVram-{{params_used}}*{{bytes_per_param}}*(1+InferenceOverhead)'
+            f'-{{kv_cache_gb}})*Billion/({{kv_bytes_per_token}}*{{context_used}}),1)'
             f'>=IF({{concurrency}}="",MinBatch,MIN({{concurrency}},MinBatch)))')
 
 
@@ -320,7 +363,7 @@ def replica_hours(batch_requests: float, req_s: float) -> float:
     return batch_requests / (req_s * K.SecondsPerHour)
 
 
-BATCH_REPLICAS_EXCEL = "=CEILING({replica_hours}/({deadline_days}*HoursPerDay-SetupHours),1)"
+BATCH_REPLICAS_EXCEL = "=CEILING({replica_hours}/({deadline_used}*HoursPerDay-SetupHours),1)"
 
 
 def batch_replicas(hours: float, *, deadline: float, setup_hours: float) -> int | None:
@@ -353,7 +396,7 @@ def training_flops_per_token(method: str | None, *, flops_per_token: float, lora
     return flops_per_token
 
 
-TRAINING_FLOPS_EXCEL = "={k}*{active_params_b}*Billion*{train_tokens}*{epochs}"
+TRAINING_FLOPS_EXCEL = "={flops_per_token_used}*{active_used}*Billion*{train_tokens}*{epochs}"
 
 
 def training_flops(*, k: float, active_params_b: float, train_tokens: float, epochs: float) -> float:
@@ -361,7 +404,7 @@ def training_flops(*, k: float, active_params_b: float, train_tokens: float, epo
     return k * active_params_b * K.Billion * train_tokens * epochs
 
 
-MFU_USED_EXCEL = '=IF({mfu}<>"",{mfu},IF({active_params_b}<{model_params_b},MoeMfu,MfuRate))'
+MFU_USED_EXCEL = '=IF({mfu}<>"",{mfu},IF({active_used}<{params_used},MoeMfu,MfuRate))'
 
 
 def mfu_used(task_mfu: float | None, *, params_b: float, active_params_b: float, mfu: float,
@@ -380,17 +423,22 @@ def training_gpu_hours(flops: float, *, tflops: float, mfu: float) -> float:
     return flops / (tflops * K.Tera * mfu * K.SecondsPerHour)
 
 
-LORA_VRAM_EXCEL = ('=IF({method}="qlora",BytesQloraBase,BytesFp16)*{model_params_b}'
-                   '+{model_params_b}*LoraTrainable*BytesTrainableState'
-                   '+IF({hidden}<>"",MicroBatchTokens*{layers}*{hidden}*BytesActivation/Billion+LoraWorkspaceGb,'
-                   'ActivationGbPerB*{model_params_b})')
+TRAINING_VRAM_EXCEL = ('=IF(OR({method}="lora",{method}="qlora"),'
+                       'IF({method}="qlora",BytesQloraBase,BytesFp16)*{params_used}'
+                       '+{params_used}*LoraTrainable*BytesTrainableState'
+                       '+IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion+LoraWorkspaceGb,'
+                       'ActivationGbPerB*{params_used}),'
+                       '{params_used}*BytesFullTraining+ActivationGbPerB*{params_used})')
 
 
-def lora_memory_gb(method: str, *, params_b: float, layers: float | None, hidden: float | None,
-                   lora_trainable: float, micro_batch_tokens: float, lora_workspace_gb: float,
-                   activation_gb_per_b: float) -> float:
-    """LoRA/QLoRA training memory: frozen base, trained adapters with Adam state, checkpointed activations
-    of one micro-batch plus workspace (architecture known), else SPEC.md §3.1's per-parameter allowance."""
+def training_memory_gb(method: str | None, *, params_b: float, layers: float | None, hidden: float | None,
+                       lora_trainable: float, micro_batch_tokens: float, lora_workspace_gb: float,
+                       activation_gb_per_b: float) -> float:
+    """Training memory (GB) on the total parameters. LoRA/QLoRA: frozen base, trained adapters with Adam state,
+    and, architecture known, checkpointed activations of one micro-batch plus workspace, else SPEC.md §3.1's
+    per-parameter allowance. Full training and pretraining: SPEC.md §3.1 (16 bytes a parameter plus activations)."""
+    if method not in ("lora", "qlora"):
+        return params_b * K.BytesFullTraining + activation_gb_per_b * params_b
     base = (KS.BytesQloraBase if method == "qlora" else K.BytesFp16) * params_b
     adapters = params_b * lora_trainable * K.BytesTrainableState
     if hidden is None:
@@ -423,19 +471,21 @@ class ReplicaEstimate:
 
 
 def estimate_replica(model, gpu, s, *, method: str | None = None, prompt: float | None = None, output: float,
-                     concurrency: float | None = None, cards: int | None = None, kv_bytes_used: float | None = None,
-                     kv_cache_gb: float | None = None, tokens_per_sec: float | None = None) -> ReplicaEstimate | None:
+                     context: float | None = None, concurrency: float | None = None, cards: int | None = None,
+                     kv_bytes_used: float | None = None, kv_cache_gb: float | None = None,
+                     tokens_per_sec: float | None = None) -> ReplicaEstimate | None:
     """§D for one replica of `model` (a catalog model) on `gpu` under settings `s`.
 
-    None when no shape of 1, 2, 4 or 8 cards holds the model and its minimum batch. `kv_bytes_used`
-    overrides the KvCacheDtype setting (a benchmark run with an fp8 KV cache)."""
-    prompt = s.default_prompt_tokens if prompt is None else prompt
+    None when no shape of 1, 2, 4 or 8 cards holds the model and its minimum batch, or when the user's
+    `cards` cannot hold one sequence. `kv_bytes_used` overrides the KvCacheDtype setting (a benchmark run
+    with an fp8 KV cache)."""
+    prompt = prompt_used(prompt, s.default_prompt_tokens)
     b = bytes_per_param(method)
     kvb = kv_bytes(s.kv_cache_dtype) if kv_bytes_used is None else kv_bytes_used
     kv_tok = kv_bytes_per_token(layers=model.layers, kv_heads=model.kv_heads, head_dim=model.head_dim,
                                 kv_latent=model.kv_latent, active_params_b=model.active_params_b, kv_bytes=kvb,
                                 kv_fallback_bytes=s.kv_fallback_bytes)
-    context = prompt + output
+    context = context_used(context, prompt=prompt, output=output)
     memory = {"vram_gb": gpu.vram_gb, "usable_vram": s.usable_vram, "params_b": model.total_params_b,
               "bytes_per_param": b, "inference_overhead": s.inference_overhead, "kv_cache_gb": kv_cache_gb}
     n = cards_per_replica(cards=cards, attn_heads=model.attn_heads, concurrency=concurrency, min_batch=s.min_batch,

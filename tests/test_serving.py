@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -152,10 +153,13 @@ def test_peak_falls_back_from_fp4_to_fp8_to_bf16(method, gpu, peak):
                                fp8_efficiency=0.8) == pytest.approx(peak)
 
 
-@pytest.mark.parametrize(("method", "bytes_"), [("fp16", 2), ("bf16", 2), (None, 2), ("fp8", 1), ("int8", 1),
-                                                ("int4", 0.5), ("fp4", 0.5)])
+BYTES_PER_PARAM = {"fp16": 2, "bf16": 2, None: 2, "fp8": 1, "int8": 1, "int4": 0.5, "fp4": 0.5}
+
+
+@pytest.mark.parametrize(("method", "bytes_"), BYTES_PER_PARAM.items())
 def test_bytes_per_served_parameter(method, bytes_):
     assert serving.bytes_per_param(method) == bytes_
+    assert set(BYTES_PER_PARAM) == set(serving.SERVING_METHODS) | {None}
 
 
 @pytest.mark.parametrize(("cards", "factor"), [(1, 1), (2, 0.8), (4, 0.64), (8, 0.512)])
@@ -284,7 +288,7 @@ def test_training_flops_per_token_by_method(method, k):
 
 
 def _lora_gb(method: str, model: ModelSpec) -> float:
-    return serving.lora_memory_gb(method, params_b=model.total_params_b, layers=model.layers, hidden=model.hidden,
+    return serving.training_memory_gb(method, params_b=model.total_params_b, layers=model.layers, hidden=model.hidden,
                                   lora_trainable=S.lora_trainable, micro_batch_tokens=S.micro_batch_tokens,
                                   lora_workspace_gb=S.lora_workspace_gb, activation_gb_per_b=S.activation_gb_per_b)
 
@@ -307,6 +311,38 @@ def test_7b_qlora_needs_about_6_6_gb():
 def test_lora_memory_without_architecture_uses_the_per_parameter_allowance():
     unknown = ModelSpec("mine", 7.0, 7.0)
     assert _lora_gb("lora", unknown) == pytest.approx(7 * 2 + 7 * 0.01 * 16 + 0.6 * 7)   # 19.32 GB
+
+
+def test_full_training_memory_is_16_bytes_a_parameter_plus_activations_on_the_total():
+    assert _lora_gb("full", MODELS.find("Llama-2-7B")) == pytest.approx(6.74 * 16 + 0.6 * 6.74)
+    assert _lora_gb("full", MODELS.find("DeepSeek-V3")) == pytest.approx(671 * 16 + 0.6 * 671)   # total, not active
+
+
+def test_typed_sizes_override_the_catalog_and_a_resized_dense_model_stays_dense():
+    def used(typed_total, typed_active, model):
+        total = serving.params_used(typed_total, model.total_params_b if model else None)
+        return total, serving.active_used(typed_active, params=total,
+                                          catalog_total=model.total_params_b if model else None,
+                                          catalog_active=model.active_params_b if model else None)
+
+    llama, deepseek = MODELS.find("Llama-2-7B"), MODELS.find("DeepSeek-V3")
+    assert used(None, None, llama) == (6.74, 6.74)
+    assert used(7, None, llama) == (7, 7)              # not 6.74 active of 7: that would read as a MoE
+    assert used(None, None, deepseek) == (671, 37.6)
+    assert used(None, 37, deepseek) == (671, 37)
+    assert used(20, None, deepseek) == (20, 20)        # active never above the total
+    assert used(13, None, None) == (13, 13)
+    assert serving.prompt_used(None, 1000) == 1000 and serving.prompt_used(0, 1000) == 0
+    assert serving.context_used(None, prompt=1000, output=300) == 1300
+    assert serving.context_used(8000, prompt=1000, output=300) == 8000
+
+
+def test_a_longer_context_holds_fewer_sequences():
+    model, a100 = MODELS.find("Llama-2-7B"), GPUS["A100 80G"]
+    default = estimate_replica(model, a100, S, prompt=300, output=250)
+    chat = estimate_replica(model, a100, S, prompt=300, output=250, context=4096)
+    # 57.172 GB of cache over 524,288 bytes x 4,096 tokens: 26 sequences instead of 160.
+    assert (default.batch, chat.batch) == (160, 26)
 
 
 # ---------------------------------------------------------------- settings and catalog data
@@ -395,15 +431,16 @@ def _excel_value(formula: str, row: dict[str, object]) -> object:
 def _scenario(model, gpu, method, prompt, output, concurrency, cards):
     e = estimate_replica(model, gpu, S, method=method, prompt=prompt, output=output, concurrency=concurrency,
                          cards=cards)
-    row = {"method": method, "model_params_b": model.total_params_b, "active_params_b": model.active_params_b,
-           "layers": model.layers, "hidden": model.hidden, "attn_heads": model.attn_heads, "kv_heads": model.kv_heads,
-           "head_dim": model.head_dim, "kv_latent": model.kv_latent, "cards": cards, "concurrency": concurrency,
-           "prompt_tokens": prompt, "tokens_per_request": output, "context_tokens": prompt + output,
+    row = {"method": method, "model_params_b": None, "active_params_b": None, "params_used": model.total_params_b,
+           "active_used": model.active_params_b, "cards": cards, "concurrency": concurrency,
+           "prompt_tokens": prompt, "prompt_used": prompt, "tokens_per_request": output, "context_tokens": None,
+           "context_used": prompt + output,
            "kv_cache_gb": 0, "tokens_per_sec": None, "cards_per_run": e.cards, "bytes_per_param": e.bytes_per_param,
            "kv_bytes_per_token": e.kv_bytes_per_token, "peak_tflops": e.peak_tflops, "tp": e.tp, "free_gb": e.free_gb,
            "batch_mem": e.batch_mem, "batch": e.batch, "t_mem": e.t_mem, "t_cmp": e.t_cmp, "t_step": e.t_step,
            "t_pre": e.t_pre, "requests_per_sec": e.requests_per_sec}
     row |= {f"gpu.{k}": getattr(gpu, k) for k in ("tflops", "tflops_fp8", "tflops_fp4", "vram_gb", "bandwidth_gbs")}
+    row |= {f"model.{f.name}": getattr(model, f.name) for f in fields(ModelSpec)}
     return e, row
 
 
@@ -421,10 +458,10 @@ def test_excel_formulas_compute_what_the_python_functions_compute(scenario):
     model = MODELS.find(name) if name else ModelSpec("unknown 12B", 12.0, 12.0)
     e, row = _scenario(model, GPUS[gpu_name], method, prompt, output, concurrency, cards)
     row |= {"requests_per_day": 2e6, "serving_hours_per_day": 16, "deadline_days": None, "runs_per_month": 4,
-            "batch_requests": 5e6, "mfu": None, "train_tokens": 1e9, "epochs": 2, "k": 6}
+            "batch_requests": 5e6, "mfu": None, "train_tokens": 1e9, "epochs": 2, "flops_per_token_used": 6}
     row["replica_hours"] = serving.replica_hours(row["batch_requests"], e.requests_per_sec)
-    row["deadline_days"] = serving.deadline_days(None, hours_per_month=S.hours_per_month, runs_per_month=4)
-    row["batch_replicas"] = serving.batch_replicas(row["replica_hours"], deadline=row["deadline_days"],
+    row["deadline_used"] = serving.deadline_days(None, hours_per_month=S.hours_per_month, runs_per_month=4)
+    row["batch_replicas"] = serving.batch_replicas(row["replica_hours"], deadline=row["deadline_used"],
                                                    setup_hours=S.setup_hours)
     row["flops_per_run"] = serving.training_flops(k=6, active_params_b=model.active_params_b, train_tokens=1e9,
                                                   epochs=2)
@@ -439,7 +476,7 @@ def test_excel_formulas_compute_what_the_python_functions_compute(scenario):
         "REPLICAS": serving.inference_replicas(requests_per_day=2e6, peak_factor=S.peak_factor,
                                                serving_hours_per_day=16, req_s=e.requests_per_sec,
                                                min_replicas=S.min_replicas),
-        "DEADLINE_DAYS": row["deadline_days"], "REPLICA_HOURS": row["replica_hours"],
+        "DEADLINE_DAYS": row["deadline_used"], "REPLICA_HOURS": row["replica_hours"],
         "BATCH_REPLICAS": row["batch_replicas"],
         "BATCH_GPU_HOURS": serving.batch_gpu_hours_per_run(row["replica_hours"], replicas=row["batch_replicas"],
                                                            setup_hours=S.setup_hours, cards=e.cards),
@@ -450,15 +487,19 @@ def test_excel_formulas_compute_what_the_python_functions_compute(scenario):
         "TRAINING_GPU_HOURS": serving.training_gpu_hours(row["flops_per_run"], tflops=row["gpu.tflops"],
                                                          mfu=row["mfu_used"]),
         "KV_BYTES": serving.kv_bytes(S.kv_cache_dtype),
+        "PARAMS_USED": model.total_params_b, "ACTIVE_USED": model.active_params_b, "PROMPT": prompt,
+        "CONTEXT": prompt + output,
     }
     formulas = {k.removesuffix("_EXCEL"): v for k, v in vars(serving).items() if k.endswith("_EXCEL")}
-    assert set(expected) | {"LORA_VRAM"} == set(formulas)
+    assert set(expected) | {"TRAINING_VRAM"} == set(formulas)
     for key, value in expected.items():
         assert _excel_value(formulas[key], row) == pytest.approx(value, rel=1e-12), key
 
 
-@pytest.mark.parametrize(("method", "name"), [("qlora", "LLaMA-65B"), ("lora", "Llama-2-7B"), ("qlora", None)])
-def test_lora_memory_formula_computes_what_the_python_function_computes(method, name):
+@pytest.mark.parametrize(("method", "name"), [("qlora", "LLaMA-65B"), ("lora", "Llama-2-7B"), ("qlora", None),
+                                            ("full", "Llama-2-7B"), ("full", None)])
+def test_training_memory_formula_computes_what_the_python_function_computes(method, name):
     model = MODELS.find(name) if name else ModelSpec("unknown 7B", 7.0, 7.0)
-    row = {"method": method, "model_params_b": model.total_params_b, "layers": model.layers, "hidden": model.hidden}
-    assert _excel_value(serving.LORA_VRAM_EXCEL, row) == pytest.approx(_lora_gb(method, model), rel=1e-12)
+    row = {"method": method, "params_used": model.total_params_b, "model.layers": model.layers,
+           "model.hidden": model.hidden}
+    assert _excel_value(serving.TRAINING_VRAM_EXCEL, row) == pytest.approx(_lora_gb(method, model), rel=1e-12)
