@@ -287,7 +287,7 @@ def test_training_flops_per_token_by_method(method, k):
                                             qlora_flops_per_token=6) == k
 
 
-def _lora_gb(method: str, model: ModelSpec) -> float:
+def _training_gb(method: str, model: ModelSpec) -> float:
     return serving.training_memory_gb(method, params_b=model.total_params_b, layers=model.layers, hidden=model.hidden,
                                   lora_trainable=S.lora_trainable, micro_batch_tokens=S.micro_batch_tokens,
                                   lora_workspace_gb=S.lora_workspace_gb, activation_gb_per_b=S.activation_gb_per_b)
@@ -296,26 +296,26 @@ def _lora_gb(method: str, model: ModelSpec) -> float:
 def test_llama_65b_qlora_fits_one_48_gb_card():
     # 65.2B x 0.52 bytes + 1% trained x 16 bytes + 2,048 tokens x 80 layers x 8,192 x 2 bytes + 1.5 GB workspace
     by_hand = 65.2 * 0.52 + 65.2 * 0.01 * 16 + 2048 * 80 * 8192 * 2 / 1e9 + 1.5   # 33.90 + 10.43 + 2.68 + 1.5
-    gb = _lora_gb("qlora", MODELS.find("LLaMA-65B"))
+    gb = _training_gb("qlora", MODELS.find("LLaMA-65B"))
     assert gb == pytest.approx(by_hand)
     assert 47 <= gb <= 49
 
 
 def test_7b_qlora_needs_about_6_6_gb():
     by_hand = 6.74 * 0.52 + 6.74 * 0.01 * 16 + 2048 * 32 * 4096 * 2 / 1e9 + 1.5   # 3.50 + 1.08 + 0.54 + 1.5
-    gb = _lora_gb("qlora", MODELS.find("Llama-2-7B"))
+    gb = _training_gb("qlora", MODELS.find("Llama-2-7B"))
     assert gb == pytest.approx(by_hand)
     assert gb == pytest.approx(6.6, abs=0.1)
 
 
 def test_lora_memory_without_architecture_uses_the_per_parameter_allowance():
     unknown = ModelSpec("mine", 7.0, 7.0)
-    assert _lora_gb("lora", unknown) == pytest.approx(7 * 2 + 7 * 0.01 * 16 + 0.6 * 7)   # 19.32 GB
+    assert _training_gb("lora", unknown) == pytest.approx(7 * 2 + 7 * 0.01 * 16 + 0.6 * 7)   # 19.32 GB
 
 
 def test_full_training_memory_is_16_bytes_a_parameter_plus_activations_on_the_total():
-    assert _lora_gb("full", MODELS.find("Llama-2-7B")) == pytest.approx(6.74 * 16 + 0.6 * 6.74)
-    assert _lora_gb("full", MODELS.find("DeepSeek-V3")) == pytest.approx(671 * 16 + 0.6 * 671)   # total, not active
+    assert _training_gb("full", MODELS.find("Llama-2-7B")) == pytest.approx(6.74 * 16 + 0.6 * 6.74)
+    assert _training_gb("full", MODELS.find("DeepSeek-V3")) == pytest.approx(671 * 16 + 0.6 * 671)   # total, not active
 
 
 def test_typed_sizes_override_the_catalog_and_a_resized_dense_model_stays_dense():
@@ -502,4 +502,4 @@ def test_training_memory_formula_computes_what_the_python_function_computes(meth
     model = MODELS.find(name) if name else ModelSpec("unknown 7B", 7.0, 7.0)
     row = {"method": method, "params_used": model.total_params_b, "model.layers": model.layers,
            "model.hidden": model.hidden}
-    assert _excel_value(serving.TRAINING_VRAM_EXCEL, row) == pytest.approx(_lora_gb(method, model), rel=1e-12)
+    assert _excel_value(serving.TRAINING_VRAM_EXCEL, row) == pytest.approx(_training_gb(method, model), rel=1e-12)
