@@ -1,10 +1,11 @@
 """Calculation model v2: batched serving per replica, MoE and LoRA/QLoRA training. No I/O.
 
 Every function maps one-to-one onto a spreadsheet formula, written beside it as `EXCEL` text in the
-placeholder style of columns.py: `{name}` is the same row's cell of another column (or of a catalog
-model or GPU field, e.g. `{model.layers}`, `{gpu.tflops_fp8}`), every other word is a named cell on
-Assumptions. Spreadsheets round to 15 significant digits before FLOOR and CEILING; `sheet_floor` and
-`sheet_ceil` do the same, so the workbook and the engine agree on every boundary.
+placeholder style of columns.py: `{name}` is the same row's cell of another column, `{gpu.field}` the
+row's GPU on the GPUs sheet and `{model.field}` the row's model on the Models sheet (blank when the task
+names no model or the catalog lacks the figure); every other word is a named cell on Assumptions.
+Spreadsheets round to 15 significant digits before FLOOR and CEILING; `sheet_floor` and `sheet_ceil` do
+the same, so the workbook and the engine agree on every boundary.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
     S("max_batch_per_card", "count", 160, "MaxBatchPerCard",
       "sequences a serving engine batches per card when concurrency is blank", unit="sequences", minimum=1),
     S("min_batch", "count", 8, "MinBatch",
-      "sequences a replica must hold when concurrency is blank (sizes the cards per replica)",
+      "sequences a replica must hold at least (fewer when concurrency is lower); sizes the cards per replica",
       unit="sequences", minimum=1),
     S("kv_cache_dtype", "choice", "fp16", "KvCacheDtype",
       "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)", choices=("fp16", "fp8")),
@@ -65,7 +66,6 @@ CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_over
 # New fixed factors, in the shape of schema.CONSTANTS (append them in one line).
 SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("BytesFp8", 1, "bytes per parameter of fp8 weights or KV cache"),
-    ("BytesFp4", 0.5, "bytes per parameter of fp4 weights"),
     ("BytesQloraBase", 0.52, "bytes per parameter of a QLoRA base (4-bit NF4 with double-quantised scales)"),
     ("BytesActivation", 2, "bytes per bf16 activation element"),
     ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),
@@ -150,7 +150,7 @@ BYTES_PER_PARAM_EXCEL = ('=IF(OR({method}="int4",{method}="fp4"),BytesInt4,'
 
 
 def bytes_per_param(method: str | None) -> float:
-    """Bytes per served weight: fp16/bf16 2, fp8/int8 1, int4/fp4 0.5."""
+    """Bytes per served weight: fp16/bf16 2, fp8/int8 1, int4/fp4 0.5 (BytesInt8 and BytesInt4 name the widths)."""
     if method in ("int4", "fp4"):
         return K.BytesInt4
     if method in ("int8", "fp8"):
@@ -159,7 +159,8 @@ def bytes_per_param(method: str | None) -> float:
 
 
 KV_BYTES_PER_TOKEN_EXCEL = ('=IF({model.kv_latent}<>"",{model.layers}*{model.kv_latent}*KvBytes,'
-                            'IF({model.kv_heads}<>"",KvTensors*{model.layers}*{model.kv_heads}*{model.head_dim}*KvBytes,'
+                            'IF({model.kv_heads}<>"",'
+                            'KvTensors*{model.layers}*{model.kv_heads}*{model.head_dim}*KvBytes,'
                             'KvFallbackBytes*SQRT({active_used})*KvBytes/BytesFp16))')
 
 
@@ -261,7 +262,8 @@ def step_seconds(t_mem: float, t_cmp: float, step_overhead_ms: float) -> float:
 
 
 T_PRE_EXCEL = ('=(InferenceFlopsPerToken*{active_used}*Billion*{prompt_used}'
-               '+IF({model.head_dim}<>"",PrefillAttentionFlops*{model.layers}*{model.attn_heads}*{model.head_dim}*{prompt_used}^2,0))'
+               '+IF({model.head_dim}<>"",PrefillAttentionFlops*{model.layers}*{model.attn_heads}*{model.head_dim}'
+               '*{prompt_used}^2,0))'
                '/({cards_per_run}*{peak_tflops}*Tera*PrefillMfu*{tp})')
 
 
@@ -363,7 +365,8 @@ def replica_hours(batch_requests: float, req_s: float) -> float:
     return batch_requests / (req_s * K.SecondsPerHour)
 
 
-BATCH_REPLICAS_EXCEL = "=CEILING({replica_hours}/({deadline_used}*HoursPerDay-SetupHours),1)"
+BATCH_REPLICAS_EXCEL = ('=IF({deadline_used}*HoursPerDay>SetupHours,'
+                        'CEILING({replica_hours}/({deadline_used}*HoursPerDay-SetupHours),1),"")')
 
 
 def batch_replicas(hours: float, *, deadline: float, setup_hours: float) -> int | None:
@@ -426,7 +429,8 @@ def training_gpu_hours(flops: float, *, tflops: float, mfu: float) -> float:
 TRAINING_VRAM_EXCEL = ('=IF(OR({method}="lora",{method}="qlora"),'
                        'IF({method}="qlora",BytesQloraBase,BytesFp16)*{params_used}'
                        '+{params_used}*LoraTrainable*BytesTrainableState'
-                       '+IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion+LoraWorkspaceGb,'
+                       '+IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion'
+                       '+LoraWorkspaceGb,'
                        'ActivationGbPerB*{params_used}),'
                        '{params_used}*BytesFullTraining+ActivationGbPerB*{params_used})')
 

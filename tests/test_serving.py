@@ -251,6 +251,7 @@ def test_batch_run_spreads_over_replicas_to_meet_its_deadline():
     assert serving.batch_gpu_hours_per_run(hours, replicas=2, setup_hours=0.5, cards=2) == \
         pytest.approx((1e6 / 36_000 + 0.5 * 2) * 2)
     assert serving.batch_replicas(hours, deadline=0.01, setup_hours=0.5) is None
+    assert _excel_value(serving.BATCH_REPLICAS_EXCEL, {"deadline_used": 0.01, "replica_hours": hours}) == ""
     assert serving.deadline_days(None, hours_per_month=730, runs_per_month=2) == pytest.approx(730 / 24 / 2)
     assert serving.deadline_days(3, hours_per_month=730, runs_per_month=2) == 3
 
