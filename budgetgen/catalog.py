@@ -10,6 +10,7 @@ from .schema import PRICE_COLUMN, TIERS
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
 CATALOG_CURRENCY = "CNY"
+SPEC_COLUMNS = ("vram_gb", "bandwidth_gbs", "tflops")  # a GPU needs all three to be sized
 
 
 def _number(text: str) -> float | None:
@@ -24,6 +25,9 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         vram_gb=float(rec["vram_gb"]),
         bandwidth_gbs=float(rec["bandwidth_gbs"]),
         tflops=float(rec["tflops"]),
+        tflops_fp8=rec.get("tflops_fp8"),
+        tflops_fp4=rec.get("tflops_fp4"),
+        form_factor=str(rec.get("form_factor") or ""),
         interconnect=str(rec.get("interconnect") or "pcie"),
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
         prices={t: rec.get(PRICE_COLUMN[t]) for t in TIERS},
@@ -35,10 +39,14 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
 
 
 def builtin_records() -> list[dict[str, object]]:
-    """The built-in catalog as records with numbers parsed (prices in CNY)."""
-    text_columns = {"gpu", "class", "interconnect", "source", "as_of"}
+    """The built-in catalog as records with numbers parsed (prices in CNY).
+
+    A row whose memory, bandwidth or BF16 peak is blank (sources conflict) stays in the file but is not
+    offered: a GPUs sheet row of that name with all three figures brings it in."""
+    text_columns = {"gpu", "class", "interconnect", "form_factor", "source", "as_of"}
     with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
-        return [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
+        records = [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
+    return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
 
 
 def builtin_catalog() -> list[Gpu]:

@@ -31,6 +31,9 @@ class Gpu:
     power_w: float | None = None
     source: str = ""
     as_of: str = ""
+    tflops_fp8: float | None = None  # dense FP8 peak; None: no FP8 unit
+    tflops_fp4: float | None = None  # dense FP4 peak; None: no FP4 unit
+    form_factor: str = ""  # sxm | pcie
 
 
 @dataclass(frozen=True)

@@ -214,6 +214,14 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("source", "text", help="where the prices came from"),
     C("as_of", "text", help="date of the prices"),
 )
+FORM_FACTORS = ("sxm", "pcie")
+# GPUs sheet columns of calculation model v2 (low-precision peaks, card form), read by catalog.gpu_from_record.
+GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
+    C("tflops_fp8", "number", "TFLOP/s", positive=True,
+      help="dense FP8 tensor peak with FP32 accumulate; blank: the card has no FP8 unit"),
+    C("tflops_fp4", "number", "TFLOP/s", positive=True, help="dense FP4 tensor peak; blank: the card has no FP4 unit"),
+    C("form_factor", "choice", choices=FORM_FACTORS, help="sxm (or OAM) module or pcie card"),
+)
 PRICE_COLUMN = {"monthly": "monthly_per_card", "on_demand": "on_demand_per_hour",
                 "idle": "idle_per_hour", "spot": "spot_per_hour"}
 

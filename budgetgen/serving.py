@@ -1,0 +1,518 @@
+"""Calculation model v2: batched serving per replica, MoE and LoRA/QLoRA training. No I/O.
+
+Every function maps one-to-one onto a spreadsheet formula, written beside it as `EXCEL` text in the
+placeholder style of columns.py: `{name}` is the same row's cell of another column, `{gpu.field}` the
+row's GPU on the GPUs sheet and `{model.field}` the row's model on the Models sheet (blank when the task
+names no model or the catalog lacks the figure); every other word is a named cell on Assumptions.
+Spreadsheets round to 15 significant digits before FLOOR and CEILING; `sheet_floor` and `sheet_ceil` do
+the same, so the workbook and the engine agree on every boundary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from .columns import sheet_ceil
+from .schema import CONSTANT_VALUES, SETTINGS, Setting
+
+K = SimpleNamespace(**CONSTANT_VALUES)
+
+S = Setting
+# New settings of calculation model v2, in the shape of schema.SETTINGS (append them in one line).
+SERVING_SETTINGS: tuple[Setting, ...] = (
+    S("step_overhead_ms", "number", 1.0, "StepOverheadMs",
+      "fixed time of one decode step (scheduling, kernel launches)", unit="ms", minimum=0),
+    S("decode_mfu", "percent", 0.60, "DecodeMfu", "share of the card's peak reached by decode matmuls",
+      minimum=0.001, maximum=1),
+    S("prefill_mfu", "percent", 0.75, "PrefillMfu", "share of the card's peak reached while reading prompts",
+      minimum=0.001, maximum=1),
+    S("fp8_efficiency", "percent", 0.80, "Fp8Efficiency",
+      "FP8/FP4 matmuls reach this share of the BF16 MFU", minimum=0.001, maximum=1),
+    S("tp_efficiency", "percent", 0.80, "TpEfficiency",
+      "speed factor per doubling of the cards in one serving replica", minimum=0.001, maximum=1),
+    S("max_batch_per_card", "count", 160, "MaxBatchPerCard",
+      "sequences a serving engine batches per card when concurrency is blank", unit="sequences", minimum=1),
+    S("min_batch", "count", 8, "MinBatch",
+      "sequences a replica must hold at least (fewer when concurrency is lower); sizes the cards per replica",
+      unit="sequences", minimum=1),
+    S("kv_cache_dtype", "choice", "fp16", "KvCacheDtype",
+      "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)", choices=("fp16", "fp8")),
+    S("default_prompt_tokens", "count", 1000, "DefaultPromptTokens",
+      "input tokens per request when a serving task gives no prompt_tokens", unit="tokens", minimum=0),
+    S("min_replicas", "count", 1, "MinReplicas", "replicas an inference service keeps at least (failover)",
+      unit="replicas", minimum=1),
+    S("kv_fallback_bytes", "number", 40_000, "KvFallbackBytes",
+      "fp16 KV-cache bytes per token per square root of billions of active parameters, "
+      "for a model whose architecture is unknown", unit="bytes/token/sqrt(B)", minimum=0),
+    S("moe_mfu", "percent", 0.30, "MoeMfu",
+      "model FLOPs utilisation of mixture-of-experts training (active < total parameters)",
+      minimum=0.001, maximum=1),
+    S("lora_flops_per_token", "number", 4, "LoraFlopsPerToken",
+      "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)",
+      unit="FLOP/param/token", minimum=0.001),
+    S("qlora_flops_per_token", "number", 6, "QloraFlopsPerToken",
+      "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)",
+      unit="FLOP/param/token", minimum=0.001),
+    S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
+      "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)", unit="tokens", minimum=1),
+    S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
+      "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
+)
+# Existing settings whose defaults calculation model v2 recalibrates.
+CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
+
+# New fixed factors, in the shape of schema.CONSTANTS (append them in one line).
+SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
+    ("BytesFp8", 1, "bytes per parameter of fp8 weights or KV cache"),
+    ("BytesQloraBase", 0.52, "bytes per parameter of a QLoRA base (4-bit NF4 with double-quantised scales)"),
+    ("BytesActivation", 2, "bytes per bf16 activation element"),
+    ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),
+    ("PrefillAttentionFlops", 2, "FLOPs per layer, head dimension and prompt token squared (QK and AV)"),
+    ("Milli", 1000, "milliseconds per second"),
+)
+KS = SimpleNamespace(**{name: value for name, value, _ in SERVING_CONSTANTS})
+
+SERVING_METHODS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")  # the Tasks `method` choices for serving
+CARDS_PER_REPLICA_SHAPES = (1, 2, 4, 8)
+
+
+def default_settings(**overrides) -> SimpleNamespace:
+    """Every setting's default (existing ones with CHANGED_DEFAULTS applied, then the new ones)."""
+    values = {s.key: s.default for s in SETTINGS} | CHANGED_DEFAULTS | {s.key: s.default for s in SERVING_SETTINGS}
+    unknown = set(overrides) - set(values)
+    if unknown:
+        raise KeyError(f"unknown settings: {', '.join(sorted(unknown))}")
+    return SimpleNamespace(**(values | overrides))
+
+
+def sheet_floor(x: float) -> int:
+    """FLOOR(x, 1) as a spreadsheet computes it: rounded to 15 significant digits first."""
+    return math.floor(float(f"{x:.15g}"))
+
+
+# ---------------------------------------------------------------- task inputs filled from the catalog
+
+PARAMS_USED_EXCEL = '=IF({model_params_b}<>"",{model_params_b},{model.total_params_b})'
+
+
+def params_used(typed: float | None, catalog_total: float | None) -> float:
+    """Total parameters (billions): a typed model_params_b overrides the catalog model's."""
+    return typed if typed is not None else catalog_total
+
+
+ACTIVE_USED_EXCEL = ('=MIN({params_used},IF({active_params_b}<>"",{active_params_b},'
+                     'IF({model.active_params_b}<{model.total_params_b},{model.active_params_b},{params_used})))')
+
+
+def active_used(typed: float | None, *, params: float, catalog_total: float | None,
+                catalog_active: float | None) -> float:
+    """Active parameters (billions): typed, else the catalog's for a mixture of experts, else all of them
+    (a dense model resized by a typed model_params_b stays dense); never more than the total."""
+    if typed is not None:
+        active = typed
+    elif catalog_active is not None and catalog_active < catalog_total:
+        active = catalog_active
+    else:
+        active = params
+    return min(params, active)
+
+
+PROMPT_EXCEL = '=IF({prompt_tokens}<>"",{prompt_tokens},DefaultPromptTokens)'
+
+
+def prompt_used(prompt: float | None, default_prompt_tokens: float) -> float:
+    """Input tokens per request: typed, else DefaultPromptTokens."""
+    return prompt if prompt is not None else default_prompt_tokens
+
+
+CONTEXT_EXCEL = '=IF({context_tokens}<>"",{context_tokens},{prompt_used}+{tokens_per_request})'
+
+
+def context_used(context: float | None, *, prompt: float, output: float) -> float:
+    """Tokens one sequence holds in the KV cache: typed, else prompt plus output."""
+    return context if context is not None else prompt + output
+
+
+# ---------------------------------------------------------------- precision
+
+KV_BYTES_EXCEL = '=IF(KvCacheDtype="fp8",BytesFp8,BytesFp16)'
+
+
+def kv_bytes(kv_cache_dtype: str) -> float:
+    """Bytes of one cached KV element: the Assumptions cell KvBytes."""
+    return KS.BytesFp8 if kv_cache_dtype == "fp8" else K.BytesFp16
+
+
+BYTES_PER_PARAM_EXCEL = ('=IF(OR({method}="int4",{method}="fp4"),BytesInt4,'
+                         'IF(OR({method}="int8",{method}="fp8"),BytesInt8,BytesFp16))')
+
+
+def bytes_per_param(method: str | None) -> float:
+    """Bytes per served weight: fp16/bf16 2, fp8/int8 1, int4/fp4 0.5 (BytesInt8 and BytesInt4 name the widths)."""
+    if method in ("int4", "fp4"):
+        return K.BytesInt4
+    if method in ("int8", "fp8"):
+        return K.BytesInt8
+    return K.BytesFp16
+
+
+KV_BYTES_PER_TOKEN_EXCEL = ('=IF({model.kv_latent}<>"",{model.layers}*{model.kv_latent}*KvBytes,'
+                            'IF({model.kv_heads}<>"",'
+                            'KvTensors*{model.layers}*{model.kv_heads}*{model.head_dim}*KvBytes,'
+                            'KvFallbackBytes*SQRT({active_used})*KvBytes/BytesFp16))')
+
+
+def kv_bytes_per_token(*, layers: float | None, kv_heads: float | None, head_dim: float | None,
+                       kv_latent: float | None, active_params_b: float, kv_bytes: float,
+                       kv_fallback_bytes: float) -> float:
+    """KV-cache bytes one token holds: MLA latent, else 2·layers·kv_heads·head_dim, else the fallback."""
+    if kv_latent is not None:
+        return layers * kv_latent * kv_bytes
+    if kv_heads is not None:
+        return KS.KvTensors * layers * kv_heads * head_dim * kv_bytes
+    return kv_fallback_bytes * math.sqrt(active_params_b) * kv_bytes / K.BytesFp16
+
+
+PEAK_TFLOPS_EXCEL = ('=IF(AND({method}="fp4",{gpu.tflops_fp4}<>""),{gpu.tflops_fp4}*Fp8Efficiency,'
+                     'IF(AND(OR({method}="fp8",{method}="fp4"),{gpu.tflops_fp8}<>""),{gpu.tflops_fp8}*Fp8Efficiency,'
+                     '{gpu.tflops}))')
+
+
+def peak_tflops(method: str | None, *, tflops: float, tflops_fp8: float | None, tflops_fp4: float | None,
+                fp8_efficiency: float) -> float:
+    """Matmul peak a serving method reaches: fp4 → fp8 → BF16 unit, whichever the card has first."""
+    if method == "fp4" and tflops_fp4 is not None:
+        return tflops_fp4 * fp8_efficiency
+    if method in ("fp8", "fp4") and tflops_fp8 is not None:
+        return tflops_fp8 * fp8_efficiency
+    return tflops
+
+
+TP_FACTOR_EXCEL = "=POWER(TpEfficiency,LOG({cards_per_run},2))"
+
+
+def tp_factor(cards: int, tp_efficiency: float) -> float:
+    """Speed factor of a replica spread over `cards`: TpEfficiency per doubling."""
+    return tp_efficiency ** math.log2(cards)
+
+
+# ---------------------------------------------------------------- memory and batch
+
+FREE_GB_EXCEL = ("={cards_per_run}*{gpu.vram_gb}*UsableVram-{params_used}*{bytes_per_param}"
+                 "*(1+InferenceOverhead)-{kv_cache_gb}")
+
+
+def free_memory_gb(*, cards: int, vram_gb: float, usable_vram: float, params_b: float, bytes_per_param: float,
+                   inference_overhead: float, kv_cache_gb: float | None) -> float:
+    """Memory of a replica left for the KV cache after weights, runtime and a user's extra kv_cache_gb."""
+    return cards * vram_gb * usable_vram - params_b * bytes_per_param * (1 + inference_overhead) - (kv_cache_gb or 0)
+
+
+BATCH_MEM_EXCEL = "=MAX(0,FLOOR({free_gb}*Billion/({kv_bytes_per_token}*{context_used}),1))"
+
+
+def batch_by_memory(free_gb: float, kv_tok: float, context: float) -> int:
+    """Sequences of `context` tokens whose KV cache fits in `free_gb` (0 when the weights do not fit)."""
+    return max(0, sheet_floor(free_gb * K.Billion / (kv_tok * context)))
+
+
+BATCH_EXCEL = '=MIN(IF({concurrency}="",MaxBatchPerCard*{cards_per_run},{concurrency}),{batch_mem})'
+
+
+def batch_size(concurrency: float | None, *, cards: int, max_batch_per_card: int, batch_mem: int) -> float:
+    """Sequences decoded together: the user's concurrency, else the engine's cap, at most what fits."""
+    wanted = max_batch_per_card * cards if concurrency is None else concurrency
+    return min(wanted, batch_mem)
+
+
+# ---------------------------------------------------------------- time per step and per request
+
+T_MEM_EXCEL = ("=(MIN({params_used},{active_used}*{batch})*Billion*{bytes_per_param}"
+               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}/2))"
+               "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*DecodeEfficiency*{tp})")
+
+
+def decode_memory_seconds(*, params_b: float, active_params_b: float, batch: float, bytes_per_param: float,
+                          kv_tok: float, prompt: float, output: float, cards: int, bandwidth_gbs: float,
+                          decode_efficiency: float, tp: float) -> float:
+    """Time of one decode step spent reading weights (experts touched by the batch) and the KV cache."""
+    weights = min(params_b, active_params_b * batch) * K.Billion * bytes_per_param
+    cache = batch * kv_tok * (prompt + output / 2)
+    return (weights + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency * tp)
+
+
+T_CMP_EXCEL = ("=InferenceFlopsPerToken*{active_used}*Billion*{batch}"
+               "/({cards_per_run}*{peak_tflops}*Tera*DecodeMfu*{tp})")
+
+
+def decode_compute_seconds(*, active_params_b: float, batch: float, cards: int, peak: float, decode_mfu: float,
+                           tp: float) -> float:
+    """Time of one decode step spent on matmuls for `batch` tokens."""
+    return K.InferenceFlopsPerToken * active_params_b * K.Billion * batch / (cards * peak * K.Tera * decode_mfu * tp)
+
+
+T_STEP_EXCEL = "=StepOverheadMs/Milli+MAX({t_mem},{t_cmp})"
+
+
+def step_seconds(t_mem: float, t_cmp: float, step_overhead_ms: float) -> float:
+    """One decode step: the fixed overhead plus the slower of memory and compute."""
+    return step_overhead_ms / KS.Milli + max(t_mem, t_cmp)
+
+
+T_PRE_EXCEL = ('=(InferenceFlopsPerToken*{active_used}*Billion*{prompt_used}'
+               '+IF({model.head_dim}<>"",PrefillAttentionFlops*{model.layers}*{model.attn_heads}*{model.head_dim}'
+               '*{prompt_used}^2,0))'
+               '/({cards_per_run}*{peak_tflops}*Tera*PrefillMfu*{tp})')
+
+
+def prefill_seconds(*, active_params_b: float, prompt: float, layers: float | None, attn_heads: float | None,
+                    head_dim: float | None, cards: int, peak: float, prefill_mfu: float, tp: float) -> float:
+    """Time to read one prompt: weight matmuls plus, when the architecture is known, attention (p²)."""
+    attention = KS.PrefillAttentionFlops * layers * attn_heads * head_dim * prompt ** 2 if head_dim is not None else 0
+    return (K.InferenceFlopsPerToken * active_params_b * K.Billion * prompt + attention) / (
+        cards * peak * K.Tera * prefill_mfu * tp)
+
+
+REQ_S_EXCEL = ('=IF({tokens_per_sec}<>"",{tokens_per_sec}/{tokens_per_request},'
+               '1/({t_pre}+{tokens_per_request}*{t_step}/{batch}))')
+
+
+def requests_per_sec(*, t_pre: float, output: float, t_step: float, batch: float,
+                     tokens_per_sec: float | None = None) -> float:
+    """Requests a replica completes per second; a measured tokens/s replaces the estimate."""
+    if tokens_per_sec is not None:
+        return tokens_per_sec / output
+    return 1 / (t_pre + output * t_step / batch)
+
+
+OUTPUT_TOKENS_PER_SEC_EXCEL = "={tokens_per_request}*{requests_per_sec}"
+
+
+def output_tokens_per_sec(output: float, req_s: float) -> float:
+    """Output (generated) tokens/s of one replica."""
+    return output * req_s
+
+
+USER_TOKENS_PER_SEC_EXCEL = "=1/{t_step}"
+
+
+def user_tokens_per_sec(t_step: float) -> float:
+    """Tokens/s one user sees while the answer streams."""
+    return 1 / t_step
+
+
+# ---------------------------------------------------------------- replicas and runs
+
+def _fits_excel(n: int) -> str:
+    return (f'AND(IF({{model.attn_heads}}="",TRUE,MOD({{model.attn_heads}},{n})=0),'
+            f'FLOOR(({n}*{{gpu.vram_gb}}*UsableVram-{{params_used}}*{{bytes_per_param}}*(1+InferenceOverhead)'
+            f'-{{kv_cache_gb}})*Billion/({{kv_bytes_per_token}}*{{context_used}}),1)'
+            f'>=IF({{concurrency}}="",MinBatch,MIN({{concurrency}},MinBatch)))')
+
+
+CARDS_PER_REPLICA_EXCEL = ('=IF({cards}<>"",{cards},'
+                           + "".join(f"IF({_fits_excel(n)},{n}," for n in CARDS_PER_REPLICA_SHAPES)
+                           + '""' + ")" * len(CARDS_PER_REPLICA_SHAPES) + ")")
+
+
+def cards_per_replica(*, cards: int | None, attn_heads: float | None, concurrency: float | None, min_batch: int,
+                      vram_gb: float, usable_vram: float, params_b: float, bytes_per_param: float,
+                      inference_overhead: float, kv_cache_gb: float | None, kv_tok: float,
+                      context: float) -> int | None:
+    """The user's cards, else the smallest of 1, 2, 4, 8 that divides attn_heads and holds the batch
+    (concurrency, at most MinBatch; MinBatch when concurrency is blank). None: not a candidate
+    ("needs more than 8 cards per replica: use fp8/int4 or a larger card")."""
+    if cards is not None:
+        return cards
+    need = min_batch if concurrency is None else min(concurrency, min_batch)
+    for n in CARDS_PER_REPLICA_SHAPES:
+        if attn_heads is not None and attn_heads % n:
+            continue
+        free = free_memory_gb(cards=n, vram_gb=vram_gb, usable_vram=usable_vram, params_b=params_b,
+                              bytes_per_param=bytes_per_param, inference_overhead=inference_overhead,
+                              kv_cache_gb=kv_cache_gb)
+        if batch_by_memory(free, kv_tok, context) >= need:
+            return n
+    return None
+
+
+REPLICAS_EXCEL = ("=MAX(MinReplicas,CEILING({requests_per_day}*PeakFactor"
+                  "/({serving_hours_per_day}*SecondsPerHour*{requests_per_sec}),1))")
+
+
+def inference_replicas(*, requests_per_day: float, peak_factor: float, serving_hours_per_day: float, req_s: float,
+                       min_replicas: int) -> int:
+    """Replicas an online service needs for its peak traffic, never fewer than MinReplicas."""
+    return max(min_replicas, sheet_ceil(requests_per_day * peak_factor / (serving_hours_per_day * K.SecondsPerHour
+                                                                          * req_s)))
+
+
+DEADLINE_DAYS_EXCEL = '=IF({deadline_days}<>"",{deadline_days},DaysPerMonth/{runs_per_month})'
+
+
+def deadline_days(deadline: float | None, *, hours_per_month: float, runs_per_month: float) -> float:
+    """Wall-clock days a training or batch run may take: the user's, else its share of a month."""
+    return deadline if deadline is not None else hours_per_month / K.HoursPerDay / runs_per_month
+
+
+REPLICA_HOURS_EXCEL = "={batch_requests}/({requests_per_sec}*SecondsPerHour)"
+
+
+def replica_hours(batch_requests: float, req_s: float) -> float:
+    """Hours one replica needs for a batch run's requests."""
+    return batch_requests / (req_s * K.SecondsPerHour)
+
+
+BATCH_REPLICAS_EXCEL = ('=IF({deadline_used}*HoursPerDay>SetupHours,'
+                        'CEILING({replica_hours}/({deadline_used}*HoursPerDay-SetupHours),1),"")')
+
+
+def batch_replicas(hours: float, *, deadline: float, setup_hours: float) -> int | None:
+    """Replicas a batch run needs to finish by its deadline; None when the deadline is shorter than the setup."""
+    window = deadline * K.HoursPerDay - setup_hours
+    return sheet_ceil(hours / window) if window > 0 else None
+
+
+BATCH_GPU_HOURS_EXCEL = "=({replica_hours}+SetupHours*{batch_replicas})*{cards_per_run}"
+
+
+def batch_gpu_hours_per_run(hours: float, *, replicas: int, setup_hours: float, cards: int) -> float:
+    """GPU-hours of one batch run: the work, plus each replica's setup, on every card of a replica."""
+    return (hours + setup_hours * replicas) * cards
+
+
+# ---------------------------------------------------------------- training (§E)
+
+FLOPS_PER_TOKEN_EXCEL = ('=IF({method}="lora",LoraFlopsPerToken,'
+                         'IF({method}="qlora",QloraFlopsPerToken,FlopsPerToken))')
+
+
+def training_flops_per_token(method: str | None, *, flops_per_token: float, lora_flops_per_token: float,
+                             qlora_flops_per_token: float) -> float:
+    """k: training FLOPs per active parameter per token for a method (full and pretraining: FlopsPerToken)."""
+    if method == "lora":
+        return lora_flops_per_token
+    if method == "qlora":
+        return qlora_flops_per_token
+    return flops_per_token
+
+
+TRAINING_FLOPS_EXCEL = "={flops_per_token_used}*{active_used}*Billion*{train_tokens}*{epochs}"
+
+
+def training_flops(*, k: float, active_params_b: float, train_tokens: float, epochs: float) -> float:
+    """FLOPs of one training run: only active parameters compute (MoE)."""
+    return k * active_params_b * K.Billion * train_tokens * epochs
+
+
+MFU_USED_EXCEL = '=IF({mfu}<>"",{mfu},IF({active_used}<{params_used},MoeMfu,MfuRate))'
+
+
+def mfu_used(task_mfu: float | None, *, params_b: float, active_params_b: float, mfu: float,
+             moe_mfu: float) -> float:
+    """The task's MFU, else MoeMfu for a mixture of experts, else MfuRate."""
+    if task_mfu is not None:
+        return task_mfu
+    return moe_mfu if active_params_b < params_b else mfu
+
+
+TRAINING_GPU_HOURS_EXCEL = "={flops_per_run}/({gpu.tflops}*Tera*{mfu_used}*SecondsPerHour)"
+
+
+def training_gpu_hours(flops: float, *, tflops: float, mfu: float) -> float:
+    """GPU-hours of a run's compute at perfect scaling, before run, debug and setup overheads."""
+    return flops / (tflops * K.Tera * mfu * K.SecondsPerHour)
+
+
+TRAINING_VRAM_EXCEL = ('=IF(OR({method}="lora",{method}="qlora"),'
+                       'IF({method}="qlora",BytesQloraBase,BytesFp16)*{params_used}'
+                       '+{params_used}*LoraTrainable*BytesTrainableState'
+                       '+IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion'
+                       '+LoraWorkspaceGb,'
+                       'ActivationGbPerB*{params_used}),'
+                       '{params_used}*BytesFullTraining+ActivationGbPerB*{params_used})')
+
+
+def training_memory_gb(method: str | None, *, params_b: float, layers: float | None, hidden: float | None,
+                       lora_trainable: float, micro_batch_tokens: float, lora_workspace_gb: float,
+                       activation_gb_per_b: float) -> float:
+    """Training memory (GB) on the total parameters. LoRA/QLoRA: frozen base, trained adapters with Adam state,
+    and, architecture known, checkpointed activations of one micro-batch plus workspace, else SPEC.md §3.1's
+    per-parameter allowance. Full training and pretraining: SPEC.md §3.1 (16 bytes a parameter plus activations)."""
+    if method not in ("lora", "qlora"):
+        return params_b * K.BytesFullTraining + activation_gb_per_b * params_b
+    base = (KS.BytesQloraBase if method == "qlora" else K.BytesFp16) * params_b
+    adapters = params_b * lora_trainable * K.BytesTrainableState
+    if hidden is None:
+        return base + adapters + activation_gb_per_b * params_b
+    activations = micro_batch_tokens * layers * hidden * KS.BytesActivation / K.Billion
+    return base + adapters + activations + lora_workspace_gb
+
+
+# ---------------------------------------------------------------- one replica end to end
+
+@dataclass(frozen=True)
+class ReplicaEstimate:
+    """One serving replica worked through §D: every intermediate the Tasks sheet shows."""
+
+    cards: int
+    bytes_per_param: float
+    kv_bytes_per_token: float
+    peak_tflops: float
+    tp: float
+    free_gb: float
+    batch_mem: int
+    batch: float
+    t_mem: float
+    t_cmp: float
+    t_step: float
+    t_pre: float
+    requests_per_sec: float
+    tokens_per_sec: float
+    user_tokens_per_sec: float
+
+
+def estimate_replica(model, gpu, s, *, method: str | None = None, prompt: float | None = None, output: float,
+                     context: float | None = None, concurrency: float | None = None, cards: int | None = None,
+                     kv_bytes_used: float | None = None, kv_cache_gb: float | None = None,
+                     tokens_per_sec: float | None = None) -> ReplicaEstimate | None:
+    """§D for one replica of `model` (a catalog model) on `gpu` under settings `s`.
+
+    None when no shape of 1, 2, 4 or 8 cards holds the model and its minimum batch, or when the user's
+    `cards` cannot hold one sequence. `kv_bytes_used` overrides the KvCacheDtype setting (a benchmark run
+    with an fp8 KV cache)."""
+    prompt = prompt_used(prompt, s.default_prompt_tokens)
+    b = bytes_per_param(method)
+    kvb = kv_bytes(s.kv_cache_dtype) if kv_bytes_used is None else kv_bytes_used
+    kv_tok = kv_bytes_per_token(layers=model.layers, kv_heads=model.kv_heads, head_dim=model.head_dim,
+                                kv_latent=model.kv_latent, active_params_b=model.active_params_b, kv_bytes=kvb,
+                                kv_fallback_bytes=s.kv_fallback_bytes)
+    context = context_used(context, prompt=prompt, output=output)
+    memory = {"vram_gb": gpu.vram_gb, "usable_vram": s.usable_vram, "params_b": model.total_params_b,
+              "bytes_per_param": b, "inference_overhead": s.inference_overhead, "kv_cache_gb": kv_cache_gb}
+    n = cards_per_replica(cards=cards, attn_heads=model.attn_heads, concurrency=concurrency, min_batch=s.min_batch,
+                          kv_tok=kv_tok, context=context, **memory)
+    if n is None:
+        return None
+    peak = peak_tflops(method, tflops=gpu.tflops, tflops_fp8=gpu.tflops_fp8, tflops_fp4=gpu.tflops_fp4,
+                       fp8_efficiency=s.fp8_efficiency)
+    tp = tp_factor(n, s.tp_efficiency)
+    free = free_memory_gb(cards=n, **memory)
+    batch_mem = batch_by_memory(free, kv_tok, context)
+    batch = batch_size(concurrency, cards=n, max_batch_per_card=s.max_batch_per_card, batch_mem=batch_mem)
+    if batch <= 0:
+        return None
+    t_mem = decode_memory_seconds(params_b=model.total_params_b, active_params_b=model.active_params_b, batch=batch,
+                                  bytes_per_param=b, kv_tok=kv_tok, prompt=prompt, output=output, cards=n,
+                                  bandwidth_gbs=gpu.bandwidth_gbs, decode_efficiency=s.decode_efficiency, tp=tp)
+    t_cmp = decode_compute_seconds(active_params_b=model.active_params_b, batch=batch, cards=n, peak=peak,
+                                   decode_mfu=s.decode_mfu, tp=tp)
+    t_step = step_seconds(t_mem, t_cmp, s.step_overhead_ms)
+    t_pre = prefill_seconds(active_params_b=model.active_params_b, prompt=prompt, layers=model.layers,
+                            attn_heads=model.attn_heads, head_dim=model.head_dim, cards=n, peak=peak,
+                            prefill_mfu=s.prefill_mfu, tp=tp)
+    req_s = requests_per_sec(t_pre=t_pre, output=output, t_step=t_step, batch=batch, tokens_per_sec=tokens_per_sec)
+    return ReplicaEstimate(n, b, kv_tok, peak, tp, free, batch_mem, batch, t_mem, t_cmp, t_step, t_pre, req_s,
+                           output_tokens_per_sec(output, req_s), user_tokens_per_sec(t_step))
