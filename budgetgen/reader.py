@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
 from .errors import Code, InputError, Problem
 from .i18n import Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
-from .safefile import MAX_TEXT, iter_rows, load_input_workbook
+from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file
 from .schema import (
     DEFAULT_TIER,
     EXTRA_COLUMNS,
@@ -385,7 +384,8 @@ def _read_assignments(ws, out: Collector) -> tuple[tuple[str, str], ...]:
 
 def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     """Read and validate an input workbook; raises InputError listing every problem."""
-    wb = load_input_workbook(Path(path))
+    source = read_input_file(Path(path))  # read once: the hash on About is of the bytes the numbers come from
+    wb = load_input_workbook(source)
     try:
         sheets = {canonical_sheet(ws.title).lower(): ws for ws in wb.worksheets}
         out = Collector()
@@ -404,13 +404,5 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     if out.problems:
         raise InputError(out.problems)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, Path(path).name, _sha256(Path(path)))
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256)
 

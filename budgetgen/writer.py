@@ -152,7 +152,7 @@ class BudgetWriter:
         self.months = plan.months
         self.wb = xlsxwriter.Workbook(str(path), {"use_future_functions": True, "strings_to_formulas": False,
                                                    "strings_to_urls": False, "strings_to_numbers": False,
-                                                   "constant_memory": True})
+                                                   "constant_memory": True, "tmpdir": str(Path(path).parent)})
         built = dt.datetime.combine(dt.date.fromisoformat(self.s.build_date), dt.time(), dt.UTC)
         self.wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen",
                                 "created": built, "comments": f"budgetgen {__version__}"})
