@@ -11,11 +11,11 @@ from pathlib import Path
 
 import openpyxl
 import openpyxl.xml
-from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 import pytest
 import xlsxwriter
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 from budgetgen.errors import BudgetgenError, Code, InputError, Problem
 from budgetgen.safefile import (
