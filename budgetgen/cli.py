@@ -54,6 +54,8 @@ def _reported(lang: str = "en") -> Iterator[None]:
             yield
         except BudgetgenError as exc:
             _fail(exc, lang)
+        except OSError as exc:  # the machine's, not the input's (no usable temporary folder, say): one clear line
+            _fail(BudgetgenError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")), lang)
         except (Interrupted, KeyboardInterrupt) as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
             message = tr("stopped by {signal}; no output was written or changed", lang)

@@ -286,7 +286,7 @@ def _fail(place: str, code: Code, message: str, cell: str = "") -> InputError:
 # ---------------------------------------------------------------- outputs
 
 STAGE_PREFIX = ".budgetgen-"
-DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = ()) -> None:
@@ -302,7 +302,7 @@ def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = ()) -
         key = target.resolve()
         if key in sources:
             problems.append(Problem(Code.OUTPUT, sources[key].name, "",
-                                    "the output would overwrite the input: choose another output path"))
+                                    "the output would overwrite the input: choose another -o/--json path"))
         elif key in seen:
             problems.append(Problem(Code.OUTPUT, target.name, "",
                                     f"is named for two outputs ({seen[key]} and {target}): give each its own path"))
@@ -359,13 +359,16 @@ def staged_outputs(targets: Iterable[Path | None]) -> Iterator[Staging]:
         for target in (Path(t) for t in targets if t is not None):
             folder = target.parent
             if folder not in staging.folders:
-                staging.folders[folder] = _make_staging_folder(folder, target)
+                staging.folders[folder] = _make_staging_folder(folder)
             staging.paths[target] = staging.folders[folder] / target.name
         try:
             yield staging
             _commit(staging)
-        except OutputError:
-            raise
+        except OutputError as exc:  # a writer's own message names the file it wrote: the destination, to the user
+            message = str(exc)
+            for target, staged in staging.paths.items():
+                message = message.replace(str(staged), str(target))
+            raise OutputError(message) from None
         except Exception as exc:
             cause = _os_error(exc)
             if cause is None:
@@ -378,12 +381,12 @@ def staged_outputs(targets: Iterable[Path | None]) -> Iterator[Staging]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _make_staging_folder(folder: Path, target: Path) -> Path:
+def _make_staging_folder(folder: Path) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=folder))
     except OSError as exc:
-        raise OutputError(f"cannot write {target}: {why_not_writable(exc, folder)}") from None
+        raise OutputError(f"cannot write to {folder}: {why_not_writable(exc, folder)}") from None
 
 
 def _commit(staging: Staging) -> None:

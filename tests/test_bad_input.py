@@ -29,8 +29,7 @@ SERVICE = {"task_id": "T1", "task": "chat", "kind": "inference", "model_params_b
            "tokens_per_request": 200, "cost_center": "kb"}
 TRAINING = {"task_id": "F1", "kind": "finetune", "model_params_b": 7, "train_tokens": "5M"}
 EARLIER = b"the budget built last month"
-SECONDS = 10  # each untrusted file is refused (or built) within this
-PEAK_MB = 1024  # and in less memory than this
+PEAK_MB = 1024  # each untrusted file is refused (or built) in less memory than this
 MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 REL_NS = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 PAYLOADS = ('=HYPERLINK("http://x.invalid","x")', "=cmd|' /C calc'!A0", "+1+1", "@SUM(1)", "-2+3",
@@ -429,25 +428,22 @@ def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
 # ------------------------------------------------------------------ untrusted files through the whole CLI
 
 ISOLATED = """
-import json, resource, sys, time
+import json, resource, sys
 from click.testing import CliRunner
 from budgetgen.cli import main
-start = time.perf_counter()
 result = CliRunner().invoke(main, sys.argv[1:])
 print(json.dumps({"exit_code": result.exit_code, "output": result.output, "stdout": result.stdout,
                   "exception": repr(result.exception),
-                  "seconds": time.perf_counter() - start,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
 def build_isolated(*args: object) -> dict:
-    """`budgetgen build` in a fresh interpreter: its result, seconds and peak memory (MB) measured in there."""
+    """`budgetgen build` in a fresh interpreter: its result and peak memory (MB) measured in there."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, "-c", ISOLATED, "build", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=120, check=True)
     run = json.loads(done.stdout)
-    assert run["seconds"] < SECONDS, run
     assert run["peak_mb"] < PEAK_MB, run
     return run
 
