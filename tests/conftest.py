@@ -13,6 +13,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+import budgetgen
 from budgetgen import catalog
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,6 +21,11 @@ SAMPLE = REPO / "inputs" / "q3.xlsx"
 DATA = Path(__file__).resolve().parent / "data"
 TEST_CATALOG = DATA / "gpus.csv"  # the built-in catalog as the tests know it (see tests/data/NOTICE.md)
 FOCUS_SAMPLE = DATA / "focus_sample.csv"  # the FinOps Foundation's FOCUS 1.0 sample bill, CC BY 4.0
+
+
+def pytest_report_header() -> str:
+    """Which budgetgen the tests exercise: the work tree's, or (in CI) the installed package's."""
+    return f"budgetgen {budgetgen.__version__} from {Path(budgetgen.__file__).parent}"
 
 
 @pytest.fixture(autouse=True)
