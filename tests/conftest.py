@@ -8,6 +8,7 @@ import functools
 import math
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import openpyxl
@@ -28,11 +29,14 @@ def pytest_report_header() -> str:
     return f"budgetgen {budgetgen.__version__} from {Path(budgetgen.__file__).parent}"
 
 
-@pytest.fixture(autouse=True)
-def fixed_catalog(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test sees the fixed test catalog as the built-in one: adding a GPU to the product breaks no test."""
-    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", TEST_CATALOG)
-    return TEST_CATALOG
+@pytest.fixture(autouse=True, scope="session")
+def fixed_catalog() -> Iterator[Path]:
+    """Every test (and every module-scoped fixture: hence the session scope) sees the fixed test catalog as the
+    built-in one, so adding a GPU to the product breaks no test. A test running budgetgen in another
+    interpreter sets `catalog.CATALOG_RESOURCE` there too (see `test_bad_input.ISOLATED`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(catalog, "CATALOG_RESOURCE", TEST_CATALOG)
+        yield TEST_CATALOG
 
 
 @pytest.fixture(autouse=True)

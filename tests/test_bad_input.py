@@ -19,7 +19,7 @@ import openpyxl
 import pytest
 import xlsxwriter
 from click.testing import CliRunner, Result
-from conftest import REPO, make_input, recalc_formulas
+from conftest import REPO, TEST_CATALOG, make_input, recalc_formulas
 from defusedxml import ElementTree
 
 from budgetgen.cli import main
@@ -428,10 +428,12 @@ def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
 # ------------------------------------------------------------------ untrusted files through the whole CLI
 
 ISOLATED = """
-import json, resource, sys
+import json, pathlib, resource, sys
 from click.testing import CliRunner
+from budgetgen import catalog
 from budgetgen.cli import main
-result = CliRunner().invoke(main, sys.argv[1:])
+catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalog, as in conftest
+result = CliRunner().invoke(main, sys.argv[2:])
 print(json.dumps({"exit_code": result.exit_code, "output": result.output, "stdout": result.stdout,
                   "exception": repr(result.exception),
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -441,7 +443,7 @@ print(json.dumps({"exit_code": result.exit_code, "output": result.output, "stdou
 def build_isolated(*args: object) -> dict:
     """`budgetgen build` in a fresh interpreter: its result and peak memory (MB) measured in there."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", ISOLATED, "build", *map(str, args)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", ISOLATED, TEST_CATALOG, "build", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=120, check=True)
     run = json.loads(done.stdout)
     assert run["peak_mb"] < PEAK_MB, run
