@@ -72,7 +72,7 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
             document = plan_json(plan, {month: r.to_json() for month, r in recon.items()})
             staging[json_path].write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
         # xlsxwriter's temporary files go beside the file it writes, inside the staging folder.
-        write_workbook(plan, staging[output], recon, billed, progress, lang)
+        write_workbook(plan, staging[output], recon=recon, billed_input=billed, progress=progress, lang=lang)
     return Result(plan, recon, output, json_path)
 
 

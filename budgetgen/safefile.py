@@ -338,11 +338,8 @@ class Staging:
     folders: dict[Path, Path] = field(default_factory=dict)  # destination's folder -> its staging folder
 
     def __getitem__(self, target: Path) -> Path:
+        """The file to write in place of `target`; its folder is scratch space removed with the staging."""
         return self.paths[Path(target)]
-
-    def tmpdir(self, target: Path) -> Path:
-        """The scratch folder for a library writing `target` (xlsxwriter's `tmpdir`): removed with the staging."""
-        return self[target].parent
 
 
 @contextmanager
