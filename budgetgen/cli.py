@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
-import json
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 
+from .api import build_budget, default_output
 from .catalog import CATALOG_CURRENCY, builtin_catalog
 from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
-from .errors import BudgetgenError, Code, InputError, OutputError, Problem
+from .errors import BudgetgenError, InputError, OutputError
 from .i18n import LANGS, say, tr
 from .reader import read_inputs
-from .recon import reconcile_plan
-from .results import plan_json
+from .safefile import check_outputs, staged_outputs
 from .schema import TIERS
 from .template import write_template
-from .workbook import why_not_writable, write_workbook
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Interrupted(BaseException):
+    """A signal stopped the command (a BaseException, like KeyboardInterrupt, so no `except Exception` eats it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _fail(exc: BudgetgenError, lang: str = "en") -> None:
@@ -31,6 +43,44 @@ def _fail(exc: BudgetgenError, lang: str = "en") -> None:
     else:
         click.echo(f"{error}{exc}", err=True)
     sys.exit(1)
+
+
+@contextmanager
+def _reported(lang: str = "en") -> Iterator[None]:
+    """Run a command's work: a BudgetgenError becomes `Error:` lines and exit 1; SIGINT, SIGTERM and SIGHUP all
+    unwind it (every `finally` removes its temporary files) and end in an `Error:` line and exit 128 + signal."""
+    with _signals_raise():
+        try:
+            yield
+        except BudgetgenError as exc:
+            _fail(exc, lang)
+        except OSError as exc:  # the machine's, not the input's (no usable temporary folder, say): one clear line
+            _fail(BudgetgenError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")), lang)
+        except (Interrupted, KeyboardInterrupt) as exc:
+            signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+            message = tr("stopped by {signal}; no output was written or changed", lang)
+            click.echo(tr("Error: ", lang) + message.format(signal=signal.Signals(signum).name), err=True)
+            sys.exit(128 + signum)
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    """Turn the stop signals into Interrupted while the work runs; once one came, the cleanup ignores the rest."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 DATE_OPTION = click.option("--date", "build_date", type=click.DateTime(formats=["%Y-%m-%d"]),
@@ -53,9 +103,12 @@ def main() -> None:
 @LANG_OPTION
 def init(path: Path, force: bool, lang: str) -> None:
     """Write a fillable input workbook with notes, dropdowns and example rows."""
-    if path.exists() and not force:
-        _fail(OutputError(f"{path} exists: choose another name or pass --force"), lang)
-    write_template(path, lang)
+    with _reported(lang):
+        if path.exists() and not force:
+            raise OutputError(f"{path} exists: choose another name or pass --force")
+        check_outputs([path])
+        with staged_outputs([path]) as staging:
+            write_template(staging[path], lang)
     click.echo(tr("Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.", lang).format(path=path))
 
 
@@ -65,10 +118,8 @@ def init(path: Path, force: bool, lang: str) -> None:
 @LANG_OPTION
 def validate(path: Path, build_date, lang: str) -> None:
     """Check an input workbook: every error and warning with sheet and cell."""
-    try:
+    with _reported(lang):
         plan = plan_budget(read_inputs(path, today=build_date and build_date.date()))
-    except BudgetgenError as exc:
-        _fail(exc, lang)
     _warn(plan.warnings, lang)
     click.echo(tr("OK: {tasks} tasks, {warnings} warning(s).", lang).format(tasks=len(plan.tasks),
                                                                              warnings=len(plan.warnings)))
@@ -86,7 +137,7 @@ def _money(value: float, currency: str) -> str:
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Output workbook (default outputs/<input stem>-budget.xlsx).")
+              help=f"Output workbook (default {default_output('<input stem>')}).")
 @click.option("--bills", "bills", multiple=True, type=click.Path(path_type=Path),
               help="A FOCUS bill (CSV, Parquet or xlsx); repeatable.")
 @click.option("--usage", "usage", multiple=True, type=click.Path(path_type=Path),
@@ -99,36 +150,12 @@ def _money(value: float, currency: str) -> str:
 def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
           json_path: Path | None, quiet: bool, build_date, lang: str) -> None:
     """Validate, compute and write the budget workbook."""
-    output = output or Path("outputs") / f"{path.stem}-budget.xlsx"
-    progress = _progress(quiet)
-    try:
-        sources = {p.resolve(): p for p in (path, *bills, *usage)}
-        for target in (output, json_path):
-            if target is not None and target.resolve() in sources:
-                name = sources[target.resolve()].name
-                raise InputError([Problem(Code.OUTPUT, name, "", "the output would overwrite the input: "
-                                          "choose another -o/--json path")])
-        progress(f"reading {path.name}")
-        inputs = read_inputs(path, today=build_date and build_date.date())
-        progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
-        plan = plan_budget(inputs)
-        if bills or inputs.bills_sheet is not None:
-            progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
-        recon, billed = reconcile_plan(plan, list(bills), list(usage))
-        staged = _stage_json(plan_json(plan, {m: r.to_json() for m, r in recon.items()}), json_path) \
-            if json_path else None
-        try:
-            write_workbook(plan, output, recon, billed, progress, lang)
-        except BaseException:
-            if staged:
-                staged.unlink(missing_ok=True)
-            raise
-        if staged:
-            staged.replace(json_path)
-    except BudgetgenError as exc:
-        _fail(exc, lang)
+    with _reported(lang):
+        result = build_budget(path, output, bills=bills, usage=usage, json_path=json_path, lang=lang,
+                              build_date=build_date and build_date.date(), progress=_progress(quiet))
+    plan, recon = result.plan, result.recon
     cur = plan.inputs.settings.currency
-    click.echo(f"{tr('Wrote', lang)} {output}")
+    click.echo(f"{tr('Wrote', lang)} {result.workbook}")
     click.echo(tr("Period total {first} to {last}: {total}", lang).format(
         first=plan.months[0], last=plan.months[-1], total=_money(plan.period_total, cur)))
     for month, t in plan.month_totals.items():
@@ -151,15 +178,12 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
 @DATE_OPTION
 def diff(old: Path, new: Path, output: Path | None, build_date) -> None:
     """Show what changed from OLD to NEW (input or budget workbooks) and what each change costs."""
-    try:
-        if output and output.resolve() in (old.resolve(), new.resolve()):
-            raise InputError([Problem(Code.OUTPUT, output.name, "", "the output would overwrite an input: "
-                                      "choose another -o path")])
+    with _reported():
+        check_outputs([output], [old, new])
         result = diff_files(old, new, today=build_date and build_date.date())
-        if output:
-            write_diff_workbook(result, output)
-    except BudgetgenError as exc:
-        _fail(exc)
+        with staged_outputs([output]) as staging:
+            if output:
+                write_diff_workbook(result, staging[output])
     click.echo(format_table(result))
     if output:
         click.echo(f"Wrote {output}")
@@ -173,17 +197,6 @@ def _progress(quiet: bool):
         if not quiet:
             click.echo(f"[{time.monotonic() - start:6.1f}s] {message}", err=True)
     return say
-
-
-def _stage_json(data: dict, path: Path) -> Path:
-    """Write the JSON next to its destination under a temporary name; the caller renames it last."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {why_not_writable(exc, path.parent)}") from None
-    return tmp
 
 
 @main.command()

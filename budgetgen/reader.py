@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
 from .errors import Code, InputError, Problem
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
-from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input, unsaved_formulas
+from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
     GPU_COLUMNS,
@@ -375,9 +374,8 @@ def _read_assignments(ws, out: Collector) -> tuple[tuple[str, str], ...]:
 
 def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     """Read and validate an input workbook; raises InputError listing every problem."""
-    path = Path(path)
-    data = read_input(path)  # one read: the bytes checked, parsed and hashed are the same
-    wb = load_input_workbook(path, data)
+    source = read_input_file(Path(path))  # read once: the hash on About is of the bytes the numbers come from
+    wb = load_input_workbook(source)
     try:
         out = Collector()
         sheets = _input_sheets(wb, out)
@@ -386,7 +384,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         if out.problems:
             raise InputError(out.problems)
         inputs = {ws.title for ws in wb.worksheets if canonical_sheet(ws.title) in SHEETS_ZH}
-        for title, cells in unsaved_formulas(data, path.name, inputs).items():
+        for title, cells in unsaved_formulas(source.data, source.name, inputs).items():
             for cell in cells:
                 out.add(Code.FORMULA_WITHOUT_VALUE, canonical_sheet(title), cell, Message("formula_without_value"))
         settings = _read_settings(sheets.get("settings"), out, today)
@@ -401,7 +399,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     if out.problems:
         raise InputError(out.problems)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, path.name, hashlib.sha256(data).hexdigest())
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

@@ -1,12 +1,21 @@
-"""Open an untrusted input workbook safely and read its rows without trusting what it declares."""
+"""Files in and out: open an untrusted input workbook safely and read its rows without trusting what it
+declares; write a command's outputs beside their destinations and rename them into place together."""
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import io
+import os
 import posixpath
 import re
+import shutil
+import stat
+import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import openpyxl
@@ -16,7 +25,12 @@ from defusedxml.ElementTree import fromstring
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 from openpyxl.worksheet.worksheet import Worksheet
 
-from budgetgen.errors import BudgetgenError, Code, InputError, Problem
+from budgetgen.errors import BudgetgenError, Code, InputError, OutputError, Problem
+
+try:  # POSIX: the final renames of concurrent builds into one folder take turns
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 MB = 1024 * 1024
 # Checked on the zip's declared sizes before anything is unpacked (zip bombs).
@@ -62,52 +76,61 @@ KNOWN_FORMATS = {
     ".numbers": "an Apple Numbers file",
     ".pdf": "a PDF document",
 }
-# An OLE compound file is an old .xls, or an .xlsx encrypted with a password: only the
-# latter has a stream named EncryptionInfo (directory entry names are UTF-16LE).
+# Directory entry names of an OLE compound file are UTF-16LE.
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ENCRYPTION_INFO = "EncryptionInfo".encode("utf-16-le")
-SCAN_CHUNK = MB
+# A workbook file is never larger than what it unpacks to (plus the zip's own directory).
+MAX_FILE = MAX_UNCOMPRESSED + MB
 
 
-def read_input(path: Path) -> bytes:
-    """The input file's bytes, read once: what is checked, parsed and hashed is one and the same content, even
-    when the file is saved again during the build."""
+@dataclass(frozen=True)
+class InputFile:
+    """An input file's bytes, read once: everything checked, parsed and hashed comes from these."""
+
+    name: str
+    data: bytes = field(repr=False)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def read_input_file(path: Path) -> InputFile:
+    """Read an input workbook's bytes once (a regular .xlsx/.xlsm of a sane size) or raise InputError."""
+    path = Path(path)
     _check_path(path)
     try:
         with path.open("rb") as f:
-            data = f.read(MAX_UNCOMPRESSED + 1)
+            data = f.read(MAX_FILE + 1)
     except OSError as exc:
         raise _fail(
             path.name,
             Code.UNREADABLE,
             f"cannot be opened ({exc.strerror}); close it in other programs and check its permissions",
         ) from exc
-    if len(data) > MAX_UNCOMPRESSED:
+    if len(data) > MAX_FILE:
         raise _fail(
             path.name,
             Code.TOO_LARGE,
-            f"is larger than the {MAX_UNCOMPRESSED / MB:,.0f} MB budgetgen reads; "
+            f"is larger than the {MAX_FILE / MB:,.0f} MB budgetgen reads; "
             "remove images and data the budget does not need, or save it again from Excel",
         )
-    return data
+    return InputFile(path.name, data)
 
 
-def load_input_workbook(path: Path, data: bytes | None = None) -> openpyxl.Workbook:
-    """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError.
-
-    `data` is the file's content from `read_input` (read here when not given); `path` names it in messages.
-    """
+def load_input_workbook(source: Path | InputFile) -> openpyxl.Workbook:
+    """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError."""
     if not openpyxl.xml.DEFUSEDXML:
         raise BudgetgenError("openpyxl is not using defusedxml; install defusedxml and unset OPENPYXL_DEFUSEDXML")
-    data = read_input(path) if data is None else data
-    _check_content(data, path.name)
-    _check_zip(data, path.name)
+    source = source if isinstance(source, InputFile) else read_input_file(source)
+    _check_content(source)
+    _check_zip(source)
     try:
-        return openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+        return openpyxl.load_workbook(io.BytesIO(source.data), read_only=True, data_only=True, keep_links=False)
     except Exception as exc:  # noqa: BLE001 - whatever openpyxl raises becomes one clear problem
         message = f"could not be read ({_describe(exc)}); open it in Excel and save it again as .xlsx"
-    # Raised outside the except block so the failed reader (and its open file) is freed at once.
-    raise _fail(path.name, Code.UNREADABLE, message)
+    # Raised outside the except block so the failed reader is freed at once.
+    raise _fail(source.name, Code.UNREADABLE, message)
 
 
 def iter_rows(ws: Worksheet | ReadOnlyWorksheet, max_rows: int = 100_000) -> Iterator[tuple[int, tuple]]:
@@ -171,52 +194,54 @@ def _check_path(path: Path) -> None:
         )
 
 
-def _check_content(data: bytes, name: str) -> None:
+def _check_content(source: InputFile) -> None:
     """Sniff the first bytes: an .xlsx is a zip archive, whatever its name says."""
-    head = data[: len(OLE_MAGIC)]
+    head = source.data[: len(OLE_MAGIC)]
     if not head:
-        raise _fail(name, Code.WRONG_FORMAT, f"is empty (0 bytes); {SAVE_AS_XLSX}")
+        raise _fail(source.name, Code.WRONG_FORMAT, f"is empty (0 bytes); {SAVE_AS_XLSX}")
     if head.startswith(b"%PDF"):
         raise _fail(
-            name,
+            source.name,
             Code.WRONG_FORMAT,
             "is a PDF document renamed, not a spreadsheet; give the .xlsx workbook",
         )
     if head == OLE_MAGIC:
-        if ENCRYPTION_INFO in data:  # a compound file names an EncryptionInfo stream anywhere
+        # An OLE compound file is an old .xls, or an .xlsx encrypted with a password: only the
+        # latter names a stream EncryptionInfo.
+        if ENCRYPTION_INFO in source.data:
             raise _fail(
-                name,
+                source.name,
                 Code.ENCRYPTED,
                 "is password-protected; remove the password (File > Info > Protect Workbook) and save again",
             )
         raise _fail(
-            name,
+            source.name,
             Code.WRONG_FORMAT,
             f"is an Excel 97-2003 (.xls) file renamed; {SAVE_AS_XLSX}",
         )
     if not head.startswith(b"PK"):
         raise _fail(
-            name,
+            source.name,
             Code.WRONG_FORMAT,
             f"is not an Excel workbook (an .xlsx file is a zip archive); {SAVE_AS_XLSX}",
         )
 
 
-def _check_zip(data: bytes, name: str) -> None:
+def _check_zip(source: InputFile) -> None:
     """Check the zip's declared sizes (bombs) and that it holds a workbook, before anything unpacks it."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        with zipfile.ZipFile(io.BytesIO(source.data)) as archive:
             members = archive.infolist()
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         raise _fail(
-            name,
+            source.name,
             Code.UNREADABLE,
             f"is damaged ({_describe(exc)}); open it in Excel and save it again as .xlsx",
         ) from exc
     total = sum(m.file_size for m in members)
     if total > MAX_UNCOMPRESSED:
         raise _fail(
-            name,
+            source.name,
             Code.TOO_LARGE,
             f"unpacks to {total / MB:,.0f} MB, more than the {MAX_UNCOMPRESSED / MB:,.0f} MB budgetgen reads; "
             "remove images and data the budget does not need, or save it again from Excel",
@@ -224,19 +249,19 @@ def _check_zip(data: bytes, name: str) -> None:
     for m in members:
         if m.file_size > RATIO_MIN_SIZE and m.file_size > MAX_RATIO * m.compress_size:
             raise _fail(
-                name,
+                source.name,
                 Code.TOO_LARGE,
                 f"holds {m.filename} packed {m.file_size / max(m.compress_size, 1):,.0f} to 1 "
                 f"({m.file_size / MB:,.0f} MB unpacked), which looks like a zip bomb; save it again from Excel",
             )
     if "xl/workbook.xml" not in {m.filename for m in members}:
         raise _fail(
-            name,
+            source.name,
             Code.WRONG_FORMAT,
             f"is a zip archive but not an Excel workbook (no xl/workbook.xml inside); {SAVE_AS_XLSX}",
         )
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        _check_shared_strings(archive, name)
+    with zipfile.ZipFile(io.BytesIO(source.data)) as archive:
+        _check_shared_strings(archive, source.name)
 
 
 def _check_shared_strings(archive: zipfile.ZipFile, name: str) -> None:
@@ -402,3 +427,170 @@ def _describe(exc: BaseException) -> str:
 def _fail(place: str, code: Code, message: str, cell: str = "") -> InputError:
     """An InputError with one problem, placed at a file name or a sheet (and cell)."""
     return InputError([Problem(code, place, cell, message)])
+
+
+# ---------------------------------------------------------------- outputs
+
+STAGE_PREFIX = ".budgetgen-"
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = ()) -> None:
+    """Refuse, before any work, outputs that would overwrite an input or each other, or replace what is not a file.
+
+    An existing output that is a folder, a device node or a fifo is never replaced (`-o /dev/null` as root would
+    replace the system's); a symbolic link to a regular file is replaced by the new file, as editors do.
+    """
+    sources = {Path(p).resolve(): Path(p) for p in inputs}
+    seen: dict[Path, Path] = {}
+    problems = []
+    for target in (Path(t) for t in targets if t is not None):
+        key = target.resolve()
+        if key in sources:
+            problems.append(Problem(Code.OUTPUT, sources[key].name, "",
+                                    "the output would overwrite the input: choose another -o/--json path"))
+        elif key in seen:
+            problems.append(Problem(Code.OUTPUT, target.name, "",
+                                    f"is named for two outputs ({seen[key]} and {target}): give each its own path"))
+        elif (kind := _special_kind(target)) is not None:
+            problems.append(Problem(Code.OUTPUT, target.name, "",
+                                    f"exists and is {kind}, not a regular file: it is never replaced; "
+                                    "choose another output path"))
+        seen.setdefault(key, target)
+    if problems:
+        raise InputError(problems)
+
+
+def _special_kind(path: Path) -> str | None:
+    """What an existing path is when it is not a regular file (None: a regular file, or nothing there)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+@dataclass
+class Staging:
+    """Where a command writes its outputs: one new private folder beside each destination's folder."""
+
+    paths: dict[Path, Path] = field(default_factory=dict)  # destination -> the file to write instead
+    folders: dict[Path, Path] = field(default_factory=dict)  # destination's folder -> its staging folder
+
+    def __getitem__(self, target: Path) -> Path:
+        """The file to write in place of `target`; its folder is scratch space removed with the staging."""
+        return self.paths[Path(target)]
+
+
+@contextmanager
+def staged_outputs(targets: Iterable[Path | None]) -> Iterator[Staging]:
+    """Write each target to the path `staging[target]`; on a clean exit all are renamed into place together.
+
+    The staging folders are unique (two commands writing the same file never share a temporary name), sit in
+    the destination's folder (so the rename is atomic and the disk is the destination's, not $TMPDIR's), and
+    are removed on any exit, an exception or KeyboardInterrupt included. An OSError while writing (a full disk,
+    a read-only folder) becomes an OutputError, and every earlier output stays as it was.
+    """
+    staging = Staging()
+    try:
+        for target in (Path(t) for t in targets if t is not None):
+            folder = target.parent
+            if folder not in staging.folders:
+                staging.folders[folder] = _make_staging_folder(folder)
+            staging.paths[target] = staging.folders[folder] / target.name
+        try:
+            yield staging
+            _commit(staging)
+        except OutputError as exc:  # a writer's own message names the file it wrote: the destination, to the user
+            message = str(exc)
+            for target, staged in staging.paths.items():
+                message = message.replace(str(staged), str(target))
+            raise OutputError(message) from None
+        except Exception as exc:
+            cause = _os_error(exc)
+            if cause is None:
+                raise
+            raise OutputError(f"cannot write {_names(staging.paths)}: "
+                              f"{why_not_writable(cause, next(iter(staging.folders)))}; "
+                              "nothing was written") from None
+    finally:
+        for folder in staging.folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _make_staging_folder(folder: Path) -> Path:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=folder))
+    except OSError as exc:
+        raise OutputError(f"cannot write to {folder}: {why_not_writable(exc, folder)}") from None
+
+
+def _commit(staging: Staging) -> None:
+    """Rename every staged file into place, holding each destination folder's lock so that concurrent
+    commands into one folder commit one after the other (their outputs always come from one command)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    with ExitStack() as locks:
+        for folder in sorted({f.resolve() for f in staging.folders}):  # one order everywhere: no deadlock
+            locks.enter_context(_folder_lock(folder))
+        for target, staged in staging.paths.items():
+            if not staged.is_file():
+                raise OutputError(f"{target} was not written")
+            if (kind := _special_kind(target)) is not None:  # appeared while we were working
+                raise OutputError(f"{target} is {kind}, not a regular file: it is never replaced")
+            os.chmod(staged, 0o666 & ~umask)  # an ordinary file, whatever the writer created it as
+        for target, staged in staging.paths.items():
+            os.replace(staged, target)
+
+
+@contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive advisory lock on a folder (flock on its descriptor: no lock file is left behind)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _os_error(exc: BaseException) -> OSError | None:
+    """The OSError behind an exception: itself, or what a library wrapped (xlsxwriter's FileCreateError(e))."""
+    seen = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            return current
+        todo += [a for a in getattr(current, "args", ()) if isinstance(a, BaseException)]
+        todo += [e for e in (current.__cause__, current.__context__) if e is not None]
+    return None
+
+
+def _names(paths: Iterable[Path]) -> str:
+    return " and ".join(str(p) for p in paths)
+
+
+def why_not_writable(exc: OSError, folder: Path) -> str:
+    """An OSError on an output in words a finance user can act on."""
+    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        return f"{blocked} is a file, not a folder; choose another path"
+    if exc.errno in DISK_FULL:
+        return f"the disk is full ({os.strerror(exc.errno)}); free some space or choose another folder"
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{os.strerror(exc.errno)}; choose a folder you can write to"
+    return exc.strerror or str(exc)

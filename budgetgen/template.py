@@ -57,7 +57,8 @@ def write_template(path: Path, lang: str = "en") -> Path:
     """Write a blank input workbook with every sheet, header notes, dropdowns and example rows, in `lang`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False})
+    wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False,
+                                         "tmpdir": str(path.parent)})
     fmt = {"header": wb.add_format({"bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF"}),
            "input": wb.add_format({"font_color": "#0000FF", "bg_color": "#FFF2CC"})}
     settings_rows = [{"setting": name(s.key, lang), "value": word(s.default, lang) if s.choices else s.default,

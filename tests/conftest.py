@@ -1,18 +1,79 @@
-"""Shared test helpers: input workbooks from dicts, and recalculation with the `formulas` package."""
+"""Shared test helpers: input workbooks from dicts, recalculation with the `formulas` package, the fixed
+test catalog, a private $TMPDIR for every test, and a check that failed commands leave nothing behind."""
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
 import math
+import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import openpyxl
 import pytest
 
+import budgetgen
+from budgetgen import catalog
+
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "inputs" / "q3.xlsx"
+DATA = Path(__file__).resolve().parent / "data"
+TEST_CATALOG = DATA / "gpus.csv"  # the built-in catalog as the tests know it (see tests/data/NOTICE.md)
+FOCUS_SAMPLE = DATA / "focus_sample.csv"  # the FinOps Foundation's FOCUS 1.0 sample bill, CC BY 4.0
+
+
+def pytest_report_header() -> str:
+    """Which budgetgen the tests exercise: the work tree's, or (in CI) the installed package's."""
+    return f"budgetgen {budgetgen.__version__} from {Path(budgetgen.__file__).parent}"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def fixed_catalog() -> Iterator[Path]:
+    """Every test (and every module-scoped fixture: hence the session scope) sees the fixed test catalog as the
+    built-in one, so adding a GPU to the product breaks no test. A test running budgetgen in another
+    interpreter sets `catalog.CATALOG_RESOURCE` there too (see `test_bad_input.ISOLATED`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(catalog, "CATALOG_RESOURCE", TEST_CATALOG)
+        yield TEST_CATALOG
+
+
+@pytest.fixture(autouse=True)
+def private_tmpdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """An empty $TMPDIR of the test's own, which must be empty again when the test ends: nothing budgetgen
+    does (a build, a failed build, an interrupted one) may leave files in the temporary folder."""
+    folder = tmp_path_factory.mktemp("TMPDIR", numbered=True)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # forget the cached temporary folder: $TMPDIR is read again
+    yield folder
+    assert listing(folder) == set(), f"left in $TMPDIR: {sorted(listing(folder))}"
+
+
+def listing(folder: Path) -> set[str]:
+    """Every path under `folder`, relative to it (an absent folder holds nothing)."""
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")} if folder.exists() else set()
+
+
+class Debris:
+    """Watches folders (and $TMPDIR) across a command: `check()` asserts nothing in them was added or removed."""
+
+    def __init__(self, tmpdir: Path):
+        self.before = {tmpdir: listing(tmpdir)}
+
+    def watch(self, *folders: Path) -> Debris:
+        self.before.update({Path(f): listing(Path(f)) for f in folders})
+        return self
+
+    def check(self) -> None:
+        for folder, before in self.before.items():
+            assert listing(folder) == before, f"{folder} changed: {sorted(listing(folder) ^ before)}"
+
+
+@pytest.fixture
+def debris(private_tmpdir: Path) -> Debris:
+    """`debris.watch(output_folder)` before a failing command, `debris.check()` after it."""
+    return Debris(private_tmpdir)
 TODAY = dt.date(2026, 6, 15)  # plans built in tests start 2026-07 unless they say otherwise
 
 

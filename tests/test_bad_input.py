@@ -19,7 +19,7 @@ import openpyxl
 import pytest
 import xlsxwriter
 from click.testing import CliRunner, Result
-from conftest import REPO, make_input, recalc_formulas
+from conftest import REPO, TEST_CATALOG, make_input, recalc_formulas
 from defusedxml import ElementTree
 
 from budgetgen.cli import main
@@ -430,11 +430,13 @@ def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
 # ------------------------------------------------------------------ untrusted files through the whole CLI
 
 ISOLATED = """
-import json, resource, sys, time
+import json, pathlib, resource, sys, time
 from click.testing import CliRunner
+from budgetgen import catalog
 from budgetgen.cli import main
+catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalog, as in conftest
 start = time.process_time()
-result = CliRunner().invoke(main, sys.argv[1:])
+result = CliRunner().invoke(main, sys.argv[2:])
 print(json.dumps({"exit_code": result.exit_code, "output": result.output, "stdout": result.stdout,
                   "exception": repr(result.exception),
                   "cpu_seconds": time.process_time() - start,
@@ -445,7 +447,7 @@ print(json.dumps({"exit_code": result.exit_code, "output": result.output, "stdou
 def build_isolated(*args: object) -> dict:
     """`budgetgen build` in a fresh interpreter: its result, CPU seconds and peak memory (MB) measured in there."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", ISOLATED, "build", *map(str, args)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", ISOLATED, TEST_CATALOG, "build", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=120, check=True)
     run = json.loads(done.stdout)
     assert run["cpu_seconds"] < CPU_SECONDS, run

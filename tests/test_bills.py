@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 from collections import defaultdict
 from decimal import Decimal
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import FOCUS_SAMPLE
 
 from budgetgen.errors import Code, InputError
 from budgetgen.recon import (
@@ -26,7 +26,6 @@ from budgetgen.recon import (
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-SAMPLE = Path(__file__).resolve().parents[2] / "shared/data/focus/focus_sample.csv"
 CATALOG = ["RTX 4090", "RTX A6000", "L40S", "A100 80G", "H100 80G", "H200", "L4"]
 HEADER = [
     "ChargePeriodStart", "BilledCost", "BillingCurrency", "ResourceId", "ResourceName", "ServiceName",
@@ -58,12 +57,8 @@ def bills(source, assignments: dict[str, str] | None = None, currency: str = "US
 
 @pytest.fixture(scope="module")
 def sample_path() -> Path:
-    """The FinOps Foundation's FOCUS 1.0 sample, read in place (required when CI=true)."""
-    if not SAMPLE.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{SAMPLE} is missing; CI needs the FOCUS sample")
-        pytest.skip(f"FOCUS sample not found at {SAMPLE} (shared/data/focus/focus_sample.csv beside the repo)")
-    return SAMPLE
+    """The FinOps Foundation's FOCUS 1.0 sample, vendored in tests/data with its licence notice."""
+    return FOCUS_SAMPLE
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from budgetgen.template import write_template
 from budgetgen.workbook import write_workbook
 
 SKIP_REASON = "LibreOffice (soffice) not installed: apt-get install libreoffice-calc-nogui"
+pytestmark = pytest.mark.slow
 
 if soffice_path() is None:
     if os.environ.get("CI") == "true":

@@ -28,6 +28,8 @@ RATE = 0.15
 CUTOFF = "2024-03"
 
 
+pytestmark = pytest.mark.slow
+
 def _require_soffice() -> None:
     """Skip when LibreOffice is missing, but fail on CI where it must be installed."""
     if soffice_path() is None:

@@ -181,6 +181,7 @@ def _doubled(tp, inputs: Inputs):
     return base, more
 
 
+@pytest.mark.slow
 @ENGINE_SETTINGS
 @given(inventory=inventories(max_tasks=6))
 def test_engine_invariants(workdir, inventory):
@@ -230,6 +231,7 @@ def _formula_mismatches(cells: dict, recalculated: dict) -> list[tuple]:
             if not same(recalculated.get(key), cached)]
 
 
+@pytest.mark.slow
 @WORKBOOK_SETTINGS
 @given(inventory=inventories(max_tasks=5))
 def test_written_workbook_recalculates_to_the_cached_values(workdir, inventory):
@@ -245,6 +247,7 @@ def test_written_workbook_recalculates_to_the_cached_values(workdir, inventory):
     GENERATED.append(out)
 
 
+@pytest.mark.slow
 def test_libreoffice_agrees_on_the_generated_workbooks(workdir):
     """LibreOffice, in one run, recalculates every workbook of the `formulas` property to its cached values."""
     if soffice_path() is None:

@@ -12,5 +12,5 @@ def test_readme_input_reference_is_generated_from_the_schema():
 
 def test_readme_states_the_two_commands():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "python3 -m pip install -e . && budgetgen build inputs/q3.xlsx" in readme
-    assert "python3 -m pip install -e '.[test]' && python3 -m pytest -q" in readme
+    assert "python3 -m pip install . && budgetgen build inputs/q3.xlsx" in readme
+    assert "python3 -m pip install '.[test]' && python3 -m pytest -q" in readme

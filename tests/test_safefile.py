@@ -1,11 +1,10 @@
-"""Opening untrusted input workbooks: every bad file ends in one clear problem, quickly."""
+"""Opening untrusted input workbooks: every bad file ends in one clear problem, with bounded work."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import struct
-import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -16,19 +15,19 @@ import pytest
 import xlsxwriter
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
 from budgetgen.errors import BudgetgenError, Code, InputError, Problem
 from budgetgen.safefile import (
+    MB,
     OLE_MAGIC,
     SAVE_AS_XLSX,
-    SCAN_CHUNK,
     iter_rows,
     load_input_workbook,
 )
 
 pytestmark = pytest.mark.filterwarnings("error")
 
-SECONDS = 10  # each bad case must be refused within this
 MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 LAUGHS = (
     '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol0 "lol">'
@@ -43,11 +42,9 @@ def sha256(path: Path) -> str:
 
 
 def problem_of(call: Callable[[], object]) -> Problem:
-    """The one problem `call` raises, which must come within SECONDS."""
-    start = time.perf_counter()
+    """The one problem `call` raises."""
     with pytest.raises(InputError) as info:
         call()
-    assert time.perf_counter() - start < SECONDS
     assert len(info.value.problems) == 1
     return info.value.problems[0]
 
@@ -99,6 +96,22 @@ def ole_file(*streams: str, gap: int = 0) -> bytes:
         for name in ("Root Entry", *streams)
     )
     return OLE_MAGIC.ljust(512, b"\0") + bytes(gap) + entries
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """The work reading does, counted: rows and cells openpyxl's read-only sheets hand over (bound work, not time)."""
+    counts = {"rows": 0, "cells": 0}
+    original = ReadOnlyWorksheet._cells_by_row
+
+    def counting(self, *args, **kwargs):
+        for row in original(self, *args, **kwargs):
+            counts["rows"] += 1
+            counts["cells"] += len(row)
+            yield row
+
+    monkeypatch.setattr(ReadOnlyWorksheet, "_cells_by_row", counting)
+    return counts
 
 
 @pytest.fixture
@@ -214,7 +227,7 @@ def test_content_that_is_not_a_workbook(tmp_path: Path, content: bytes, says: st
 
 # The second gap puts the name "EncryptionInfo" (after a 512-byte header and two 128-byte
 # entries) 10 bytes before the end of the first chunk read.
-@pytest.mark.parametrize("gap", [0, SCAN_CHUNK - 10 - 512 - 2 * 128], ids=["at-start", "across-chunks"])
+@pytest.mark.parametrize("gap", [0, MB - 10 - 512 - 2 * 128], ids=["at-start", "a-megabyte-in"])
 def test_password_protected(tmp_path: Path, gap: int) -> None:
     path = tmp_path / "inventory.xlsx"
     path.write_bytes(ole_file("\x06DataSpaces", "EncryptionInfo", "EncryptedPackage", gap=gap))
@@ -247,7 +260,7 @@ def test_zip_bomb_over_the_total_size(tmp_path: Path) -> None:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
         archive.writestr("xl/workbook.xml", "<workbook/>")
         with archive.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as member:
-            zeros = bytes(SCAN_CHUNK)
+            zeros = bytes(MB)
             for _ in range(300):
                 member.write(zeros)
     problem = load_problem(path)
@@ -259,7 +272,7 @@ def test_member_packed_like_a_zip_bomb(workbook: Path, tmp_path: Path) -> None:
     path = rewrite(
         workbook,
         tmp_path / "ratio.xlsx",
-        {"xl/media/image1.png": bytes(20 * SCAN_CHUNK)},
+        {"xl/media/image1.png": bytes(20 * MB)},
     )
     problem = load_problem(path)
     assert problem.code is Code.TOO_LARGE
@@ -296,16 +309,15 @@ def test_other_openpyxl_failure_is_one_problem(workbook: Path, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("dimension", ["A1:A1", "A1:XFD1048576", "C3:XFD1048576"])
-def test_forged_dimension_is_not_trusted(workbook: Path, tmp_path: Path, dimension: str) -> None:
+def test_forged_dimension_is_not_trusted(workbook: Path, tmp_path: Path, dimension: str, parsed: dict) -> None:
     body = '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><v>2</v></c></row><row r="3"><c r="A3"><v>3</v></c></row>'
     path = rewrite(
         workbook,
         tmp_path / "forged.xlsx",
         {"xl/worksheets/sheet1.xml": sheet_xml(body, dimension)},
     )
-    start = time.perf_counter()
     assert read_rows(path) == [(1, (1, 2)), (3, (3,))]
-    assert time.perf_counter() - start < SECONDS
+    assert parsed["rows"] <= 3 and parsed["cells"] <= 3 * 2  # not the 16,384 columns or 1,048,576 rows declared
 
 
 def test_rows_padded_to_the_last_column_are_trimmed(workbook: Path, tmp_path: Path) -> None:
@@ -318,16 +330,17 @@ def test_rows_padded_to_the_last_column_are_trimmed(workbook: Path, tmp_path: Pa
     assert read_rows(path) == [(1, (1,)), (3, (3, None, 4))]
 
 
-def test_too_many_rows(tmp_path: Path) -> None:
+def test_too_many_rows(tmp_path: Path, parsed: dict) -> None:
     path = tmp_path / "big.xlsx"
     wb = xlsxwriter.Workbook(path, {"constant_memory": True})
     ws = wb.add_worksheet("Tasks")
-    for row in range(200_001):
+    for row in range(3_000):
         ws.write_number(row, 0, row)
     wb.close()
-    problem = problem_of(lambda: read_rows(path, max_rows=200_000))
+    problem = problem_of(lambda: read_rows(path, max_rows=1_000))
     assert (problem.code, problem.sheet, problem.cell) == (Code.TOO_LARGE, "Tasks", "")
-    assert "more than 200,000 filled rows (row 200,001" in problem.message
+    assert "more than 1,000 filled rows (row 1,001" in problem.message
+    assert parsed["rows"] == 1_001  # reading stopped at the first row too many, not at the end of the sheet
 
 
 def test_stops_reading_at_the_first_row_too_many(workbook: Path, tmp_path: Path) -> None:
@@ -365,9 +378,7 @@ def test_text_longer_than_a_cell_holds_is_passed_whole(workbook: Path, tmp_path:
     path = rewrite(
         workbook, tmp_path / "long.xlsx", {"xl/worksheets/sheet1.xml": sheet_xml(f'<row r="1">{cell}</row>')}
     )
-    start = time.perf_counter()
     rows = read_rows(path)
-    assert time.perf_counter() - start < SECONDS
     assert [(row, len(values), len(values[1])) for row, values in rows] == [(1, 2, 1_000_000)]
 
 
