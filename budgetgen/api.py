@@ -18,7 +18,6 @@ from .reader import read_inputs
 from .recon import reconcile_plan
 from .results import plan_json
 from .safefile import check_outputs, staged_outputs
-
 from .workbook import write_workbook
 
 if TYPE_CHECKING:

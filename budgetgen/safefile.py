@@ -81,6 +81,7 @@ OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 ENCRYPTION_INFO = "EncryptionInfo".encode("utf-16-le")
 # A workbook file is never larger than what it unpacks to (plus the zip's own directory).
 MAX_FILE = MAX_UNCOMPRESSED + MB
+SCAN_CHUNK = MB  # XML parts are scanned in chunks of this size
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from conftest import SAMPLE, TEST_CATALOG
 import budgetgen
 from budgetgen import catalog
 from budgetgen.cli import main
-from budgetgen.schema import GPU_COLUMNS, TIERS
+from budgetgen.schema import GPU_COLUMNS, GPU_PRECISION_COLUMNS, TIERS
 
 SHIPPED = resources.files("budgetgen") / "data" / "gpus.csv"
 
@@ -36,8 +36,13 @@ def test_a_gpu_added_to_the_shipped_catalog_moves_no_number_the_tests_see(tmp_pa
     with SHIPPED.open("r", encoding="utf-8") as fh:
         shipped = fh.read()
     extended = tmp_path / "gpus.csv"
-    extended.write_text(shipped.rstrip("\n") + '\nZ9 Test,datacenter,192,8000,2000,nvlink,0.9,0.5,300,0.25,0.2,,700,'
-                        'a card no catalog has,2026-07\n', encoding="utf-8")
+    header = shipped.splitlines()[0].split(",")
+    card = {"gpu": "Z9 Test", "class": "datacenter", "vram_gb": "192", "bandwidth_gbs": "8000", "tflops": "2000",
+            "interconnect": "nvlink", "scaling": "0.9", "on_demand_per_hour": "0.5", "monthly_per_card": "300",
+            "idle_per_hour": "0.25", "spot_per_hour": "0.2", "power_w": "700", "source": "a card no catalog has",
+            "as_of": "2026-07"}
+    extended.write_text(shipped.rstrip("\n") + "\n" + ",".join(card.get(h, "") for h in header) + "\n",
+                        encoding="utf-8")
     fixed = budgetgen.build_budget(SAMPLE, tmp_path / "fixed.xlsx").plan
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", extended)
     moved = budgetgen.build_budget(SAMPLE, tmp_path / "moved.xlsx").plan
@@ -54,7 +59,7 @@ def test_the_shipped_catalog_is_package_data_every_row_usable(monkeypatch):
     records = catalog.builtin_records()
     with SHIPPED.open("r", newline="", encoding="utf-8") as fh:
         header = next(csv.reader(fh))
-    assert header == [c.name for c in GPU_COLUMNS]
+    assert set(header) == {c.name for c in GPU_COLUMNS + GPU_PRECISION_COLUMNS}
     names = [r["gpu"] for r in records]
     assert len(names) == len(set(names)) and names
     for gpu in catalog.builtin_catalog():
