@@ -4,14 +4,17 @@ demand, the age of the prices; warnings (never errors), one per GPU and rule, na
 from __future__ import annotations
 
 import datetime as dt
+from importlib import resources
 
 import pytest
 from conftest import TODAY, make_input
 
+from budgetgen import catalog
 from budgetgen.catalog import catalog_warnings
 from budgetgen.model import Gpu, Settings
 from budgetgen.reader import read_inputs
 
+SHIPPED = resources.files("budgetgen") / "data" / "gpus.csv"
 BATCH = {"task_id": "T", "kind": "batch", "model_params_b": 1, "batch_requests": 10, "tokens_per_request": 10}
 CARD = {"gpu": "Card X", "vram_gb": 48, "bandwidth_gbs": 900, "tflops": 200}
 CHECK_KEYS = {"catalog_monthly_over_on_demand", "catalog_idle_over_on_demand", "catalog_spot_over_on_demand",
@@ -141,3 +144,33 @@ def test_old_prices_on_the_gpus_sheet_name_the_as_of_cell(tmp_path):
                           today=dt.date(2027, 2, 1))
     assert w == ("Card X: prices as_of 2026-07 are more than 6 months before the build date 2027-02-01: check them "
                  "with your provider and enter current ones on the GPUs sheet (GPUs!F2)")
+
+
+# ------------------------------------------------------------------ the shipped catalog
+
+def shipped_warnings(monkeypatch, build_date: str) -> list:
+    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", SHIPPED)
+    return catalog_warnings(catalog.builtin_catalog(), Settings(build_date=build_date))
+
+
+def test_the_shipped_catalog_has_no_price_contradiction(monkeypatch):
+    assert shipped_warnings(monkeypatch, "2026-07-01") == []
+
+
+def test_the_shipped_rtx_4090_rent_is_below_on_demand_around_the_clock(monkeypatch):
+    """The decision written in its `source`: on demand 3 an hour (market mid-point) stays, the monthly rent is the
+    catalog's rule 0.85 x 730 x 3 = 1,861.5, rounded to the hundred as the other rows: 1,900 < 2,190."""
+    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", SHIPPED)
+    g = next(g for g in catalog.builtin_catalog() if g.name == "RTX 4090")
+    assert g.prices["on_demand"] == 3 and g.prices["monthly"] == round(0.85 * 730 * 3, -2) == 1900
+    assert "monthly 1900 is the assumption 0.85x730x hourly" in g.source and g.as_of == "2026-07"
+
+
+def test_the_shipped_prices_are_dated_2026_07_and_age_honestly(monkeypatch):
+    """Dated 2026-07: fine until 2027-01-31, then every priced GPU is flagged once."""
+    assert shipped_warnings(monkeypatch, "2027-01-31") == []
+    old = shipped_warnings(monkeypatch, "2027-02-01")
+    priced = [g.name for g in catalog.builtin_catalog()
+              if g.purchase_price is not None or any(p is not None for p in g.prices.values())]
+    assert [w.key for w in old] == ["catalog_prices_old"] * len(priced)
+    assert [w.params["gpu"] for w in old] == priced and len(priced) >= 5
