@@ -8,6 +8,7 @@ import json
 import openpyxl
 import pytest
 from conftest import TODAY, make_input, recalc_formulas, same
+from lo_recalc import recalc_many, soffice_path
 
 import budgetgen
 from budgetgen import i18n
@@ -97,3 +98,21 @@ def test_the_price_typed_in_the_workbook_and_in_the_input_agree(tmp_path):
     ws = openpyxl.load_workbook(out, data_only=True)["BuyVsRent"]
     cached = next([c.value for c in row[1:9]] for row in ws.iter_rows(min_row=2) if row[0].value == "A100 80G")
     assert all(same(a, b) for a, b in zip(recalculated, cached)) and recalculated[-1] == cached[-1] == "buy"
+
+
+@pytest.mark.slow
+def test_typing_a_purchase_price_in_libreoffice_recalculates_the_row(tmp_path):
+    """The same edit as a user makes it: the price typed into the GPUs cell of a copy, LibreOffice recalculating."""
+    if soffice_path() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    _, out, _ = build(tmp_path)
+    wb = openpyxl.load_workbook(out)
+    for gpu in ("A100 80G", "H100 80G"):
+        wb["GPUs"][purchase_cell(wb, gpu, "en").split("!")[1]] = PRICE
+    typed = tmp_path / "typed.xlsx"
+    wb.save(typed)
+    sheet = recalc_many([typed], tmp_path / "lo")[typed]["BuyVsRent"]
+    rows = {sheet[f"A{r}"]: [sheet.get(f"{c}{r}") for c in COLUMNS[1:]] for r in range(2, 5)}
+    assert rows["A100 80G"] == [PRICE, 600, 12, pytest.approx(DAILY_FIXED), pytest.approx(0.6),
+                                pytest.approx(A100_BREAK_EVEN), pytest.approx(24), "buy"]
+    assert rows["H100 80G"][5:] == [pytest.approx(H100_BREAK_EVEN), pytest.approx(4), "rent"]
