@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from importlib import resources
 
 from .i18n import Message
-from .model import Gpu
+from .model import Gpu, Settings
 from .schema import PRICE_COLUMN, TIERS
 from .values import add_months
 
@@ -94,7 +94,7 @@ def _place(cells: Mapping[str, str], *columns: str) -> Message:
     return Message("catalog_cell", cell=f"GPUs!{typed[0]}") if typed else Message("catalog_builtin")
 
 
-def catalog_warnings(gpus: list[Gpu], settings, cells: Mapping[str, Mapping[str, str]] | None = None) -> list[Message]:
+def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Mapping[str, str]] | None = None) -> list[Message]:
     """Prices that contradict each other or are old, at most one warning per GPU and rule, in catalog order.
 
     A monthly rent above hours_per_month x the on-demand price (on demand would then be the cheaper way to run

@@ -84,6 +84,7 @@ TEXT_ZH = {
     "break-even (h/day)": "盈亏平衡（小时/日）", "plan use (h/day/card)": "计划使用（小时/日/卡）", "verdict": "结论",
     "/card": "/卡", "/day": "/日", "/h": "/小时",
     "enter purchase_price on GPUs to compare": "在GPUs表填写购买价格（purchase_price）以比较",
+    "verdict without a purchase price:": "没有购买价格时的结论：",
     "Buy when each owned card would be used more hours a day than the break-even; owning pays only for steady, "
     "long daily use.": "每张自有卡每天使用小时数超过盈亏平衡点时才值得购买；只有稳定、长时间的日常使用才适合自购。",
     "GPU budget": "GPU预算", "to": "至", "Period total": "计划期合计", "GPU": "GPU", "extras": "额外费用",

@@ -56,7 +56,7 @@ MONTH_TOTAL = Rule("month_total", "a month's total: GPU, extras and the hidden-c
 
 # --------------------------------------------------------------- buy versus rent (§3.7)
 # Every GPU type the plan uses has a row; without a purchase price the owning side is blank and the verdict is
-# `no_price`: NO_PURCHASE_PRICE in the engine, the sheet's prompt to type one in the workbook.
+# `no_price`: NO_PURCHASE_PRICE in the engine, in the workbook a named cell holding the prompt to type one.
 NO_PURCHASE_PRICE = "no purchase price"
 DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: depreciation and upkeep (blank: no purchase price)",
                    'IF(ISNUMBER({purchase}),{purchase}/(DepreciationYears*DaysPerYear)+UpkeepPerYear/DaysPerYear,"")',

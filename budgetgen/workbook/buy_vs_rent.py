@@ -8,7 +8,10 @@ from ..engine import Plan
 from .book import Book
 
 SHEET = "BuyVsRent"
-ENTER_PURCHASE_PRICE = "enter purchase_price on GPUs to compare"  # the verdict of a GPU without a purchase price
+# The verdict of a GPU without a purchase price: a named text cell under the table, so that the formula is the
+# same in every language.
+ENTER_PURCHASE_PRICE = "enter purchase_price on GPUs to compare"
+NO_PRICE_NAME = "VerdictNoPurchasePrice"
 
 
 def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
@@ -36,8 +39,11 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
                                                                 card_months=f"SUMPRODUCT({used}*TaskCardsHeld)"),
                      b.plan_hours_per_day, "number")
         book.formula(ws, i, 8, rules.VERDICT.formula(daily_fixed=f"E{n}", break_even=f"G{n}", plan_hours=f"H{n}",
-                                                     no_price=f'"{prompt}"'),
+                                                     no_price=NO_PRICE_NAME),
                      prompt if b.verdict == rules.NO_PURCHASE_PRICE else b.verdict, "text")
     note = len(plan.buy_vs_rent) + 2
     ws.write_string(note, 0, t("Buy when each owned card would be used more hours a day than the "
                                "break-even; owning pays only for steady, long daily use."), book.f.note)
+    ws.write_string(note + 1, 0, t("verdict without a purchase price:"), book.f.note)
+    ws.write_string(note + 1, 8, prompt, book.f.note)
+    book.define(NO_PRICE_NAME, SHEET, note + 1, 8)
