@@ -76,10 +76,11 @@ class MonthTotals:
 
 @dataclass(frozen=True)
 class BuyVsRent:
-    """§3.7 for one GPU type with a purchase price."""
+    """§3.7 for one GPU type the plan uses; without a purchase price the owning side is None and the verdict
+    `rules.NO_PURCHASE_PRICE`."""
 
     gpu: str
-    daily_fixed: float
+    daily_fixed: float | None
     energy_per_hour: float
     break_even_hours_per_day: float | None
     plan_hours_per_day: float
@@ -196,12 +197,12 @@ def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
 
 
 def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
-    """§3.7 per GPU type with a purchase price that the plan uses: the Python view of `rules`' buy-versus-rent."""
+    """§3.7 per GPU type the plan uses, priced for purchase or not: the Python view of `rules`' buy-versus-rent."""
     s = inputs.settings
     out = []
     for gpu in inputs.gpus:
         mine = [t for t in tasks if t.row["gpu"] == gpu.name]
-        if not mine or gpu.purchase_price is None:
+        if not mine:
             continue
         daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price)
         energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w or 0)
@@ -210,7 +211,8 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         per_day = rules.PLAN_HOURS_PER_DAY(
             s, gpu_hour_months=sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine),
             card_months=sum(t.row["cards_held"] * t.row["active_months"] for t in mine))
-        verdict = rules.VERDICT(s, break_even=break_even, plan_hours=per_day)
+        verdict = rules.VERDICT(s, daily_fixed=daily_fixed, break_even=break_even, plan_hours=per_day,
+                                no_price=rules.NO_PURCHASE_PRICE)
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict))
     return out
 

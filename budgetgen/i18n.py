@@ -83,6 +83,8 @@ TEXT_ZH = {
     "purchase": "购买价", "power (W)": "功耗（W）", "on demand": "按需", "fixed": "固定成本", "energy": "电费",
     "break-even (h/day)": "盈亏平衡（小时/日）", "plan use (h/day/card)": "计划使用（小时/日/卡）", "verdict": "结论",
     "/card": "/卡", "/day": "/日", "/h": "/小时",
+    "enter purchase_price on GPUs to compare": "在GPUs表填写购买价格（purchase_price）以比较",
+    "verdict without a purchase price:": "没有购买价格时的结论：",
     "Buy when each owned card would be used more hours a day than the break-even; owning pays only for steady, "
     "long daily use.": "每张自有卡每天使用小时数超过盈亏平衡点时才值得购买；只有稳定、长时间的日常使用才适合自购。",
     "GPU budget": "GPU预算", "to": "至", "Period total": "计划期合计", "GPU": "GPU", "extras": "额外费用",
@@ -271,6 +273,26 @@ MESSAGES = {
         ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
          "(set catalog_fx or enter prices on the GPUs sheet)"),
         "内置价格为CNY且目录汇率（catalog_fx）为空：{names} 没有 {currency} 价格（请设置目录汇率或在GPU表中填写价格）"),
+    # the catalog check (catalog.catalog_warnings); {place} is catalog_cell or catalog_builtin
+    "catalog_monthly_over_on_demand": (
+        ("{gpu}: monthly_per_card {monthly:,g} is more than {hours:,g} h x on_demand_per_hour {on_demand:,g} = "
+         "{around_the_clock:,g}: on demand would be cheaper even around the clock; check the prices ({place})"),
+        ("{gpu}：包月单价 monthly_per_card {monthly:,g} 高于 {hours:,g} 小时 × 按需单价 on_demand_per_hour {on_demand:,g} = "
+         "{around_the_clock:,g}：即使全天运行按需也更便宜；请核对价格（{place}）")),
+    "catalog_idle_over_on_demand": (
+        ("{gpu}: idle_per_hour {price:,g} is more than on_demand_per_hour {on_demand:,g}: idle capacity should cost "
+         "less than on demand; check the prices ({place})"),
+        "{gpu}：闲置单价 idle_per_hour {price:,g} 高于按需单价 on_demand_per_hour {on_demand:,g}：闲置资源应比按需便宜；请核对价格（{place}）"),
+    "catalog_spot_over_on_demand": (
+        ("{gpu}: spot_per_hour {price:,g} is more than on_demand_per_hour {on_demand:,g}: interruptible capacity "
+         "should cost less than on demand; check the prices ({place})"),
+        "{gpu}：竞价单价 spot_per_hour {price:,g} 高于按需单价 on_demand_per_hour {on_demand:,g}：可中断资源应比按需便宜；请核对价格（{place}）"),
+    "catalog_prices_old": (
+        ("{gpu}: prices as_of {as_of} are more than {months} months before the build date {build_date}: "
+         "check them with your provider and enter current ones on the GPUs sheet ({place})"),
+        "{gpu}：价格日期 as_of {as_of} 早于编制日期 {build_date} 超过 {months} 个月：请向供应商核实，并在GPU表中填写当前价格（{place}）"),
+    "catalog_cell": ("{cell}", "{cell}"),
+    "catalog_builtin": ("built-in catalog", "内置目录"),
 }
 
 # Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from openpyxl.utils import get_column_letter
 
-from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
+from .catalog import CATALOG_CURRENCY, builtin_records, catalog_warnings, gpu_from_record
 from .errors import Code, InputError, Problem
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
@@ -197,6 +197,7 @@ def _read_setting(rec: Record, values: dict, seen: dict[str, str], out: Collecto
 
 def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
     warnings: list[str] = []
+    sheet_cells: dict[str, dict[str, str]] = {}  # per GPUs sheet row: the cell of each column typed there
     records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records()}
     price_columns = set(PRICE_COLUMN.values()) | {"purchase_price"}
     if settings.currency != CATALOG_CURRENCY:
@@ -223,6 +224,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
                         Message("duplicate_gpu", gpu=name, first=seen[name.lower()]))
                 continue
             seen[name.lower()] = rec.cells["gpu"]
+            sheet_cells[name.lower()] = {k: rec.cells[k] for k in rec.values}
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
             merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
@@ -231,6 +233,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
                             Message("gpu_required", column=col, gpu=str(name)))
     gpus = [gpu_from_record(rec) for rec in records.values()
             if all(rec.get(c) is not None for c in ("vram_gb", "bandwidth_gbs", "tflops"))]
+    warnings.extend(catalog_warnings(gpus, settings, sheet_cells))
     return gpus, warnings
 
 

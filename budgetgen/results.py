@@ -33,7 +33,8 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
         "currency": s.currency,
         "months": list(plan.months),
         "tasks": [task_json(tp, plan.months) for tp in plan.tasks],
-        "buy_vs_rent": {b.gpu: {"daily_fixed": b.daily_fixed, "energy_per_hour": b.energy_per_hour,
+        "buy_vs_rent": {b.gpu: {"purchase_price": plan.inputs.gpu(b.gpu).purchase_price,
+                                "daily_fixed": b.daily_fixed, "energy_per_hour": b.energy_per_hour,
                                 "break_even_hours_per_day": b.break_even_hours_per_day,
                                 "plan_hours_per_day": b.plan_hours_per_day, "verdict": b.verdict}
                         for b in plan.buy_vs_rent},

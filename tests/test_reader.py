@@ -126,7 +126,11 @@ def test_catalog_fx_converts_builtin_prices(tmp_path):
     inputs = read_inputs(path, today=TODAY)
     assert inputs.settings.currency == "USD"
     assert inputs.gpu("A100 80G").prices["on_demand"] == pytest.approx(12 * 0.14)
-    assert inputs.warnings == ()
+    # no catalog_unpriced; the test catalog's RTX 4090 rent contradicts its on-demand price in any currency:
+    # 3,000 x 0.14 = 420 a month against 730 h x 3 x 0.14 = 306.6 on demand
+    (rent,) = inputs.warnings
+    assert rent.key == "catalog_monthly_over_on_demand" and rent.params["gpu"] == "RTX 4090"
+    assert rent.params["monthly"] == pytest.approx(420) and rent.params["around_the_clock"] == pytest.approx(306.6)
 
 
 # ------------------------------------------------------------------ task kinds as records

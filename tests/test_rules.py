@@ -21,13 +21,16 @@ CASES = [
     (rules.BUFFER, {"gpu": 1000}, 250),
     (rules.MONTH_TOTAL, {"gpu": 100, "extras": 20, "buffer": 25}, 145),
     (rules.DAILY_FIXED, {"purchase": 36500}, 22),                   # 36,500 / (5 × 365) + 730 / 365
+    (rules.DAILY_FIXED, {"purchase": None}, None),                    # no purchase price: nothing to own
     (rules.ENERGY_PER_HOUR, {"power_w": 400}, 0.2),                  # 0.4 kW × 0.5 a kWh
     (rules.BREAK_EVEN, {"on_demand": 2.2, "energy": 0.2, "daily_fixed": 22}, 11),
     (rules.BREAK_EVEN, {"on_demand": 0.1, "energy": 0.2, "daily_fixed": 22}, None),
+    (rules.BREAK_EVEN, {"on_demand": 2.2, "energy": 0.2, "daily_fixed": None}, None),
     (rules.PLAN_HOURS_PER_DAY, {"gpu_hour_months": 2160, "card_months": 3}, 24),   # 720 h a month on one card
-    (rules.VERDICT, {"break_even": 11, "plan_hours": 24}, "buy"),
-    (rules.VERDICT, {"break_even": 11, "plan_hours": 5}, "rent"),
-    (rules.VERDICT, {"break_even": None, "plan_hours": 24}, "rent"),
+    (rules.VERDICT, {"daily_fixed": 22, "break_even": 11, "plan_hours": 24, "no_price": "type one"}, "buy"),
+    (rules.VERDICT, {"daily_fixed": 22, "break_even": 11, "plan_hours": 5, "no_price": "type one"}, "rent"),
+    (rules.VERDICT, {"daily_fixed": 22, "break_even": None, "plan_hours": 24, "no_price": "type one"}, "rent"),
+    (rules.VERDICT, {"daily_fixed": None, "break_even": None, "plan_hours": 24, "no_price": "type one"}, "type one"),
     (rules.TIES_OUT, {"computed": 100 + 1e-8, "expected": 100}, True),
     (rules.TIES_OUT, {"computed": 100.001, "expected": 100}, False),
     (rules.TIES_OUT, {"computed": 1e-10, "expected": 0}, True),
@@ -36,7 +39,7 @@ CASES = [
 
 def excel_view(rule: rules.Rule, values: dict):
     """The rule's formula with the values in place of its placeholders, evaluated by `formulas`."""
-    literal = {k: '""' if v is None else repr(v) for k, v in values.items()}
+    literal = {k: '""' if v is None else f'"{v}"' if isinstance(v, str) else repr(v) for k, v in values.items()}
     func = _patched_formulas().Parser().ast("=" + rule.formula(**literal))[1].compile()
     upper = {name.upper(): value for name, value in NAMED.items()}
     return _plain(func(*(upper[name] for name in func.inputs)))

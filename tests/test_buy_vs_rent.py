@@ -1,0 +1,118 @@
+"""Buy versus rent for every GPU type the plan uses: a GPU without a purchase price keeps its row, blank on the
+owning side and saying what to type; typing the price on GPUs recalculates the row live."""
+
+from __future__ import annotations
+
+import json
+
+import openpyxl
+import pytest
+from conftest import TODAY, make_input, recalc_formulas, same
+from lo_recalc import recalc_many, soffice_path
+
+import budgetgen
+from budgetgen import i18n
+
+# Owning settings spelled out, so that every number below is derived from them by hand.
+OWNING = {"electricity_per_kwh": 1.0, "depreciation_years": 3, "upkeep_per_year": 2000}
+SERVICE = {"kind": "inference", "model_params_b": 7, "method": "int4", "requests_per_day": 10000,
+           "tokens_per_request": 500, "tokens_per_sec": 100, "tier": "on_demand"}
+TASKS = [
+    {**SERVICE, "task_id": "ALLDAY", "gpu": "A100 80G", "serving_hours_per_day": 24},  # 24 h a day on each card
+    {**SERVICE, "task_id": "SHORT", "gpu": "H100 80G", "serving_hours_per_day": 4},    # 4 h a day on each card
+    {**SERVICE, "task_id": "EVENING", "gpu": "RTX 4090", "serving_hours_per_day": 8},  # the test catalog: 25,000
+]
+PRICE = 250000
+# Owning one card at 250,000 over 3 years with 2,000 a year of upkeep: 250,000 / 1,095 + 2,000 / 365 a day.
+DAILY_FIXED = 250000 / 1095 + 2000 / 365          # 228.3105 + 5.4795 = 233.7900
+A100_BREAK_EVEN = DAILY_FIXED / (12 - 0.6)        # on demand 12 an hour, 600 W at 1.0 a kWh: 20.51 h a day < 24
+H100_BREAK_EVEN = DAILY_FIXED / (45 - 1.0)        # on demand 45 an hour, 1,000 W: 5.31 h a day > 4
+COLUMNS = "ABCDEFGHI"  # gpu, purchase, power, on demand, fixed, energy, break-even, plan use, verdict
+
+
+def build(tmp_path, lang="en", gpus=None):
+    path = make_input(tmp_path / "in.xlsx", TASKS, settings=OWNING, gpus=gpus)
+    out, js = tmp_path / "out.xlsx", tmp_path / "out.json"
+    result = budgetgen.build_budget(path, out, json_path=js, lang=lang, build_date=TODAY)
+    return result, out, json.loads(js.read_text(encoding="utf-8"))
+
+
+def sheet_rows(values: dict, book: openpyxl.Workbook) -> dict[str, list]:
+    """BuyVsRent's rows by GPU name, from a recalculation's values."""
+    rows = range(2, book["BuyVsRent"].max_row + 1)
+    return {values[("BUYVSRENT", f"A{r}")]: [values.get(("BUYVSRENT", f"{c}{r}")) for c in COLUMNS[1:]]
+            for r in rows if values.get(("BUYVSRENT", f"A{r}"))}
+
+
+def purchase_cell(book: openpyxl.Workbook, gpu: str, lang: str) -> str:
+    """The GPUs sheet's purchase_price input cell of `gpu`, found by its header and its name."""
+    ws = book["GPUs"]
+    col = next(c for c in ws[1] if str(c.value).startswith(i18n.name("purchase_price", lang))).column_letter
+    row = next(c.row for c in ws["A"] if c.value == gpu)
+    return f"GPUs!{col}{row}"
+
+
+def test_every_gpu_the_plan_uses_has_a_row_priced_or_not(tmp_path):
+    result, _, document = build(tmp_path)
+    rows = {b.gpu: b for b in result.plan.buy_vs_rent}
+    assert set(rows) == {"A100 80G", "H100 80G", "RTX 4090"}
+    a100 = rows["A100 80G"]
+    assert (a100.daily_fixed, a100.break_even_hours_per_day, a100.verdict) == (None, None, "no purchase price")
+    assert a100.energy_per_hour == pytest.approx(0.6) and a100.plan_hours_per_day == pytest.approx(24)
+    # the RTX 4090 has its purchase price (25,000): 25,000 / 1,095 + 2,000 / 365 = 28.31 a day; / (3 - 0.6)
+    assert rows["RTX 4090"].break_even_hours_per_day == pytest.approx((25000 / 1095 + 2000 / 365) / 2.4)
+    assert rows["RTX 4090"].verdict == "rent"  # 8 h a day < 11.8
+    assert document["buy_vs_rent"]["H100 80G"] == {
+        "purchase_price": None, "daily_fixed": None, "energy_per_hour": pytest.approx(1.0),
+        "break_even_hours_per_day": None, "plan_hours_per_day": pytest.approx(4), "verdict": "no purchase price"}
+    assert document["buy_vs_rent"]["RTX 4090"]["purchase_price"] == 25000
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_typing_a_purchase_price_on_gpus_recalculates_the_row(tmp_path, lang):
+    _, out, _ = build(tmp_path, lang)
+    book = openpyxl.load_workbook(out)
+    prompt = i18n.tr("enter purchase_price on GPUs to compare", lang)
+    before = sheet_rows(recalc_formulas(out), book)
+    assert before["A100 80G"] == ["", 600, 12, "", pytest.approx(0.6), "", pytest.approx(24), prompt]
+    assert before["H100 80G"] == ["", 1000, 45, "", pytest.approx(1.0), "", pytest.approx(4), prompt]
+
+    changes = {purchase_cell(book, gpu, lang): PRICE for gpu in ("A100 80G", "H100 80G")}
+    after = sheet_rows(recalc_formulas(out, changes=changes), book)
+    assert after["A100 80G"] == [PRICE, 600, 12, pytest.approx(DAILY_FIXED), pytest.approx(0.6),
+                                 pytest.approx(A100_BREAK_EVEN), pytest.approx(24), "buy"]
+    assert after["H100 80G"] == [PRICE, 1000, 45, pytest.approx(DAILY_FIXED), pytest.approx(1.0),
+                                 pytest.approx(H100_BREAK_EVEN), pytest.approx(4), "rent"]
+    assert round(A100_BREAK_EVEN, 2) == 20.51 and round(H100_BREAK_EVEN, 2) == 5.31
+    assert after["RTX 4090"] == before["RTX 4090"]
+
+
+def test_the_price_typed_in_the_workbook_and_in_the_input_agree(tmp_path):
+    """Entering 250,000 on the input's GPUs sheet gives the engine the numbers the workbook recalculated to."""
+    result, out, document = build(tmp_path, gpus=[{"gpu": "A100 80G", "purchase_price": PRICE}])
+    a100 = next(b for b in result.plan.buy_vs_rent if b.gpu == "A100 80G")
+    assert a100.daily_fixed == pytest.approx(DAILY_FIXED)
+    assert a100.break_even_hours_per_day == pytest.approx(A100_BREAK_EVEN) and a100.verdict == "buy"
+    assert document["buy_vs_rent"]["A100 80G"]["verdict"] == "buy"
+    recalculated = sheet_rows(recalc_formulas(out), openpyxl.load_workbook(out))["A100 80G"]
+    ws = openpyxl.load_workbook(out, data_only=True)["BuyVsRent"]
+    cached = next([c.value for c in row[1:9]] for row in ws.iter_rows(min_row=2) if row[0].value == "A100 80G")
+    assert all(same(a, b) for a, b in zip(recalculated, cached)) and recalculated[-1] == cached[-1] == "buy"
+
+
+@pytest.mark.slow
+def test_typing_a_purchase_price_in_libreoffice_recalculates_the_row(tmp_path):
+    """The same edit as a user makes it: the price typed into the GPUs cell of a copy, LibreOffice recalculating."""
+    if soffice_path() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    _, out, _ = build(tmp_path)
+    wb = openpyxl.load_workbook(out)
+    for gpu in ("A100 80G", "H100 80G"):
+        wb["GPUs"][purchase_cell(wb, gpu, "en").split("!")[1]] = PRICE
+    typed = tmp_path / "typed.xlsx"
+    wb.save(typed)
+    sheet = recalc_many([typed], tmp_path / "lo")[typed]["BuyVsRent"]
+    rows = {sheet[f"A{r}"]: [sheet.get(f"{c}{r}") for c in COLUMNS[1:]] for r in range(2, 5)}
+    assert rows["A100 80G"] == [PRICE, 600, 12, pytest.approx(DAILY_FIXED), pytest.approx(0.6),
+                                pytest.approx(A100_BREAK_EVEN), pytest.approx(24), "buy"]
+    assert rows["H100 80G"][5:] == [pytest.approx(H100_BREAK_EVEN), pytest.approx(4), "rent"]

@@ -1,0 +1,176 @@
+"""The catalog consistency check at load: rent against round-the-clock on demand, idle and spot against on
+demand, the age of the prices; warnings (never errors), one per GPU and rule, naming the figures and the cell."""
+
+from __future__ import annotations
+
+import datetime as dt
+from importlib import resources
+
+import pytest
+from conftest import TODAY, make_input
+
+from budgetgen import catalog
+from budgetgen.catalog import catalog_warnings
+from budgetgen.model import Gpu, Settings
+from budgetgen.reader import read_inputs
+
+SHIPPED = resources.files("budgetgen") / "data" / "gpus.csv"
+BATCH = {"task_id": "T", "kind": "batch", "model_params_b": 1, "batch_requests": 10, "tokens_per_request": 10}
+CARD = {"gpu": "Card X", "vram_gb": 48, "bandwidth_gbs": 900, "tflops": 200}
+CHECK_KEYS = {"catalog_monthly_over_on_demand", "catalog_idle_over_on_demand", "catalog_spot_over_on_demand",
+              "catalog_prices_old"}
+
+
+def card(on_demand=None, monthly=None, idle=None, spot=None, purchase=None, as_of="") -> Gpu:
+    return Gpu("Card X", "datacenter", 48, 900, 200, "pcie", 0.5,
+               {"monthly": monthly, "on_demand": on_demand, "idle": idle, "spot": spot},
+               purchase_price=purchase, as_of=as_of)
+
+
+def checked(gpu: Gpu, build_date: str = "2026-06-15", hours_per_month: float = 730) -> list:
+    return catalog_warnings([gpu], Settings(build_date=build_date, hours_per_month=hours_per_month))
+
+
+def sheet_warnings(tmp_path, gpus: list[dict], today: dt.date = TODAY) -> list:
+    """The catalog check's warnings on Card X of a workbook with a GPUs sheet (the test catalog's GPUs left out)."""
+    inputs = read_inputs(make_input(tmp_path / "in.xlsx", [BATCH], gpus=gpus), today=today)
+    return [w for w in inputs.warnings if w.key in CHECK_KEYS and w.params["gpu"] == "Card X"]
+
+
+# ------------------------------------------------------------------ monthly rent against on demand all month
+
+@pytest.mark.parametrize("monthly, hours, flagged", [
+    (1500, 730, True),    # 730 h x 2 = 1,460 < 1,500: on demand around the clock is cheaper
+    (1460, 730, False),   # equal: the rent is no dearer than on demand all month
+    (1459, 730, False),
+    (1450, 720, True),    # a 720-hour month: 720 x 2 = 1,440 < 1,450
+])
+def test_monthly_rent_above_hours_per_month_times_on_demand(monthly, hours, flagged):
+    warnings = checked(card(on_demand=2, monthly=monthly), hours_per_month=hours)
+    assert [w.key for w in warnings] == (["catalog_monthly_over_on_demand"] if flagged else [])
+    if flagged:
+        assert warnings[0].params["around_the_clock"] == pytest.approx(hours * 2)
+
+
+def test_rent_warning_names_the_gpu_the_figures_and_the_cell(tmp_path):
+    (w,) = sheet_warnings(tmp_path, [{**CARD, "on_demand_per_hour": 2, "monthly_per_card": 1500}])
+    # make_input writes the columns in the order given: gpu A, vram B, bandwidth C, tflops D, on demand E, monthly F
+    assert w == ("Card X: monthly_per_card 1,500 is more than 730 h x on_demand_per_hour 2 = 1,460: on demand "
+                 "would be cheaper even around the clock; check the prices (GPUs!F2)")
+    assert w.render("zh") == ("Card X：包月单价 monthly_per_card 1,500 高于 730 小时 × 按需单价 on_demand_per_hour 2 = "
+                              "1,460：即使全天运行按需也更便宜；请核对价格（GPUs!F2）")
+
+
+def test_a_sheet_price_against_a_builtin_one_names_the_typed_cell_once(tmp_path):
+    """The test catalog's RTX 4090 rents at 3,000 a month; typing an on-demand price of 2.5 makes 730 x 2.5 = 1,825:
+    one warning for the merged GPU, at the on-demand cell (the rent was not typed)."""
+    inputs = read_inputs(make_input(tmp_path / "in.xlsx", [BATCH], gpus=[{"gpu": "rtx 4090", "on_demand_per_hour": 2.5}]),
+                         today=TODAY)
+    (w,) = [w for w in inputs.warnings if w.key in CHECK_KEYS]
+    assert w.params["gpu"] == "RTX 4090" and w.params["monthly"] == 3000
+    assert w.params["around_the_clock"] == pytest.approx(1825)
+    assert str(w.params["place"]) == "GPUs!B2"
+
+
+def test_the_test_catalogs_own_contradiction_is_reported_as_builtin(tmp_path):
+    """tests/data/gpus.csv keeps the RTX 4090 at 3,000 a month and 3 an hour (the numbers of SPEC §10.2):
+    730 x 3 = 2,190 < 3,000, from the built-in catalog."""
+    inputs = read_inputs(make_input(tmp_path / "in.xlsx", [BATCH]), today=TODAY)
+    (w,) = [w for w in inputs.warnings if w.key in CHECK_KEYS]
+    assert (w.params["gpu"], w.params["monthly"], w.params["around_the_clock"]) == ("RTX 4090", 3000, 2190)
+    assert w.endswith("(built-in catalog)") and w.render("zh").endswith("（内置目录）")
+
+
+# ------------------------------------------------------------------ idle and spot against on demand
+
+@pytest.mark.parametrize("tier, column", [("idle", "idle_per_hour"), ("spot", "spot_per_hour")])
+@pytest.mark.parametrize("price, flagged", [(2.5, True), (2, False), (1.2, False)])
+def test_idle_and_spot_above_on_demand(tier, column, price, flagged):
+    warnings = checked(card(on_demand=2, **{tier: price}))
+    assert [w.key for w in warnings] == ([f"catalog_{tier}_over_on_demand"] if flagged else [])
+    if flagged:
+        assert f"{column} 2.5 is more than on_demand_per_hour 2" in warnings[0]
+
+
+def test_each_rule_once_per_gpu_each_at_its_cell(tmp_path):
+    """Every price contradicts: three warnings, one per rule, each at the cell of its own figure."""
+    warnings = sheet_warnings(tmp_path, [{**CARD, "on_demand_per_hour": 2, "monthly_per_card": 1500,
+                                          "idle_per_hour": 3, "spot_per_hour": 2.1}])
+    assert [(w.key, str(w.params["place"])) for w in warnings] == [
+        ("catalog_monthly_over_on_demand", "GPUs!F2"), ("catalog_idle_over_on_demand", "GPUs!G2"),
+        ("catalog_spot_over_on_demand", "GPUs!H2")]
+
+
+def test_a_price_contradiction_on_the_gpus_sheet_is_a_warning_and_the_plan_builds(tmp_path):
+    import budgetgen
+
+    path = make_input(tmp_path / "in.xlsx", [{**BATCH, "gpu": "Card X", "tier": "idle"}],
+                      gpus=[{**CARD, "on_demand_per_hour": 2, "idle_per_hour": 3}])
+    result = budgetgen.build_budget(path, tmp_path / "out.xlsx", build_date=TODAY)
+    assert "Card X: idle_per_hour 3 is more than on_demand_per_hour 2" in "\n".join(result.plan.warnings)
+    assert result.plan.tasks[0].row["gpu"] == "Card X"
+
+
+def test_without_an_on_demand_price_there_is_nothing_to_compare():
+    assert checked(card(monthly=99999, idle=50, spot=50)) == []
+
+
+# ------------------------------------------------------------------ the age of the prices
+
+@pytest.mark.parametrize("as_of, build_date, flagged", [
+    ("2026-01", "2026-07-31", False),     # a month counts as its last day: Jan 31 + 6 months = Jul 31, not before
+    ("2026-01", "2026-08-01", True),
+    ("2026-01-15", "2026-07-15", False),  # exactly six months
+    ("2026-01-15", "2026-07-16", True),
+    ("2026-08-31", "2027-02-28", False),  # Aug 31 + 6 months is the end of February
+    ("2026-08-31", "2027-03-01", True),
+    ("2026-07", "2026-06-15", False),     # dated after the build date
+    ("mid 2025", "2027-06-01", False),    # not a date: nothing to compare
+    ("", "2027-06-01", False),
+])
+def test_prices_older_than_six_months(as_of, build_date, flagged):
+    warnings = checked(card(on_demand=2, as_of=as_of), build_date=build_date)
+    assert [w.key for w in warnings] == (["catalog_prices_old"] if flagged else [])
+
+
+def test_a_gpu_without_prices_has_no_age_to_report():
+    assert checked(card(as_of="2020-01"), build_date="2027-01-01") == []
+    assert [w.key for w in checked(card(purchase=25000, as_of="2020-01"), build_date="2027-01-01")] == \
+        ["catalog_prices_old"]
+
+
+def test_old_prices_on_the_gpus_sheet_name_the_as_of_cell(tmp_path):
+    (w,) = sheet_warnings(tmp_path, [{**CARD, "on_demand_per_hour": 2, "as_of": "2026-07"}],
+                          today=dt.date(2027, 2, 1))
+    assert w == ("Card X: prices as_of 2026-07 are more than 6 months before the build date 2027-02-01: check them "
+                 "with your provider and enter current ones on the GPUs sheet (GPUs!F2)")
+
+
+# ------------------------------------------------------------------ the shipped catalog
+
+def shipped_warnings(monkeypatch, build_date: str) -> list:
+    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", SHIPPED)
+    return catalog_warnings(catalog.builtin_catalog(), Settings(build_date=build_date))
+
+
+def test_the_shipped_catalog_has_no_price_contradiction(monkeypatch):
+    assert shipped_warnings(monkeypatch, "2026-07-01") == []
+
+
+def test_the_shipped_rtx_4090_rent_is_below_on_demand_around_the_clock(monkeypatch):
+    """The decision written in its `source`: on demand 3 an hour (market mid-point) stays, the monthly rent is the
+    catalog's rule 0.85 x 730 x 3 = 1,861.5, rounded to the hundred as the other rows: 1,900 < 2,190."""
+    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", SHIPPED)
+    g = next(g for g in catalog.builtin_catalog() if g.name == "RTX 4090")
+    assert g.prices["on_demand"] == 3 and g.prices["monthly"] == round(0.85 * 730 * 3, -2) == 1900
+    assert "monthly 1900 is the assumption 0.85x730x hourly" in g.source and g.as_of == "2026-07"
+
+
+def test_the_shipped_prices_are_dated_2026_07_and_age_honestly(monkeypatch):
+    """Dated 2026-07: fine until 2027-01-31, then every priced GPU is flagged once."""
+    assert shipped_warnings(monkeypatch, "2027-01-31") == []
+    old = shipped_warnings(monkeypatch, "2027-02-01")
+    priced = [g.name for g in catalog.builtin_catalog()
+              if g.purchase_price is not None or any(p is not None for p in g.prices.values())]
+    assert [w.key for w in old] == ["catalog_prices_old"] * len(priced)
+    assert [w.params["gpu"] for w in old] == priced and len(priced) >= 5
