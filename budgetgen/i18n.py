@@ -233,8 +233,10 @@ TEXT_ZH = {
     "Wrote": "已写入", "Period total {first} to {last}: {total}": "计划期合计 {first} 至 {last}：{total}",
     "  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}":
     "  {month}：GPU {gpu} + 额外费用 {extras} + 缓冲 {buffer} = {total}",
-    "Recon {month}: billed {billed} against planned GPU {planned}; {flagged} flagged resource(s)":
-    "对账 {month}：账单 {billed}，计划GPU {planned}；{flagged} 个资源被标记",
+    "Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against planned "
+    "{planned_all}; {flagged} flagged resource(s)":
+    "对账 {month}：GPU账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
+    " (partial month)": "（不完整月份）",
     "Warning: ": "警告：", "Error: ": "错误：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
@@ -245,6 +247,18 @@ TEXT_ZH = {
 
 # Warnings: (English, Chinese) templates over named parameters; `!t` renders an enumeration value.
 MESSAGES = {
+    "usage_without_bills": (
+        "usage {files!l} given without a bill: read and checked, but there is nothing to reconcile it against",
+        "提供了用量 {files!l} 但没有账单：已读取并检查，但没有可对账的账单"),
+    "unknown_bill_task": (
+        "{file}: task_id {value} matches no task of the plan (ignoring case): its lines count as billed to an "
+        "unplanned task",
+        "{file}：task_id {value} 与计划中的任何任务都不匹配（不区分大小写）：其费用行计为计划外任务的账单"),
+    "unmatched_usage": (
+        "{file}: resource {value} matches no billed ResourceId (exactly, case included): its usage is left out; "
+        "name the file or its resource_id after the bill's ResourceId",
+        "{file}：资源 {value} 与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：其用量未计入；"
+        "请按账单的 ResourceId 命名文件或填写 resource_id"),
     "consumer_training": (
         ("{tid}: {gpu} is a consumer card for {hours:,.0f} GPU-hours a month of training (over {limit}): "
          "long continuous runs belong on datacenter cards"),
@@ -380,6 +394,11 @@ PROBLEMS = {
     "file_missing_column": (
         'has no "{column}" column: add it (headers match ignoring case, spaces and underscores)',
         '缺少 "{column}" 列：请添加（表头匹配时不区分大小写、空格和下划线）'),
+    "usage_value_unit": ('"{raw}" has a unit that is not a memory unit or does not say 1000s or 1024s: write '
+                         'B, KB, MB, GB, KiB, MiB or GiB',
+                         '"{raw}" 的单位不是显存单位，或未说明按1000还是1024计：请写 B、KB、MB、GB、KiB、MiB 或 GiB'),
+    "usage_percent_unit": ('"{raw}" is not a percentage: write a number from 0 to 100, optionally with %',
+                           '"{raw}" 不是百分比：请写 0 到 100 之间的数字，可带 %'),
     "usage_missing_time": ('has no month or timestamp column: add "month" (monthly rows) or "timestamp" (samples)',
                            '缺少月份或时间戳列：请添加 "month"（按月的行）或 "timestamp"（采样）'),
     "example_plain": ("a plain number such as 12.5, no currency sign or separators",
