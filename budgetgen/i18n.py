@@ -251,14 +251,14 @@ MESSAGES = {
         "usage {files!l} given without a bill: read and checked, but there is nothing to reconcile it against",
         "提供了用量 {files!l} 但没有账单：已读取并检查，但没有可对账的账单"),
     "unknown_bill_task": (
-        "{file}: task_id {value} matches no task of the plan (ignoring case): its lines count as billed to an "
-        "unplanned task",
+        ("{file}: task_id {value} matches no task of the plan (ignoring case): its lines count as billed to an "
+         "unplanned task"),
         "{file}：task_id {value} 与计划中的任何任务都不匹配（不区分大小写）：其费用行计为计划外任务的账单"),
     "unmatched_usage": (
-        "{file}: resource {value} matches no billed ResourceId (exactly, case included): its usage is left out; "
-        "name the file or its resource_id after the bill's ResourceId",
-        "{file}：资源 {value} 与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：其用量未计入；"
-        "请按账单的 ResourceId 命名文件或填写 resource_id"),
+        ("{file}: resource {value} matches no billed ResourceId (exactly, case included): its usage is left out; "
+         "name the file or its resource_id after the bill's ResourceId"),
+        ("{file}：资源 {value} 与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：其用量未计入；"
+         "请按账单的 ResourceId 命名文件或填写 resource_id")),
     "consumer_training": (
         ("{tid}: {gpu} is a consumer card for {hours:,.0f} GPU-hours a month of training (over {limit}): "
          "long continuous runs belong on datacenter cards"),
@@ -394,8 +394,8 @@ PROBLEMS = {
     "file_missing_column": (
         'has no "{column}" column: add it (headers match ignoring case, spaces and underscores)',
         '缺少 "{column}" 列：请添加（表头匹配时不区分大小写、空格和下划线）'),
-    "usage_value_unit": ('"{raw}" has a unit that is not a memory unit or does not say 1000s or 1024s: write '
-                         'B, KB, MB, GB, KiB, MiB or GiB',
+    "usage_value_unit": (('"{raw}" has a unit that is not a memory unit or does not say 1000s or 1024s: write '
+                          'B, KB, MB, GB, KiB, MiB or GiB'),
                          '"{raw}" 的单位不是显存单位，或未说明按1000还是1024计：请写 B、KB、MB、GB、KiB、MiB 或 GiB'),
     "usage_percent_unit": ('"{raw}" is not a percentage: write a number from 0 to 100, optionally with %',
                            '"{raw}" 不是百分比：请写 0 到 100 之间的数字，可带 %'),

@@ -65,7 +65,7 @@ def test_flags_exactly_as_expected(built):
     august = {r["resource_id"]: r for r in data["reconciliation"]["2026-08"]["resources"]}
     assert july["i-aaa"]["flags"] == ["low_utilization", "over_plan"]   # 10% busy; T1 billed 30% over plan
     assert july["i-bbb"]["flags"] == ["oom", "over_plan"]               # 5 OOM events
-    assert july["i-ccc"]["flags"] == [] and july["i-ccc"]["task_id"] is None   # unassigned GPU instance
+    assert july["i-ccc"]["flags"] == ["untagged_gpu"] and july["i-ccc"]["task_id"] is None   # unassigned GPU
     assert august["i-ddd"]["flags"] == ["low_utilization", "data_starved"]     # 5% busy, 90% memory
     assert august["i-ddd"]["task_id"] == "T2"
     assert august["i-ddd"]["mem_peak_share"] == pytest.approx(20700 / 22888)
