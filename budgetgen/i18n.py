@@ -125,13 +125,22 @@ TEXT_ZH = {
     "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
     "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
     "network": "网络",
+    "buffer share": "缓冲份额", "planned GPU hours": "计划GPU小时", "GPU hours billed": "账单GPU小时",
+    "rate variance": "价格差异", "usage variance": "用量差异", "cards to drop": "可减少卡数",
+    "bill coverage": "账单覆盖", "first charge day": "首个计费日", "last charge day": "最后计费日",
+    "days with lines": "有费用行的天数", "partial month": "不完整月份", "duplicate lines counted once": "仅计一次的重复行",
+    "their BilledCost": "其BilledCost", "not known": "未知", "not reported": "未报告", "like for like": "同口径对比",
+    "non-GPU (extras + buffer)": "非GPU（额外费用 + 缓冲）", "re-forecast": "重新预测", "estimate": "预测",
+    "estimate at completion": "完工预测", "budget": "预算", "variance at completion": "完工偏差",
     # recon actions (recon.rules.ACTIONS)
-    "downsize or cancel next month": "下月缩减规模或取消",
+    "drop the idle cards or replicas next month, or move to a smaller card": "下月减少闲置的卡或副本，或改用更小的卡",
+    "the task is billed over its plan: check its usage with the task owner and re-forecast its remaining months":
+    "该任务账单超出计划：与任务负责人核对用量，并重新预测其剩余月份",
+    "tag it or stop it": "为其打标签或停止它",
     "optimise memory use (batch size, FlashAttention, padding) before adding VRAM":
     "先优化显存使用（批大小、FlashAttention、填充），再考虑增加显存",
     "GPU waits on data or serial decoding: check the data pipeline and serving framework":
     "GPU在等待数据或串行解码：检查数据管道和推理服务框架",
-    "over plan": "超出计划",
     # help texts of the input columns and settings (schema), constants, Assumptions notes, template examples
     "GPU name, the key tasks refer to": "GPU名称，任务按此引用",
     "consumer cards are warned against for long continuous training": "消费级显卡用于长时间连续训练时会给出警告",

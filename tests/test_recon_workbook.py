@@ -27,11 +27,13 @@ LINES = [
     ["2026-07-01T00:00:00Z", T1_PLANNED * 1.3 / 2, "i-aaa", "Amazon EC2", "Compute", "Usage", 730, "Hours", "USD",
      '{"task_id": "T1"}', "g5.xlarge on-demand"],
     ["2026-07-01 00:00:00", T1_PLANNED * 1.3 / 2, "i-bbb", "Amazon EC2", "Compute", "Usage", 730, "Hours", "USD",
-     '{"task_id": "T1"}', "g5.xlarge on-demand"],
+     '{"task_id": "t1"}', "g5.xlarge on-demand"],                     # t1 is T1
     ["2026-07-02", 300, "i-ccc", "Amazon EC2", "Compute", "Usage", 100, "Hours", "USD", "NULL",
      "p4d.24xlarge on-demand"],
     ["2026-07-03", 80, "vol-1", "Amazon S3", "Storage", "Usage", 500, "GB-Mo", "USD", "NULL", "S3 standard"],
     ["2026-07-05", -20, "NULL", "Support", "Other", "Credit", "NULL", "NULL", "USD", "NULL", "promotional credit"],
+    ["2026-07-06", 25, "i-wild", "Amazon EC2", "Compute", "Usage", 24.85, "Hours", "USD", '{"task_id": "T?9"}',
+     "g5.xlarge on-demand"],                                          # no such task, and ? is no wildcard
     ["2026-08-01", 40, "i-ddd", "Amazon EC2", "Compute", "Usage", 50, "Hours", "USD", "NULL", "g5.xlarge"],
 ]
 
@@ -43,7 +45,7 @@ def built(tmp_path_factory):
                       extra_sheets={"Assignments": [["resource_id", "task_id"], ["i-ddd", "T2"]],
                                     "Usage": [["resource_id", "month", "gpu_util_pct", "mem_used_gb", "mem_total_gb",
                                                "oom_events"],
-                                              ["i-aaa", "2026-07", 10, 5, 24, 0],
+                                              ["i-aaa", "2026-07", 10, "5120 MiB", 24, 0],
                                               ["i-bbb", "2026-07", 50, 20, 24, 5]]})
     bill = tmp / "bill.csv"
     with bill.open("w", newline="") as fh:
@@ -52,28 +54,32 @@ def built(tmp_path_factory):
     smi.write_text("timestamp, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
                    "2026/08/03 10:00:00.000, NVIDIA A10G, 4 %, 20500 MiB, 22888 MiB\n"
                    "2026/08/03 10:05:00.000, NVIDIA A10G, 6 %, 20700 MiB, 22888 MiB\n")
+    stray = tmp / "usage.csv"    # nvidia-smi output under a name that is no resource
+    stray.write_text(smi.read_text())
     out, js = tmp / "out.xlsx", tmp / "out.json"
     result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--bills", str(bill), "--usage", str(smi),
-                                       "--json", str(js)])
+                                       "--usage", str(stray), "--json", str(js)])
     assert result.exit_code == 0, result.output
-    return out, json.loads(js.read_text())
+    return out, json.loads(js.read_text()), result.output
 
 
 def test_flags_exactly_as_expected(built):
-    _, data = built
+    _, data, _ = built
     july = {r["resource_id"]: r for r in data["reconciliation"]["2026-07"]["resources"]}
     august = {r["resource_id"]: r for r in data["reconciliation"]["2026-08"]["resources"]}
     assert july["i-aaa"]["flags"] == ["low_utilization", "over_plan"]   # 10% busy; T1 billed 30% over plan
     assert july["i-bbb"]["flags"] == ["oom", "over_plan"]               # 5 OOM events
     assert july["i-ccc"]["flags"] == ["untagged_gpu"] and july["i-ccc"]["task_id"] is None   # unassigned GPU
+    assert july["i-wild"]["flags"] == ["over_plan"] and july["i-wild"]["task_id"] == "T?9"
+    assert july["i-aaa"]["mem_peak_share"] == pytest.approx(5120 * 1048576 / 1e9 / 24)   # MiB in a GB column
     assert august["i-ddd"]["flags"] == ["low_utilization", "data_starved"]     # 5% busy, 90% memory
     assert august["i-ddd"]["task_id"] == "T2"
     assert august["i-ddd"]["mem_peak_share"] == pytest.approx(20700 / 22888)
 
 
 def test_every_line_lands_somewhere(built):
-    _, data = built
-    for month, lines in (("2026-07", LINES[:5]), ("2026-08", LINES[5:])):
+    _, data, _ = built
+    for month, lines in (("2026-07", LINES[:6]), ("2026-08", LINES[6:])):
         r = data["reconciliation"][month]
         expected = sum(line[1] for line in lines)
         assert r["billed_total"] == pytest.approx(expected, abs=0.005)
@@ -87,7 +93,7 @@ def test_every_line_lands_somewhere(built):
 
 
 def test_recon_tabs_recalculate_and_check(built):
-    out, _ = built
+    out, _, _ = built
     wb = openpyxl.load_workbook(out, data_only=True)
     assert {"Recon 2026-07", "Recon 2026-08"} <= set(wb.sheetnames)
     checks = wb["Checks"]
@@ -103,6 +109,30 @@ def test_recon_tabs_recalculate_and_check(built):
     flags = {ws.cell(r, 1).value: ws.cell(r, 10).value for r in range(1, ws.max_row + 1)}
     assert flags["i-aaa"] == "low_utilization over_plan"
     assert flags["i-bbb"] == "oom over_plan"
+    assert flags["i-wild"] == "over_plan"       # the T?9 task row matched literally after recalculation
+    assert flags["i-ccc"] == "untagged_gpu"
+
+
+def test_warnings_name_the_file_and_value(built):
+    *_, output = built
+    assert 'bill.csv: task_id T?9 matches no task of the plan' in output
+    assert "usage.csv: resource usage matches no billed ResourceId" in output
+    assert "t1" not in output.split("Warning")[-1]      # t1 is T1: no warning
+    assert "Recon 2026-07: GPU billed" in output and "total billed" in output
+
+
+def test_usage_without_bills_is_read_and_warned(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX})
+    smi = tmp_path / "i-aaa.csv"
+    smi.write_text("timestamp, utilization.gpu [%], memory.used [MiB]\n2026/07/03 10:00:00.000, 4 %, 20500 MiB\n")
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(tmp_path / "o.xlsx"), "--usage", str(smi)])
+    assert result.exit_code == 0, result.output
+    assert "usage i-aaa.csv given without a bill" in result.output
+    smi.write_text("timestamp, utilization.gpu [%], memory.used [MiB]\n2026/07/03 10:00:00.000, busy, 2 G\n")
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(tmp_path / "p.xlsx"), "--usage", str(smi)])
+    assert result.exit_code == 1
+    assert "i-aaa.csv" in result.output and '"busy" is not a number' in result.output and '"2 G"' in result.output
+    assert not (tmp_path / "p.xlsx").exists()
 
 
 def test_bill_in_another_currency_is_an_error(tmp_path):
