@@ -17,10 +17,10 @@ from budgetgen.errors import Code, InputError
 from budgetgen.recon import (
     ACTIONS,
     DATA_STARVED,
-    OUTPUT_COLUMNS,
     DEFAULT_GPU_LINE_PATTERN,
     LOW_UTILIZATION,
     OOM,
+    OUTPUT_COLUMNS,
     OVER_PLAN,
     UNTAGGED_GPU,
     Action,

@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
+import math
 
 import openpyxl
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import formula_cells, make_input, recalc_formulas, same
+from lo_recalc import recalc_many, soffice_path
 
 from budgetgen.cli import main
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.recon import (
+    DEFAULT_GPU_LINE_PATTERN,
+    OUTPUT_COLUMNS,
+    plan_facts,
+    plan_targets,
+    read_bills,
+    reconcile,
+)
+from budgetgen.workbook import write_workbook
 
 FX = 0.14
 TASKS = [
@@ -144,3 +159,98 @@ def test_bill_in_another_currency_is_an_error(tmp_path):
     assert result.exit_code == 1
     assert "bill.csv" in result.output and "never converts" in result.output
     assert not (tmp_path / "o.xlsx").exists()
+
+
+# The bill as the line-based reader hands it over, with its coverage and the duplicates it counted once: a
+# storage volume tagged T1 is a non-GPU line; August is billed on its 1st only.
+TAGGED_STORAGE = {"month": "2026-07", "billed_cost": 15.0, "resource_id": "vol-t1", "resource_name": "",
+                  "service_name": "Amazon S3", "charge_category": "Usage", "consumed_quantity": 100.0,
+                  "consumed_unit": "GB-Mo", "task_id": "T1", "is_gpu": False, "category": "storage"}
+COVERAGE = {"2026-07": (dt.date(2026, 7, 1), dt.date(2026, 7, 31), 6), "2026-08": (dt.date(2026, 8, 1),
+                                                                                 dt.date(2026, 8, 1), 1)}
+DUPLICATES = {"2026-07": (1, 80.0)}
+
+
+@pytest.fixture(scope="module")
+def contract_book(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("contract")
+    book = make_input(tmp / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2},
+                      extra_sheets={"Assignments": [["resource_id", "task_id"], ["i-ddd", "T2"]]})
+    plan = plan_budget(read_inputs(book))
+    bill = tmp / "bill.csv"
+    with bill.open("w", newline="") as fh:
+        csv.writer(fh).writerows([HEADER, *LINES])
+    bills = read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {"i-ddd": "T2"}, [])
+    bills = pd.concat([bills, pd.DataFrame([TAGGED_STORAGE], columns=list(OUTPUT_COLUMNS), index=[99])])
+    planned, buffers = plan_targets(plan)
+    s = plan.inputs.settings
+    recon = reconcile(bills, pd.DataFrame(), planned, buffers, s.low_util_threshold, s.oom_threshold,
+                      s.variance_tolerance, COVERAGE, DUPLICATES, plan_facts(plan))
+    billed = {m: math.fsum(g) for m, g in bills.groupby("month")["billed_cost"]}
+    out = write_workbook(plan, tmp / "out.xlsx", recon=recon, billed_input=billed)
+    values = openpyxl.load_workbook(out, data_only=True)
+    return out, plan, values
+
+
+def _rows(ws) -> dict[str, int]:
+    """Column A's labels to their (first) row."""
+    rows = {}
+    for r in range(1, ws.max_row + 1):
+        rows.setdefault(ws.cell(r, 1).value, r)
+    return rows
+
+
+def test_tagged_non_gpu_line_shows_under_its_task_not_as_gpu(contract_book):
+    _, _, wb = contract_book
+    ws = wb["Recon 2026-07"]
+    t1 = _rows(ws)["T1"]
+    assert ws.cell(t1, 3).value == pytest.approx(T1_PLANNED * 1.3)     # GPU billed: the two instances only
+    assert ws.cell(t1, 7).value == 15.0                                # non-GPU billed under T1
+    assert ws.cell(t1, 9).value == pytest.approx(ws.cell(t1, 8).value - 15.0)   # its buffer share left
+    assert ws.cell(t1, 6).value == "over plan"
+
+
+def test_partial_month_and_like_for_like(contract_book):
+    _, plan, wb = contract_book
+    july, august = wb["Recon 2026-07"], wb["Recon 2026-08"]
+    rows = _rows(august)
+    assert august.cell(rows["partial month"], 2).value is True
+    assert august.cell(rows["T2"], 6).value == "partial month"
+    assert july.cell(_rows(july)["partial month"], 2).value is False
+    assert july.cell(_rows(july)["days with lines"], 2).value == 6
+    assert july.cell(_rows(july)["duplicate lines counted once"], 2).value == 1
+    like = _rows(july)
+    gpu_billed = T1_PLANNED * 1.3 + 300 + 25
+    non_gpu_billed = 80 - 20 + 15
+    month = plan.month_totals["2026-07"]
+    assert july.cell(like["GPU"], 2).value == pytest.approx(month.gpu)
+    assert july.cell(like["GPU"], 3).value == pytest.approx(gpu_billed)
+    assert july.cell(like["non-GPU (extras + buffer)"], 2).value == pytest.approx(month.extras + month.buffer)
+    assert july.cell(like["non-GPU (extras + buffer)"], 3).value == pytest.approx(non_gpu_billed)
+    assert july.cell(like["total"], 2).value == pytest.approx(month.total)
+    assert july.cell(like["total"], 4).value == pytest.approx(gpu_billed + non_gpu_billed - month.total)
+
+
+def test_reforecast_on_summary(contract_book):
+    _, plan, wb = contract_book
+    ws = wb["Summary"]
+    rows = _rows(ws)
+    july_billed = T1_PLANNED * 1.3 + 300 + 80 - 20 + 25 + 15
+    august_plan = plan.month_totals["2026-08"].total
+    # July is billed in full: the bill. August is billed in part (40 on the 1st): the larger of bill and plan.
+    eac = july_billed + max(40.0, august_plan)
+    assert ws.cell(rows["estimate at completion"], 2).value == pytest.approx(eac)
+    assert ws.cell(rows["budget"], 2).value == pytest.approx(plan.period_total)
+    assert ws.cell(rows["variance at completion"], 2).value == pytest.approx(eac - plan.period_total)
+
+
+def test_contract_book_recalculates_in_formulas_and_libreoffice(contract_book, tmp_path):
+    out, _, _ = contract_book
+    cells = formula_cells(out)
+    recalculated = recalc_formulas(out)
+    assert [(k, cells[k]) for k in cells if not same(recalculated.get(k), cells[k][1])] == []
+    if soffice_path() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    lo = {sheet.upper(): values for sheet, values in recalc_many([out], tmp_path)[out].items()}
+    assert [(k, cells[k], lo[k[0]].get(k[1])) for k in cells if not same(lo[k[0]].get(k[1]), cells[k][1])] == []
+    assert lo["CHECKS"]["D2"] is True

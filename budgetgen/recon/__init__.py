@@ -18,6 +18,8 @@ from .pipeline import (
     aggregate_lines,
     is_hours_unit,
     next_month_actions,
+    plan_facts,
+    plan_targets,
     reconcile,
     reconcile_plan,
     unknown_task_warnings,
@@ -46,6 +48,6 @@ __all__ = [
     "USAGE_INPUT_COLUMNS", "Action", "Coverage", "FileColumn", "FlagRule", "Limits", "MonthRecon", "PlanFacts",
     "PlanRecon", "ResourceRecon", "Rule", "TaskRecon", "aggregate_lines",
     "gpu_matcher",
-    "is_hours_unit", "next_month_actions", "read_bills", "read_usage", "reconcile", "reconcile_plan",
+    "is_hours_unit", "next_month_actions", "plan_facts", "plan_targets", "read_bills", "read_usage", "reconcile", "reconcile_plan",
     "resource_flags", "unknown_task_warnings", "unmatched_usage_warnings",
 ]

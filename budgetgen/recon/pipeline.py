@@ -479,13 +479,18 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path]) 
         return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
     bills = pd.concat([frame for _, frame in bill_frames])
     usage = pd.concat([frame for _, frame in usage_frames]) if usage_frames else pd.DataFrame(columns=USAGE_COLUMNS)
-    planned = {tp.task.task_id: {m: tp.cost_in(i) for i, m in enumerate(plan.months, start=1)} for tp in plan.tasks}
-    buffers = {m: t.buffer for m, t in plan.month_totals.items()}
+    planned, buffers = plan_targets(plan)
     recon = reconcile(bills, usage, planned, buffers, s.low_util_threshold, s.oom_threshold, s.variance_tolerance,
                       facts=plan_facts(plan))
     billed = {m: math.fsum(group) for m, group in bills.groupby("month")["billed_cost"]}
     warnings = unknown_task_warnings(bill_frames, planned) + unmatched_usage_warnings(usage_frames, bills)
     return PlanRecon(recon, billed, tuple(warnings))
+
+
+def plan_targets(plan: Plan) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """What reconcile compares the bill with: each task's planned GPU cost per month, and each month's buffer."""
+    planned = {tp.task.task_id: {m: tp.cost_in(i) for i, m in enumerate(plan.months, start=1)} for tp in plan.tasks}
+    return planned, {m: t.buffer for m, t in plan.month_totals.items()}
 
 
 def plan_facts(plan: Plan) -> PlanFacts:

@@ -179,31 +179,38 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
 
 
 def _coverage(book: Book, ws, mr, at: ReconLayout) -> None:
-    """The days the bill covers and whether the month is partial; the duplicate lines counted once."""
+    """The days the bill covers and whether the month is partial; the duplicate lines counted once.
+
+    Written row by row, label and value together (the workbook is written in constant-memory mode)."""
     r = at.coverage_header
     book.header(ws, r, ["bill coverage", "value"])
     cov = mr.coverage
-    labels = ["first charge day", "last charge day", "days with lines", "partial month",
-              "duplicate lines counted once", "their BilledCost"]
-    for i, label in enumerate(labels, start=1):
-        ws.write_string(r + i, 0, book.t(label), book.f.bold)
+    unknown = (lambda row: ws.write_string(row, 1, book.t("not known"), book.f.note))
+    not_reported = (lambda row: ws.write_string(row, 1, book.t("not reported"), book.f.note))
     if cov is None:
-        for i in (1, 2, 3):
-            ws.write_string(r + i, 1, book.t("not known"), book.f.note)
-        book.value(ws, at.partial_row, 1, False, "input", "flag")
+        first = last = days = unknown
+        partial = (lambda row: book.value(ws, row, 1, False, "input", "flag"))
     else:
-        for i, day in ((1, cov.first), (2, cov.last)):
-            ws.write_datetime(r + i, 1, dt.datetime.combine(day, dt.time()), book.f.get("input", DATE_FORMAT))
-        book.value(ws, r + 3, 1, cov.days_with_lines, "input", "int")
-        cells = {"first": f"B{r + 2}", "last": f"B{r + 3}"}
-        book.formula(ws, at.partial_row, 1, R.PARTIAL.formula(cells), cov.partial, "flag")
-    book.define(recon_partial(at.month), at.sheet, at.partial_row, 1)
+        first = (lambda row: _date(book, ws, row, cov.first))
+        last = (lambda row: _date(book, ws, row, cov.last))
+        days = (lambda row: book.value(ws, row, 1, cov.days_with_lines, "input", "int"))
+        partial = (lambda row: book.formula(ws, row, 1, R.PARTIAL.formula({"first": f"B{r + 2}", "last": f"B{r + 3}"}),
+                                            cov.partial, "flag"))
     if mr.duplicates is None:
-        for i in (5, 6):
-            ws.write_string(r + i, 1, book.t("not reported"), book.f.note)
+        count = amount = not_reported
     else:
-        book.value(ws, r + 5, 1, mr.duplicates[0], "input", "int")
-        book.value(ws, r + 6, 1, mr.duplicates[1], "input", "money")
+        count = (lambda row: book.value(ws, row, 1, mr.duplicates[0], "input", "int"))
+        amount = (lambda row: book.value(ws, row, 1, mr.duplicates[1], "input", "money"))
+    rows = [("first charge day", first), ("last charge day", last), ("days with lines", days),
+            ("partial month", partial), ("duplicate lines counted once", count), ("their BilledCost", amount)]
+    for i, (label, write_value) in enumerate(rows, start=1):
+        ws.write_string(r + i, 0, book.t(label), book.f.bold)
+        write_value(r + i)
+    book.define(recon_partial(at.month), at.sheet, at.partial_row, 1)
+
+
+def _date(book: Book, ws, row: int, day: dt.date) -> None:
+    ws.write_datetime(row, 1, dt.datetime.combine(day, dt.time()), book.f.get("input", DATE_FORMAT))
 
 
 def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
