@@ -15,7 +15,7 @@ from .columns import GB_PER_UNIT, USAGE_INPUT_COLUMNS, gb_per_unit
 from .table import Table, read_table
 
 USAGE_COLUMNS = ("resource_id", "month", "avg_util_pct", "mem_avg_gb", "mem_peak_gb", "mem_total_gb", "oom_events")
-_VALUE_UNIT = r"(?i)^\s*(?P<number>.*?\d\.?)\s*(?P<unit>%|[a-z]+)\s*$"
+_VALUE_UNIT = r"(?i)^\s*(?P<number>.*?(?:\d\.?|inf|infinity|nan))\s*(?P<unit>%|[a-z]+)\s*$"
 """A number followed by a unit (`45 %`, `1234 MiB`, `2 G`): the unit is checked, then converted or refused."""
 
 
