@@ -55,6 +55,7 @@ LINES = [
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """The build's workbook and JSON; what it printed is kept beside them in printed.txt."""
     tmp = tmp_path_factory.mktemp("recon")
     book = make_input(tmp / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2},
                       extra_sheets={"Assignments": [["resource_id", "task_id"], ["i-ddd", "T2"]],
@@ -75,11 +76,12 @@ def built(tmp_path_factory):
     result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--bills", str(bill), "--usage", str(smi),
                                        "--usage", str(stray), "--json", str(js)])
     assert result.exit_code == 0, result.output
-    return out, json.loads(js.read_text()), result.output
+    (tmp / "printed.txt").write_text(result.output)
+    return out, json.loads(js.read_text())
 
 
 def test_flags_exactly_as_expected(built):
-    _, data, _ = built
+    _, data = built
     july = {r["resource_id"]: r for r in data["reconciliation"]["2026-07"]["resources"]}
     august = {r["resource_id"]: r for r in data["reconciliation"]["2026-08"]["resources"]}
     assert july["i-aaa"]["flags"] == ["low_utilization", "over_plan"]   # 10% busy; T1 billed 30% over plan
@@ -93,7 +95,7 @@ def test_flags_exactly_as_expected(built):
 
 
 def test_every_line_lands_somewhere(built):
-    _, data, _ = built
+    _, data = built
     for month, lines in (("2026-07", LINES[:6]), ("2026-08", LINES[6:])):
         r = data["reconciliation"][month]
         expected = sum(line[1] for line in lines)
@@ -108,7 +110,7 @@ def test_every_line_lands_somewhere(built):
 
 
 def test_recon_tabs_recalculate_and_check(built):
-    out, _, _ = built
+    out, _ = built
     wb = openpyxl.load_workbook(out, data_only=True)
     assert {"Recon 2026-07", "Recon 2026-08"} <= set(wb.sheetnames)
     checks = wb["Checks"]
@@ -129,7 +131,7 @@ def test_recon_tabs_recalculate_and_check(built):
 
 
 def test_warnings_name_the_file_and_value(built):
-    *_, output = built
+    output = (built[0].parent / "printed.txt").read_text()
     assert 'bill.csv: task_id T?9 matches no task of the plan' in output
     assert "usage.csv: resource usage matches no billed ResourceId" in output
     assert "t1" not in output.split("Warning")[-1]      # t1 is T1: no warning
