@@ -34,6 +34,7 @@ class Result:
     recon: Mapping[str, MonthRecon]
     workbook: Path
     json: Path | None = None
+    warnings: tuple[str, ...] = ()  # about the bills and usage (the plan's own are plan.warnings)
 
 
 def default_output(input_path: StrPath) -> Path:
@@ -64,7 +65,8 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     plan = plan_budget(inputs)
     if bills or inputs.bills_sheet is not None:
         progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
-    recon, billed = reconcile_plan(plan, bills, usage)
+    reconciled = reconcile_plan(plan, bills, usage)
+    recon, billed = reconciled.months, reconciled.billed_input
     with staged_outputs((output, json_path)) as staging:
         if json_path is not None:
             document = plan_json(plan, {month: r.to_json() for month, r in recon.items()})
@@ -72,7 +74,7 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
         # xlsxwriter's temporary files go beside the file it writes, inside the staging folder.
         write_workbook(plan, staging[output], recon=recon, billed_input=billed, progress=progress, lang=lang,
                        tmpdir=staging[output].parent)
-    return Result(plan, recon, output, json_path)
+    return Result(plan, recon, output, json_path, reconciled.warnings)
 
 
 def _quiet(message: str) -> None:

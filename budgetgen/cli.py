@@ -163,11 +163,12 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
             month=month, gpu=_money(t.gpu, cur), extras=_money(t.extras, cur), buffer=_money(t.buffer, cur),
             total=_money(t.total, cur)))
     for month, r in sorted(recon.items()):
-        click.echo(tr("Recon {month}: billed {billed} against planned GPU {planned}; {flagged} flagged resource(s)",
-                      lang).format(month=month, billed=_money(r.billed_total, cur),
-                                   planned=_money(r.planned_total, cur),
-                                   flagged=sum(bool(x.flags) for x in r.resources)))
-    _warn(plan.warnings, lang)
+        click.echo(tr("Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against "
+                      "planned {planned_all}; {flagged} flagged resource(s)", lang).format(
+            month=month, gpu=_money(r.gpu_billed, cur), planned=_money(r.planned_total, cur),
+            billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
+            flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
+    _warn((*plan.warnings, *result.warnings), lang)
 
 
 @main.command()

@@ -127,13 +127,22 @@ TEXT_ZH = {
     "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
     "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
     "network": "网络",
+    "buffer share": "缓冲份额", "planned GPU hours": "计划GPU小时", "GPU hours billed": "账单GPU小时",
+    "rate variance": "价格差异", "usage variance": "用量差异", "cards to drop": "可减少卡数",
+    "bill coverage": "账单覆盖", "first charge day": "首个计费日", "last charge day": "最后计费日",
+    "days with lines": "有费用行的天数", "partial month": "不完整月份", "duplicate lines counted once": "仅计一次的重复行",
+    "their BilledCost": "其BilledCost", "not known": "未知", "not reported": "未报告", "like for like": "同口径对比",
+    "non-GPU (extras + buffer)": "非GPU（额外费用 + 缓冲）", "re-forecast": "重新预测", "estimate": "预测",
+    "estimate at completion": "完工预测", "budget": "预算", "variance at completion": "完工偏差",
     # recon actions (recon.rules.ACTIONS)
-    "downsize or cancel next month": "下月缩减规模或取消",
+    "drop the idle cards or replicas next month, or move to a smaller card": "下月减少闲置的卡或副本，或改用更小的卡",
+    "the task is billed over its plan: check its usage with the task owner and re-forecast its remaining months":
+    "该任务账单超出计划：与任务负责人核对用量，并重新预测其剩余月份",
+    "tag it or stop it": "为其打标签或停止它",
     "optimise memory use (batch size, FlashAttention, padding) before adding VRAM":
     "先优化显存使用（批大小、FlashAttention、填充），再考虑增加显存",
     "GPU waits on data or serial decoding: check the data pipeline and serving framework":
     "GPU在等待数据或串行解码：检查数据管道和推理服务框架",
-    "over plan": "超出计划",
     # help texts of the input columns and settings (schema), constants, Assumptions notes, template examples
     "GPU name, the key tasks refer to": "GPU名称，任务按此引用",
     "consumer cards are warned against for long continuous training": "消费级显卡用于长时间连续训练时会给出警告",
@@ -235,8 +244,10 @@ TEXT_ZH = {
     "Wrote": "已写入", "Period total {first} to {last}: {total}": "计划期合计 {first} 至 {last}：{total}",
     "  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}":
     "  {month}：GPU {gpu} + 额外费用 {extras} + 缓冲 {buffer} = {total}",
-    "Recon {month}: billed {billed} against planned GPU {planned}; {flagged} flagged resource(s)":
-    "对账 {month}：账单 {billed}，计划GPU {planned}；{flagged} 个资源被标记",
+    "Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against planned "
+    "{planned_all}; {flagged} flagged resource(s)":
+    "对账 {month}：GPU账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
+    " (partial month)": "（不完整月份）",
     "Warning: ": "警告：", "Error: ": "错误：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
@@ -247,6 +258,18 @@ TEXT_ZH = {
 
 # Warnings: (English, Chinese) templates over named parameters; `!t` renders an enumeration value.
 MESSAGES = {
+    "usage_without_bills": (
+        "usage {files!l} given without a bill: read and checked, but there is nothing to reconcile it against",
+        "提供了用量 {files!l} 但没有账单：已读取并检查，但没有可对账的账单"),
+    "unknown_bill_task": (
+        ("{file}: task_id {value} matches no task of the plan (ignoring case): its lines count as billed to an "
+         "unplanned task"),
+        "{file}：task_id {value} 与计划中的任何任务都不匹配（不区分大小写）：其费用行计为计划外任务的账单"),
+    "unmatched_usage": (
+        ("{file}: resource {value} matches no billed ResourceId (exactly, case included): its usage is left out; "
+         "name the file or its resource_id after the bill's ResourceId"),
+        ("{file}：资源 {value} 与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：其用量未计入；"
+         "请按账单的 ResourceId 命名文件或填写 resource_id")),
     "consumer_training": (
         ("{tid}: {gpu} is a consumer card for {hours:,.0f} GPU-hours a month of training (over {limit}): "
          "long continuous runs belong on datacenter cards"),
@@ -402,6 +425,11 @@ PROBLEMS = {
     "file_missing_column": (
         'has no "{column}" column: add it (headers match ignoring case, spaces and underscores)',
         '缺少 "{column}" 列：请添加（表头匹配时不区分大小写、空格和下划线）'),
+    "usage_value_unit": (('"{raw}" has a unit that is not a memory unit or does not say 1000s or 1024s: write '
+                          'B, KB, MB, GB, KiB, MiB or GiB'),
+                         '"{raw}" 的单位不是显存单位，或未说明按1000还是1024计：请写 B、KB、MB、GB、KiB、MiB 或 GiB'),
+    "usage_percent_unit": ('"{raw}" is not a percentage: write a number from 0 to 100, optionally with %',
+                           '"{raw}" 不是百分比：请写 0 到 100 之间的数字，可带 %'),
     "usage_missing_time": ('has no month or timestamp column: add "month" (monthly rows) or "timestamp" (samples)',
                            '缺少月份或时间戳列：请添加 "month"（按月的行）或 "timestamp"（采样）'),
     "example_plain": ("a plain number such as 12.5, no currency sign or separators",

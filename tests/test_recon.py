@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import math
 from collections import defaultdict
@@ -12,15 +13,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from budgetgen.errors import Code, InputError
 from budgetgen.recon import (
     ACTIONS,
     DATA_STARVED,
     DEFAULT_GPU_LINE_PATTERN,
     LOW_UTILIZATION,
     OOM,
+    OUTPUT_COLUMNS,
     OVER_PLAN,
+    UNTAGGED_GPU,
     Action,
     Limits,
+    PlanFacts,
     aggregate_lines,
     is_hours_unit,
     next_month_actions,
@@ -28,6 +33,8 @@ from budgetgen.recon import (
     read_usage,
     reconcile,
     resource_flags,
+    unknown_task_warnings,
+    unmatched_usage_warnings,
 )
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -41,7 +48,7 @@ HEADER = [
 # ConsumedQuantity, ConsumedUnit, Tags
 LINES = [
     # July: T01 trains on i-train (tagged), with a credit on the same instance.
-    ("2026-07-03T00:00:00Z", "300.00", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
+    ("2026-07-01T00:00:00Z", "300.00", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
      "Compute", "Usage", "50", "Hours", '{"task_id": "T01"}'),
     ("2026-07-20 00:00:00", "267.20", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
      "Compute", "usage", "50", "Hours", '{"task_id": "T01", "team": "nlp"}'),
@@ -53,12 +60,18 @@ LINES = [
     # T03 on i-oom: 5 OOM events in raw samples.
     ("2026-07-10 00:00:00", "420.00", "i-oom", "$1.212 per On Demand Linux g5.2xlarge Instance Hour", EC2,
      "Compute", "Usage", "346.5", "Hours", '{"task_id": "T03"}'),
+    # ... and a line tagged `t03`: the same task, ignoring case.
+    ("2026-07-10 00:00:00", "10.00", "i-oom", "$1.212 per On Demand Linux g5.2xlarge Instance Hour", EC2,
+     "Compute", "Usage", "8.25", "Hours", '{"task_id": "t03"}'),
     # T04 on i-starved (nvidia-smi file): 90 % memory, 5 % utilisation; no quantity billed.
     ("2026-07-11 00:00:00", "95.00", "i-starved", "NC24ads A100 v4 - East US", "Virtual Machines", "Compute",
      "Usage", "NULL", "", '{"task_id": "T04"}'),
     # T05 on i-over: 1300 against 1000 planned, 30 % over.
     ("2026-07-12 00:00:00", "1300.00", "i-over", "$32.77 per On Demand Linux p4d.24xlarge Instance Hour", EC2,
      "Compute", "Usage", "39.67", "Hours", '{"task_id": "T05"}'),
+    # A task id of no task, with a wildcard character in it: billed without a plan, so over plan.
+    ("2026-07-14 00:00:00", "20.00", "i-wild", "$1.006 per On Demand Linux g5.xlarge Instance Hour", EC2,
+     "Compute", "Usage", "19.88", "Hours", '{"task_id": "T?9"}'),
     # A GPU instance nobody claims.
     ("2026-07-13 00:00:00", "250.00", "i-orphan", "$1.006 per On Demand Linux g5.xlarge Instance Hour", EC2,
      "Compute", "Usage", "248.5", "Hours", "NULL"),
@@ -80,8 +93,14 @@ LINES = [
     ("2026-10-01 00:00:00", "5.00", "bucket-1", "$0.023 per GB-month", "Amazon Simple Storage Service", "NULL",
      "Usage", "217.39", "GB-Mo", "NULL"),
 ]
+# A storage volume tagged with its task: a non-GPU line (decided by the line, not the tag), summed as the bill
+# reader hands it over. It counts against T01's share of the buffer, never as T01's GPU spend.
+TAGGED_NON_GPU = {"month": "2026-07", "billed_cost": 33.00, "resource_id": "vol-t01", "resource_name": "",
+                  "service_name": EC2, "charge_category": "Usage", "consumed_quantity": 412.5,
+                  "consumed_unit": "GB-Mo", "task_id": "T01", "is_gpu": False, "category": "storage"}
+TAGGED_NON_GPU_DAY = "2026-07-31"
 PLANNED = {
-    "T01": {"2026-07": 600.0, "2026-08": 300.0},
+    "T01": {"2026-07": 600.0, "2026-08": 300.0, "2026-10": 300.0},
     "T02": {"2026-07": 580.0},
     "T03": {"2026-07": 400.0},
     "T04": {"2026-07": 100.0},
@@ -90,6 +109,10 @@ PLANNED = {
     "T07": {"2026-07": 0.0},
 }
 BUFFER = {"2026-07": 150.0, "2026-08": 75.0, "2026-10": 10.0}
+FACTS = PlanFacts(cards={"T01": 4, "T02": 2, "T03": 1, "T04": 1, "T05": 8},
+                  planned_hours={"T01": {"2026-07": 100.0, "2026-08": 50.0}, "T05": {"2026-07": 40.0}},
+                  extras={"2026-07": 100.0})
+DUPLICATES = {"2026-07": (1, 12.34)}   # as the bill reader reports lines it counted once
 MIB_GB = 1048576 / 1e9
 
 
@@ -102,6 +125,7 @@ def scenario(tmp_path: Path) -> dict:
         writer.writerow(HEADER)
         writer.writerows((stamp, cost, "USD", *rest) for stamp, cost, *rest in LINES)
     bills = read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {"i-serve": "T02"}, ["A100 80G"])
+    bills = pd.concat([bills, pd.DataFrame([TAGGED_NON_GPU], columns=list(OUTPUT_COLUMNS), index=[99])])
     monthly = pd.DataFrame({
         "resource_id": ["i-train", "i-train", "i-serve", "i-over", "i-ghost"],
         "month": ["2026-07", "2026-08", "2026-07", "2026-07", "2026-07"],
@@ -121,14 +145,28 @@ def scenario(tmp_path: Path) -> dict:
     usage = pd.concat(
         [read_usage(monthly, "Usage"), read_usage(raw, raw.name), read_usage(smi, smi.name)], ignore_index=True,
     )
-    return reconcile(bills, usage, PLANNED, BUFFER, low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10)
+    return reconcile(bills, usage, PLANNED, BUFFER, low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10,
+                     coverage=coverage(), duplicates=DUPLICATES, facts=FACTS)
 
 
-def line_totals() -> dict[str, Decimal]:
-    """Σ BilledCost per month of LINES, in decimal."""
+def line_days() -> list[tuple[str, str]]:
+    """(day, BilledCost) of every line of the scenario."""
+    return [(stamp[:10], cost) for stamp, cost, *_ in LINES] + [(TAGGED_NON_GPU_DAY, "33.00")]
+
+
+def coverage() -> dict[str, tuple[dt.date, dt.date, int]]:
+    """Each month's first and last charge day and days with lines, from the lines' dates."""
+    days: dict[str, set[dt.date]] = defaultdict(set)
+    for day, _ in line_days():
+        days[day[:7]].add(dt.date.fromisoformat(day))
+    return {month: (min(d), max(d), len(d)) for month, d in days.items()}
+
+
+def line_totals(days: list[tuple[str, str]] | None = None) -> dict[str, Decimal]:
+    """Σ BilledCost per month of the scenario's lines (or of `days`), in decimal."""
     totals: dict[str, Decimal] = defaultdict(Decimal)
-    for stamp, cost, *_ in LINES:
-        totals[stamp[:7]] += Decimal(cost)
+    for day, cost in line_days() if days is None else days:
+        totals[day[:7]] += Decimal(cost)
     return totals
 
 
@@ -142,27 +180,55 @@ def test_every_billed_month_and_only_those(scenario):
 
 def test_july_totals(scenario):
     july = scenario["2026-07"]
-    assert july.gpu_billed == pytest.approx((300.00 + 267.20 - 50.00) + 587.00 + 420.00 + 95.00 + 1300.00 + 250.00)
+    assert july.gpu_billed == pytest.approx(
+        (300.00 + 267.20 - 50.00) + 587.00 + (420.00 + 10.00) + 95.00 + 1300.00 + 20.00 + 250.00)
     assert july.unallocated == pytest.approx(250.00)
-    assert july.non_gpu == pytest.approx({"storage": 40.10, "network": 12.34, "other": 7.00 - 10.00})
-    assert july.non_gpu_billed == pytest.approx(40.10 + 12.34 + 7.00 - 10.00)
-    assert july.billed_total == pytest.approx(3169.20 + 49.44)
+    assert july.non_gpu == pytest.approx({"storage": 40.10 + 33.00, "network": 12.34, "other": 7.00 - 10.00})
+    assert july.non_gpu_billed == pytest.approx(40.10 + 33.00 + 12.34 + 7.00 - 10.00)
+    assert july.billed_total == pytest.approx(3199.20 + 82.44)
     assert july.planned_total == pytest.approx(600 + 580 + 400 + 100 + 1000 + 200)
     assert july.buffer_reserved == 150.0
-    assert july.buffer_left == pytest.approx(150.0 - 49.44)
+    assert july.buffer_left == pytest.approx(150.0 - 82.44)
+    # Like for like: GPU against GPU, non-GPU against Extras + buffer, total against total.
+    assert (july.planned_extras, july.planned_all) == (100.0, 2880.0 + 100.0 + 150.0)
+    assert july.duplicates == (1, 12.34)
 
 
 def test_july_by_task(scenario):
     found = [(t.task_id, t.planned, round(t.billed, 2), round(t.variance, 2)) for t in scenario["2026-07"].tasks]
     assert found == [
-        ("T01", 600.0, 517.20, -82.80),
+        ("T01", 600.0, 517.20, -82.80),    # the tagged storage line is not T01's GPU spend
         ("T02", 580.0, 587.00, 7.00),
-        ("T03", 400.0, 420.00, 20.00),
+        ("T03", 400.0, 430.00, 30.00),     # `t03` is T03
         ("T04", 100.0, 95.00, -5.00),
         ("T05", 1000.0, 1300.00, 300.00),
         ("T06", 200.0, 0.0, -200.00),
+        ("T?9", 0.0, 20.00, 20.00),
     ]
-    assert scenario["2026-07"].tasks[4].variance_pct == pytest.approx(0.30)
+    tasks = {t.task_id: t for t in scenario["2026-07"].tasks}
+    assert tasks["T05"].variance_pct == pytest.approx(0.30)
+    limits = Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10)
+    assert [t.status(limits) for t in tasks.values()] == ["", "", "", "", "over plan", "", "over plan"]
+
+
+def test_tagged_non_gpu_lines_count_against_the_tasks_buffer_share(scenario):
+    t01 = scenario["2026-07"].tasks[0]
+    assert (t01.billed, t01.non_gpu_billed) == (pytest.approx(517.20), 33.00)
+    assert t01.buffer_share == pytest.approx(150.0 * 600 / 2880)      # 31.25
+    assert t01.buffer_left == pytest.approx(31.25 - 33.00)
+    assert [t.non_gpu_billed for t in scenario["2026-07"].tasks[1:]] == [0.0] * 6
+
+
+def test_rate_and_usage_variances(scenario):
+    tasks = {t.task_id: t for t in scenario["2026-07"].tasks}
+    # T05: 1000 planned for 40 h is 25 an hour; billed 1300 for 39.67 h.
+    assert tasks["T05"].rate_variance == pytest.approx(1300 - 25 * 39.67)          # 308.25
+    assert tasks["T05"].usage_variance == pytest.approx((39.67 - 40) * 25)         # -8.25
+    # T01: 100 h planned at 6 an hour, 100 h billed: all of the variance is rate (the credit is a lower rate).
+    assert tasks["T01"].rate_variance == pytest.approx(517.20 - 600)
+    assert tasks["T01"].usage_variance == 0.0
+    # T04's bill gives no hours, T02 has no planned hours: no split.
+    assert (tasks["T04"].rate_variance, tasks["T02"].usage_variance) == (None, None)
 
 
 def test_july_resources_and_flags(scenario):
@@ -170,11 +236,14 @@ def test_july_resources_and_flags(scenario):
     assert found == [
         ("i-train", "T01", 517.20, ()),
         ("i-serve", "T02", 587.00, (LOW_UTILIZATION,)),
-        ("i-oom", "T03", 420.00, (OOM,)),
+        ("i-oom", "T03", 430.00, (OOM,)),
         ("i-starved", "T04", 95.00, (LOW_UTILIZATION, DATA_STARVED)),
         ("i-over", "T05", 1300.00, (OVER_PLAN,)),
-        ("i-orphan", None, 250.00, ()),
+        ("i-wild", "T?9", 20.00, (OVER_PLAN,)),
+        ("i-orphan", None, 250.00, (UNTAGGED_GPU,)),
     ]
+    orphan = scenario["2026-07"].resources[-1]
+    assert orphan.actions == ("tag it or stop it",)
     assert [r.resource_id for r in scenario["2026-07"].unallocated_resources] == ["i-orphan"]
 
 
@@ -185,6 +254,7 @@ def test_july_resource_usage_and_hours(scenario):
     assert train.mem_peak_share == pytest.approx(20 / 24)
     assert serve.hours == pytest.approx(729.19)
     assert (oom.avg_util_pct, oom.oom_events, oom.mem_peak_share) == (75.0, 5.0, pytest.approx(23.5 / 24))
+    assert (oom.hours, oom.lines) == (346.5 + 8.25, 2)
     assert math.isnan(starved.hours)
     assert starved.avg_util_pct == pytest.approx(5.0)
     assert starved.mem_peak_share == pytest.approx(73728 / 81920)
@@ -197,9 +267,23 @@ def test_august_and_october(scenario):
     assert [(t.task_id, t.planned, t.billed) for t in august.tasks] == [("T01", 300.0, 300.0)]
     assert [(r.resource_id, r.flags) for r in august.resources] == [("i-train", (LOW_UTILIZATION,))]
     assert (october.gpu_billed, october.non_gpu, october.planned_total) == (
-        0.0, {"storage": 5.0, "network": 0.0, "other": 0.0}, 0.0,
+        0.0, {"storage": 5.0, "network": 0.0, "other": 0.0}, 300.0,
     )
-    assert (october.tasks, october.resources, october.buffer_reserved) == ((), (), 10.0)
+    assert (october.resources, october.buffer_reserved) == ((), 10.0)
+    assert [(t.task_id, t.planned, t.billed, t.buffer_share) for t in october.tasks] == [("T01", 300.0, 0.0, 10.0)]
+
+
+def test_partial_months(scenario):
+    # July runs from the 1st to the 31st and August too (two days with lines): full. October has one line
+    # on the 1st: partial, and its task reads "partial month", not 100 % under plan.
+    limits = Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10)
+    july, august, october = scenario["2026-07"], scenario["2026-08"], scenario["2026-10"]
+    assert (july.coverage.first, july.coverage.last, july.coverage.days_with_lines) == (
+        dt.date(2026, 7, 1), dt.date(2026, 7, 31), 11)
+    assert (july.partial, august.partial, october.partial) == (False, False, True)
+    assert august.coverage.days_with_lines == 2
+    assert [t.status(limits) for t in october.tasks] == ["partial month"]
+    assert october.to_json()["partial"] is True
 
 
 def test_nothing_is_dropped(scenario):
@@ -215,14 +299,23 @@ def test_nothing_is_dropped(scenario):
 def test_next_month_actions(scenario):
     actions = next_month_actions(scenario["2026-07"])
     assert [(a.resource_id, a.flag, round(a.plan_change, 2)) for a in actions] == [
-        ("i-serve", LOW_UTILIZATION, -587.00),
+        # T02 holds 2 replicas on i-serve, 10 % busy: 1.8 replicas idle, drop one (half the bill), not both.
+        ("i-serve", LOW_UTILIZATION, -587.00 / 2),
         ("i-oom", OOM, 0.0),
-        ("i-starved", LOW_UTILIZATION, -95.00),
+        # T04's single card at 5 %: no whole card to drop (the action is a smaller card), no saving claimed.
+        ("i-starved", LOW_UTILIZATION, 0.0),
         ("i-starved", DATA_STARVED, 0.0),
         # Over plan saves nothing by itself: its overrun share (300) is a re-forecast, not a saving (rules.SAVING).
         ("i-over", OVER_PLAN, 0.0),
+        ("i-wild", OVER_PLAN, 0.0),
+        ("i-orphan", UNTAGGED_GPU, 0.0),
     ]
-    assert actions[0] == Action("i-serve", "T02", LOW_UTILIZATION, "downsize or cancel next month", -587.0)
+    assert actions[0] == Action("i-serve", "T02", LOW_UTILIZATION, ACTIONS[LOW_UTILIZATION], -293.5)
+    by_id = {r.resource_id: r for r in scenario["2026-07"].resources}
+    assert (by_id["i-serve"].cards, by_id["i-serve"].cards_to_drop) == (2, 1)
+    # August: T01 holds 4 cards on i-train, 15 % busy: 3.4 idle, drop 3 of 4 (225 of 300).
+    train = scenario["2026-08"].resources[0]
+    assert (train.cards, train.cards_to_drop, train.saving) == (4, 3, pytest.approx(225.0))
 
 
 def test_json_is_specs_reconciliation_month(scenario):
@@ -231,16 +324,18 @@ def test_json_is_specs_reconciliation_month(scenario):
     assert json.loads(text) == july
     assert list(july) == [
         "billed_total", "gpu_billed", "non_gpu_billed", "unallocated", "planned_total", "buffer_reserved",
-        "tasks", "resources",
+        "tasks", "resources", "planned_extras", "partial", "coverage",
     ]
     assert july["tasks"][0] == {"task_id": "T01", "planned": 600.0, "billed": pytest.approx(517.20),
-                                "variance": pytest.approx(-82.80)}
+                                "variance": pytest.approx(-82.80), "non_gpu_billed": 33.0,
+                                "rate_variance": pytest.approx(-82.80), "usage_variance": 0.0}
+    assert july["coverage"] == {"first": "2026-07-01", "last": "2026-07-31", "days_with_lines": 11}
     assert july["resources"][3] == {
         "resource_id": "i-starved", "task_id": "T04", "billed": 95.0, "hours": None,
         "avg_util_pct": pytest.approx(5.0), "mem_peak_share": pytest.approx(0.9), "oom_events": None,
-        "flags": ["low_utilization", "data_starved"],
+        "flags": ["low_utilization", "data_starved"], "cards": 1, "cards_to_drop": 0, "saving": 0.0,
     }
-    assert july["resources"][-1]["task_id"] is None and july["resources"][-1]["flags"] == []
+    assert july["resources"][-1]["task_id"] is None and july["resources"][-1]["flags"] == ["untagged_gpu"]
 
 
 @pytest.mark.parametrize("util, share, ooms, over, expected", [
@@ -308,4 +403,54 @@ def test_lines_are_summed_once_by_month_resource_task_class_category_service_and
     assert math.isnan(train["quantity"].iloc[0]) and train["quantity"].iloc[1] == 100.0
     assert sums["lines"].sum() == len(LINES)
     by_month = sums.groupby("month")["billed"].agg(math.fsum)
-    assert {m: cents(v) for m, v in by_month.items()} == line_totals()
+    assert {m: cents(v) for m, v in by_month.items()} == line_totals([(stamp[:10], cost) for stamp, cost, *_ in LINES])
+
+
+def test_unknown_task_ids_are_warned_with_file_and_value():
+    frame = pd.DataFrame({"task_id": ["t1", "T9", "", "T?9", "T9"]})
+    warnings = unknown_task_warnings([("bill.csv", frame)], {"T1": {}, "T2": {}})
+    assert [(w.key, w.params) for w in warnings] == [
+        ("unknown_bill_task", {"file": "bill.csv", "value": "T9"}),
+        ("unknown_bill_task", {"file": "bill.csv", "value": "T?9"}),
+    ]
+    assert "bill.csv" in warnings[0] and "T9" in warnings[0]
+
+
+def test_usage_matching_no_billed_resource_is_warned(tmp_path):
+    bills = pd.DataFrame({"resource_id": ["i-gpu1", "vol-1"]})
+    smi = "timestamp, utilization.gpu [%], memory.used [MiB]\n2026/07/03 10:00:00.000, 40 %, 1000 MiB\n"
+    frames = []
+    for name in ("usage.csv", "i-gpu1-2026-07.csv", "I-GPU1.csv", "i-gpu1.csv"):
+        (tmp_path / name).write_text(smi)
+        frames.append((name, read_usage(tmp_path / name, name)))
+    warnings = unmatched_usage_warnings(frames, bills)
+    assert [(w.params["file"], w.params["value"]) for w in warnings] == [
+        ("usage.csv", "usage"), ("i-gpu1-2026-07.csv", "i-gpu1-2026-07"), ("I-GPU1.csv", "I-GPU1"),
+    ]
+
+
+@pytest.mark.parametrize("text, gb", [
+    ("1000 MiB", 1000 * MIB_GB),    # 1.048576 GB, not 1000 GB
+    ("1000MiB", 1000 * MIB_GB),
+    ("2 GiB", 2 * 2**30 / 1e9),
+    ("1500 MB", 1.5),
+    ("40 GB", 40.0),
+    ("40", 40.0),                   # the column's unit
+])
+def test_memory_values_carry_their_unit(text, gb):
+    sheet = pd.DataFrame({"resource_id": ["i-a"], "month": ["2026-07"], "gpu_util_pct": ["50 %"],
+                          "mem_used_gb": [text]}, index=[2])
+    assert read_usage(sheet, "Usage")["mem_peak_gb"].iloc[0] == pytest.approx(gb, rel=1e-12)
+
+
+@pytest.mark.parametrize("column, text", [("mem_used_gb", "2 G"), ("mem_used_gb", "50 %"),
+                                          ("gpu_util_pct", "40 MiB")])
+def test_ambiguous_or_wrong_units_are_refused(column, text):
+    values = {"mem_used_gb": "10", "gpu_util_pct": "50", column: text}
+    sheet = pd.DataFrame({"resource_id": ["i-a"], "month": ["2026-07"], **{k: [v] for k, v in values.items()}},
+                         index=[2])
+    with pytest.raises(InputError) as caught:
+        read_usage(sheet, "Usage")
+    problems = caught.value.problems
+    assert [(p.code, p.sheet, p.cell) for p in problems] == [(Code.UNKNOWN_VALUE, "Usage", problems[0].cell)]
+    assert problems[0].cell.endswith("2") and text in problems[0].message

@@ -3,6 +3,7 @@ and the value worked out by hand, over a table of cases."""
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 import formulas
@@ -18,11 +19,12 @@ pytestmark = pytest.mark.filterwarnings("error")
 
 LIMITS = Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10,
                 actions={"low_utilization": "drop it", "oom": "fix memory", "data_starved": "feed it",
-                         "over_plan": "over plan"})
+                         "over_plan": "see the plan", "untagged_gpu": "tag it"})
 # The workbook names the formulas read, as Assumptions holds them for LIMITS.
 NAMES = {"LowUtilThreshold": 0.20, "OomThreshold": 3, "VarianceTolerance": 0.10, "PercentScale": 100,
          "DataStarvedMemShare": 0.8, "DataStarvedUtil": 0.10, "ActionLowUtilization": "drop it",
-         "ActionOom": "fix memory", "ActionDataStarved": "feed it", "ActionOverPlan": "over plan"}
+         "ActionOom": "fix memory", "ActionDataStarved": "feed it", "ActionOverPlan": "see the plan",
+         "ActionUntaggedGpu": "tag it"}
 NAN = math.nan
 
 
@@ -51,40 +53,100 @@ CASES = [
     (rules.FLAGS, usage(util=5.0, mem_share=0.9, oom=4, task="T1", task_status="over plan"),
      "low_utilization oom data_starved over_plan"),
     (rules.FLAGS, usage(util=50.0, mem_share=0.5, oom=5), "oom"),
-    (rules.FLAGS, usage(util=None, mem_share=None, oom=None, task=""), ""),
+    (rules.FLAGS_BY_KEY["untagged_gpu"], usage(task=""), True),
+    (rules.FLAGS_BY_KEY["untagged_gpu"], usage(task="T1"), False),
+    (rules.FLAGS, usage(util=None, mem_share=None, oom=None, task=""), "untagged_gpu"),
+    (rules.FLAGS, usage(util=None, mem_share=None, oom=None, task="T1"), ""),
+    (rules.FLAGS, usage(util=5.0, mem_share=None, oom=None, task=""), "low_utilization untagged_gpu"),
     (rules.FLAGS, usage(util=10.0, mem_share=20 / 24, oom=0, task="T1", task_status="over plan"),
      "low_utilization over_plan"),
     (rules.ACTION, {"flags": "low_utilization data_starved"}, "drop it. feed it."),
-    (rules.ACTION, {"flags": "oom over_plan"}, "fix memory. over plan."),
+    (rules.ACTION, {"flags": "oom over_plan"}, "fix memory. see the plan."),
+    (rules.ACTION, {"flags": "untagged_gpu low_utilization"}, "drop it. tag it."),   # in FLAG_RULES' order
     (rules.ACTION, {"flags": ""}, ""),
-    # The saving if acted on: the resource's bill when it is flagged low_utilization, else nothing.
-    (rules.SAVING, {"flags": "low_utilization", "billed": 587.0}, 587.0),
-    (rules.SAVING, {"flags": "low_utilization over_plan", "billed": 500.0}, 500.0),
-    (rules.SAVING, {"flags": "over_plan", "billed": 1300.0}, 0.0),
-    (rules.SAVING, {"flags": "oom data_starved", "billed": 95.0}, 0.0),
-    (rules.SAVING, {"flags": "", "billed": 250.0}, 0.0),
-    (rules.SAVING, {"flags": "low_utilization", "billed": -50.0}, -50.0),  # a credit is a negative bill
+    # A resource's cards: its task's cards held over the task's resource rows, rounded (halves up), at least 1.
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 4, "tasks": ["T1", "T1", "T2"]}, 2),
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 2, "tasks": ["T1", "T1", "T1"]}, 1),   # 0.67 → 1
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 3, "tasks": ["T1", "T1"]}, 2),         # 1.5 → 2
+    (rules.RESOURCE_CARDS, {"task": "", "task_cards": None, "tasks": ["", "T1"]}, 1),          # unallocated
+    (rules.RESOURCE_CARDS, {"task": "T9", "task_cards": None, "tasks": ["T9"]}, 1),            # not in the plan
+    (rules.RESOURCE_CARDS, {"task": "t?1", "task_cards": 4, "tasks": ["t?1", "tX1"]}, 4),     # ? is no wildcard
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 4, "tasks": ["t1", "T1"]}, 4),        # ids are exact
+    # Cards to drop: ⌊cards × (100 − util) / 100⌋ when flagged low_utilization.
+    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 10.0, "cards": 2}, 1),      # 1.8 idle: one, not both
+    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 10.0, "cards": 1}, 0),      # 0.9: keep the one card
+    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 0.0, "cards": 4}, 4),       # all idle
+    (rules.CARDS_TO_DROP, {"flags": "low_utilization over_plan", "util": 19.9, "cards": 8}, 6),   # 6.408
+    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 25.0, "cards": 4}, 3),      # exactly 3
+    (rules.CARDS_TO_DROP, {"flags": "oom untagged_gpu", "util": 5.0, "cards": 4}, 0),      # not flagged low
+    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": None, "cards": 2}, 0),
+    # The saving if acted on: the resource's bill in proportion of its cards to drop.
+    (rules.SAVING, {"billed": 587.0, "drop": 1, "cards": 2}, 293.5),
+    (rules.SAVING, {"billed": 1200.0, "drop": 3, "cards": 4}, 900.0),
+    (rules.SAVING, {"billed": 500.0, "drop": 0, "cards": 1}, 0.0),
+    (rules.SAVING, {"billed": -50.0, "drop": 1, "cards": 1}, -50.0),  # a credit is a negative bill
     (rules.VARIANCE, {"billed": 517.2, "planned": 600.0}, 517.2 - 600.0),
     (rules.VARIANCE, {"billed": 10.0, "planned": 0.0}, 10.0),
     (rules.VARIANCE_PCT, {"variance": 300.0, "planned": 1000.0}, 0.30),
     (rules.VARIANCE_PCT, {"variance": 10.0, "planned": 0.0}, None),   # no plan: blank, not a division by 0
-    (rules.STATUS, {"billed": 1300.0, "planned": 1000.0}, "over plan"),
-    (rules.STATUS, {"billed": 1090.0, "planned": 1000.0}, ""),    # within the 10% tolerance
-    (rules.STATUS, {"billed": 1101.0, "planned": 1000.0}, "over plan"),
-    (rules.STATUS, {"billed": 10.0, "planned": 0.0}, "over plan"),  # billed without a plan
-    (rules.STATUS, {"billed": 0.0, "planned": 0.0}, ""),
-    (rules.STATUS, {"billed": -5.0, "planned": 0.0}, ""),         # a credit on an unplanned task
+    (rules.STATUS, {"billed": 1300.0, "planned": 1000.0, "partial": False}, "over plan"),
+    (rules.STATUS, {"billed": 1090.0, "planned": 1000.0, "partial": False}, ""),    # within the 10% tolerance
+    (rules.STATUS, {"billed": 1101.0, "planned": 1000.0, "partial": False}, "over plan"),
+    (rules.STATUS, {"billed": 10.0, "planned": 0.0, "partial": False}, "over plan"),  # billed without a plan
+    (rules.STATUS, {"billed": 0.0, "planned": 0.0, "partial": False}, ""),
+    (rules.STATUS, {"billed": -5.0, "planned": 0.0, "partial": False}, ""),         # a credit on an unplanned task
+    (rules.STATUS, {"billed": 12.0, "planned": 1000.0, "partial": True}, "partial month"),   # not −99 %
+    (rules.STATUS, {"billed": 1300.0, "planned": 1000.0, "partial": True}, "partial month"),
+    # A task's share of the buffer: the month's buffer in proportion of its planned GPU cost.
+    (rules.BUFFER_SHARE, {"reserved": 150.0, "planned": 600.0, "planned_total": 2880.0}, 31.25),
+    (rules.BUFFER_SHARE, {"reserved": 150.0, "planned": 0.0, "planned_total": 2880.0}, 0.0),
+    (rules.BUFFER_SHARE, {"reserved": 10.0, "planned": 0.0, "planned_total": 0.0}, 0.0),   # nothing planned
+    (rules.PLANNED_HOURS, {"planned": 840.0, "tier": "monthly", "cards_billed": 2, "gpu_hours": 1168.0,
+                           "hours_per_month": 730}, 1460.0),      # rented cards bill all month: 2 × 730
+    (rules.PLANNED_HOURS, {"planned": 600.0, "tier": "on_demand", "cards_billed": 1, "gpu_hours": 105.8,
+                           "hours_per_month": 730}, 105.8),
+    (rules.PLANNED_HOURS, {"planned": 0.0, "tier": "on_demand", "cards_billed": 1, "gpu_hours": 105.8,
+                           "hours_per_month": 730}, 0.0),         # not active this month
+    # Standard costing: 1300 billed for 39.67 h against 1000 planned for 40 h (planned rate 25 an hour).
+    (rules.RATE_VARIANCE, {"billed": 1300.0, "planned": 1000.0, "planned_hours": 40.0, "hours": 39.67},
+     1300.0 - 25.0 * 39.67),                                       # 308.25: paid more per hour
+    (rules.USAGE_VARIANCE, {"billed": 1300.0, "planned": 1000.0, "planned_hours": 40.0, "hours": 39.67},
+     (39.67 - 40.0) * 25.0),                                       # −8.25: used fewer hours
+    (rules.USAGE_VARIANCE, {"billed": 700.0, "planned": 600.0, "planned_hours": 80.0, "hours": 100.0}, 150.0),
+    (rules.RATE_VARIANCE, {"billed": 700.0, "planned": 600.0, "planned_hours": 80.0, "hours": 100.0}, -50.0),
+    (rules.RATE_VARIANCE, {"billed": 95.0, "planned": 100.0, "planned_hours": 40.0, "hours": None}, None),
+    (rules.USAGE_VARIANCE, {"billed": 95.0, "planned": 100.0, "planned_hours": 40.0, "hours": None}, None),
+    (rules.RATE_VARIANCE, {"billed": 10.0, "planned": 0.0, "planned_hours": 0.0, "hours": 5.0}, None),
+    (rules.USAGE_VARIANCE, {"billed": 10.0, "planned": 0.0, "planned_hours": None, "hours": 5.0}, None),
     (rules.BUFFER_LEFT, {"reserved": 150.0, "non_gpu": 49.44}, 150.0 - 49.44),
     (rules.ALLOCATED_GPU, {"tasks": ["T1", "", "T2", ""], "billed": [517.2, 250.0, 587.0, -10.0]}, 517.2 + 587.0),
     (rules.UNALLOCATED_GPU, {"tasks": ["T1", "", "T2", ""], "billed": [517.2, 250.0, 587.0, -10.0]}, 250.0 - 10.0),
     (rules.UNALLOCATED_GPU, {"tasks": ["T1"], "billed": [5.0]}, 0.0),
     (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0}, 49.44 + 2919.2 + 250.0),
+    # A month is partial when its first to last charge day spans fewer days than the month.
+    (rules.PARTIAL, {"first": dt.date(2026, 7, 1), "last": dt.date(2026, 7, 31)}, False),
+    (rules.PARTIAL, {"first": dt.date(2026, 7, 1), "last": dt.date(2026, 7, 30)}, True),
+    (rules.PARTIAL, {"first": dt.date(2026, 7, 31), "last": dt.date(2026, 7, 31)}, True),     # one line
+    (rules.PARTIAL, {"first": dt.date(2026, 2, 1), "last": dt.date(2026, 2, 28)}, False),
+    (rules.PARTIAL, {"first": dt.date(2028, 2, 1), "last": dt.date(2028, 2, 28)}, True),      # leap year
+    (rules.PARTIAL, {"first": dt.date(2026, 12, 1), "last": dt.date(2026, 12, 31)}, False),
+    # The re-forecast of a month: the bill, the plan when unbilled, the larger of the two when billed in part.
+    (rules.REFORECAST, {"planned": 1000.0, "billed": None, "partial": False}, 1000.0),
+    (rules.REFORECAST, {"planned": 1000.0, "billed": 1200.0, "partial": False}, 1200.0),
+    (rules.REFORECAST, {"planned": 1000.0, "billed": 800.0, "partial": False}, 800.0),
+    (rules.REFORECAST, {"planned": 1000.0, "billed": 12.0, "partial": True}, 1000.0),
+    (rules.REFORECAST, {"planned": 1000.0, "billed": 1300.0, "partial": True}, 1300.0),
 ]
 
 
+EXCEL_EPOCH = dt.date(1899, 12, 30)
+
+
 def _cell(value: object) -> np.ndarray:
-    """A cell's value for `formulas`: None, NaN and "" are an empty cell."""
+    """A cell's value for `formulas`: None, NaN and "" are an empty cell, a date its serial number."""
     blank = value is None or value == "" or (isinstance(value, float) and math.isnan(value))
+    if isinstance(value, dt.date):
+        value = (value - EXCEL_EPOCH).days
     return np.array([[schedula.EMPTY if blank else value]], dtype=object)
 
 
@@ -110,6 +172,8 @@ def excel_value(rule: Rule, values: dict) -> object:
 
 
 def _same(found: object, expected: object) -> bool:
+    if type(expected) is int and isinstance(found, float) and found.is_integer():   # Excel has no integers
+        found = int(found)
     if isinstance(expected, float) and isinstance(found, (int, float)) and not isinstance(found, bool):
         return found == pytest.approx(expected, rel=1e-12, abs=1e-12)
     return found == expected and type(found) is type(expected)
@@ -132,12 +196,19 @@ def test_every_rule_has_cases_and_every_flag_an_action():
 
 
 def test_formula_over_named_cells():
-    formula = rules.SAVING.formula({"flags": "J5", "billed": "E5"})
-    assert formula == 'IF(OR(ISNUMBER(SEARCH(" low_utilization "," "&J5&" "))),E5,0)'
+    formula = rules.SAVING.formula({"cards": "L5", "billed": "E5", "drop": "M5"})
+    assert formula == "IF(L5>0,E5*M5/L5,0)"
     assert not formula.startswith("=")
     with pytest.raises(KeyError) as caught:
-        rules.SAVING.formula({"flags": "J5"})
-    assert "billed" in str(caught.value)
+        rules.SAVING.formula({"cards": "L5"})
+    assert "billed, drop" in str(caught.value)
+
+
+def test_every_flag_has_an_action_sentence():
+    # Not the flag's name again ("over plan."): a sentence saying what to do.
+    for rule in rules.FLAG_RULES:
+        assert len(rule.action.split()) >= 4 and rule.action.replace("_", " ") != rule.key.replace("_", " ")
+    assert rules.FLAGS_BY_KEY["untagged_gpu"].action == "tag it or stop it"
 
 
 def test_flags_match_whole_words():

@@ -9,14 +9,21 @@ from .bills import DEFAULT_GPU_LINE_PATTERN, OUTPUT_COLUMNS, gpu_matcher, read_b
 from .columns import BILL_INPUT_COLUMNS, USAGE_INPUT_COLUMNS, FileColumn
 from .pipeline import (
     Action,
+    Coverage,
     MonthRecon,
+    PlanFacts,
+    PlanRecon,
     ResourceRecon,
     TaskRecon,
     aggregate_lines,
     is_hours_unit,
     next_month_actions,
+    plan_facts,
+    plan_targets,
     reconcile,
     reconcile_plan,
+    unknown_task_warnings,
+    unmatched_usage_warnings,
 )
 from .rules import (
     ACTIONS,
@@ -26,6 +33,7 @@ from .rules import (
     OOM,
     OVER_PLAN,
     RULES,
+    UNTAGGED_GPU,
     FlagRule,
     Limits,
     Rule,
@@ -36,9 +44,10 @@ from .usage import USAGE_COLUMNS, read_usage
 
 __all__ = [
     "ACTIONS", "BILL_INPUT_COLUMNS", "DATA_STARVED", "DEFAULT_GPU_LINE_PATTERN", "FLAG_RULES", "LOW_UTILIZATION",
-    "MAX_ROW_PROBLEMS", "OOM", "OUTPUT_COLUMNS", "OVER_PLAN", "RULES", "USAGE_COLUMNS", "USAGE_INPUT_COLUMNS",
-    "Action", "FileColumn", "FlagRule", "Limits", "MonthRecon", "ResourceRecon", "Rule", "TaskRecon", "aggregate_lines",
+    "MAX_ROW_PROBLEMS", "OOM", "OUTPUT_COLUMNS", "OVER_PLAN", "RULES", "UNTAGGED_GPU", "USAGE_COLUMNS",
+    "USAGE_INPUT_COLUMNS", "Action", "Coverage", "FileColumn", "FlagRule", "Limits", "MonthRecon", "PlanFacts",
+    "PlanRecon", "ResourceRecon", "Rule", "TaskRecon", "aggregate_lines",
     "gpu_matcher",
-    "is_hours_unit", "next_month_actions", "read_bills", "read_usage", "reconcile", "reconcile_plan",
-    "resource_flags",
+    "is_hours_unit", "next_month_actions", "plan_facts", "plan_targets", "read_bills", "read_usage", "reconcile", "reconcile_plan",
+    "resource_flags", "unknown_task_warnings", "unmatched_usage_warnings",
 ]

@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from ..engine import Plan
 from ..errors import InputError
+from ..i18n import Message
 from .bills import DEFAULT_GPU_LINE_PATTERN, read_bills
 from .rules import (
     ACTIONS,
     BUFFER_LEFT,
+    BUFFER_SHARE,
+    CARDS_TO_DROP,
+    PARTIAL,
+    PLANNED_HOURS,
+    RATE_VARIANCE,
+    RESOURCE_CARDS,
+    SAVING,
     STATUS,
+    USAGE_VARIANCE,
     VARIANCE,
     VARIANCE_PCT,
     Limits,
@@ -33,11 +43,18 @@ LINE_GROUP_KEYS = ["month", "resource_id", "task_id", "is_gpu", "category", "ser
 
 @dataclass(frozen=True)
 class TaskRecon:
-    """One task's planned and billed cost in a month."""
+    """One task's planned and billed cost in a month: billed is its GPU lines; its tagged non-GPU lines count
+    against its share of the month's hidden-cost buffer. hours: GPU hours on the bill (NaN when none)."""
 
     task_id: str
     planned: float
     billed: float
+    non_gpu_billed: float = 0.0
+    buffer_share: float = 0.0
+    cards: float | None = None
+    planned_hours: float = math.nan
+    hours: float = math.nan
+    partial: bool = False
 
     @property
     def variance(self) -> float:
@@ -47,12 +64,33 @@ class TaskRecon:
     def variance_pct(self) -> float | None:
         return VARIANCE_PCT.py({"variance": self.variance, "planned": self.planned}, None)
 
+    @property
+    def buffer_left(self) -> float:
+        return BUFFER_LEFT.py({"reserved": self.buffer_share, "non_gpu": self.non_gpu_billed}, None)
+
+    @property
+    def rate_variance(self) -> float | None:
+        """(actual rate − planned rate) × actual hours; None when the bill or the plan gives no hours."""
+        return RATE_VARIANCE.py(self._hours_values, None)
+
+    @property
+    def usage_variance(self) -> float | None:
+        """(actual hours − planned hours) × planned rate; None when the bill or the plan gives no hours."""
+        return USAGE_VARIANCE.py(self._hours_values, None)
+
+    @property
+    def _hours_values(self) -> dict:
+        return {"billed": self.billed, "planned": self.planned, "hours": self.hours, "planned_hours": self.planned_hours}
+
     def status(self, limits: Limits) -> str:
-        """"over plan" when billed beyond planned × (1 + variance_tolerance), else ""."""
-        return STATUS.py({"billed": self.billed, "planned": self.planned}, limits)
+        """"partial month" in a month the bill covers in part; else "over plan" when billed beyond
+        planned × (1 + variance_tolerance), else ""."""
+        return STATUS.py({"billed": self.billed, "planned": self.planned, "partial": self.partial}, limits)
 
     def to_json(self) -> dict:
-        return {"task_id": self.task_id, "planned": self.planned, "billed": self.billed, "variance": self.variance}
+        return {"task_id": self.task_id, "planned": self.planned, "billed": self.billed, "variance": self.variance,
+                "non_gpu_billed": self.non_gpu_billed, "rate_variance": self.rate_variance,
+                "usage_variance": self.usage_variance}
 
 
 @dataclass(frozen=True)
@@ -69,6 +107,9 @@ class ResourceRecon:
     mem_peak_share: float
     oom_events: float
     flags: tuple[str, ...]
+    cards: int = 1
+    cards_to_drop: int = 0
+    saving: float = 0.0
 
     @property
     def actions(self) -> tuple[str, ...]:
@@ -84,6 +125,9 @@ class ResourceRecon:
             "mem_peak_share": _json_number(self.mem_peak_share),
             "oom_events": _json_number(self.oom_events),
             "flags": list(self.flags),
+            "cards": self.cards,
+            "cards_to_drop": self.cards_to_drop,
+            "saving": self.saving,
         }
 
 
@@ -100,8 +144,25 @@ class Action:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """Which days of a month the bill covers: first and last charge day, days with lines (None when unknown)."""
+
+    first: dt.date
+    last: dt.date
+    days_with_lines: int | None = None
+
+    @property
+    def partial(self) -> bool:
+        return PARTIAL.py({"first": self.first, "last": self.last}, None)
+
+
+@dataclass(frozen=True)
 class MonthRecon:
-    """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed = billed_total."""
+    """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed = billed_total.
+
+    coverage: None when the bills say nothing of their days; duplicates: (lines, amount) counted once, when
+    the reader reports them; planned_extras: the Extras of the month (non-GPU is planned as extras + buffer).
+    """
 
     month: str
     tasks: tuple[TaskRecon, ...]
@@ -113,6 +174,18 @@ class MonthRecon:
     unallocated: float
     planned_total: float
     buffer_reserved: float
+    planned_extras: float = 0.0
+    coverage: Coverage | None = None
+    duplicates: tuple[int, float] | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.coverage is not None and self.coverage.partial
+
+    @property
+    def planned_all(self) -> float:
+        """All the month's plan: GPU, Extras and the hidden-cost buffer (like for like with billed_total)."""
+        return self.planned_total + self.planned_extras + self.buffer_reserved
 
     @property
     def allocated_gpu(self) -> float:
@@ -137,12 +210,27 @@ class MonthRecon:
             "buffer_reserved": self.buffer_reserved,
             "tasks": [t.to_json() for t in self.tasks],
             "resources": [r.to_json() for r in self.resources],
+            "planned_extras": self.planned_extras,
+            "partial": self.partial,
+            "coverage": None if self.coverage is None else {
+                "first": self.coverage.first.isoformat(), "last": self.coverage.last.isoformat(),
+                "days_with_lines": self.coverage.days_with_lines},
         }
 
 
 def _json_number(value: float) -> float | None:
     """A float for JSON, None where unknown (NaN)."""
     return None if value is None or math.isnan(value) else float(value)
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """What reconcile reads of the plan beyond each task's planned cost and the buffer, all optional: cards held
+    per task, planned GPU hours per task and month, Extras per month."""
+
+    cards: Mapping[str, float] = field(default_factory=dict)
+    planned_hours: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    extras: Mapping[str, float] = field(default_factory=dict)
 
 
 def reconcile(
@@ -153,31 +241,51 @@ def reconcile(
     low_util_threshold: float,
     oom_threshold: float,
     variance_tolerance: float,
+    coverage: Mapping[str, tuple[dt.date, dt.date, int | None]] | None = None,
+    duplicates: Mapping[str, tuple[int, float]] | None = None,
+    facts: PlanFacts | None = None,
 ) -> dict[str, MonthRecon]:
     """Reconcile every month present in the bills (read_bills' frame) against the plan and usage.
 
-    The bill lines are first summed by `aggregate_lines`; nothing below reads a single line.
+    The bill lines are first summed by `aggregate_lines`; nothing below reads a single line. Task ids of the
+    bill are matched to the plan's ignoring case. `coverage` ({month: (first day, last day, days with lines)})
+    defaults to what the summed frame's `first_charge` and `last_charge` say, if it has them.
     """
     limits = Limits(low_util_threshold, oom_threshold, variance_tolerance)
+    facts = facts or PlanFacts()
     sums = aggregate_lines(bills)
+    sums = sums.assign(task_id=plan_task_ids(sums["task_id"], planned))
+    coverage = coverage if coverage is not None else _frame_coverage(sums)
     gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
     totals = _fsum_by(sums, ["month"])
     gpu_totals = _fsum_by(gpu, ["month"])
     unallocated_totals = _fsum_by(gpu[gpu["task_id"] == ""], ["month"])
     task_billed = _fsum_by(gpu[gpu["task_id"] != ""], ["month", "task_id"])
+    task_non_gpu = _fsum_by(non_gpu_sums[non_gpu_sums["task_id"] != ""], ["month", "task_id"])
+    hours_lines = gpu[gpu["hours_unit"] & (gpu["task_id"] != "")]
+    task_hours = hours_lines.groupby(["month", "task_id"])["quantity"].sum(min_count=1)
     non_gpu = _fsum_by(non_gpu_sums, ["month", "category"])
     non_gpu_totals = _fsum_by(non_gpu_sums, ["month"])
     resources = _resource_frame(gpu, usage)
     result = {}
     for month in sorted(totals.index):
-        tasks = _task_recons(month, task_billed, planned)
+        covered = coverage.get(month)
+        month_coverage = Coverage(*covered) if covered is not None else None
+        partial = month_coverage is not None and month_coverage.partial
+        planned_total = math.fsum(m.get(month, 0.0) for m in planned.values())
+        reserved = float(buffer_reserved.get(month, 0.0))
+        tasks = _task_recons(
+            month, {"billed": task_billed, "non_gpu": task_non_gpu, "hours": task_hours}, planned, facts,
+            {"reserved": reserved, "planned_total": planned_total, "partial": partial})
         status = {t.task_id: t.status(limits) for t in tasks}
+        cards = {t.task_id: t.cards for t in tasks}
         month_resources = resources[resources["month"] == month]
+        task_rows = list(month_resources["task_id"])
         result[month] = MonthRecon(
             month=month,
             tasks=tasks,
             resources=tuple(
-                _resource_recon(row, status, limits)
+                _resource_recon(row, status, cards, task_rows, limits)
                 for row in month_resources.itertuples(index=False)
             ),
             non_gpu={c: float(non_gpu.get((month, c), 0.0)) for c in NON_GPU_CATEGORIES},
@@ -185,10 +293,29 @@ def reconcile(
             gpu_billed=float(gpu_totals.get(month, 0.0)),
             non_gpu_billed=float(non_gpu_totals.get(month, 0.0)),
             unallocated=float(unallocated_totals.get(month, 0.0)),
-            planned_total=math.fsum(m.get(month, 0.0) for m in planned.values()),
-            buffer_reserved=float(buffer_reserved.get(month, 0.0)),
+            planned_total=planned_total,
+            buffer_reserved=reserved,
+            planned_extras=float(facts.extras.get(month, 0.0)),
+            coverage=month_coverage,
+            duplicates=(duplicates or {}).get(month),
         )
     return result
+
+
+def plan_task_ids(task_ids: pd.Series, planned: Mapping[str, object]) -> pd.Series:
+    """Bill task ids as the plan spells them where they match one ignoring case (`t1` → `T1`); others as they are."""
+    spelling = {task.casefold(): task for task in planned}
+    return task_ids.map(lambda t: spelling.get(t.casefold(), t) if t else t).astype("str")
+
+
+def _frame_coverage(sums: pd.DataFrame) -> dict[str, tuple[dt.date, dt.date, None]]:
+    """Each month's first and last charge day from the summed frame's first_charge and last_charge (days with
+    lines are not in it); nothing when the frame has no such columns."""
+    if not {"first_charge", "last_charge"} <= set(sums.columns):
+        return {}
+    grouped = sums.groupby("month")
+    first, last = grouped["first_charge"].min(), grouped["last_charge"].max()
+    return {m: (pd.Timestamp(first[m]).date(), pd.Timestamp(last[m]).date(), None) for m in first.index}
 
 
 def aggregate_lines(bills: pd.DataFrame) -> pd.DataFrame:
@@ -212,14 +339,23 @@ def _fsum_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
     return sums.groupby(keys, sort=True)["billed"].agg(lambda s: math.fsum(s.to_numpy()))
 
 
-def _task_recons(
-    month: str, task_billed: pd.Series, planned: Mapping[str, Mapping[str, float]]
-) -> tuple[TaskRecon, ...]:
-    """Every task planned above zero or billed in the month, by task_id."""
-    billed = {task: float(v) for (m, task), v in task_billed.items() if m == month}
+def _task_recons(month: str, sums: Mapping[str, pd.Series], planned: Mapping[str, Mapping[str, float]],
+                 facts: PlanFacts, month_values: Mapping[str, object]) -> tuple[TaskRecon, ...]:
+    """Every task planned above zero, billed or with tagged non-GPU lines in the month, by task_id."""
+    billed, non_gpu, hours = ({task: float(v) for (m, task), v in sums[key].items() if m == month}
+                              for key in ("billed", "non_gpu", "hours"))
     planned_now = {task: float(by_month.get(month, 0.0)) for task, by_month in planned.items()}
-    task_ids = sorted(set(billed) | {t for t, p in planned_now.items() if p > 0})
-    return tuple(TaskRecon(t, planned_now.get(t, 0.0), billed.get(t, 0.0)) for t in task_ids)
+    task_ids = sorted(set(billed) | set(non_gpu) | {t for t, p in planned_now.items() if p > 0})
+    recons = []
+    for t in task_ids:
+        plan = planned_now.get(t, 0.0)
+        share = BUFFER_SHARE.py({"reserved": month_values["reserved"], "planned": plan,
+                                 "planned_total": month_values["planned_total"]}, None)
+        recons.append(TaskRecon(
+            t, plan, billed.get(t, 0.0), non_gpu_billed=non_gpu.get(t, 0.0), buffer_share=share,
+            cards=facts.cards.get(t), planned_hours=facts.planned_hours.get(t, {}).get(month, math.nan),
+            hours=hours.get(t, math.nan), partial=bool(month_values["partial"])))
+    return tuple(recons)
 
 
 def _resource_frame(gpu: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
@@ -256,13 +392,18 @@ def is_hours_unit(unit: str) -> bool:
     return bool(counts_hours) and not re.search(r"\bper\b|/|byte|\bgb|\bgib|\btb", text)
 
 
-def _resource_recon(row: tuple, status: Mapping[str, str], limits: Limits) -> ResourceRecon:
-    """One row of the resource frame as a ResourceRecon with its flags."""
+def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, float | None], task_rows: list[str],
+                    limits: Limits) -> ResourceRecon:
+    """One row of the resource frame as a ResourceRecon with its flags, its cards and the cards to drop."""
     task_id = row.task_id or None
     flags = resource_flags({
         "util": row.avg_util_pct, "mem_share": row.mem_peak_share, "oom": row.oom_events,
         "task": row.task_id, "task_status": status.get(row.task_id, ""),
     }, limits)
+    values = {"task": row.task_id, "task_cards": cards.get(row.task_id), "tasks": task_rows, "flags": " ".join(flags),
+              "util": row.avg_util_pct, "billed": float(row.billed)}
+    values["cards"] = RESOURCE_CARDS.py(values, limits)
+    values["drop"] = CARDS_TO_DROP.py(values, limits)
     return ResourceRecon(
         resource_id=row.resource_id,
         task_id=task_id,
@@ -274,6 +415,9 @@ def _resource_recon(row: tuple, status: Mapping[str, str], limits: Limits) -> Re
         mem_peak_share=float(row.mem_peak_share),
         oom_events=float(row.oom_events),
         flags=flags,
+        cards=values["cards"],
+        cards_to_drop=values["drop"],
+        saving=SAVING.py(values, limits),
     )
 
 
@@ -281,27 +425,37 @@ def next_month_actions(recon: MonthRecon) -> tuple[Action, ...]:
     """Per flagged resource and flag: the action, and the change of next month's bill if it is taken
     (alternatives, not a sum)."""
     return tuple(
-        Action(r.resource_id, r.task_id, flag, ACTIONS[flag], 0.0 - flag_saving(flag, r.billed))
+        Action(r.resource_id, r.task_id, flag, ACTIONS[flag], 0.0 - flag_saving(flag, r.saving))
         for r in recon.resources
         for flag in r.flags
     )
 
 
-def _gather(sources: list, read) -> tuple[pd.DataFrame | None, list]:
-    """Every source read, their frames concatenated, and all their problems (not only the first file's)."""
+def _gather(sources: list, read) -> tuple[list[tuple[str, pd.DataFrame]], list]:
+    """Every source read as (name, frame), and all their problems (not only the first file's)."""
     frames, problems = [], []
     for source, name in sources:
         try:
-            frames.append(read(source, name))
+            frames.append((name, read(source, name)))
         except InputError as exc:
             problems.extend(exc.problems)
-    return (pd.concat(frames) if frames else None), problems
+    return frames, problems
 
 
-def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path]) -> tuple[dict[str, MonthRecon],
-                                                                                        dict[str, float]]:
+@dataclass(frozen=True)
+class PlanRecon:
+    """reconcile_plan's result: each billed month, each month's BilledCost as read (for the Checks tie-out), and
+    the warnings about the bills and usage (Messages naming the file and the value)."""
+
+    months: dict[str, MonthRecon]
+    billed_input: dict[str, float]
+    warnings: tuple[Message, ...] = ()
+
+
+def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path]) -> PlanRecon:
     """Every billed month of the bill files and Bills sheet reconciled against the plan, with the usage files and
-    Usage sheet; also each month's BilledCost sum as read (for the Checks tie-out)."""
+    Usage sheet. Usage given without any bill is read and checked, and a warning says it has nothing to be
+    reconciled against."""
     inputs = plan.inputs
     s = inputs.settings
     bill_sources = [(p, Path(p).name) for p in bill_paths]
@@ -310,22 +464,62 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path]) 
     usage_sources = [(p, Path(p).name) for p in usage_paths]
     if inputs.usage_sheet is not None:
         usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
-    if not bill_sources:
-        return {}, {}
     gpu_names = [g.name for g in inputs.gpus]
 
     def bills_reader(source, name):
         return read_bills(source, name, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
                           dict(inputs.assignments), gpu_names)
 
-    bills, problems = _gather(bill_sources, bills_reader)
-    usage, usage_problems = _gather(usage_sources, read_usage)
+    bill_frames, problems = _gather(bill_sources, bills_reader)
+    usage_frames, usage_problems = _gather(usage_sources, read_usage)
     if problems or usage_problems:
         raise InputError(problems + usage_problems)
-    if usage is None:
-        usage = pd.DataFrame(columns=USAGE_COLUMNS)
-    planned = {tp.task.task_id: {m: tp.cost_in(i) for i, m in enumerate(plan.months, start=1)} for tp in plan.tasks}
-    buffers = {m: t.buffer for m, t in plan.month_totals.items()}
-    recon = reconcile(bills, usage, planned, buffers, s.low_util_threshold, s.oom_threshold, s.variance_tolerance)
+    if not bill_sources:
+        names = [name for name, _ in usage_frames]
+        return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
+    bills = pd.concat([frame for _, frame in bill_frames])
+    usage = pd.concat([frame for _, frame in usage_frames]) if usage_frames else pd.DataFrame(columns=USAGE_COLUMNS)
+    planned, buffers = plan_targets(plan)
+    recon = reconcile(bills, usage, planned, buffers, s.low_util_threshold, s.oom_threshold, s.variance_tolerance,
+                      facts=plan_facts(plan))
     billed = {m: math.fsum(group) for m, group in bills.groupby("month")["billed_cost"]}
-    return recon, billed
+    warnings = unknown_task_warnings(bill_frames, planned) + unmatched_usage_warnings(usage_frames, bills)
+    return PlanRecon(recon, billed, tuple(warnings))
+
+
+def plan_targets(plan: Plan) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+    """What reconcile compares the bill with: each task's planned GPU cost per month, and each month's buffer."""
+    planned = {tp.task.task_id: {m: tp.cost_in(i) for i, m in enumerate(plan.months, start=1)} for tp in plan.tasks}
+    return planned, {m: t.buffer for m, t in plan.month_totals.items()}
+
+
+def plan_facts(plan: Plan) -> PlanFacts:
+    """The plan's cards held per task, planned GPU hours per task and month (rules.PLANNED_HOURS) and Extras per
+    month."""
+    hours_per_month = plan.inputs.settings.hours_per_month
+    hours = {}
+    for tp in plan.tasks:
+        row = tp.row
+        hours[tp.task.task_id] = {m: PLANNED_HOURS.py({
+            "planned": tp.cost_in(i), "tier": row["tier"], "cards_billed": row["cards_billed"],
+            "gpu_hours": row["gpu_hours_per_month"], "hours_per_month": hours_per_month}, None)
+            for i, m in enumerate(plan.months, start=1)}
+    return PlanFacts(cards={tp.task.task_id: tp.row["cards_held"] for tp in plan.tasks}, planned_hours=hours,
+                     extras={m: t.extras for m, t in plan.month_totals.items()})
+
+
+def unknown_task_warnings(bill_frames: list[tuple[str, pd.DataFrame]], planned: Mapping[str, object]) -> list[Message]:
+    """One warning per bill and task id that matches no task of the plan, even ignoring case."""
+    known = {task.casefold() for task in planned}
+    return [Message("unknown_bill_task", file=name, value=task)
+            for name, frame in bill_frames
+            for task in sorted(set(frame["task_id"]) - {""}) if task.casefold() not in known]
+
+
+def unmatched_usage_warnings(usage_frames: list[tuple[str, pd.DataFrame]], bills: pd.DataFrame) -> list[Message]:
+    """One warning per usage file and resource id that is no billed resource (ids match exactly, as in the bill);
+    its usage is left out."""
+    billed = set(bills["resource_id"])
+    return [Message("unmatched_usage", file=name, value=resource)
+            for name, frame in usage_frames
+            for resource in sorted(set(frame["resource_id"].astype("str"))) if resource not in billed]

@@ -4,14 +4,21 @@ Like `columns.Calc` for the Tasks columns, a `Rule` holds an Excel formula templ
 function of the same rule; the engine uses `py`, the Recon tab writes `formula(cells)`, and the tests
 recalculate one against the other.
 
-Placeholders in `excel` are the cells a Recon row (or the totals block) puts there:
-- task rows: `{planned}`, `{billed}`, `{variance}`;
+Placeholders in `excel` are the cells a Recon row (or a block of the tab) puts there:
+- task rows: `{planned}`, `{billed}` (GPU lines only), `{variance}`, `{partial}` (the month's partial-month
+  cell), `{non_gpu}` (the task's tagged non-GPU lines), `{reserved}` (the task's share of the buffer),
+  `{planned_total}` (the month's planned GPU), `{hours}` (GPU hours on the bill, blank when the bill gives
+  none), `{planned_hours}`, and for the planned hours `{tier}`, `{cards_billed}`, `{gpu_hours}`,
+  `{hours_per_month}`;
 - resource rows: `{task}` (the task id, blank when unallocated), `{task_status}` (the task's status
   cell, blank when it has none), `{billed}`, `{util}` (average utilisation in percent), `{mem_share}`
-  (peak memory share), `{oom}` (OOM events), `{flags}` (the row's flags cell); unknown usage is a blank
-  cell, None or NaN in Python;
+  (peak memory share), `{oom}` (OOM events), `{flags}` (the row's flags cell), `{task_cards}` (the task's
+  cards held), `{tasks}` (the resource rows' task range), `{cards}` (the resource's cards), `{drop}` (its
+  cards to drop); unknown usage is a blank cell, None or NaN in Python;
 - totals: `{tasks}` and `{billed}` (the resource rows' task and billed ranges; lists in Python),
-  `{reserved}`, `{non_gpu}`, `{allocated}`, `{unallocated}`.
+  `{reserved}`, `{non_gpu}`, `{allocated}`, `{unallocated}`;
+- coverage: `{first}` and `{last}` (the first and last charge day, dates);
+- re-forecast rows: `{planned}`, `{billed}` (blank when the month has no bill), `{partial}`.
 Every other word is a workbook-scoped name on Assumptions: LowUtilThreshold, OomThreshold,
 VarianceTolerance, PercentScale, DataStarvedMemShare, DataStarvedUtil, and `Action<Flag>` (each flag's
 action sentence, e.g. ActionLowUtilization).
@@ -19,6 +26,7 @@ action sentence, e.g. ActionLowUtilization).
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import string
 from collections.abc import Callable, Mapping
@@ -34,7 +42,9 @@ LOW_UTILIZATION = "low_utilization"
 OOM = "oom"
 DATA_STARVED = "data_starved"
 OVER_PLAN = "over_plan"
+UNTAGGED_GPU = "untagged_gpu"
 OVER_PLAN_STATUS = "over plan"  # a task's status text when its bill is over plan
+PARTIAL_STATUS = "partial month"  # a task's status text in a month the bill covers only in part
 
 
 @dataclass(frozen=True)
@@ -78,7 +88,7 @@ class FlagRule(Rule):
     """A resource flag: its condition (both views), the action next month and whether acting saves the bill."""
 
     action: str = ""
-    saves_bill: bool = False  # acting on it (downsize or cancel) drops the resource's bill
+    saves_bill: bool = False  # acting on it drops the resource's idle cards (CARDS_TO_DROP)
 
     @property
     def action_name(self) -> str:
@@ -108,10 +118,14 @@ def _over_plan(v: Values, s: Limits) -> bool:
     return bool(v["task"]) and v["task_status"] == OVER_PLAN_STATUS
 
 
+def _untagged(v: Values, s: Limits) -> bool:
+    return not v["task"]
+
+
 FLAG_RULES: tuple[FlagRule, ...] = (
     FlagRule(LOW_UTILIZATION, LOW_UTILIZATION, "flag",
              "AND(ISNUMBER({util}),{util}/PercentScale<LowUtilThreshold)", _low_util,
-             action="downsize or cancel next month", saves_bill=True),
+             action="drop the idle cards or replicas next month, or move to a smaller card", saves_bill=True),
     FlagRule(OOM, OOM, "flag", "AND(ISNUMBER({oom}),{oom}>=OomThreshold)", _oom,
              action="optimise memory use (batch size, FlashAttention, padding) before adding VRAM"),
     FlagRule(DATA_STARVED, DATA_STARVED, "flag",
@@ -119,7 +133,9 @@ FLAG_RULES: tuple[FlagRule, ...] = (
              "{util}/PercentScale<DataStarvedUtil)", _data_starved,
              action="GPU waits on data or serial decoding: check the data pipeline and serving framework"),
     FlagRule(OVER_PLAN, OVER_PLAN, "flag", f'AND({{task}}<>"",{{task_status}}="{OVER_PLAN_STATUS}")', _over_plan,
-             action="over plan"),
+             action="the task is billed over its plan: check its usage with the task owner and re-forecast "
+                    "its remaining months"),
+    FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it"),
 )
 FLAGS_BY_KEY = {r.key: r for r in FLAG_RULES}
 ACTIONS = {r.key: r.action for r in FLAG_RULES}
@@ -130,10 +146,10 @@ def resource_flags(values: Values, limits: Limits) -> tuple[str, ...]:
     return tuple(r.key for r in FLAG_RULES if r.py(values, limits))
 
 
-def flag_saving(flag: str, billed: float) -> float:
-    """What next month's bill drops by when one flag's action is taken: the resource's bill if the action drops
-    it (low_utilization: downsize or cancel), else 0."""
-    return billed if FLAGS_BY_KEY[flag].saves_bill else 0.0
+def flag_saving(flag: str, saving: float) -> float:
+    """What next month's bill drops by when one flag's action is taken: the resource's saving (SAVING) if the
+    flag's action drops cards (low_utilization), else 0."""
+    return saving if FLAGS_BY_KEY[flag].saves_bill else 0.0
 
 
 def _has_flag(flag: str) -> str:
@@ -155,17 +171,87 @@ def _actions(v: Values, s: Limits) -> str:
     return " ".join(f"{s.action(r.key)}." for r in _raised(v))
 
 
+def _resource_cards(v: Values, s: Limits) -> int:
+    """The cards (or replicas) of one resource: its task's cards held shared over the task's resource rows of
+    the month, rounded, at least 1 (an unallocated resource counts as 1)."""
+    if not v["task"]:
+        return 1
+    rows = sum(t == v["task"] for t in v["tasks"])
+    held = v["task_cards"] if _known(v["task_cards"]) else 0
+    return max(1, _round_half_up(held / rows))
+
+
+def _round_half_up(x: float) -> int:
+    """Excel's ROUND(x, 0) for x ≥ 0: halves go up (Python's round goes to even)."""
+    return math.floor(x + 0.5)
+
+
+def _cards_to_drop(v: Values, s: Limits) -> int:
+    """The cards the utilisation shows idle, rounded down to whole cards: ⌊cards × (100 − util%) / 100⌋, when the
+    resource is flagged low_utilization; else 0. Two cards at 10 % drop one (1.8 → 1), not both."""
+    if not any(r.saves_bill for r in _raised(v)) or not _known(v["util"]):
+        return 0
+    return math.floor(v["cards"] * (K.PercentScale - v["util"]) / K.PercentScale)
+
+
 def _saving(v: Values, s: Limits) -> float:
-    """The saving if acted on: the resource's bill when a flag's action drops it (low_utilization), else 0.
+    """The saving if acted on: the resource's bill in proportion of the cards to drop, billed × drop / cards.
 
     over_plan saves nothing here: its action is to look at the plan, and its share of the task's overrun is
-    not a saving (acting on it is a re-forecast), so the workbook's column and the engine both show 0.
+    not a saving (acting on it is a re-forecast); untagged_gpu neither: tagging it may show it is needed.
     """
-    return v["billed"] if any(r.saves_bill for r in _raised(v)) else 0.0
+    return v["billed"] * v["drop"] / v["cards"] if v["cards"] > 0 else 0.0
 
 
 def _status(v: Values, s: Limits) -> str:
+    if v["partial"]:
+        return PARTIAL_STATUS
     return OVER_PLAN_STATUS if v["billed"] > v["planned"] * (1 + s.variance_tolerance) else ""
+
+
+def _by_hours(v: Values) -> bool:
+    """Whether the bill gives the task's GPU hours and the plan some hours to price them at."""
+    return _known(v["hours"]) and _known(v["planned_hours"]) and v["planned_hours"] > 0
+
+
+def _rate_variance(v: Values, s: Limits) -> float | None:
+    """(actual rate − planned rate) × actual hours = billed − planned rate × actual hours."""
+    return v["billed"] - v["planned"] / v["planned_hours"] * v["hours"] if _by_hours(v) else None
+
+
+def _usage_variance(v: Values, s: Limits) -> float | None:
+    """(actual hours − planned hours) × planned rate."""
+    return (v["hours"] - v["planned_hours"]) * v["planned"] / v["planned_hours"] if _by_hours(v) else None
+
+
+def _planned_hours(v: Values, s: Limits) -> float:
+    """The GPU hours the plan buys in the month: monthly rent bills every card all month, other tiers the
+    task's GPU-hours; none in a month without planned cost."""
+    if v["planned"] == 0:
+        return 0.0
+    return v["cards_billed"] * v["hours_per_month"] if v["tier"] == "monthly" else v["gpu_hours"]
+
+
+def _buffer_share(v: Values, s: Limits) -> float:
+    return 0.0 if v["planned_total"] == 0 else v["reserved"] * v["planned"] / v["planned_total"]
+
+
+def _days_in_month(day: dt.date) -> int:
+    following = (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+    return (following - dt.timedelta(days=1)).day
+
+
+def _partial(v: Values, s: Limits) -> bool:
+    """A month is partial when its first to last charge day spans fewer days than the month has."""
+    return (v["last"] - v["first"]).days + 1 < _days_in_month(v["first"])
+
+
+def _reforecast(v: Values, s: Limits) -> float:
+    """A month's estimate: the bill when the month is billed in full; the bill so far or the plan, whichever is
+    larger, when it is billed in part; the plan when it has no bill yet."""
+    if not _known(v["billed"]):
+        return v["planned"]
+    return max(v["billed"], v["planned"]) if v["partial"] else v["billed"]
 
 
 def _variance_pct(v: Values, s: Limits) -> float | None:
@@ -180,8 +266,19 @@ def _split_billed(v: Values, allocated: bool) -> float:
 VARIANCE = Rule("variance", "variance", "money", "{billed}-{planned}", lambda v, s: v["billed"] - v["planned"])
 VARIANCE_PCT = Rule("variance_pct", "variance %", "percent", 'IF({planned}=0,"",{variance}/{planned})', _variance_pct)
 STATUS = Rule("status", "status", "text",
-              f'IF({{billed}}>{{planned}}*(1+VarianceTolerance),"{OVER_PLAN_STATUS}","")', _status)
-TASK_RULES = (VARIANCE, VARIANCE_PCT, STATUS)
+              f'IF({{partial}},"{PARTIAL_STATUS}",IF({{billed}}>{{planned}}*(1+VarianceTolerance),"{OVER_PLAN_STATUS}",""))',
+              _status)
+BUFFER_SHARE = Rule("buffer_share", "buffer share", "money", "IF({planned_total}=0,0,{reserved}*{planned}/{planned_total})",
+                    _buffer_share)
+_BY_HOURS = "AND(ISNUMBER({hours}),ISNUMBER({planned_hours}),N({planned_hours})>0)"
+PLANNED_HOURS = Rule("planned_hours", "planned GPU hours", "number",
+                     'IF({planned}=0,0,IF({tier}="monthly",{cards_billed}*{hours_per_month},{gpu_hours}))',
+                     _planned_hours)
+RATE_VARIANCE = Rule("rate_variance", "rate variance", "money",
+                     f'IF({_BY_HOURS},{{billed}}-{{planned}}/{{planned_hours}}*{{hours}},"")', _rate_variance)
+USAGE_VARIANCE = Rule("usage_variance", "usage variance", "money",
+                      f'IF({_BY_HOURS},({{hours}}-{{planned_hours}})*{{planned}}/{{planned_hours}},"")', _usage_variance)
+TASK_RULES = (VARIANCE, VARIANCE_PCT, STATUS, BUFFER_SHARE, PLANNED_HOURS, RATE_VARIANCE, USAGE_VARIANCE)
 
 # Resource rows: the flags cell, the action sentences of its flags, and the saving if acted on.
 FLAGS = Rule("flags", "flags", "text", "TRIM(" + "&".join(f'IF({r.excel},"{r.key} ","")' for r in FLAG_RULES) + ")",
@@ -189,9 +286,15 @@ FLAGS = Rule("flags", "flags", "text", "TRIM(" + "&".join(f'IF({r.excel},"{r.key
 ACTION = Rule("action", "action next month", "text",
               "TRIM(" + "&".join(f'IF({_has_flag(r.key)},{r.action_name}&". ","")' for r in FLAG_RULES) + ")",
               _actions)
-SAVING = Rule("saving", "saving if acted on", "money",
-              "IF(OR(" + ",".join(_has_flag(r.key) for r in FLAG_RULES if r.saves_bill) + "),{billed},0)", _saving)
-RESOURCE_RULES = (FLAGS, ACTION, SAVING)
+RESOURCE_CARDS = Rule("cards", "cards", "int",
+                      'IF({task}="",1,MAX(1,ROUND(N({task_cards})/SUMPRODUCT(EXACT({tasks},{task})*1),0)))',
+                      _resource_cards)
+CARDS_TO_DROP = Rule("cards_to_drop", "cards to drop", "int",
+                     "IF(AND(OR(" + ",".join(_has_flag(r.key) for r in FLAG_RULES if r.saves_bill)
+                     + "),ISNUMBER({util})),ROUNDDOWN({cards}*(PercentScale-{util})/PercentScale,0),0)",
+                     _cards_to_drop)
+SAVING = Rule("saving", "saving if acted on", "money", "IF({cards}>0,{billed}*{drop}/{cards},0)", _saving)
+RESOURCE_RULES = (FLAGS, ACTION, RESOURCE_CARDS, CARDS_TO_DROP, SAVING)
 
 # The totals block of a Recon tab.
 BUFFER_LEFT = Rule("buffer_left", "buffer left", "money", "{reserved}-{non_gpu}",
@@ -204,4 +307,10 @@ BILLED_TOTAL = Rule("billed_total", "billed total", "money", "{non_gpu}+{allocat
                     lambda v, s: v["non_gpu"] + v["allocated"] + v["unallocated"])
 TOTAL_RULES = (BUFFER_LEFT, ALLOCATED_GPU, UNALLOCATED_GPU, BILLED_TOTAL)
 
-RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES)
+# The month's coverage, and the re-forecast on Summary.
+PARTIAL = Rule("partial", "partial month", "flag", "{last}-{first}+1<DAY(DATE(YEAR({first}),MONTH({first})+1,0))",
+               _partial)
+REFORECAST = Rule("reforecast", "estimate", "money",
+                  'IF(ISNUMBER({billed}),IF({partial},MAX({billed},{planned}),{billed}),{planned})', _reforecast)
+
+RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, PARTIAL, REFORECAST)

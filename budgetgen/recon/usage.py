@@ -11,11 +11,12 @@ import pandas as pd
 
 from ..errors import Code, InputError
 from ..i18n import Message
-from .columns import USAGE_INPUT_COLUMNS, gb_per_unit
+from .columns import GB_PER_UNIT, USAGE_INPUT_COLUMNS, gb_per_unit
 from .table import Table, read_table
 
 USAGE_COLUMNS = ("resource_id", "month", "avg_util_pct", "mem_avg_gb", "mem_peak_gb", "mem_total_gb", "oom_events")
-_VALUE_UNIT = r"(?i)\s*(?:%|[kmg]i?b)\s*$"
+_VALUE_UNIT = r"(?i)^\s*(?P<number>.*?(?:\d\.?|inf|infinity|nan))\s*(?P<unit>%|[a-z]+)\s*$"
+"""A number followed by a unit (`45 %`, `1234 MiB`, `2 G`): the unit is checked, then converted or refused."""
 
 
 def read_usage(source: str | Path | pd.DataFrame, name: str) -> pd.DataFrame:
@@ -49,15 +50,25 @@ def _require(table: Table, from_file: bool) -> None:
 
 
 def _values(table: Table, name: str) -> tuple[pd.Series, list]:
-    """A number column without its value units (`45 %`, `1234 MiB`), memory converted to GB."""
+    """A number column without its value units, memory converted to GB by each value's own unit (`1000 MiB` is
+    1.048576 GB), else by the header's; a unit of another kind, or one that does not say whether it counts in
+    1000s or 1024s (`2 G`), is refused."""
     header = table.header(name)
     if header is None:
         return table.numbers(name)
-    text = table.text(name).str.replace(_VALUE_UNIT, "", regex=True)
-    text = text.mask(text.str.fullmatch(r"\[.*\]"))
-    values, problems = table.numbers(name, text)
     column = table.declared[name]
-    return values * (gb_per_unit(header, column) if column.unit == "GB" else 1.0), problems
+    text = table.text(name)
+    text = text.mask(text.str.fullmatch(r"\[.*\]"))
+    parts = text.str.extract(_VALUE_UNIT)
+    unit = parts["unit"].str.lower()
+    values, problems = table.numbers(name, parts["number"].where(unit.notna(), text))
+    memory = column.unit == "GB"
+    refused = unit.notna() & ~unit.isin(list(GB_PER_UNIT) if memory else ["%"])
+    problems += table.row_problems(refused, header, Code.UNKNOWN_VALUE, lambda v: Message(
+        "usage_value_unit" if memory else "usage_percent_unit", raw=v))
+    if not memory:
+        return values, problems
+    return values * unit.map(GB_PER_UNIT).fillna(gb_per_unit(header, column)).astype("float64"), problems
 
 
 def _resource_ids(table: Table, source: object) -> tuple[pd.Series, list]:

@@ -30,7 +30,7 @@ from .gpus import write_gpus
 from .layout import plan_layout
 from .monthly import write_monthly
 from .recon import recon_check, write_recon
-from .summary import write_summary
+from .summary import write_reforecast, write_summary
 from .tasks import write_tasks
 from .tiers import write_tiers
 
@@ -92,6 +92,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),
         ("BuyVsRent", lambda: write_buy_vs_rent(book, ws["BuyVsRent"], plan)),
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary)),
+        ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))
           for m, at in layout.recon.items()),
         ("Checks", lambda: write_checks(book, ws["Checks"], plan, checks)),

@@ -66,6 +66,10 @@ def recon_billed_input(month: str) -> str:
     return month_name("ReconBilledInput", month)
 
 
+def recon_partial(month: str) -> str:
+    return month_name("ReconPartial", month)
+
+
 # ------------------------------------------------------------------ sheet layouts
 @dataclass(frozen=True)
 class Table:
@@ -118,6 +122,8 @@ class SummaryLayout:
     center_header: int
     centers: tuple[str, ...]
     warnings_row: int
+    reforecast_header: int | None = None   # the re-forecast block, when the plan has billed months
+    billed_months: tuple[str, ...] = ()    # plan months with a Recon tab
 
     period_row = 2
     month_header = 4
@@ -140,9 +146,25 @@ class ReconLayout:
     non_gpu_first: int
     non_gpu_last: int   # the row after the last non-GPU line; the totals start here
 
+    totals_rows = 8     # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input
+    coverage_rows = 6   # first and last charge day, days with lines, partial month, duplicates (lines, amount)
+
     @property
     def sheet(self) -> str:
         return f"Recon {self.month}"
+
+    @property
+    def coverage_header(self) -> int:
+        return self.non_gpu_last + self.totals_rows + 1
+
+    @property
+    def partial_row(self) -> int:
+        return self.coverage_header + 4
+
+    @property
+    def like_header(self) -> int:
+        """The like-for-like table: GPU, non-GPU and total, planned against billed."""
+        return self.coverage_header + self.coverage_rows + 2
 
 
 @dataclass(frozen=True)
@@ -178,15 +200,17 @@ def _assumptions(months: int) -> AssumptionsLayout:
                              actions_header + 1)
 
 
-def _summary(plan: Plan) -> SummaryLayout:
+def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
     n = len(plan.months)
     total_row = SummaryLayout.first_month_row + n
     tier_header = total_row + 2
     kind_header = tier_header + len(TIERS) + 2
     centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
     center_header = kind_header + len(KINDS) + 2
+    warnings_row = center_header + len(centers) + 2
+    reforecast_header = warnings_row + max(1, len(plan.warnings)) + 2 if billed else None
     return SummaryLayout(plan.months, total_row, tier_header, kind_header, KINDS, center_header, centers,
-                         center_header + len(centers) + 2)
+                         warnings_row, reforecast_header, billed)
 
 
 def _recon(month: str, mr) -> ReconLayout:
@@ -210,6 +234,6 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months)), tasks, candidates, candidate_rows, monthly, extras,
-                  len(TIERS) * len(plan.months), _summary(plan),
+                  len(TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
                   MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
 

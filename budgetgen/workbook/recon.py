@@ -1,18 +1,34 @@
 """One `Recon YYYY-MM` tab per billed month: plan versus bill versus usage, flags and next month's actions.
 
-Every rule of the tab (variance, status, flags, actions, saving, totals) is declared once in
-`budgetgen.recon.rules` with its Excel and Python views; this module only says which cells fill each
-rule's placeholders and caches the Python view's value.
+Every rule of the tab (variances, status, buffer share, flags, actions, cards to drop, saving, totals, partial
+month) is declared once in `budgetgen.recon.rules` with its Excel and Python views; this module only says
+which cells fill each rule's placeholders and caches the Python view's value.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 from ..recon import rules as R
 from .book import Book
 from .checks import Check
-from .layout import ReconLayout, gpu_cost, month_buffer, recon_billed_input, recon_billed_total
+from .layout import (
+    ReconLayout,
+    extras_cost,
+    gpu_cost,
+    month_buffer,
+    recon_billed_input,
+    recon_billed_total,
+    recon_partial,
+)
+
+TASK_HEADERS = ["task", "planned", "billed", "variance", "variance %", "status", "non-GPU billed", "buffer share",
+                "buffer left", "cards held", "planned GPU hours", "GPU hours billed", "rate variance",
+                "usage variance"]
+RESOURCE_HEADERS = ["resource", "task", "services", "lines", "billed", "hours", "avg util %", "peak memory share",
+                    "OOM events", "flags", "action next month", "cards", "cards to drop", "saving if acted on"]
+DATE_FORMAT = "yyyy-mm-dd"
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -23,40 +39,73 @@ def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Ch
 
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) -> None:
     ws.set_column(0, 0, 22)
-    ws.set_column(1, 11, 14)
+    ws.set_column(1, len(RESOURCE_HEADERS) - 1, 14)
     ws.set_column(10, 10, 60)
     ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}: {book.t('plan versus bill versus usage')} "
                           f"({book.currency})", book.f.title)
-    _tasks(book, ws, plan, mr, at)
-    _resources(book, ws, mr, at, _limits(book, plan))
-    _totals(book, ws, mr, at, billed_input, at.month in plan.months)
+    limits = _limits(book, plan)
+    in_plan = at.month in plan.months
+    _tasks(book, ws, plan, mr, at, limits)
+    _resources(book, ws, mr, at, limits)
+    _totals(book, ws, mr, at, billed_input, in_plan)
+    _coverage(book, ws, mr, at)
+    _like_for_like(book, ws, mr, at, in_plan)
     ws.freeze_panes(1, 0)
 
 
-def _tasks(book: Book, ws, plan, mr, at: ReconLayout) -> None:
-    book.header(ws, at.task_header, ["task", "planned", "billed", "variance", "variance %", "status"])
-    planned_tasks = {tp.task.task_id for tp in plan.tasks}
-    limits = _limits(book, plan)
+def _plan_row(cell: str) -> str:
+    """The task's row on Tasks: MATCH of the id taken literally (`~`, `*` and `?` escaped, not wildcards)."""
+    literal = f'SUBSTITUTE(SUBSTITUTE(SUBSTITUTE({cell},"~","~~"),"*","~*"),"?","~?")'
+    return f"MATCH({literal},TaskId,0)"
+
+
+def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
+    book.header(ws, at.task_header, TASK_HEADERS)
+    planned_tasks = {tp.task.task_id: tp for tp in plan.tasks}
+    totals = at.non_gpu_last + 1
     for i, t in enumerate(mr.tasks):
         row = at.task_first + i
         n = row + 1
         ws.write_string(row, 0, t.task_id)
-        if t.task_id in planned_tasks and at.month in plan.months:
-            book.formula(ws, row, 1, f"INDEX({gpu_cost(at.month)},MATCH($A{n},TaskId,0))", t.planned, "money", "link")
+        linked = t.task_id in planned_tasks and at.month in plan.months
+        match = _plan_row(f"$A{n}")
+        if linked:
+            book.formula(ws, row, 1, f"INDEX({gpu_cost(at.month)},{match})", t.planned, "money", "link")
         else:
             book.value(ws, row, 1, t.planned, "input", "money")
         book.value(ws, row, 2, t.billed, "input", "money")
-        cells = {"planned": f"B{n}", "billed": f"C{n}", "variance": f"D{n}"}
+        cells = {"planned": f"B{n}", "billed": f"C{n}", "variance": f"D{n}", "partial": f"$B${at.partial_row + 1}",
+                 "non_gpu": f"G{n}", "reserved": f"$B${totals + 1}", "planned_total": f"$B${totals + 6}",
+                 "hours": f"L{n}", "planned_hours": f"K{n}", "tier": f"INDEX(TaskTier,{match})",
+                 "cards_billed": f"INDEX(TaskCardsBilled,{match})", "gpu_hours": f"INDEX(TaskGpuHours,{match})",
+                 "hours_per_month": "HoursPerMonth"}
         book.formula(ws, row, 3, R.VARIANCE.formula(cells), t.variance, "money")
         book.formula(ws, row, 4, R.VARIANCE_PCT.formula(cells), t.variance_pct, "percent")
         book.formula(ws, row, 5, R.STATUS.formula(cells), t.status(limits), "text")
+        book.value(ws, row, 6, t.non_gpu_billed, "input", "money")
+        book.formula(ws, row, 7, R.BUFFER_SHARE.formula(cells), t.buffer_share, "money")
+        book.formula(ws, row, 8, R.BUFFER_LEFT.formula({**cells, "reserved": f"H{n}"}), t.buffer_left, "money")
+        if linked:
+            book.formula(ws, row, 9, f"INDEX(TaskCardsHeld,{match})", t.cards, "int", "link")
+            book.formula(ws, row, 10, R.PLANNED_HOURS.formula(cells), t.planned_hours, "number")
+        else:
+            book.value(ws, row, 9, t.cards, "input", "int")
+            book.value(ws, row, 10, _number(t.planned_hours), "input", "number")
+        book.value(ws, row, 11, _number(t.hours), "input", "number")
+        book.formula(ws, row, 12, R.RATE_VARIANCE.formula(cells), t.rate_variance, "money")
+        book.formula(ws, row, 13, R.USAGE_VARIANCE.formula(cells), t.usage_variance, "money")
     if mr.tasks:
         chart = book.wb.add_chart({"type": "column"})
         for col, label in ((1, "planned"), (2, "billed")):
             chart.add_series({"name": book.t(label), "categories": [ws.name, at.task_first, 0, at.task_last, 0],
                               "values": [ws.name, at.task_first, col, at.task_last, col]})
         chart.set_title({"name": book.t("Plan versus bill by task")})
-        ws.insert_chart(1, 13, chart)
+        ws.insert_chart(1, len(RESOURCE_HEADERS) + 1, chart)
+
+
+def _number(value: float | None) -> float | None:
+    """None for an unknown (NaN) number: a blank cell."""
+    return None if value is None or math.isnan(value) else value
 
 
 def _limits(book: Book, plan) -> R.Limits:
@@ -67,10 +116,9 @@ def _limits(book: Book, plan) -> R.Limits:
 
 
 def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
-    book.header(ws, at.resource_header, ["resource", "task", "services", "lines", "billed", "hours", "avg util %",
-                                         "peak memory share", "OOM events", "flags", "action next month",
-                                         "saving if acted on"])
-    t0, t1 = at.task_first + 1, at.task_last + 1
+    book.header(ws, at.resource_header, RESOURCE_HEADERS)
+    a, b = at.resource_first + 1, at.resource_last + 1
+    task_rows = {t.task_id: at.task_first + 1 + i for i, t in enumerate(mr.tasks)}
     for i, res in enumerate(mr.resources):
         row = at.resource_first + i
         n = row + 1
@@ -81,14 +129,19 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
         book.value(ws, row, 4, res.billed, "input", "money")
         for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
                                 (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
-            book.value(ws, row, col, None if value is None or math.isnan(value) else value, "input", fmt)
+            book.value(ws, row, col, _number(value), "input", fmt)
+        # The task's own cells, referred to directly: no lookup of a bill's id that might hold * ? or ~.
+        task_row = task_rows.get(res.task_id)
         cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
-                 "flags": f"J{n}",
-                 "task_status": f'IFERROR(INDEX($F${t0}:$F${t1},MATCH(B{n},$A${t0}:$A${t1},0)),"")'}
-        values = {"flags": " ".join(res.flags), "billed": res.billed}
+                 "flags": f"J{n}", "cards": f"L{n}", "drop": f"M{n}", "tasks": f"$B${a}:$B${b}",
+                 "task_status": f"$F${task_row}" if task_row else '""',
+                 "task_cards": f"$J${task_row}" if task_row else '""'}
+        values = {"flags": " ".join(res.flags)}
         book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
         book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
-        book.formula(ws, row, 11, R.SAVING.formula(cells), R.SAVING.py(values, None), "money")
+        book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
+        book.formula(ws, row, 12, R.CARDS_TO_DROP.formula(cells), res.cards_to_drop, "int")
+        book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
 
 
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
@@ -123,3 +176,59 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
             book.formula(ws, row, 1, formula, value, "money", role)
     book.define(recon_billed_total(at.month), at.sheet, last + 5, 1)
     book.define(recon_billed_input(at.month), at.sheet, last + 7, 1)
+
+
+def _coverage(book: Book, ws, mr, at: ReconLayout) -> None:
+    """The days the bill covers and whether the month is partial; the duplicate lines counted once.
+
+    Written row by row, label and value together (the workbook is written in constant-memory mode)."""
+    r = at.coverage_header
+    book.header(ws, r, ["bill coverage", "value"])
+    cov = mr.coverage
+    unknown = (lambda row: ws.write_string(row, 1, book.t("not known"), book.f.note))
+    not_reported = (lambda row: ws.write_string(row, 1, book.t("not reported"), book.f.note))
+    if cov is None:
+        first = last = days = unknown
+        partial = (lambda row: book.value(ws, row, 1, False, "input", "flag"))
+    else:
+        first = (lambda row: _date(book, ws, row, cov.first))
+        last = (lambda row: _date(book, ws, row, cov.last))
+        days = (lambda row: book.value(ws, row, 1, cov.days_with_lines, "input", "int"))
+        partial = (lambda row: book.formula(ws, row, 1, R.PARTIAL.formula({"first": f"B{r + 2}", "last": f"B{r + 3}"}),
+                                            cov.partial, "flag"))
+    if mr.duplicates is None:
+        count = amount = not_reported
+    else:
+        count = (lambda row: book.value(ws, row, 1, mr.duplicates[0], "input", "int"))
+        amount = (lambda row: book.value(ws, row, 1, mr.duplicates[1], "input", "money"))
+    rows = [("first charge day", first), ("last charge day", last), ("days with lines", days),
+            ("partial month", partial), ("duplicate lines counted once", count), ("their BilledCost", amount)]
+    for i, (label, write_value) in enumerate(rows, start=1):
+        ws.write_string(r + i, 0, book.t(label), book.f.bold)
+        write_value(r + i)
+    book.define(recon_partial(at.month), at.sheet, at.partial_row, 1)
+
+
+def _date(book: Book, ws, row: int, day: dt.date) -> None:
+    ws.write_datetime(row, 1, dt.datetime.combine(day, dt.time()), book.f.get("input", DATE_FORMAT))
+
+
+def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
+    """GPU billed against GPU planned, non-GPU billed against Extras + buffer, total against total."""
+    r = at.like_header
+    book.header(ws, r, ["like for like", "planned", "billed", "variance"])
+    t = at.non_gpu_last + 1   # the totals block's first row, 1-based
+    extras = f"SUM({extras_cost(at.month)})+B{t + 1}" if in_plan else f"B{t + 1}"   # no Extras outside the plan
+    rows = [
+        ("GPU", f"B{t + 6}", mr.planned_total, f"B{t + 3}+B{t + 4}", mr.gpu_billed),
+        ("non-GPU (extras + buffer)", extras, mr.planned_extras + mr.buffer_reserved, f"B{t}", mr.non_gpu_billed),
+        ("total", f"B{r + 2}+B{r + 3}", mr.planned_all, f"B{t + 5}", mr.billed_total),
+    ]
+    for i, (label, planned, planned_value, billed, billed_value) in enumerate(rows, start=1):
+        n = r + i + 1
+        ws.write_string(r + i, 0, book.t(label), book.f.bold)
+        book.formula(ws, r + i, 1, planned, planned_value, "money")
+        book.formula(ws, r + i, 2, billed, billed_value, "money")
+        values = {"billed": billed_value, "planned": planned_value}
+        book.formula(ws, r + i, 3, R.VARIANCE.formula({"billed": f"C{n}", "planned": f"B{n}"}),
+                     R.VARIANCE.py(values, None), "money")

@@ -9,6 +9,7 @@ from xlsxwriter.utility import xl_col_to_name
 from .. import rules
 from ..engine import Plan
 from ..i18n import say
+from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
 from ..schema import TIERS
 from .book import Book
 from .layout import (
@@ -24,6 +25,8 @@ from .layout import (
     extras_cost,
     gpu_cost,
     month_buffer,
+    recon_billed_total,
+    recon_partial,
 )
 
 SHEET = "Summary"
@@ -99,3 +102,46 @@ def _by_group(book: Book, ws, plan: Plan, r: int, label: str, key: str, groups, 
         # EXACT, not SUMIFS: criteria would ignore case and read * ? ~ as wildcards.
         book.formula(ws, r + i, 1, f"SUMPRODUCT(EXACT({column},$A{r + i + 1})*TaskPeriodCost)", value, "money")
     book.define_range(name, SHEET, r + 1, r + len(groups), 1)
+
+
+def write_reforecast(book: Book, ws, plan: Plan, recon, at: SummaryLayout) -> None:
+    """The re-forecast: each plan month from its bill when billed (recon.rules.REFORECAST), else from the plan;
+    the estimate at completion against the budget (PeriodTotal). Nothing when no plan month is billed."""
+    if at.reforecast_header is None:
+        return
+    r = at.reforecast_header
+    book.header(ws, r, ["re-forecast", "planned", "billed", "partial month", "estimate"])
+    estimates = []
+    for j, month in enumerate(at.months):
+        row = r + 1 + j
+        n = row + 1
+        mr = recon.get(month) if month in at.billed_months else None
+        ws.write_string(row, 0, month)
+        planned = plan.month_totals[month].total
+        book.formula(ws, row, 1, f"E{at.first_month_row + 1 + j}", planned, "money")
+        if mr is None:
+            book.value(ws, row, 2, None, "input", "money")
+            book.value(ws, row, 3, None, "input", "flag")
+        else:
+            book.formula(ws, row, 2, recon_billed_total(month), mr.billed_total, "money", "link")
+            book.formula(ws, row, 3, recon_partial(month), mr.partial, "flag", "link")
+        values = {"planned": planned, "billed": None if mr is None else mr.billed_total,
+                  "partial": mr is not None and mr.partial}
+        estimates.append(REFORECAST.py(values, None))
+        book.formula(ws, row, 4, REFORECAST.formula({"planned": f"B{n}", "billed": f"C{n}", "partial": f"D{n}"}),
+                     estimates[-1], "money")
+    first, last = r + 2, r + 1 + len(at.months)
+    eac = math.fsum(estimates)
+    end = last   # 0-based row of the first line below the months
+    cells = {"billed": f"B{end + 1}", "planned": f"B{end + 2}", "variance": f"B{end + 3}"}
+    variance = VARIANCE.py({"billed": eac, "planned": plan.period_total}, None)
+    rows = [
+        ("estimate at completion", f"SUM(E{first}:E{last})", eac, "total"),
+        ("budget", PERIOD_TOTAL, plan.period_total, "link"),
+        ("variance at completion", VARIANCE.formula(cells), variance, "calc"),
+    ]
+    for i, (label, formula, value, role) in enumerate(rows):
+        ws.write_string(end + i, 0, book.t(label), book.f.bold)
+        book.formula(ws, end + i, 1, formula, value, "money", role)
+    pct = VARIANCE_PCT.py({"variance": variance, "planned": plan.period_total}, None)
+    book.formula(ws, end + 2, 2, VARIANCE_PCT.formula(cells), pct, "percent")
