@@ -9,6 +9,7 @@ with the `py` result as the cached value; the recalculation tests prove that the
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -75,6 +76,31 @@ VERDICT = Rule("verdict", "buy when a card would be busier than the break-even",
                lambda s, break_even, plan_hours: "buy" if break_even is not None and plan_hours > break_even
                else "rent")
 
+# --------------------------------------------------------------- what to order (Order)
+def _selected(gpus, tiers, gpu, tier):
+    return [g == gpu and t == tier for g, t in zip(gpus, tiers, strict=True)]
+
+
+ORDER_CARDS_IN_MONTH = Rule(
+    "order_cards_in_month", "cards billed for one GPU type and tier in one plan month",
+    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*({starts}<={month})*({ends}>={month})*{cards})",
+    lambda s, gpus, gpu, tiers, tier, starts, ends, month, cards: sum(
+        c for sel, a, b, c in zip(_selected(gpus, tiers, gpu, tier), starts, ends, cards, strict=True)
+        if sel and a <= month <= b))
+ORDER_OVER_PLAN = Rule(
+    "order_over_plan", "a monthly task amount of one GPU type and tier summed over the plan's active months",
+    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{active_months}*{amounts})",
+    lambda s, gpus, gpu, tiers, tier, active_months, amounts: math.fsum(
+        m * a for sel, m, a in zip(_selected(gpus, tiers, gpu, tier), active_months, amounts, strict=True) if sel))
+ORDER_PEAK = Rule("order_peak", "the most cards held in any plan month", "MAX({by_month})",
+                  lambda s, by_month: max(by_month))
+ORDER_MONTHS = Rule("order_months", "plan months with at least one card", "SUMPRODUCT(({by_month}>0)*1)",
+                    lambda s, by_month: sum(1 for c in by_month if c > 0))
+ORDER_AVERAGE = Rule("order_average", "cards on average over the plan: card-months over the plan's months",
+                     "{card_months}/PeriodMonths", lambda s, card_months: card_months / s.period_months)
+ORDER_TOTAL = Rule("order_total", "the line's cost over the plan: quantity times unit price", "{quantity}*{price}",
+                   lambda s, quantity, price: quantity * price)
+
 # --------------------------------------------------------------- Checks
 TIES_OUT = Rule("ties_out", "a computed total equals the expected one within CheckTolerance",
                 "ABS({computed}-{expected})<=CheckTolerance*MAX(1,ABS({expected}))",
@@ -83,4 +109,5 @@ ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({c
                   lambda s, checks: all(checks))
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
-                           VERDICT, TIES_OUT, ALL_CHECKS)
+                           VERDICT, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
+                           ORDER_TOTAL, TIES_OUT, ALL_CHECKS)

@@ -17,6 +17,7 @@ import xlsxwriter
 from .. import __version__
 from ..engine import Plan
 from ..errors import OutputError
+from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from .about import write_about
 from .assumptions import write_assumptions
@@ -29,6 +30,7 @@ from .formats import Formats
 from .gpus import write_gpus
 from .layout import plan_layout
 from .monthly import write_monthly
+from .order import write_order
 from .recon import recon_check, write_recon
 from .summary import write_summary
 from .tasks import write_tasks
@@ -38,7 +40,7 @@ __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits",
            "write_workbook"]
 
 EXCEL_MAX_ROWS = 1_048_576
-SHEETS = ("Summary", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
           "Checks")
 PRINTED_WIDE = ("Summary", "Tasks", "Monthly", "Tiers", "BuyVsRent")
 
@@ -77,7 +79,8 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     for at in layout.recon.values():
         ws[at.sheet] = wb.add_worksheet(at.sheet)
     ws["About"] = wb.add_worksheet("About")
-    checks = plan_checks(plan) + [recon_check(at, billed_input[m], recon[m].billed_total)
+    order = plan_order(plan)
+    checks = plan_checks(plan, order) + [recon_check(at, billed_input[m], recon[m].billed_total)
                                   for m, at in layout.recon.items()]
     n = len(plan.tasks)
     stages = [
@@ -92,6 +95,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),
         ("BuyVsRent", lambda: write_buy_vs_rent(book, ws["BuyVsRent"], plan)),
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary)),
+        ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))
           for m, at in layout.recon.items()),
         ("Checks", lambda: write_checks(book, ws["Checks"], plan, checks)),

@@ -49,9 +49,13 @@ class Book:
         """A visible text in the workbook's language."""
         return tr(text, self.lang)
 
+    def unit(self, unit: str) -> str:
+        """A unit in the workbook's language, `currency` in it as the plan's currency."""
+        return self.t(unit).replace("currency", self.currency)
+
     def titled(self, title: str, unit: str = "") -> str:
         """A header `title (unit)` in the workbook's language, `currency` in a unit as the plan's currency."""
-        unit = self.t(unit).replace("currency", self.currency)
+        unit = self.unit(unit)
         return f"{self.t(title)} ({unit})" if unit else self.t(title)
 
     def define(self, name: str, sheet: str, row: int, col: int) -> None:

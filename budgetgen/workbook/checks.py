@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from .. import rules
 from ..engine import Plan
+from ..order import OrderLine
 from ..schema import KINDS, TIERS
 from .book import Book
 from .layout import (
@@ -17,6 +18,7 @@ from .layout import (
     GPU_COST_MATRIX,
     GPU_TOTAL,
     KIND_COSTS,
+    ORDER_TOTALS,
     PERIOD_TOTAL,
     TIER_PERIOD_COSTS,
     TIERS_COST,
@@ -34,7 +36,7 @@ class Check:
     expected_value: float
 
 
-def plan_checks(plan: Plan) -> list[Check]:
+def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
     """The tie-outs of the budget sheets."""
     s = plan.inputs.settings
     totals = plan.month_totals.values()
@@ -56,6 +58,8 @@ def plan_checks(plan: Plan) -> list[Check]:
         Check("by kind = Summary GPU total", f"SUM({KIND_COSTS})", GPU_TOTAL, group_sum("kind", KINDS), gpu),
         Check("by cost center = Summary GPU total", f"SUM({COST_CENTER_COSTS})", GPU_TOTAL,
               group_sum("cost_center", centers), gpu),
+        Check("Order total = Summary GPU total", f"SUM({ORDER_TOTALS})", GPU_TOTAL,
+              math.fsum(line.total for line in order), gpu),
         Check("extras matrix = Summary extras total", f"SUM({EXTRAS_COST_MATRIX})", EXTRAS_TOTAL,
               math.fsum(v for values in plan.extras_by_month.values() for v in values), extras),
         Check("GPU + extras + buffer = period total",

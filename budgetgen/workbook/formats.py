@@ -25,6 +25,7 @@ class Formats:
         self.title = wb.add_format({**base, "bold": True, "font_size": 14})
         self.bold = wb.add_format({**base, "bold": True})
         self.note = wb.add_format({**base, "italic": True, "font_color": "#595959"})
+        self.wrap = wb.add_format({**base, "text_wrap": True, "valign": "top"})
         self.warn = wb.add_format({**base, "font_color": "#9C5700", "bg_color": "#FFEB9C"})
 
     def get(self, role: str, fmt: str = "general"):

@@ -9,6 +9,7 @@ from types import MappingProxyType
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
 from ..engine import Plan
+from ..order import order_keys
 from ..schema import CONSTANTS, KINDS, SETTINGS, TASK_COLUMNS, TIERS
 
 
@@ -34,6 +35,8 @@ TIER_PERIOD_COSTS, KIND_COSTS, COST_CENTER_COSTS = "TierPeriodCosts", "KindCosts
 # Monthly, Extras and Tiers blocks.
 GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix", "ExtrasCostMatrix", "MonthlyTier", \
     "TiersCost"
+# Order and Checks cells other sheets read.
+ORDER_TOTALS, ALL_CHECKS = "OrderTotals", "AllChecks"
 
 
 def task_name(key: str) -> str:
@@ -126,6 +129,48 @@ class SummaryLayout:
 
 
 @dataclass(frozen=True)
+class OrderLayout:
+    """Order: the heading lines, one order line per (GPU, tier), their cards by month, and the sign-off."""
+
+    lines: tuple[tuple[str, str], ...]
+    months: tuple[str, ...]
+
+    heading_first = 2     # made by, build date, input file, plan
+    header = 7
+    first = 8
+    columns = ("gpu", "tier", "peak cards", "average cards", "months", "quantity", "quantity unit", "unit price",
+               "price unit", "total", "tasks served", "provider / SKU", "notes")
+
+    @property
+    def last(self) -> int:
+        """The last order line (the first one when there is none)."""
+        return self.first + max(1, len(self.lines)) - 1
+
+    @property
+    def total_row(self) -> int:
+        return self.last + 1
+
+    @property
+    def month_header(self) -> int:
+        return self.total_row + 3
+
+    @property
+    def month_first(self) -> int:
+        return self.month_header + 1
+
+    @property
+    def month_last(self) -> int:
+        return self.month_first + max(1, len(self.lines)) - 1
+
+    @property
+    def signoff_header(self) -> int:
+        return self.month_last + 3
+
+    def col(self, key: str) -> int:
+        return self.columns.index(key)
+
+
+@dataclass(frozen=True)
 class ReconLayout:
     """One `Recon YYYY-MM` tab: the task block, the resource block, the non-GPU lines and the totals."""
 
@@ -155,6 +200,7 @@ class Layout:
     extras: MonthMatrix
     tier_rows: int
     summary: SummaryLayout
+    order: OrderLayout
     recon: Mapping[str, ReconLayout]
 
 
@@ -210,6 +256,6 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months)), tasks, candidates, candidate_rows, monthly, extras,
-                  len(TIERS) * len(plan.months), _summary(plan),
+                  len(TIERS) * len(plan.months), _summary(plan), OrderLayout(order_keys(plan), plan.months),
                   MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
 
