@@ -13,7 +13,6 @@ from .schema import TIERS
 # What a tier's price applies to: card-months on the monthly tier, GPU-hours on every other tier.
 QUANTITY_COLUMN = {"monthly": "cards_billed"}
 QUANTITY_UNIT = {"monthly": "card-months"}
-PRICE_UNIT = {"monthly": "currency/card-month"}
 
 
 @dataclass(frozen=True)
@@ -36,10 +35,6 @@ class OrderLine:
     @property
     def quantity_unit(self) -> str:
         return QUANTITY_UNIT.get(self.tier, "GPU-hours")
-
-    @property
-    def price_unit(self) -> str:
-        return PRICE_UNIT.get(self.tier, "currency/card-hour")
 
 
 def order_keys(plan) -> tuple[tuple[str, str], ...]:

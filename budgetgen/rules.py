@@ -101,13 +101,30 @@ ORDER_AVERAGE = Rule("order_average", "cards on average over the plan: card-mont
 ORDER_TOTAL = Rule("order_total", "the line's cost over the plan: quantity times unit price", "{quantity}*{price}",
                    lambda s, quantity, price: quantity * price)
 
+# --------------------------------------------------------------- live warnings and the banner (Summary)
+OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its cap (blank: no cap)",
+                       'IF({cap}="","",SUMPRODUCT(({costs}>{cap})*1))',
+                       lambda s, cap, costs: None if cap is None else sum(1 for c in costs if c > cap))
+CHEAPER_ELSEWHERE = Rule("cheaper_elsewhere", "tasks that would cost less on their cheapest suited tier",
+                         "SUMPRODUCT(({savings}>0)*1)", lambda s, savings: sum(1 for v in savings if v > 0))
+WHOLE = Rule("whole", "an amount rounded to a whole number for a sentence (half away from zero)",
+             "ROUND({value},0)", lambda s, value: math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1))
+BANNER = Rule("banner", "the Summary banner: the master check in words (an error in a check fails it)",
+              "IF(IFERROR({all_checks},0),{ok},{fail})", lambda s, all_checks, ok, fail: ok if all_checks else fail)
+
 # --------------------------------------------------------------- Checks
 TIES_OUT = Rule("ties_out", "a computed total equals the expected one within CheckTolerance",
                 "ABS({computed}-{expected})<=CheckTolerance*MAX(1,ABS({expected}))",
                 lambda s, computed, expected: abs(computed - expected) <= CHECK_TOLERANCE * max(1, abs(expected)))
+GPUS_IN_CATALOG = Rule("gpus_in_catalog", "tasks whose chosen GPU is on the GPUs sheet",
+                       "SUMPRODUCT(ISNUMBER(MATCH({gpus},{catalog},0))*1)",
+                       lambda s, gpus, catalog: sum(1 for g in gpus if g in set(catalog)))
+TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>"")*1)',
+                  lambda s, ids: sum(1 for i in ids if i != ""))
 ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
                   lambda s, checks: all(checks))
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
                            VERDICT, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
-                           ORDER_TOTAL, TIES_OUT, ALL_CHECKS)
+                           ORDER_TOTAL, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
+                           TIES_OUT, ALL_CHECKS)

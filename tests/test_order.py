@@ -23,9 +23,14 @@ def built(tmp_path_factory):
     return plan, out, openpyxl.load_workbook(out, data_only=True)["Order"]
 
 
+def _header(ws) -> list[str]:
+    """The Order table's headers without their units: `total (CNY)` is `total`."""
+    return [c.value.split(" (")[0] if c.value else c.value for c in ws[OrderLayout.header + 1]]
+
+
 def _line(ws, gpu: str, tier: str) -> dict:
     """The Order line of `gpu` on `tier` as header -> cached value."""
-    header = [c.value for c in ws[OrderLayout.header + 1]]
+    header = _header(ws)
     for row in ws.iter_rows(min_row=OrderLayout.first + 1, values_only=True):
         if row[0] == gpu and row[1] == tier:
             return dict(zip(header, row, strict=False))
@@ -49,7 +54,7 @@ def test_the_rtx_4090_monthly_line_derived_from_the_task_table(built):
     assert line["average cards"] == 2
     assert line["months"] == 3
     assert line["quantity"] == 6
-    assert line["quantity unit"] == "card-months"
+    assert line["unit"] == "card-months"
     assert line["unit price"] == 3000
     assert line["total"] == 18000
     assert line["tasks served"] == "KB01"
@@ -62,7 +67,7 @@ def test_a_line_whose_tasks_start_late_peaks_above_its_average(built):
     line = _line(ws, "A100 80G", "on_demand")
     assert (line["peak cards"], line["months"], line["tasks served"]) == (3, 3, "KB03, ML01")
     assert line["average cards"] == pytest.approx(7 / 3)
-    assert line["quantity unit"] == "GPU-hours"
+    assert line["unit"] == "GPU-hours"
     assert line["total"] == pytest.approx(line["quantity"] * line["unit price"])
 
 
@@ -87,10 +92,10 @@ def test_every_order_formula_recalculates_to_its_cached_value(built):
 def test_the_order_follows_an_edited_task(built):
     """KB01 moved to three cards per replica: the RTX 4090 monthly line becomes 6 cards and 36,000 x 3."""
     _, out, ws = built
-    header = [c.value for c in ws[OrderLayout.header + 1]]
+    header = _header(ws)
     tasks = openpyxl.load_workbook(out, read_only=True)["Tasks"]
     task_header = [c.value for c in next(tasks.iter_rows(max_row=1))]
-    cards = openpyxl.utils.get_column_letter(task_header.index("cards (cards)") + 1)
+    cards = openpyxl.utils.get_column_letter(task_header.index("cards") + 1)
     row = OrderLayout.first + 1 + next(i for i, r in enumerate(ws.iter_rows(min_row=OrderLayout.first + 1,
                                                                               values_only=True))
                                        if r[:2] == ("RTX 4090", "monthly"))

@@ -5,8 +5,10 @@ from __future__ import annotations
 from .. import rules
 from ..engine import Plan
 from .book import Book
+from .printing import print_setup
 
 SHEET = "BuyVsRent"
+_WIDTHS = [14, 14, 10, 14, 14, 12, 14, 16, 10]
 
 
 def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
@@ -14,7 +16,8 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
     book.header(ws, 0, ["gpu", f"{t('purchase')} ({cur}{t('/card')})", "power (W)",
                         f"{t('on demand')} ({cur}{t('/h')})", f"{t('fixed')} ({cur}{t('/day')})",
                         f"{t('energy')} ({cur}{t('/h')})", "break-even (h/day)", "plan use (h/day/card)",
-                        "verdict"], [14, 14, 10, 14, 14, 12, 14, 16, 10])
+                        "verdict"], _WIDTHS)
+    ws.set_row(0, 30)
     for i, b in enumerate(plan.buy_vs_rent, start=1):
         g = plan.inputs.gpu(b.gpu)
         n = i + 1
@@ -35,3 +38,4 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
     note = len(plan.buy_vs_rent) + 2
     ws.write_string(note, 0, t("Buy when each owned card would be used more hours a day than the "
                                "break-even; owning pays only for steady, long daily use."), book.f.note)
+    print_setup(ws, book.lang, _WIDTHS, note, header_rows=(0, 0))

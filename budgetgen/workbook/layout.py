@@ -3,6 +3,7 @@ and the workbook-scoped names through which one sheet reads another."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -10,7 +11,8 @@ from types import MappingProxyType
 from ..columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
 from ..engine import Plan
 from ..order import order_keys
-from ..schema import CONSTANTS, KINDS, SETTINGS, TASK_COLUMNS, TIERS
+from ..recon import ACTIONS
+from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIERS
 
 
 def camel(key: str) -> str:
@@ -37,6 +39,42 @@ GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix",
     "TiersCost"
 # Order and Checks cells other sheets read.
 ORDER_TOTALS, ALL_CHECKS = "OrderTotals", "AllChecks"
+
+
+# Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
+WORD_KEYS, WORD_SHOWN = "WordKey", "WordShown"
+SHOWN_WORDS = KINDS + TIERS + GPU_CLASSES
+
+
+def shown(key: str) -> str:
+    """A formula showing the enumeration value `key` (a cell or an expression) in the workbook's language."""
+    return f"IFERROR(INDEX({WORD_SHOWN},MATCH({key},{WORD_KEYS},0)),{key})"
+
+
+# Sentences the Summary's formulas show. Their text between the placeholders lives in named cells on About
+# (TextAdvice0, TextAdvice1, ...), so that a formula is the same in every language.
+SENTENCES = {
+    "BannerOk": "All checks pass",
+    "BannerFail": "CHECKS FAIL — see Checks",
+    "Advice": "{count} task(s) would cost less on their cheapest suited tier, saving {saving} a month "
+              "(Tasks: tier advice)",
+    "OverCap": "{tier} is over its cap in {months} plan month(s) (Tiers)",
+}
+_SLOT = re.compile(r"\{([a-z_]+)\}")
+
+
+def sentence_texts(template: str) -> list[str]:
+    """The texts around a sentence's placeholders: one more than the placeholders, empty ones included."""
+    return _SLOT.split(template)[::2]
+
+
+def sentence(key: str, **cells: str) -> str:
+    """A formula joining sentence `key`'s named texts and `cells` (placeholder -> expression)."""
+    slots = _SLOT.findall(SENTENCES[key])
+    parts = [f"Text{key}0"]
+    for i, slot in enumerate(slots, start=1):
+        parts += [cells[slot], f"Text{key}{i}"]
+    return "&".join(parts)
 
 
 def task_name(key: str) -> str:
@@ -92,6 +130,16 @@ class AssumptionsLayout:
     actions_header: int
     actions_first: int
 
+    @property
+    def last_row(self) -> int:
+        return self.actions_first + len(ACTIONS) - 1
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.days_row), (self.constants_header, self.tiers_header - 2),
+                (self.tiers_header, self.months_header - 2), (self.months_header, self.actions_header - 2),
+                (self.actions_header, self.last_row))
+
 
 @dataclass(frozen=True)
 class MonthMatrix:
@@ -121,11 +169,39 @@ class SummaryLayout:
     center_header: int
     centers: tuple[str, ...]
     warnings_row: int
+    warnings: tuple[str, ...]   # the warnings that do not follow the numbers (the others are formulas)
 
+    banner_row = 1
     period_row = 2
     month_header = 4
     first_month_row = 5
     columns = ("month", "GPU", "extras", "hidden-cost buffer", "total")
+    chart_rows = 18
+
+    @property
+    def tier_total_row(self) -> int:
+        return self.tier_header + len(TIERS) + 1
+
+    @property
+    def live_warnings(self) -> int:
+        """The warning lines written as formulas: the tier advice, then one per tier over its cap."""
+        return 1 + len(TIERS)
+
+    @property
+    def chart_row(self) -> int:
+        return self.warnings_row + 1 + self.live_warnings + len(self.warnings) + 1
+
+    @property
+    def last_row(self) -> int:
+        return self.chart_row + self.chart_rows
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        """Row spans printed on one page each where they fit."""
+        return ((0, self.total_row), (self.tier_header, self.tier_total_row),
+                (self.kind_header, self.kind_header + len(self.kinds)),
+                (self.center_header, self.center_header + len(self.centers)),
+                (self.warnings_row, self.chart_row - 1), (self.chart_row, self.last_row))
 
 
 @dataclass(frozen=True)
@@ -138,8 +214,8 @@ class OrderLayout:
     heading_first = 2     # made by, build date, input file, plan
     header = 7
     first = 8
-    columns = ("gpu", "tier", "peak cards", "average cards", "months", "quantity", "quantity unit", "unit price",
-               "price unit", "total", "tasks served", "provider / SKU", "notes")
+    columns = ("gpu", "tier", "peak cards", "average cards", "months", "quantity", "unit", "unit price", "total",
+               "tasks served", "provider / SKU", "notes")
 
     @property
     def last(self) -> int:
@@ -169,6 +245,19 @@ class OrderLayout:
     def col(self, key: str) -> int:
         return self.columns.index(key)
 
+    @property
+    def last_row(self) -> int:
+        return self.signoff_header + 2
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.total_row), (self.month_header, self.month_last), (self.signoff_header, self.last_row))
+
+    @property
+    def heights(self) -> Mapping[int, float]:
+        """Rows taller than the default, in points."""
+        return MappingProxyType({self.header: 30, self.signoff_header + 1: 24, self.signoff_header + 2: 24})
+
 
 @dataclass(frozen=True)
 class ReconLayout:
@@ -188,6 +277,14 @@ class ReconLayout:
     @property
     def sheet(self) -> str:
         return f"Recon {self.month}"
+
+    @property
+    def last_row(self) -> int:
+        return self.non_gpu_last + 7   # the eight total rows
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.task_last), (self.resource_header, self.resource_last), (self.non_gpu_header, self.last_row))
 
 
 @dataclass(frozen=True)
@@ -224,15 +321,20 @@ def _assumptions(months: int) -> AssumptionsLayout:
                              actions_header + 1)
 
 
+# Warnings the Summary writes as formulas over the numbers, so that they follow an edit.
+LIVE_WARNINGS = frozenset({"tier_saving", "tier_over_cap"})
+
+
 def _summary(plan: Plan) -> SummaryLayout:
     n = len(plan.months)
     total_row = SummaryLayout.first_month_row + n
     tier_header = total_row + 2
-    kind_header = tier_header + len(TIERS) + 2
+    kind_header = tier_header + len(TIERS) + 3
     centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
     center_header = kind_header + len(KINDS) + 2
+    warnings = tuple(w for w in plan.warnings if getattr(w, "key", None) not in LIVE_WARNINGS)
     return SummaryLayout(plan.months, total_row, tier_header, kind_header, KINDS, center_header, centers,
-                         center_header + len(centers) + 2)
+                         center_header + len(centers) + 2, warnings)
 
 
 def _recon(month: str, mr) -> ReconLayout:

@@ -11,9 +11,10 @@ from ..i18n import word
 from ..order import QUANTITY_COLUMN, OrderLine
 from .book import Book
 from .layout import ORDER_TOTALS, OrderLayout, task_name
+from .printing import print_setup
 
 SHEET = "Order"
-_WIDTHS = (14, 11, 8, 8, 7, 11, 11, 11, 12, 13, 16, 18, 24)
+_WIDTHS = (13, 10, 7, 8, 7, 10, 12, 11, 12, 14, 16, 18)
 _MONTH_WIDTH = 11
 
 
@@ -34,11 +35,15 @@ def write_order(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: Or
     for i, (label, text) in enumerate(heading):
         ws.write_string(at.heading_first + i, 0, t(label), book.f.bold)
         ws.write_string(at.heading_first + i, 2, text)
-    book.header(ws, at.header, list(at.columns))
+    book.header(ws, at.header, [book.titled(c, "currency") if c in ("unit price", "total") else c
+                                for c in at.columns])
     ws.set_row(at.header, 30)
     _lines(book, ws, plan, lines, at)
     _cards_by_month(book, ws, lines, at)
     _signoff(book, ws, at)
+    widths = [*_WIDTHS, *[_MONTH_WIDTH] * max(0, len(at.months) + 2 - len(_WIDTHS))]
+    print_setup(ws, book.lang, widths, at.last_row, header_rows=(at.header, at.header),
+                blocks=at.blocks, heights=at.heights)
 
 
 def _lines(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
@@ -59,10 +64,9 @@ def _lines(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLa
         book.formula(ws, r, c("months"), rules.ORDER_MONTHS.formula(by_month=by_month), line.months, "int")
         book.formula(ws, r, c("quantity"), over_plan[QUANTITY_COLUMN.get(line.tier, "gpu_hours_per_month")],
                      line.quantity, "int")
-        ws.write_string(r, c("quantity unit"), book.t(line.quantity_unit))
+        ws.write_string(r, c("unit"), book.t(line.quantity_unit))
         book.formula(ws, r, c("unit price"), f"INDEX({TIER_PRICE_NAMES[line.tier]},MATCH($A{n},GpuName,0))",
                      line.unit_price, "price", "link")
-        ws.write_string(r, c("price unit"), book.unit(line.price_unit))
         quantity, price = (f"{xl_col_to_name(c(k))}{n}" for k in ("quantity", "unit price"))
         book.formula(ws, r, c("total"), rules.ORDER_TOTAL.formula(quantity=quantity, price=price), line.total,
                      "money")

@@ -11,6 +11,7 @@ from ..recon import ACTIONS, LOW_UTILIZATION
 from .book import Book
 from .checks import Check
 from .layout import ReconLayout, camel, gpu_cost, month_buffer, recon_billed_input, recon_billed_total
+from .printing import print_setup
 
 # Over the same row `{n}` of the task block (B planned, C billed) or the resource block (E billed,
 # G avg util %, H peak memory share, I OOM events, J flags); `{t0}:{t1}` are the task block's rows.
@@ -27,6 +28,9 @@ _FORMULAS = {
 }
 
 
+_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14]
+
+
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
     """The Checks row of one month: the tab's billed total equals the BilledCost of the month's input lines."""
     return Check(f"{at.sheet}: billed total = BilledCost of the month", recon_billed_total(at.month),
@@ -34,19 +38,19 @@ def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Ch
 
 
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) -> None:
-    ws.set_column(0, 0, 22)
-    ws.set_column(1, 11, 14)
-    ws.set_column(10, 10, 60)
+    for col, width in enumerate(_WIDTHS):
+        ws.set_column(col, col, width)
     ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}: {book.t('plan versus bill versus usage')} "
                           f"({book.currency})", book.f.title)
     _tasks(book, ws, plan, mr, at)
     _resources(book, ws, mr, at)
     _totals(book, ws, mr, at, billed_input, at.month in plan.months)
     ws.freeze_panes(1, 0)
+    print_setup(ws, book.lang, _WIDTHS, at.last_row, blocks=at.blocks)
 
 
 def _tasks(book: Book, ws, plan, mr, at: ReconLayout) -> None:
-    book.header(ws, at.task_header, ["task", "planned", "billed", "variance", "variance %", "status"])
+    book.header(ws, at.task_header, ["task id", "planned", "billed", "variance", "variance %", "status"])
     planned_tasks = {tp.task.task_id for tp in plan.tasks}
     tol = plan.inputs.settings.variance_tolerance
     for i, t in enumerate(mr.tasks):
@@ -72,7 +76,7 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout) -> None:
 
 
 def _resources(book: Book, ws, mr, at: ReconLayout) -> None:
-    book.header(ws, at.resource_header, ["resource", "task", "services", "lines", "billed", "hours", "avg util %",
+    book.header(ws, at.resource_header, ["resource", "task id", "services", "lines", "billed", "hours", "avg util %",
                                          "peak memory share", "OOM events", "flags", "action next month",
                                          "saving if acted on"])
     t0, t1 = at.task_first + 1, at.task_last + 1

@@ -8,13 +8,15 @@ from ..engine import Plan
 from ..schema import TIERS
 from .book import Book
 from .layout import TIERS_COST
+from .printing import print_setup
 
 SHEET = "Tiers"
 
 
 def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
+    widths = [12, 10, 8, 12, 12, 14, 14, 10]
     book.header(ws, 0, ["tier", "month", "month #", "cards billed", "GPU-hours", book.titled("cost", "currency"),
-                        book.titled("cap", "currency"), "over cap?"], [12, 10, 8, 12, 12, 14, 14, 10])
+                        book.titled("cap", "currency"), "over cap?"], widths)
     s = plan.inputs.settings
     r = 1
     for tier in TIERS:
@@ -42,3 +44,5 @@ def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
                                            "format": book.f.warn})
     ws.freeze_panes(1, 2)
     ws.autofilter(0, 0, r - 1, 7)
+    print_setup(ws, book.lang, widths, r - 1, header_rows=(0, 0),
+                blocks=[(1 + i * len(plan.months), (i + 1) * len(plan.months)) for i in range(len(TIERS))])
