@@ -52,6 +52,8 @@ VALUES_ZH = {
     "consumer": "消费级", "workstation": "工作站", "datacenter": "数据中心",
     "storage": "存储", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
     "cheapest": "最便宜", "balanced": "均衡",
+    # values formulas produce, shown through the workbook's WordShown lookup
+    "OVER": "超上限", "ok": "正常", "buy": "购买", "rent": "租用",
 }
 
 # Visible output texts: headers, units, row labels, the How-to-read lines, the CLI's lines.

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .. import rules
 from ..engine import Plan
+from ..i18n import word
 from .book import Book
+from .layout import shown
 from .printing import print_setup
 
 SHEET = "BuyVsRent"
@@ -34,7 +36,8 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
         book.formula(ws, i, 7, rules.PLAN_HOURS_PER_DAY.formula(gpu_hour_months=f"SUMPRODUCT({used}*TaskGpuHours)",
                                                                 card_months=f"SUMPRODUCT({used}*TaskCardsHeld)"),
                      b.plan_hours_per_day, "number")
-        book.formula(ws, i, 8, rules.VERDICT.formula(break_even=f"G{n}", plan_hours=f"H{n}"), b.verdict, "text")
+        book.formula(ws, i, 8, shown(rules.VERDICT.formula(break_even=f"G{n}", plan_hours=f"H{n}")),
+                     word(b.verdict, book.lang), "text")
     note = len(plan.buy_vs_rent) + 2
     ws.write_string(note, 0, t("Buy when each owned card would be used more hours a day than the "
                                "break-even; owning pays only for steady, long daily use."), book.f.note)

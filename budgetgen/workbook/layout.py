@@ -43,7 +43,7 @@ ORDER_TOTALS, ALL_CHECKS = "OrderTotals", "AllChecks"
 
 # Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
 WORD_KEYS, WORD_SHOWN = "WordKey", "WordShown"
-SHOWN_WORDS = KINDS + TIERS + GPU_CLASSES
+SHOWN_WORDS = KINDS + TIERS + GPU_CLASSES + ("OVER", "ok", "buy", "rent")
 
 
 def shown(key: str) -> str:
