@@ -289,6 +289,9 @@ MESSAGES = {
     "tier_over_cap": (
         "{tier!t} is over its cap of {cap:,.0f} in {months}",
         "{tier!t}在 {months} 超出上限 {cap:,.0f}"),
+    "example_rows": (
+        "{ids}: the template's example rows are still in the Tasks sheet; delete them before sending the budget",
+        "{ids}：模板的示例行仍在任务表中；发送预算前请删除"),
     "catalog_unpriced": (
         ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
          "(set catalog_fx or enter prices on the GPUs sheet)"),
