@@ -40,7 +40,7 @@ def write_about(book: Book, ws, plan: Plan) -> None:
     rows += [("how to read", t(line)) for line in HOW_TO_READ]
     for i, (label, text) in enumerate(rows, start=2):
         ws.write_string(i, 0, t(label), book.f.bold)
-        ws.write_string(i, 1, text, book.f.wrap)
+        book.wrapped(ws, i, 1, text, 90)
     words = len(rows) + 3
     last = _words(book, ws, words)
     print_setup(ws, book.lang, [26, 90], last, blocks=[(0, len(rows) + 1), (words, last)])

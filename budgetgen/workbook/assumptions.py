@@ -24,7 +24,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         book.value(ws, row, 1, getattr(s, key), "input", "percent" if setting.type == "percent" else "general")
         ws.write_string(row, 2, t(setting.unit))
         note = " (structure: change it in the input workbook and rebuild)" if setting.structural else ""
-        ws.write_string(row, 3, t(setting.help) + t(note), book.f.wrap)
+        book.wrapped(ws, row, 3, t(setting.help) + t(note), _WIDTHS[3])
         ws.write_string(row, 4, setting.name)
         book.define(setting.name, SHEET, row, 1)
     row = at.days_row
@@ -41,7 +41,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         row = at.constants[name]
         ws.write_string(row, 0, name)
         book.value(ws, row, 1, value, "input", "General")
-        ws.write_string(row, 3, t(meaning), book.f.wrap)
+        book.wrapped(ws, row, 3, t(meaning), _WIDTHS[3])
         ws.write_string(row, 4, name)
         book.define(name, SHEET, row, 1)
 

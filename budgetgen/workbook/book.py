@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xlsxwriter.utility import xl_col_to_name
@@ -72,6 +73,15 @@ class Book:
             ws.write_string(row, first_col + i, self.t(text), self.f.header)
             if widths:
                 ws.set_column(first_col + i, first_col + i, widths[i])
+
+    def wrapped(self, ws, row: int, col: int, text: str, width: float) -> None:
+        """A long text wrapped in a column `width` characters wide, its row made tall enough to show it all
+        (spreadsheets do not grow a row written with a height of its own, and a streamed row has one)."""
+        ws.write_string(row, col, text, self.f.wrap)
+        chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)   # CJK characters are twice as wide
+        lines = math.ceil(chars / width)
+        if lines > 1:
+            ws.set_row(row, 13.5 * lines)
 
     def value(self, ws, row: int, col: int, value, role: str, fmt: str) -> None:
         fmt_obj = self.f.get(role, fmt)

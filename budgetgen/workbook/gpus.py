@@ -25,7 +25,7 @@ def write_gpus(book: Book, ws, gpus) -> None:
                   "idle_per_hour": g.prices["idle"], "spot_per_hour": g.prices["spot"],
                   "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
         for col, key in enumerate(cols):
-            book.value(ws, i, col, values[key], "input", _FORMATS.get(key, "wrap" if key == "source" else "general"))
+            book.value(ws, i, col, values[key], "input", _FORMATS.get(key, "general"))
     for col, key in enumerate(cols):
         if key in GPU_NAMES:
             book.define_range(GPU_NAMES[key], SHEET, 1, len(gpus), col)

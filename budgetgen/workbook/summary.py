@@ -59,7 +59,8 @@ def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bo
     _by_group(book, ws, plan, at.center_header, "by cost center", "cost_center", at.centers, COST_CENTER_COSTS)
     _warnings(book, ws, plan, at)
     _chart(book, ws, at)
-    print_setup(ws, book.lang, widths, at.last_row, blocks=at.blocks)
+    print_setup(ws, book.lang, widths, at.last_row, blocks=at.blocks,
+                heights=dict.fromkeys((at.tier_header, at.kind_header, at.center_header), 30))
 
 
 def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
@@ -92,6 +93,7 @@ def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
     last_month = xl_col_to_name(len(months))
     book.header(ws, r, ["by tier", *months, book.t("period") + f" ({book.t('GPU only')})",
                         book.titled("cap a month", "currency"), "months over cap"])
+    ws.set_row(r, 30)
     for i, tier in enumerate(TIERS, start=1):
         row, n = r + i, r + i + 1
         ws.write_string(row, 0, word(tier, book.lang))
@@ -131,6 +133,7 @@ def _chart(book: Book, ws, at: SummaryLayout) -> None:
 def _by_group(book: Book, ws, plan: Plan, r: int, label: str, key: str, groups, name: str) -> None:
     """GPU cost over the plan per kind (the kind's key in the formula) or per cost center."""
     book.header(ws, r, [label, book.titled("period cost", "currency") + f", {book.t('GPU only')}"])
+    ws.set_row(r, 30)
     column = "TaskKind" if key == "kind" else "TaskCostCenter"
     for i, group in enumerate(groups, start=1):
         value = math.fsum(tp.row["period_cost"] for tp in plan.tasks if tp.task.values[key] == group)
