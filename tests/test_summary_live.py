@@ -116,3 +116,14 @@ def test_input_echoes_have_thousands_separators_and_headers_are_friendly(sample)
     assert not [h for h in headers if h and "(" in h and h.split(" (")[0] == h.split(" (")[1].rstrip(")")]
     tokens = ws[f"{_tasks_column(path, 'train_tokens (tokens per epoch)')}3"]
     assert tokens.value == 5_000_000 and tokens.number_format == "[<1000]General;#,##0"
+
+
+def test_enumerations_on_gpus_extras_and_assumptions_have_dropdowns(sample):
+    _, path = sample
+    wb = openpyxl.load_workbook(path)
+
+    def lists(sheet):
+        return {dv.formula1 for dv in wb[sheet].data_validations.dataValidation if dv.type == "list"}
+    assert {'"consumer,workstation,datacenter"', '"nvlink,pcie"'} <= lists("GPUs")
+    assert lists("Extras") == {'"storage,egress,images,platform,other"'}
+    assert lists("Assumptions") == {'"cheapest,balanced"'}

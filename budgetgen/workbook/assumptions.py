@@ -27,6 +27,8 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         book.wrapped(ws, row, 3, t(setting.help) + t(note), _WIDTHS[3])
         ws.write_string(row, 4, setting.name)
         book.define(setting.name, SHEET, row, 1)
+        if setting.choices:
+            book.dropdown(ws, row, row, 1, key, setting.choices)
     row = at.days_row
     ws.write_string(row, 0, "days_per_month")
     book.formula(ws, row, 1, "HoursPerMonth/HoursPerDay", s.hours_per_month / 24)

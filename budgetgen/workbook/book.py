@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import CellFormulaTuple
 
-from ..i18n import tr
+from ..i18n import name, tr, word
 from .formats import Formats, cached
 
 # Every function budgetgen writes; all exist in Excel 2010+, LibreOffice 7.4 and `formulas`, none needs
@@ -82,6 +82,17 @@ class Book:
         lines = math.ceil(chars / width)
         if lines > 1:
             ws.set_row(row, 13.5 * lines)
+
+    def dropdown(self, ws, first: int, last: int, col: int, key: str, source) -> None:
+        """A list on the input cells rows first..last of `col`: the enumeration `source` (a tuple of keys,
+        each explained in the workbook's language) or a range name (`=GpuName`). Other values are refused."""
+        message = "" if isinstance(source, str) else ", ".join(
+            f"{c} = {word(c, self.lang)}" for c in source if word(c, self.lang) != c)
+        ws.data_validation(first, col, last, col, {
+            "validate": "list", "source": source if isinstance(source, str) else list(source), "ignore_blank": True,
+            "error_type": "stop", "error_title": self.t("Not on the list"), "error_message": self.t(
+                "Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet)."),
+            **({"input_title": name(key, self.lang), "input_message": message[:255]} if message else {})})
 
     def value(self, ws, row: int, col: int, value, role: str, fmt: str) -> None:
         fmt_obj = self.f.get(role, fmt)

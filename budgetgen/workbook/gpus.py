@@ -31,4 +31,7 @@ def write_gpus(book: Book, ws, gpus) -> None:
             book.define_range(GPU_NAMES[key], SHEET, 1, len(gpus), col)
     ws.freeze_panes(1, 1)
     ws.autofilter(0, 0, len(gpus), len(cols) - 1)
+    for col, column in enumerate(GPU_COLUMNS):
+        if column.choices:
+            book.dropdown(ws, 1, max(1, len(gpus)), col, column.name, column.choices)
     print_setup(ws, book.lang, widths, len(gpus), header_rows=(0, 0))

@@ -13,7 +13,6 @@ from xlsxwriter.utility import xl_col_to_name
 from ..columns import CALCS
 from ..engine import Plan
 from ..i18n import name as input_name
-from ..i18n import word
 from ..schema import TASK_COLUMNS
 from .book import Book, store_formula
 from .formats import cached
@@ -63,18 +62,10 @@ def column_headers(book: Book, ws, table: Table, labels: dict[str, str]) -> list
 
 def dropdowns(book: Book, ws, table: Table) -> None:
     """A list on every Tasks input that takes a catalog name (gpu: the GPUs sheet) or an enumeration."""
-    lists = {c.name: {"source": list(c.choices)} for c in TASK_COLUMNS if c.choices}
-    lists["gpu"] = {"source": f"={GPU_NAMES['gpu']}"}
-    for key, options in lists.items():
-        col = table.columns[key]
-        choices = options["source"]
-        message = ", ".join(f"{c} = {word(c, book.lang)}" for c in choices if word(c, book.lang) != c) \
-            if isinstance(choices, list) else ""
-        ws.data_validation(table.first, col, table.last, col, {
-            "validate": "list", **options, "ignore_blank": True, "error_type": "stop",
-            "error_title": book.t("Not on the list"), "error_message": book.t(
-                "Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet)."),
-            **({"input_title": input_name(key, book.lang), "input_message": message[:255]} if message else {})})
+    for column in TASK_COLUMNS:
+        if column.choices:
+            book.dropdown(ws, table.first, table.last, table.columns[column.name], column.name, column.choices)
+    book.dropdown(ws, table.first, table.last, table.columns["gpu"], "gpu", f"={GPU_NAMES['gpu']}")
 
 
 def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
