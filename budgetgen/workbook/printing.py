@@ -42,7 +42,7 @@ def page_breaks(blocks: Sequence[tuple[int, int]], page_height: float,
         if height(page_start, last) > page_height and first > page_start and height(first, last) <= page_height:
             breaks.append(first)
             page_start = first
-        while height(page_start, last) > page_height:   # a block longer than a page breaks inside it
+        while height(page_start, last) > page_height:   # where the printer itself breaks a longer block
             fits = page_start
             while height(page_start, fits + 1) <= page_height:
                 fits += 1
@@ -52,8 +52,8 @@ def page_breaks(blocks: Sequence[tuple[int, int]], page_height: float,
 
 def print_setup(ws, lang: str, widths: Sequence[float], last_row: int, *, header_rows: tuple[int, int] | None = None,
                 repeat_cols: tuple[int, int] | None = None, blocks: Sequence[tuple[int, int]] = (),
-                heights: Mapping[int, float] | None = None) -> float:
-    """Set up `ws` for printing its first `len(widths)` columns and rows 0..last_row; returns the scale used.
+                heights: Mapping[int, float] | None = None) -> None:
+    """Set up `ws` for printing its first `len(widths)` columns and rows 0..last_row.
 
     One page wide when that keeps the text at MIN_SCALE or larger; otherwise across pages at full size with
     `repeat_cols` on each page, so every value prints next to its row's label.
@@ -82,4 +82,3 @@ def print_setup(ws, lang: str, widths: Sequence[float], last_row: int, *, header
         if header_rows is not None:
             usable -= (header_rows[1] - header_rows[0] + 1) * ROW_PT
         ws.set_h_pagebreaks(page_breaks(blocks, usable, heights))
-    return scale

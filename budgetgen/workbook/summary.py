@@ -28,8 +28,8 @@ from .layout import (
     gpu_cost,
     month_buffer,
     sentence,
+    shown,
 )
-from .layout import shown as shown_word
 from .printing import print_setup
 
 SHEET = "Summary"
@@ -163,13 +163,13 @@ def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
                  "text")
     over_col = xl_col_to_name(len(at.months) + 3)
     for i, tier in enumerate(TIERS):
-        shown = word(tier, book.lang)
+        tier_word = word(tier, book.lang)
         over = rules.OVER_CAP_MONTHS(s, cap=getattr(s, f"tier_cap_{tier}"),
                                      costs=list(plan.tier_totals[tier].values()))
         cell = f"${over_col}${at.tier_header + 2 + i}"
-        text = sentence("OverCap", tier=shown_word(f'"{tier}"'), months=cell)
+        text = sentence("OverCap", tier=shown(f'"{tier}"'), months=cell)
         book.formula(ws, r + 2 + i, 0, f'IF(AND(ISNUMBER({cell}),{cell}>0),{text},"")',
-                     t(SENTENCES["OverCap"]).format(tier=shown, months=over) if over else "", "text")
+                     t(SENTENCES["OverCap"]).format(tier=tier_word, months=over) if over else "", "text")
     for i, w in enumerate(at.warnings, start=r + 2 + len(TIERS)):
         ws.write_string(i, 0, say(w, book.lang))
     ws.conditional_format(r + 1, 0, at.chart_row - 2, 0, {"type": "no_blanks", "format": book.f.warn})
