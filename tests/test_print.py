@@ -19,6 +19,7 @@ import pytest
 import xlsxwriter
 from conftest import SAMPLE, TODAY
 from lo_recalc import export_pdf, soffice_path
+from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
 
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
@@ -76,12 +77,14 @@ def _strip(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory):
+def printed(tmp_path_factory, built):  # noqa: F811
     tmp = tmp_path_factory.mktemp("print")
     book = write_workbook(plan_budget(read_inputs(SAMPLE, today=TODAY)), tmp / "q3.xlsx")
     strip = _strip(tmp / "strip.xlsx")
-    pdfs = export_pdf([book, strip], tmp / "lo")
-    return book, read_pages(pdfs[book], book.name), read_pages(pdfs[strip], strip.name)
+    recon = built[0]
+    pdfs = export_pdf([book, strip, recon], tmp / "lo")
+    return book, read_pages(pdfs[book], book.name), read_pages(pdfs[strip], strip.name), \
+        read_pages(pdfs[recon], recon.name)
 
 
 def _by_sheet(pages: list[Page]) -> dict[str, list[Page]]:
@@ -92,7 +95,7 @@ def _by_sheet(pages: list[Page]) -> dict[str, list[Page]]:
 
 
 def test_every_sheet_prints_and_the_short_ones_on_one_page(printed):
-    book, pages, _ = printed
+    book, pages, *_ = printed
     sheets = _by_sheet(pages)
     assert list(sheets) == openpyxl.load_workbook(book, read_only=True).sheetnames
     counts = {sheet: len(p) for sheet, p in sheets.items()}
@@ -102,7 +105,7 @@ def test_every_sheet_prints_and_the_short_ones_on_one_page(printed):
 
 
 def test_no_page_is_a_shrunk_strip(printed):
-    _, pages, _ = printed
+    _, pages, *_ = printed
     assert all(p.text for p in pages)
     assert [(p.sheet, p.smallest) for p in pages if p.smallest < READABLE] == []
     handed_on = [p for p in pages if p.sheet in ("Summary", "Order", "TaskList")]
@@ -110,14 +113,14 @@ def test_no_page_is_a_shrunk_strip(printed):
 
 
 def test_the_readability_measure_sees_a_shrunk_strip(printed):
-    _, _, strip = printed
+    _, _, strip, _ = printed
     assert strip[0].sheet == "Strip"
     assert 0 < strip[0].smallest < READABLE / 2
 
 
 def test_sheets_printed_across_pages_repeat_their_labels(printed):
     """Tasks and Candidates are wider than a page: every page repeats the task ids next to its values."""
-    _, pages, _ = printed
+    _, pages, *_ = printed
     ids = [tp.task.task_id for tp in plan_budget(read_inputs(SAMPLE, today=TODAY)).tasks]
     for sheet in ("Tasks", "Candidates"):
         across = _by_sheet(pages)[sheet]
@@ -130,7 +133,7 @@ def test_sheets_printed_across_pages_repeat_their_labels(printed):
 def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
     """A block's header and its last label print on the same page; the Order page carries the RTX 4090
     monthly line worked out by hand in test_order (6 card-months x 3,000 = 18,000) and the sign-off."""
-    _, pages, _ = printed
+    _, pages, *_ = printed
     summary = _by_sheet(pages)["Summary"]
 
     def page_of(words: str) -> int:
@@ -141,3 +144,14 @@ def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
     order = _by_sheet(pages)["Order"][0].text
     assert "¥18,000" in order and "KB01" in order
     assert "prepared by" in order and "approved by" in order
+
+
+def test_recon_tabs_repeat_their_labels_on_every_page(printed):
+    """A Recon tab is wider than a page: each page repeats the column of task and resource ids, so every
+    value prints next to its label, at a readable size."""
+    *_, recon = printed
+    tabs = _by_sheet(recon)
+    assert {"Recon 2026-07", "Recon 2026-08"} <= set(tabs)
+    july = tabs["Recon 2026-07"]
+    assert all("i-aaa" in page.text.split() and "T1" in page.text.split() for page in july)
+    assert [p for p in recon if p.smallest < READABLE] == []

@@ -40,13 +40,15 @@ def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Ch
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) -> None:
     for col, width in enumerate(_WIDTHS):
         ws.set_column(col, col, width)
+    ws.set_row(at.resource_header, 30)   # wrapped headers
     ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}: {book.t('plan versus bill versus usage')} "
                           f"({book.currency})", book.f.title)
     _tasks(book, ws, plan, mr, at)
     _resources(book, ws, mr, at)
     _totals(book, ws, mr, at, billed_input, at.month in plan.months)
     ws.freeze_panes(1, 0)
-    print_setup(ws, book.lang, _WIDTHS, at.last_row, blocks=at.blocks)
+    print_setup(ws, book.lang, _WIDTHS, at.last_row, repeat_cols=(0, 0), blocks=at.blocks,
+                heights={at.resource_header: 30})
 
 
 def _tasks(book: Book, ws, plan, mr, at: ReconLayout) -> None:
