@@ -119,7 +119,7 @@ def test_the_readability_measure_sees_a_shrunk_strip(printed):
 
 
 def test_sheets_printed_across_pages_repeat_their_labels(printed):
-    """Tasks and Candidates are wider than a page: every page repeats the task ids next to its values."""
+    """Tasks, Candidates and GPUs are wider than a page: every page repeats the ids next to its values."""
     _, pages, *_ = printed
     ids = [tp.task.task_id for tp in plan_budget(read_inputs(SAMPLE, today=TODAY)).tasks]
     for sheet in ("Tasks", "Candidates"):
@@ -128,6 +128,8 @@ def test_sheets_printed_across_pages_repeat_their_labels(printed):
         assert [i for i, page in enumerate(across) if not any(t in page.text.split() for t in ids)] == [], sheet
     tasks = _by_sheet(pages)["Tasks"]
     assert all(all(t in page.text.split() for t in ids) for page in tasks)
+    gpus = _by_sheet(pages)["GPUs"]
+    assert len(gpus) > 1 and all("H100" in page.text.split() for page in gpus)
 
 
 def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):

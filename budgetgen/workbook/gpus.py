@@ -34,4 +34,4 @@ def write_gpus(book: Book, ws, gpus) -> None:
     for col, column in enumerate(GPU_COLUMNS):
         if column.choices:
             book.dropdown(ws, 1, max(1, len(gpus)), col, column.name, column.choices)
-    print_setup(ws, book.lang, widths, len(gpus), header_rows=(0, 0))
+    print_setup(ws, book.lang, widths, len(gpus), header_rows=(0, 0), repeat_cols=(0, 0))
