@@ -3,17 +3,26 @@ recalculated from the Tasks names by `formulas`."""
 
 from __future__ import annotations
 
+import csv
 import math
+from pathlib import Path
 
 import openpyxl
 import pytest
 from conftest import SAMPLE, TODAY, formula_cells, recalc_formulas, same
 
+import budgetgen
 from budgetgen.engine import plan_budget
 from budgetgen.order import plan_order
 from budgetgen.reader import read_inputs
 from budgetgen.workbook import write_workbook
 from budgetgen.workbook.layout import OrderLayout
+
+
+def catalog_price(gpu: str, column: str) -> float:
+    """A price of the built-in catalog as the shipped file states it (the sample has no GPUs sheet)."""
+    with (Path(budgetgen.__file__).parent / "data" / "gpus.csv").open(newline="", encoding="utf-8") as fh:
+        return float(next(row for row in csv.DictReader(fh) if row["gpu"] == gpu)[column])
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +55,18 @@ def test_the_rtx_4090_monthly_line_derived_from_the_task_table(built):
     """KB01 is the only monthly RTX 4090 task (Tasks sheet of inputs/q3.xlsx): 10,000 requests a day x 500
     tokens = 5,000,000 tokens a day; one int4 7B replica (3.5 GB of weights) fits on one 24 GB card and
     serves 100 tokens/s x 3,600 s x 8 h = 2,880,000 tokens a day, so ceil(5,000,000 / 2,880,000) = 2 replicas
-    = 2 cards for all three plan months (no start or end month). The catalog's monthly rent of an
-    RTX 4090 is 3,000 CNY a card-month: 2 cards x 3 months = 6 card-months x 3,000 = 18,000."""
+    = 2 cards for all three plan months (no start or end month): 2 cards x 3 months = 6 card-months at the
+    catalog's monthly rent of an RTX 4090 (CNY a card-month)."""
     _, _, ws = built
+    rent = catalog_price("RTX 4090", "monthly_per_card")
     line = _line(ws, "RTX 4090", "monthly")
     assert line["peak cards"] == 2
     assert line["average cards"] == 2
     assert line["months"] == 3
     assert line["quantity"] == 6
     assert line["unit"] == "card-months"
-    assert line["unit price"] == 3000
-    assert line["total"] == 18000
+    assert line["unit price"] == rent
+    assert line["total"] == pytest.approx(6 * rent)
     assert line["tasks served"] == "KB01"
 
 
@@ -90,7 +100,7 @@ def test_every_order_formula_recalculates_to_its_cached_value(built):
 
 
 def test_the_order_follows_an_edited_task(built):
-    """KB01 moved to three cards per replica: the RTX 4090 monthly line becomes 6 cards and 36,000 x 3."""
+    """KB01 moved to three cards per replica: the RTX 4090 monthly line becomes 6 cards for 3 months."""
     _, out, ws = built
     header = _header(ws)
     tasks = openpyxl.load_workbook(out, read_only=True)["Tasks"]
@@ -102,4 +112,5 @@ def test_the_order_follows_an_edited_task(built):
     values = recalc_formulas(out, {f"Tasks!{cards}2": 3})
     col = {h: openpyxl.utils.get_column_letter(i + 1) for i, h in enumerate(header)}
     assert values[("ORDER", f"{col['peak cards']}{row}")] == 6
-    assert values[("ORDER", f"{col['total']}{row}")] == pytest.approx(6 * 3 * 3000)
+    assert values[("ORDER", f"{col['total']}{row}")] == pytest.approx(6 * 3 * catalog_price("RTX 4090",
+                                                                                             "monthly_per_card"))

@@ -19,6 +19,7 @@ import pytest
 import xlsxwriter
 from conftest import SAMPLE, TODAY
 from lo_recalc import export_pdf, soffice_path
+from test_order import catalog_price
 from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
 
 from budgetgen.engine import plan_budget
@@ -134,7 +135,7 @@ def test_sheets_printed_across_pages_repeat_their_labels(printed):
 
 def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
     """A block's header and its last label print on the same page; the Order page carries the RTX 4090
-    monthly line worked out by hand in test_order (6 card-months x 3,000 = 18,000) and the sign-off."""
+    monthly line worked out by hand in test_order (6 card-months at the catalog's rent) and the sign-off."""
     _, pages, *_ = printed
     summary = _by_sheet(pages)["Summary"]
 
@@ -144,7 +145,7 @@ def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
     assert page_of("by kind") == page_of("batch")
     assert page_of("by cost center") == page_of("support")
     order = _by_sheet(pages)["Order"][0].text
-    assert "¥18,000" in order and "KB01" in order
+    assert f"¥{6 * catalog_price('RTX 4090', 'monthly_per_card'):,.0f}" in order and "KB01" in order
     assert "prepared by" in order and "approved by" in order
 
 

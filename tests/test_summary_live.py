@@ -9,6 +9,7 @@ import openpyxl
 import pytest
 from conftest import SAMPLE, TODAY, recalc_formulas
 from openpyxl.utils import get_column_letter
+from test_order import catalog_price
 
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
@@ -54,14 +55,15 @@ def test_the_banner_turns_red_unless_all_checks_pass(sample):
 
 
 def test_an_over_cap_warning_follows_an_edited_cap(sample):
-    """The monthly tier costs 6,000 (KB01) + 15,500 (ML03) = 21,500 every month: a cap of 20,000 is
-    exceeded in all three plan months, a cap of 25,000 in none."""
+    """The monthly tier holds KB01 (2 RTX 4090 cards) and ML03 (5 RTX A6000 cards) in every month, at the
+    catalog's monthly rents: a cap 1,000 under that is exceeded in all three plan months, 1,000 over in none."""
     _, path = sample
+    monthly = 2 * catalog_price("RTX 4090", "monthly_per_card") + 5 * catalog_price("RTX A6000", "monthly_per_card")
     wb = openpyxl.load_workbook(path)
     sheet, ref = wb.defined_names["TierCapMonthly"].attr_text.split("!")
     cell = f"{sheet.strip(chr(39))}!{ref.replace('$', '')}"
-    low = _summary_column_a(recalc_formulas(path, {cell: 20000}))
-    high = _summary_column_a(recalc_formulas(path, {cell: 25000}))
+    low = _summary_column_a(recalc_formulas(path, {cell: monthly - 1000}))
+    high = _summary_column_a(recalc_formulas(path, {cell: monthly + 1000}))
     assert "monthly is over its cap in 3 plan month(s) (Tiers)" in low
     assert not any(isinstance(v, str) and "over its cap" in v for v in high)
 
