@@ -52,6 +52,8 @@ VALUES_ZH = {
     "consumer": "消费级", "workstation": "工作站", "datacenter": "数据中心",
     "storage": "存储", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
     "cheapest": "最便宜", "balanced": "均衡",
+    # values formulas produce, shown through the workbook's WordShown lookup
+    "OVER": "超上限", "ok": "正常", "buy": "购买", "rent": "租用",
 }
 
 # Visible output texts: headers, units, row labels, the How-to-read lines, the CLI's lines.
@@ -254,6 +256,30 @@ TEXT_ZH = {
     "OK: {tasks} tasks, {warnings} warning(s).": "通过：{tasks} 个任务，{warnings} 条警告。",
     "Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.":
     "已写入 {path}：填写“任务”工作表，然后运行 `budgetgen build {path}`。",
+    # Order, TaskList, the Summary's live sentences and banner, print and dropdown texts
+    "Order list": "订购清单", "GPUs for": "GPU需求", "peak cards": "峰值卡数", "average cards": "平均卡数",
+    "GPU cost only: extras and the hidden-cost buffer are on Summary.": "仅GPU成本：额外费用和隐性成本缓冲见汇总表。",
+    "quantity": "数量", "unit price": "单价", "tasks served": "服务的任务", "provider / SKU": "供应商 / 规格型号",
+    "notes": "备注", "cards by month": "每月卡数", "sign-off": "签核", "date": "日期", "signature": "签字",
+    "prepared by": "编制人", "approved by": "审批人", "card-months": "卡·月",
+    "All checks pass": "全部检查通过", "CHECKS FAIL — see Checks": "检查未通过 — 见 Checks 表",
+    "{count} task(s) would cost less on their cheapest suited tier, saving {saving} a month (Tasks: tier advice)":
+    "{count} 个任务改用最便宜的适用计费方式会更省钱，每月可省 {saving}（见任务表的计费建议）",
+    "{tier} is over its cap in {months} plan month(s) (Tiers)": "{tier}在 {months} 个计划月超出上限（见 Tiers 表）",
+    "GPU only": "仅GPU", "months over cap": "超上限月数",
+    "the hidden-cost buffer is charged on the GPU cost only (BufferRate x GPU)":
+    "隐性成本缓冲只按GPU成本计提（BufferRate × GPU）",
+    "every task's GPU is on the GPUs sheet": "每个任务的GPU都在GPU表中",
+    "Order total = Summary GPU total": "订购清单合计 = 汇总GPU合计",
+    "model size": "模型规模", "B params": "十亿参数", "training": "训练", "task id": "任务编号",
+    ("Order lists what to buy or reserve per GPU type and tier; TaskList is the tasks' key columns for printing "
+     "(Tasks holds every column and prints across several pages)."):
+    "Order 表列出按GPU型号和计费方式需要购买或预留的资源；TaskList 表是便于打印的任务关键列（Tasks 表含全部列，打印时跨多页）。",
+    "value (formulas compare this)": "取值（公式比较此值）", "shown as": "显示为",
+    "text of a Summary sentence": "汇总表语句的文字",
+    "Not on the list": "不在列表中",
+    "Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet).":
+    "请从列表中选择：公式比较这些值（GPU：GPU表中的名称）。",
 }
 
 # Warnings: (English, Chinese) templates over named parameters; `!t` renders an enumeration value.
@@ -292,6 +318,9 @@ MESSAGES = {
     "tier_over_cap": (
         "{tier!t} is over its cap of {cap:,.0f} in {months}",
         "{tier!t}在 {months} 超出上限 {cap:,.0f}"),
+    "example_rows": (
+        "{ids}: the template's example rows are still in the Tasks sheet; delete them before sending the budget",
+        "{ids}：模板的示例行仍在任务表中；发送预算前请删除"),
     "catalog_unpriced": (
         ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
          "(set catalog_fx or enter prices on the GPUs sheet)"),

@@ -27,6 +27,7 @@ from .schema import (
     Column,
     normalise_header,
 )
+from .template import example_rows_left
 from .values import BadValue, add_months, is_blank, parse_cell, text_length
 
 # Filled rows (the header included) read from an inventory sheet: room for 20,000 tasks (a large company's
@@ -401,6 +402,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         wb.close()
     if out.problems:
         raise InputError(out.problems)
+    warnings += example_rows_left(tasks)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
                   bills_sheet, usage_sheet, assignments, source.name, source.sha256)
 

@@ -9,6 +9,7 @@ with the `py` result as the cached value; the recalculation tests prove that the
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,12 +80,55 @@ VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; 
                lambda s, daily_fixed, break_even, plan_hours, no_price: no_price if daily_fixed is None
                else "buy" if break_even is not None and plan_hours > break_even else "rent")
 
+# --------------------------------------------------------------- what to order (Order)
+def _selected(gpus, tiers, gpu, tier):
+    return [g == gpu and t == tier for g, t in zip(gpus, tiers, strict=True)]
+
+
+ORDER_CARDS_IN_MONTH = Rule(
+    "order_cards_in_month", "cards billed for one GPU type and tier in one plan month",
+    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*({starts}<={month})*({ends}>={month})*{cards})",
+    lambda s, gpus, gpu, tiers, tier, starts, ends, month, cards: sum(
+        c for sel, a, b, c in zip(_selected(gpus, tiers, gpu, tier), starts, ends, cards, strict=True)
+        if sel and a <= month <= b))
+ORDER_OVER_PLAN = Rule(
+    "order_over_plan", "a monthly task amount of one GPU type and tier summed over the plan's active months",
+    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{active_months}*{amounts})",
+    lambda s, gpus, gpu, tiers, tier, active_months, amounts: math.fsum(
+        m * a for sel, m, a in zip(_selected(gpus, tiers, gpu, tier), active_months, amounts, strict=True) if sel))
+ORDER_PEAK = Rule("order_peak", "the most cards held in any plan month", "MAX({by_month})",
+                  lambda s, by_month: max(by_month))
+ORDER_MONTHS = Rule("order_months", "plan months with at least one card", "SUMPRODUCT(({by_month}>0)*1)",
+                    lambda s, by_month: sum(1 for c in by_month if c > 0))
+ORDER_AVERAGE = Rule("order_average", "cards on average over the plan: card-months over the plan's months",
+                     "{card_months}/PeriodMonths", lambda s, card_months: card_months / s.period_months)
+ORDER_TOTAL = Rule("order_total", "the line's cost over the plan: quantity times unit price", "{quantity}*{price}",
+                   lambda s, quantity, price: quantity * price)
+
+# --------------------------------------------------------------- live warnings and the banner (Summary)
+OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its cap (blank: no cap)",
+                       'IF({cap}="","",SUMPRODUCT(({costs}>{cap})*1))',
+                       lambda s, cap, costs: None if cap is None else sum(1 for c in costs if c > cap))
+CHEAPER_ELSEWHERE = Rule("cheaper_elsewhere", "tasks that would cost less on their cheapest suited tier",
+                         "SUMPRODUCT(({savings}>0)*1)", lambda s, savings: sum(1 for v in savings if v > 0))
+WHOLE = Rule("whole", "an amount rounded to a whole number for a sentence (half away from zero)",
+             "ROUND({value},0)", lambda s, value: math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1))
+BANNER = Rule("banner", "the Summary banner: the master check in words (an error in a check fails it)",
+              "IF(IFERROR({all_checks},0),{ok},{fail})", lambda s, all_checks, ok, fail: ok if all_checks else fail)
+
 # --------------------------------------------------------------- Checks
 TIES_OUT = Rule("ties_out", "a computed total equals the expected one within CheckTolerance",
                 "ABS({computed}-{expected})<=CheckTolerance*MAX(1,ABS({expected}))",
                 lambda s, computed, expected: abs(computed - expected) <= CHECK_TOLERANCE * max(1, abs(expected)))
+GPUS_IN_CATALOG = Rule("gpus_in_catalog", "tasks whose chosen GPU is on the GPUs sheet",
+                       "SUMPRODUCT(ISNUMBER(MATCH({gpus},{catalog},0))*1)",
+                       lambda s, gpus, catalog: sum(1 for g in gpus if g in set(catalog)))
+TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>"")*1)',
+                  lambda s, ids: sum(1 for i in ids if i != ""))
 ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
                   lambda s, checks: all(checks))
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
-                           VERDICT, TIES_OUT, ALL_CHECKS)
+                           VERDICT, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
+                           ORDER_TOTAL, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
+                           TIES_OUT, ALL_CHECKS)

@@ -7,19 +7,21 @@ from pathlib import Path
 import xlsxwriter
 
 from .catalog import builtin_records
-from .i18n import describe, name, sheet_name, tr, word
+from .i18n import Message, describe, name, sheet_name, tr, word
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
 
+# The example rows' task ids start with this: `build` warns while any is left in the inventory.
+EXAMPLE_PREFIX = "EXAMPLE-"
 EXAMPLE_TASKS = (
-    {"task_id": "T01", "task": "Support-bot QLoRA fine-tune", "kind": "finetune", "model_params_b": "7B",
+    {"task_id": f"{EXAMPLE_PREFIX}01", "task": "Support-bot QLoRA fine-tune", "kind": "finetune", "model_params_b": "7B",
      "method": "qlora", "train_tokens": "5M", "epochs": 3, "runs_per_month": 2, "tier": "idle",
      "cost_center": "knowledge-base"},
-    {"task_id": "T02", "task": "Domain pretraining", "kind": "pretrain", "model_params_b": "1.3B",
+    {"task_id": f"{EXAMPLE_PREFIX}02", "task": "Domain pretraining", "kind": "pretrain", "model_params_b": "1.3B",
      "method": "full", "train_tokens": "20B", "runs_per_month": 0.5, "cost_center": "research"},
-    {"task_id": "T03", "task": "Knowledge-base chat service", "kind": "inference", "model_params_b": "7B",
+    {"task_id": f"{EXAMPLE_PREFIX}03", "task": "Knowledge-base chat service", "kind": "inference", "model_params_b": "7B",
      "method": "int4", "requests_per_day": 10000, "tokens_per_request": 500, "serving_hours_per_day": 8,
      "tokens_per_sec": 100, "gpu": "RTX 4090", "tier": "monthly", "cost_center": "knowledge-base"},
-    {"task_id": "T04", "task": "Nightly document summaries", "kind": "batch", "model_params_b": "13B",
+    {"task_id": f"{EXAMPLE_PREFIX}04", "task": "Nightly document summaries", "kind": "batch", "model_params_b": "13B",
      "method": "int8", "batch_requests": 200000, "tokens_per_request": 300, "runs_per_month": 30,
      "cost_center": "knowledge-base"},
 )
@@ -27,6 +29,12 @@ EXAMPLE_EXTRAS = (
     {"item": "Object storage for checkpoints", "category": "storage", "monthly_cost": 400},
     {"item": "Egress to users", "category": "egress", "monthly_cost": 600},
 )
+
+
+def example_rows_left(tasks) -> list[Message]:
+    """A warning naming the template's example tasks still in the inventory (none: an empty list)."""
+    ids = [t.task_id for t in tasks if str(t.task_id).upper().startswith(EXAMPLE_PREFIX)]
+    return [Message("example_rows", ids=", ".join(ids))] if ids else []
 
 
 def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt, lang: str) -> None:

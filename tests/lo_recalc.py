@@ -209,3 +209,24 @@ def recalc_with_libreoffice(
 ) -> SheetValues:
     """Recalculate one workbook in headless LibreOffice and return its cell values."""
     return recalc_many([path], workdir, timeout)[path]
+
+
+def export_pdf(paths: Sequence[Path], workdir: Path, timeout: float = DEFAULT_TIMEOUT) -> dict[Path, Path]:
+    """Print several workbooks to PDF in one soffice run (a private profile, like the recalculation)."""
+    soffice = soffice_path()
+    if soffice is None:
+        raise LibreOfficeError("LibreOffice (soffice) not installed")
+    workdir.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="lo_pdf_", dir=workdir)).resolve()
+    write_profile(run_dir / "profile")
+    out_dir = run_dir / "out"
+    out_dir.mkdir()
+    args = [soffice, f"-env:UserInstallation={(run_dir / 'profile').as_uri()}", "--headless", "--norestore",
+            "--nologo", "--nodefault", "--nolockcheck", "--convert-to", "pdf", "--outdir", str(out_dir),
+            *(str(p) for p in paths)]
+    output = _run_soffice(args, {**os.environ, "HOME": str(run_dir)}, timeout)
+    pdfs = {Path(p): out_dir / f"{Path(p).stem}.pdf" for p in paths}
+    missing = [str(p) for p, pdf in pdfs.items() if not pdf.is_file()]
+    if missing:
+        raise LibreOfficeError(f"soffice did not print {missing}:\n{output}")
+    return pdfs

@@ -108,4 +108,4 @@ def test_the_defect_finder_sees_each_defect(tmp_path, sample):
                 data = re.sub(r'<c r="J1"[^>]*/>|<c r="J1".*?</c>', "", data, count=1)
             dst.writestr(item, data)
     found = defects(broken)
-    assert [d.split(":")[0] for d in found] == ["Summary!B3", "Tasks", "Monthly!J1"]
+    assert [d.split(":")[0] for d in found] == ["Summary!A2", "Tasks", "Monthly!J1"]

@@ -14,23 +14,26 @@ from pathlib import Path
 
 import xlsxwriter
 
-from .. import __version__
+from .. import __version__, rules
 from ..engine import Plan
 from ..errors import OutputError
+from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from .about import write_about
 from .assumptions import write_assumptions
 from .book import SAFE_FUNCTIONS, Book
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
-from .checks import plan_checks, write_checks
+from .checks import plan_checks, tie_outs, write_checks
 from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
 from .layout import plan_layout
 from .monthly import write_monthly
+from .order import write_order
 from .recon import recon_check, write_recon
 from .summary import write_reforecast, write_summary
+from .task_list import write_task_list
 from .tasks import write_tasks
 from .tiers import write_tiers
 
@@ -38,9 +41,8 @@ __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits",
            "write_workbook"]
 
 EXCEL_MAX_ROWS = 1_048_576
-SHEETS = ("Summary", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
           "Checks")
-PRINTED_WIDE = ("Summary", "Tasks", "Monthly", "Tiers", "BuyVsRent")
 
 
 def check_excel_limits(plan: Plan) -> None:
@@ -77,7 +79,8 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     for at in layout.recon.values():
         ws[at.sheet] = wb.add_worksheet(at.sheet)
     ws["About"] = wb.add_worksheet("About")
-    checks = plan_checks(plan) + [recon_check(at, billed_input[m], recon[m].billed_total)
+    order = plan_order(plan)
+    checks = plan_checks(plan, order) + [recon_check(at, billed_input[m], recon[m].billed_total)
                                   for m, at in layout.recon.items()]
     n = len(plan.tasks)
     stages = [
@@ -85,13 +88,16 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
                                                   layout.assumptions)),
         ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus)),
         (f"Tasks ({n:,} rows)", lambda: write_tasks(book, ws["Tasks"], plan, layout.tasks)),
+        ("TaskList", lambda: write_task_list(book, ws["TaskList"], plan, layout.tasks)),
         (f"Candidates ({layout.candidate_rows:,} rows)",
          lambda: write_candidates(book, ws["Candidates"], plan, layout.candidates)),
         ("Monthly", lambda: write_monthly(book, ws["Monthly"], plan, layout.monthly)),
         ("Extras", lambda: write_extras(book, ws["Extras"], plan, layout.extras)),
         ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),
         ("BuyVsRent", lambda: write_buy_vs_rent(book, ws["BuyVsRent"], plan)),
-        ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary)),
+        ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary,
+                                          rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
+        ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))
           for m, at in layout.recon.items()),
@@ -101,10 +107,6 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     for label, write in stages:
         progress(f"writing {label}")
         write()
-    for name in PRINTED_WIDE:
-        ws[name].set_landscape()
-        ws[name].fit_to_pages(1, 0)
-        ws[name].repeat_rows(0)
     for sheet in wb.worksheets():
         # No password: a guard against slips, not a lock. Inputs are unlocked, formulas are not.
         sheet.protect("", {"autofilter": True, "sort": True, "format_columns": True, "format_rows": True})

@@ -9,22 +9,26 @@ from ..rules import CHECK_TOLERANCE
 from ..schema import CONSTANTS, SETTINGS_BY_KEY, TIERS
 from .book import Book
 from .layout import AssumptionsLayout, camel
+from .printing import print_setup
 
 SHEET = "Assumptions"
+_WIDTHS = [22, 14, 16, 60, 20]
 
 
 def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: AssumptionsLayout) -> None:
     t = book.t
-    book.header(ws, 0, ["setting", "value", "unit", "meaning", "name"], [24, 16, 22, 80, 22])
+    book.header(ws, 0, ["setting", "value", "unit", "meaning", "name"], _WIDTHS)
     for key, row in at.settings.items():
         setting = SETTINGS_BY_KEY[key]
         ws.write_string(row, 0, input_name(key, book.lang))
         book.value(ws, row, 1, getattr(s, key), "input", "percent" if setting.type == "percent" else "general")
         ws.write_string(row, 2, t(setting.unit))
         note = " (structure: change it in the input workbook and rebuild)" if setting.structural else ""
-        ws.write_string(row, 3, t(setting.help) + t(note))
+        book.wrapped(ws, row, 3, t(setting.help) + t(note), _WIDTHS[3])
         ws.write_string(row, 4, setting.name)
         book.define(setting.name, SHEET, row, 1)
+        if setting.choices:
+            book.dropdown(ws, row, row, 1, key, setting.choices)
     row = at.days_row
     ws.write_string(row, 0, "days_per_month")
     book.formula(ws, row, 1, "HoursPerMonth/HoursPerDay", s.hours_per_month / 24)
@@ -39,7 +43,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         row = at.constants[name]
         ws.write_string(row, 0, name)
         book.value(ws, row, 1, value, "input", "General")
-        ws.write_string(row, 3, t(meaning))
+        book.wrapped(ws, row, 3, t(meaning), _WIDTHS[3])
         ws.write_string(row, 4, name)
         book.define(name, SHEET, row, 1)
 
@@ -70,3 +74,4 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         ws.write_string(row, 4, f"Action{camel(flag)}")
         book.define(f"Action{camel(flag)}", SHEET, row, 1)
     ws.freeze_panes(1, 0)
+    print_setup(ws, book.lang, _WIDTHS, at.last_row, header_rows=(0, 0), blocks=at.blocks)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.worksheet import CellFormulaTuple
 
-from ..i18n import tr
+from ..i18n import name, tr, word
 from .formats import Formats, cached
 
 # Every function budgetgen writes; all exist in Excel 2010+, LibreOffice 7.4 and `formulas`, none needs
@@ -50,9 +51,13 @@ class Book:
         """A visible text in the workbook's language."""
         return tr(text, self.lang)
 
+    def unit(self, unit: str) -> str:
+        """A unit in the workbook's language, `currency` in it as the plan's currency."""
+        return self.t(unit).replace("currency", self.currency)
+
     def titled(self, title: str, unit: str = "") -> str:
         """A header `title (unit)` in the workbook's language, `currency` in a unit as the plan's currency."""
-        unit = self.t(unit).replace("currency", self.currency)
+        unit = self.unit(unit)
         return f"{self.t(title)} ({unit})" if unit else self.t(title)
 
     def define(self, name: str, sheet: str, row: int, col: int) -> None:
@@ -69,6 +74,26 @@ class Book:
             ws.write_string(row, first_col + i, self.t(text), self.f.header)
             if widths:
                 ws.set_column(first_col + i, first_col + i, widths[i])
+
+    def wrapped(self, ws, row: int, col: int, text: str, width: float) -> None:
+        """A long text wrapped in a column `width` characters wide, its row made tall enough to show it all
+        (spreadsheets do not grow a row written with a height of its own, and a streamed row has one)."""
+        ws.write_string(row, col, text, self.f.wrap)
+        chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)   # CJK characters are twice as wide
+        lines = math.ceil(chars / width)
+        if lines > 1:
+            ws.set_row(row, 13.5 * lines)
+
+    def dropdown(self, ws, first: int, last: int, col: int, key: str, source) -> None:
+        """A list on the input cells rows first..last of `col`: the enumeration `source` (a tuple of keys,
+        each explained in the workbook's language) or a range name (`=GpuName`). Other values are refused."""
+        message = "" if isinstance(source, str) else ", ".join(
+            f"{c} = {word(c, self.lang)}" for c in source if word(c, self.lang) != c)
+        ws.data_validation(first, col, last, col, {
+            "validate": "list", "source": source if isinstance(source, str) else list(source), "ignore_blank": True,
+            "error_type": "stop", "error_title": self.t("Not on the list"), "error_message": self.t(
+                "Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet)."),
+            **({"input_title": name(key, self.lang), "input_message": message[:255]} if message else {})})
 
     def value(self, ws, row: int, col: int, value, role: str, fmt: str) -> None:
         fmt_obj = self.f.get(role, fmt)

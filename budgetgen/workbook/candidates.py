@@ -9,13 +9,14 @@ from ..engine import Plan
 from .book import Book, store_formula
 from .formats import cached
 from .layout import Table
+from .printing import print_setup
 from .tasks import column_headers, compile_formula
 
 _VALUE_ROLES = {"gpu": "input", "cards": "input"}
 
 
 def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
-    column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
+    widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
                                      "task_row": "task row #"})
     task_row = xl_col_to_name(table.columns["task_row"])
     compiled = [(c.key, table.columns[c.key], compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
@@ -31,5 +32,7 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
                 store_formula(ws, r, col, formula(r=r + 1), fmt, cached(c.row[key]))
             r += 1
     ws.set_column(table.columns["excluded"], table.columns["excluded"], 40)
+    widths[table.columns["excluded"]] = 40
     ws.freeze_panes(1, 2)
     ws.autofilter(0, 0, r - 1, len(table.columns) - 1)
+    print_setup(ws, book.lang, widths, max(r - 1, 1), header_rows=(0, 0), repeat_cols=(0, 1))

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from .. import rules
 from ..engine import Plan
+from ..order import OrderLine
 from ..schema import KINDS, TIERS
 from .book import Book
 from .layout import (
+    ALL_CHECKS,
     BUFFER_TOTAL,
     COST_CENTER_COSTS,
     EXTRAS_COST_MATRIX,
@@ -17,10 +19,12 @@ from .layout import (
     GPU_COST_MATRIX,
     GPU_TOTAL,
     KIND_COSTS,
+    ORDER_TOTALS,
     PERIOD_TOTAL,
     TIER_PERIOD_COSTS,
     TIERS_COST,
 )
+from .printing import print_setup
 
 
 @dataclass(frozen=True)
@@ -32,9 +36,10 @@ class Check:
     expected: str
     computed_value: float
     expected_value: float
+    fmt: str = "money"
 
 
-def plan_checks(plan: Plan) -> list[Check]:
+def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
     """The tie-outs of the budget sheets."""
     s = plan.inputs.settings
     totals = plan.month_totals.values()
@@ -47,7 +52,12 @@ def plan_checks(plan: Plan) -> list[Check]:
         return math.fsum(tp.row["period_cost"] for tp in plan.tasks if tp.task.values[key] in groups)
     centers = {tp.task.values["cost_center"] for tp in plan.tasks}
     matrix = math.fsum(tp.cost_in(j) for tp in plan.tasks for j in range(1, len(plan.months) + 1))
+    gpus = [g.name for g in plan.inputs.gpus]
     return [
+        Check("every task's GPU is on the GPUs sheet", rules.GPUS_IN_CATALOG.formula(gpus="TaskGpu", catalog="GpuName"),
+              rules.TASK_COUNT.formula(ids="TaskId"),
+              rules.GPUS_IN_CATALOG(s, gpus=[tp.row["gpu"] for tp in plan.tasks], catalog=gpus),
+              rules.TASK_COUNT(s, ids=[tp.task.task_id for tp in plan.tasks]), "int"),
         Check("task x month matrix = Summary GPU total", f"SUM({GPU_COST_MATRIX})", GPU_TOTAL, matrix, gpu),
         Check("tasks' period cost = Summary GPU total", "SUM(TaskPeriodCost)", GPU_TOTAL,
               math.fsum(tp.row["period_cost"] for tp in plan.tasks), gpu),
@@ -56,6 +66,8 @@ def plan_checks(plan: Plan) -> list[Check]:
         Check("by kind = Summary GPU total", f"SUM({KIND_COSTS})", GPU_TOTAL, group_sum("kind", KINDS), gpu),
         Check("by cost center = Summary GPU total", f"SUM({COST_CENTER_COSTS})", GPU_TOTAL,
               group_sum("cost_center", centers), gpu),
+        Check("Order total = Summary GPU total", f"SUM({ORDER_TOTALS})", GPU_TOTAL,
+              math.fsum(line.total for line in order), gpu),
         Check("extras matrix = Summary extras total", f"SUM({EXTRAS_COST_MATRIX})", EXTRAS_TOTAL,
               math.fsum(v for values in plan.extras_by_month.values() for v in values), extras),
         Check("GPU + extras + buffer = period total",
@@ -66,20 +78,29 @@ def plan_checks(plan: Plan) -> list[Check]:
     ]
 
 
+def tie_outs(plan: Plan, checks: list[Check]) -> list[bool]:
+    """Whether each check ties out (the Python view of its `ties out?` cell)."""
+    s = plan.inputs.settings
+    return [rules.TIES_OUT(s, computed=c.computed_value, expected=c.expected_value) for c in checks]
+
+
 def write_checks(book: Book, ws, plan: Plan, checks: list[Check]) -> None:
     s = plan.inputs.settings
-    book.header(ws, 0, ["check", "computed", "expected", "ties out?"], [44, 16, 16, 10])
+    widths = [48, 16, 16, 10]
+    book.header(ws, 0, ["check", "computed", "expected", "ties out?"], widths)
     ws.write_string(1, 0, book.t("ALL CHECKS"), book.f.bold)
     last = len(checks) + 2
-    ties = [rules.TIES_OUT(s, computed=c.computed_value, expected=c.expected_value) for c in checks]
+    ties = tie_outs(plan, checks)
     book.formula(ws, 1, 3, rules.ALL_CHECKS.formula(checks=f"D3:D{last}"), rules.ALL_CHECKS(s, checks=ties),
                  "general", "total")
+    book.define(ALL_CHECKS, "Checks", 1, 3)
     for i, (check, ok) in enumerate(zip(checks, ties, strict=True), start=2):
         n = i + 1
         ws.write_string(i, 0, book.t(check.label))
-        book.formula(ws, i, 1, check.computed, check.computed_value, "money")
-        book.formula(ws, i, 2, check.expected, check.expected_value, "money", "link")
+        book.formula(ws, i, 1, check.computed, check.computed_value, check.fmt)
+        book.formula(ws, i, 2, check.expected, check.expected_value, check.fmt, "link")
         book.formula(ws, i, 3, rules.TIES_OUT.formula(computed=f"B{n}", expected=f"C{n}"), ok, "general")
     ws.conditional_format(1, 3, last - 1, 3, {"type": "cell", "criteria": "==", "value": "FALSE",
                                               "format": book.f.warn})
     ws.freeze_panes(2, 0)
+    print_setup(ws, book.lang, widths, last - 1, header_rows=(0, 0))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from ..engine import Plan
+from ..schema import EXTRA_CATEGORIES
 from .book import Book
 from .layout import EXTRAS_COST_MATRIX, MonthMatrix, extras_cost
 from .monthly import month_number, name_month_columns, write_matrix_header
+from .printing import print_setup
 
 SHEET = "Extras"
 _WIDTHS = [28, 12, 14, 12, 12, 8, 8]
@@ -27,4 +29,6 @@ def write_extras(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
             book.formula(ws, r, matrix.first_month_col + j, f"IF(AND({k}>=$F{n},{k}<=$G{n}),$C{n},0)",
                          plan.extras_by_month[month][i], "money")
     name_month_columns(book, SHEET, matrix, extras_cost, EXTRAS_COST_MATRIX)
+    book.dropdown(ws, matrix.first, matrix.last, 1, "category", EXTRA_CATEGORIES)
     ws.freeze_panes(2, 1)
+    print_setup(ws, book.lang, _WIDTHS + [13] * len(months), matrix.last, header_rows=(0, 1), repeat_cols=(0, 0))

@@ -19,12 +19,15 @@ class Formats:
         self._cache: dict[tuple, object] = {}
         self.base = base
         self.num = {"number": "#,##0.00", "int": "#,##0", "money": money, "price": price, "percent": "0.0%",
-                    "sci": "0.00E+00", "text": "@", "general": "General", "flag": "General"}
+                    "sci": "0.00E+00", "text": "@", "general": "General", "flag": "General",
+                    "wrap": "General", "echo": "[<1000]General;#,##0"}
         self.header = wb.add_format({**base, "bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF",
                                      "text_wrap": True, "valign": "top", "border": 1})
         self.title = wb.add_format({**base, "bold": True, "font_size": 14})
         self.bold = wb.add_format({**base, "bold": True})
         self.note = wb.add_format({**base, "italic": True, "font_color": "#595959"})
+        self.wrap = wb.add_format({**base, "text_wrap": True, "valign": "top"})
+        self.alarm = wb.add_format({**base, "bold": True, "font_color": "#FFFFFF", "bg_color": "#C00000"})
         self.warn = wb.add_format({**base, "font_color": "#9C5700", "bg_color": "#FFEB9C"})
 
     def get(self, role: str, fmt: str = "general"):
@@ -32,6 +35,8 @@ class Formats:
         key = (role, fmt)
         if key not in self._cache:
             props = {**self.base, "num_format": self.num.get(fmt, fmt)}
+            if fmt == "wrap":
+                props.update(text_wrap=True, valign="top")
             if role == "input":
                 props.update(font_color="#0000FF", bg_color="#FFF2CC", locked=False)
             elif role == "link":

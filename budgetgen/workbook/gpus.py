@@ -6,6 +6,7 @@ from ..i18n import name as input_name
 from ..schema import GPU_COLUMNS
 from .book import Book
 from .layout import GPU_NAMES
+from .printing import print_setup
 
 SHEET = "GPUs"
 _FORMATS = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_card": "money",
@@ -14,8 +15,9 @@ _FORMATS = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_ca
 
 def write_gpus(book: Book, ws, gpus) -> None:
     cols = [c.name for c in GPU_COLUMNS]
-    book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS],
-                [14, 12, 10, 12, 10, 12, 9, 14, 14, 12, 12, 14, 9, 60, 10])
+    widths = [14, 12, 9, 10, 9, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
+    book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
+    ws.set_row(0, 30)
     for i, g in enumerate(gpus, start=1):
         values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
                   "tflops": g.tflops, "interconnect": g.interconnect, "scaling": g.scaling,
@@ -29,3 +31,7 @@ def write_gpus(book: Book, ws, gpus) -> None:
             book.define_range(GPU_NAMES[key], SHEET, 1, len(gpus), col)
     ws.freeze_panes(1, 1)
     ws.autofilter(0, 0, len(gpus), len(cols) - 1)
+    for col, column in enumerate(GPU_COLUMNS):
+        if column.choices:
+            book.dropdown(ws, 1, max(1, len(gpus)), col, column.name, column.choices)
+    print_setup(ws, book.lang, widths, len(gpus), header_rows=(0, 0), repeat_cols=(0, 0))

@@ -3,13 +3,16 @@ and the workbook-scoped names through which one sheet reads another."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
 from ..engine import Plan
-from ..schema import CONSTANTS, KINDS, SETTINGS, TASK_COLUMNS, TIERS
+from ..order import order_keys
+from ..recon import ACTIONS
+from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIERS
 
 
 def camel(key: str) -> str:
@@ -34,6 +37,44 @@ TIER_PERIOD_COSTS, KIND_COSTS, COST_CENTER_COSTS = "TierPeriodCosts", "KindCosts
 # Monthly, Extras and Tiers blocks.
 GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix", "ExtrasCostMatrix", "MonthlyTier", \
     "TiersCost"
+# Order and Checks cells other sheets read.
+ORDER_TOTALS, ALL_CHECKS = "OrderTotals", "AllChecks"
+
+
+# Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
+WORD_KEYS, WORD_SHOWN = "WordKey", "WordShown"
+SHOWN_WORDS = KINDS + TIERS + GPU_CLASSES + ("OVER", "ok", "buy", "rent")
+
+
+def shown(key: str) -> str:
+    """A formula showing the enumeration value `key` (a cell or an expression) in the workbook's language."""
+    return f"IFERROR(INDEX({WORD_SHOWN},MATCH({key},{WORD_KEYS},0)),{key})"
+
+
+# Sentences the Summary's formulas show. Their text between the placeholders lives in named cells on About
+# (TextAdvice0, TextAdvice1, ...), so that a formula is the same in every language.
+SENTENCES = {
+    "BannerOk": "All checks pass",
+    "BannerFail": "CHECKS FAIL — see Checks",
+    "Advice": "{count} task(s) would cost less on their cheapest suited tier, saving {saving} a month "
+              "(Tasks: tier advice)",
+    "OverCap": "{tier} is over its cap in {months} plan month(s) (Tiers)",
+}
+_SLOT = re.compile(r"\{([a-z_]+)\}")
+
+
+def sentence_texts(template: str) -> list[str]:
+    """The texts around a sentence's placeholders: one more than the placeholders, empty ones included."""
+    return _SLOT.split(template)[::2]
+
+
+def sentence(key: str, **cells: str) -> str:
+    """A formula joining sentence `key`'s named texts and `cells` (placeholder -> expression)."""
+    slots = _SLOT.findall(SENTENCES[key])
+    parts = [f"Text{key}0"]
+    for i, slot in enumerate(slots, start=1):
+        parts += [cells[slot], f"Text{key}{i}"]
+    return "&".join(parts)
 
 
 def task_name(key: str) -> str:
@@ -93,6 +134,16 @@ class AssumptionsLayout:
     actions_header: int
     actions_first: int
 
+    @property
+    def last_row(self) -> int:
+        return self.actions_first + len(ACTIONS) - 1
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.days_row), (self.constants_header, self.tiers_header - 2),
+                (self.tiers_header, self.months_header - 2), (self.months_header, self.actions_header - 2),
+                (self.actions_header, self.last_row))
+
 
 @dataclass(frozen=True)
 class MonthMatrix:
@@ -122,13 +173,109 @@ class SummaryLayout:
     center_header: int
     centers: tuple[str, ...]
     warnings_row: int
-    reforecast_header: int | None = None   # the re-forecast block, when the plan has billed months
-    billed_months: tuple[str, ...] = ()    # plan months with a Recon tab
+    warnings: tuple[str, ...]   # the warnings that do not follow the numbers (the others are formulas)
+    billed_months: tuple[str, ...] = ()    # plan months with a Recon tab: the re-forecast block is written
 
+    banner_row = 1
     period_row = 2
     month_header = 4
     first_month_row = 5
     columns = ("month", "GPU", "extras", "hidden-cost buffer", "total")
+    chart_rows = 18
+
+    @property
+    def tier_total_row(self) -> int:
+        return self.tier_header + len(TIERS) + 1
+
+    @property
+    def live_warnings(self) -> int:
+        """The warning lines written as formulas: the tier advice, then one per tier over its cap."""
+        return 1 + len(TIERS)
+
+    @property
+    def warnings_end(self) -> int:
+        """The first row below the warnings."""
+        return self.warnings_row + 1 + self.live_warnings + len(self.warnings)
+
+    @property
+    def reforecast_header(self) -> int | None:
+        """The re-forecast block (header, one row a month, estimate, budget, variance), when a month is billed."""
+        return self.warnings_end + 1 if self.billed_months else None
+
+    @property
+    def chart_row(self) -> int:
+        if self.billed_months:
+            return self.reforecast_header + len(self.months) + 5
+        return self.warnings_end + 1
+
+    @property
+    def last_row(self) -> int:
+        return self.chart_row + self.chart_rows
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        """Row spans printed on one page each where they fit."""
+        return ((0, self.total_row), (self.tier_header, self.tier_total_row),
+                (self.kind_header, self.kind_header + len(self.kinds)),
+                (self.center_header, self.center_header + len(self.centers)),
+                (self.warnings_row, self.warnings_end - 1),
+                *(((self.reforecast_header, self.chart_row - 2),) if self.billed_months else ()),
+                (self.chart_row, self.last_row))
+
+
+@dataclass(frozen=True)
+class OrderLayout:
+    """Order: the heading lines, one order line per (GPU, tier), their cards by month, and the sign-off."""
+
+    lines: tuple[tuple[str, str], ...]
+    months: tuple[str, ...]
+
+    heading_first = 2     # made by, build date, input file, plan
+    header = 7
+    first = 8
+    columns = ("gpu", "tier", "peak cards", "average cards", "months", "quantity", "unit", "unit price", "total",
+               "tasks served", "provider / SKU", "notes")
+
+    @property
+    def last(self) -> int:
+        """The last order line (the first one when there is none)."""
+        return self.first + max(1, len(self.lines)) - 1
+
+    @property
+    def total_row(self) -> int:
+        return self.last + 1
+
+    @property
+    def month_header(self) -> int:
+        return self.total_row + 3
+
+    @property
+    def month_first(self) -> int:
+        return self.month_header + 1
+
+    @property
+    def month_last(self) -> int:
+        return self.month_first + max(1, len(self.lines)) - 1
+
+    @property
+    def signoff_header(self) -> int:
+        return self.month_last + 3
+
+    def col(self, key: str) -> int:
+        return self.columns.index(key)
+
+    @property
+    def last_row(self) -> int:
+        return self.signoff_header + 2
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.total_row), (self.month_header, self.month_last), (self.signoff_header, self.last_row))
+
+    @property
+    def heights(self) -> Mapping[int, float]:
+        """Rows taller than the default, in points."""
+        return MappingProxyType({self.header: 30, self.signoff_header + 1: 24, self.signoff_header + 2: 24})
 
 
 @dataclass(frozen=True)
@@ -166,6 +313,15 @@ class ReconLayout:
         """The like-for-like table: GPU, non-GPU and total, planned against billed."""
         return self.coverage_header + self.coverage_rows + 2
 
+    @property
+    def last_row(self) -> int:
+        return self.like_header + 3   # the like-for-like header and its three rows
+
+    @property
+    def blocks(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.task_last), (self.resource_header, self.resource_last),
+                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.last_row))
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -177,6 +333,7 @@ class Layout:
     extras: MonthMatrix
     tier_rows: int
     summary: SummaryLayout
+    order: OrderLayout
     recon: Mapping[str, ReconLayout]
 
 
@@ -200,17 +357,21 @@ def _assumptions(months: int) -> AssumptionsLayout:
                              actions_header + 1)
 
 
+# Warnings the Summary writes as formulas over the numbers, so that they follow an edit.
+LIVE_WARNINGS = frozenset({"tier_saving", "tier_over_cap"})
+
+
 def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
     n = len(plan.months)
     total_row = SummaryLayout.first_month_row + n
     tier_header = total_row + 2
-    kind_header = tier_header + len(TIERS) + 2
+    kind_header = tier_header + len(TIERS) + 3
     centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
     center_header = kind_header + len(KINDS) + 2
     warnings_row = center_header + len(centers) + 2
-    reforecast_header = warnings_row + max(1, len(plan.warnings)) + 2 if billed else None
+    warnings = tuple(w for w in plan.warnings if getattr(w, "key", None) not in LIVE_WARNINGS)
     return SummaryLayout(plan.months, total_row, tier_header, kind_header, KINDS, center_header, centers,
-                         warnings_row, reforecast_header, billed)
+                         warnings_row, warnings, billed)
 
 
 def _recon(month: str, mr) -> ReconLayout:
@@ -235,5 +396,6 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months)), tasks, candidates, candidate_rows, monthly, extras,
                   len(TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
+                  OrderLayout(order_keys(plan), plan.months),
                   MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
 

@@ -7,6 +7,7 @@ from xlsxwriter.utility import xl_rowcol_to_cell
 from ..engine import Plan
 from .book import Book
 from .layout import GPU_COST_MATRIX, MONTHLY_TIER, MonthMatrix, gpu_cost, task_name
+from .printing import print_setup
 
 SHEET = "Monthly"
 LEAD_HEADERS = {"task_row": "task row #"}
@@ -57,4 +58,6 @@ def write_monthly(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
     name_month_columns(book, SHEET, matrix, gpu_cost, GPU_COST_MATRIX)
     book.define_range(MONTHLY_TIER, SHEET, matrix.first, matrix.last, matrix.lead.index("tier"))
     ws.freeze_panes(2, 3)
+    print_setup(ws, book.lang, _WIDTHS + [13] * len(matrix.months), matrix.last, header_rows=(0, 1),
+                repeat_cols=(0, 2))
     ws.autofilter(0, 0, matrix.last, matrix.last_col)

@@ -22,13 +22,17 @@ from .layout import (
     recon_billed_total,
     recon_partial,
 )
+from .printing import print_setup
 
-TASK_HEADERS = ["task", "planned", "billed", "variance", "variance %", "status", "non-GPU billed", "buffer share",
+TASK_HEADERS = ["task id", "planned", "billed", "variance", "variance %", "status", "non-GPU billed", "buffer share",
                 "buffer left", "cards held", "planned GPU hours", "GPU hours billed", "rate variance",
                 "usage variance"]
-RESOURCE_HEADERS = ["resource", "task", "services", "lines", "billed", "hours", "avg util %", "peak memory share",
+RESOURCE_HEADERS = ["resource", "task id", "services", "lines", "billed", "hours", "avg util %", "peak memory share",
                     "OOM events", "flags", "action next month", "cards", "cards to drop", "saving if acted on"]
 DATE_FORMAT = "yyyy-mm-dd"
+
+
+_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14]   # the action column is wide
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -38,9 +42,9 @@ def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Ch
 
 
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) -> None:
-    ws.set_column(0, 0, 22)
-    ws.set_column(1, len(RESOURCE_HEADERS) - 1, 14)
-    ws.set_column(10, 10, 60)
+    for col, width in enumerate(_WIDTHS):
+        ws.set_column(col, col, width)
+    ws.set_row(at.resource_header, 30)   # wrapped headers
     ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}: {book.t('plan versus bill versus usage')} "
                           f"({book.currency})", book.f.title)
     limits = _limits(book, plan)
@@ -51,6 +55,8 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) 
     _coverage(book, ws, mr, at)
     _like_for_like(book, ws, mr, at, in_plan)
     ws.freeze_panes(1, 0)
+    print_setup(ws, book.lang, _WIDTHS, at.last_row, repeat_cols=(0, 0), blocks=at.blocks,
+                heights={at.resource_header: 30})
 
 
 def _plan_row(cell: str) -> str:

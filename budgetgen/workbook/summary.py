@@ -1,4 +1,5 @@
-"""Summary: the period total, each month (GPU + extras + hidden-cost buffer), by tier, kind and cost center."""
+"""Summary: the checks banner, the period total, each month (GPU + extras + hidden-cost buffer), GPU cost by
+tier, kind and cost center, warnings (those that follow the numbers as formulas) and the tier chart."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from xlsxwriter.utility import xl_col_to_name
 
 from .. import rules
 from ..engine import Plan
-from ..i18n import say
+from ..i18n import say, word
 from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
 from ..schema import TIERS
 from .book import Book
 from .layout import (
+    ALL_CHECKS,
     BUFFER_TOTAL,
     COST_CENTER_COSTS,
     EXTRAS_TOTAL,
@@ -20,6 +22,7 @@ from .layout import (
     KIND_COSTS,
     MONTHLY_TIER,
     PERIOD_TOTAL,
+    SENTENCES,
     TIER_PERIOD_COSTS,
     SummaryLayout,
     extras_cost,
@@ -27,27 +30,40 @@ from .layout import (
     month_buffer,
     recon_billed_total,
     recon_partial,
+    sentence,
+    shown,
 )
+from .printing import print_setup
 
 SHEET = "Summary"
 _TOTAL_NAMES = (GPU_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL)
+BUFFER_NOTE = "the hidden-cost buffer is charged on the GPU cost only (BufferRate x GPU)"
 
 
-def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
+def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bool) -> None:
     months = list(at.months)
-    ws.set_column(0, 0, 26)
-    ws.set_column(1, 1 + len(months), 15)
+    widths = [28, *[15] * (len(months) + 1), 12, 12]
+    for col, width in enumerate(widths):
+        ws.set_column(col, col, width)
     ws.write_string(0, 0, f"{book.t('GPU budget')} {months[0]} {book.t('to')} {months[-1]} ({book.currency})",
                     book.f.title)
+    ok, fail = book.t(SENTENCES["BannerOk"]), book.t(SENTENCES["BannerFail"])
+    book.formula(ws, at.banner_row, 0, rules.BANNER.formula(all_checks=ALL_CHECKS, ok=sentence("BannerOk"),
+                                                            fail=sentence("BannerFail")),
+                 rules.BANNER(None, all_checks=checks_pass, ok=ok, fail=fail), "text", "total")
+    ws.conditional_format(at.banner_row, 0, at.banner_row, 0, {
+        "type": "text", "criteria": "not containing", "value": ok, "format": book.f.alarm})
     ws.write_string(at.period_row, 0, book.t("Period total"), book.f.bold)
     book.formula(ws, at.period_row, 1, PERIOD_TOTAL, plan.period_total, "money", "total")
+    ws.write_string(at.period_row, 2, book.t(BUFFER_NOTE), book.f.note)
     _month_table(book, ws, plan, at)
     _by_tier(book, ws, plan, at)
     _by_group(book, ws, plan, at.kind_header, "by kind", "kind", at.kinds, KIND_COSTS)
     _by_group(book, ws, plan, at.center_header, "by cost center", "cost_center", at.centers, COST_CENTER_COSTS)
-    ws.write_string(at.warnings_row, 0, book.t("Warnings"), book.f.bold)
-    for i, w in enumerate(plan.warnings or ("none",), start=1):
-        ws.write_string(at.warnings_row + i, 0, say(w, book.lang), book.f.warn if plan.warnings else book.f.note)
+    _warnings(book, ws, plan, at)
+    _chart(book, ws, at)
+    print_setup(ws, book.lang, widths, at.last_row, blocks=at.blocks,
+                heights=dict.fromkeys((at.tier_header, at.kind_header, at.center_header), 30))
 
 
 def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
@@ -72,35 +88,66 @@ def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
 
 
 def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
+    """GPU cost per tier and month (the tier's key in the formulas, its word in column A), the period, the cap
+    and the months over it, and a total row."""
+    s = plan.inputs.settings
     months = list(at.months)
-    r = at.tier_header
-    book.header(ws, r, ["by tier", *months, "period"])
+    r, period = at.tier_header, 1 + len(months)
+    last_month = xl_col_to_name(len(months))
+    book.header(ws, r, ["by tier", *months, book.t("period") + f" ({book.t('GPU only')})",
+                        book.titled("cap a month", "currency"), "months over cap"])
+    ws.set_row(r, 30)
     for i, tier in enumerate(TIERS, start=1):
-        row = r + i
-        ws.write_string(row, 0, tier)
+        row, n = r + i, r + i + 1
+        ws.write_string(row, 0, word(tier, book.lang))
         for j, month in enumerate(months):
-            book.formula(ws, row, 1 + j, f"SUMIFS({gpu_cost(month)},{MONTHLY_TIER},$A{row + 1})",
+            book.formula(ws, row, 1 + j, f'SUMIFS({gpu_cost(month)},{MONTHLY_TIER},"{tier}")',
                          plan.tier_totals[tier][month], "money")
-        book.formula(ws, row, 1 + len(months), f"SUM(B{row + 1}:{xl_col_to_name(len(months))}{row + 1})",
-                     math.fsum(plan.tier_totals[tier].values()), "money", "total")
-    book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TIERS), 1 + len(months))
+        book.formula(ws, row, period, f"SUM(B{n}:{last_month}{n})", math.fsum(plan.tier_totals[tier].values()),
+                     "money", "total")
+        cap = getattr(s, f"tier_cap_{tier}")
+        lookup = f'INDEX(TierCaps,MATCH("{tier}",TierList,0))'
+        book.formula(ws, row, period + 1, f'IF({lookup}="","",{lookup})', cap, "money", "link")
+        cap_cell = f"{xl_col_to_name(period + 1)}{n}"
+        book.formula(ws, row, period + 2, rules.OVER_CAP_MONTHS.formula(cap=cap_cell, costs=f"B{n}:{last_month}{n}"),
+                     rules.OVER_CAP_MONTHS(s, cap=cap, costs=list(plan.tier_totals[tier].values())), "int")
+    total = at.tier_total_row
+    ws.write_string(total, 0, book.t("Total"), book.f.bold)
+    for col in range(1, period + 1):
+        name = xl_col_to_name(col)
+        value = math.fsum(plan.tier_totals[t][months[col - 1]] for t in TIERS) if col < period else \
+            math.fsum(v for t in TIERS for v in plan.tier_totals[t].values())
+        book.formula(ws, total, col, f"SUM({name}{r + 2}:{name}{total})", value, "money", "total")
+    book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TIERS), period)
+
+
+def _chart(book: Book, ws, at: SummaryLayout) -> None:
+    r, months = at.tier_header, len(at.months)
     chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
     for i in range(1, len(TIERS) + 1):
-        chart.add_series({"name": [SHEET, r + i, 0], "categories": [SHEET, r, 1, r, len(months)],
-                          "values": [SHEET, r + i, 1, r + i, len(months)]})
+        chart.add_series({"name": [SHEET, r + i, 0], "categories": [SHEET, r, 1, r, months],
+                          "values": [SHEET, r + i, 1, r + i, months]})
     chart.set_title({"name": book.t("Monthly GPU cost by tier")})
-    chart.set_y_axis({"num_format": book.f.num["money"]})
-    ws.insert_chart(1, len(months) + 3, chart, {"x_scale": 1.3, "y_scale": 1.1})
+    chart.set_y_axis({"num_format": book.f.num["money"], "min": 0})
+    chart.set_size({"width": 640, "height": int(at.chart_rows * 20)})
+    ws.insert_chart(at.chart_row, 0, chart)
 
 
 def _by_group(book: Book, ws, plan: Plan, r: int, label: str, key: str, groups, name: str) -> None:
-    book.header(ws, r, [label, book.titled("period cost", "currency")])
+    """GPU cost over the plan per kind (the kind's key in the formula) or per cost center."""
+    book.header(ws, r, [label, book.titled("period cost", "currency") + f", {book.t('GPU only')}"])
+    ws.set_row(r, 30)
     column = "TaskKind" if key == "kind" else "TaskCostCenter"
     for i, group in enumerate(groups, start=1):
-        ws.write_string(r + i, 0, group)
         value = math.fsum(tp.row["period_cost"] for tp in plan.tasks if tp.task.values[key] == group)
+        if key == "kind":
+            ws.write_string(r + i, 0, word(group, book.lang))
+            criterion = f'"{group}"'
+        else:
+            ws.write_string(r + i, 0, group)
+            criterion = f"$A{r + i + 1}"
         # EXACT, not SUMIFS: criteria would ignore case and read * ? ~ as wildcards.
-        book.formula(ws, r + i, 1, f"SUMPRODUCT(EXACT({column},$A{r + i + 1})*TaskPeriodCost)", value, "money")
+        book.formula(ws, r + i, 1, f"SUMPRODUCT(EXACT({column},{criterion})*TaskPeriodCost)", value, "money")
     book.define_range(name, SHEET, r + 1, r + len(groups), 1)
 
 
@@ -145,3 +192,30 @@ def write_reforecast(book: Book, ws, plan: Plan, recon, at: SummaryLayout) -> No
         book.formula(ws, end + i, 1, formula, value, "money", role)
     pct = VARIANCE_PCT.py({"variance": variance, "planned": plan.period_total}, None)
     book.formula(ws, end + 2, 2, VARIANCE_PCT.formula(cells), pct, "percent")
+
+
+def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
+    """The tier advice and the caps as formulas over Tasks and the by-tier table; the other warnings as text."""
+    s, t = plan.inputs.settings, book.t
+    r = at.warnings_row
+    ws.write_string(r, 0, t("Warnings"), book.f.bold)
+    savings = [tp.row["tier_saving"] for tp in plan.tasks]
+    count = rules.CHEAPER_ELSEWHERE.formula(savings="TaskTierSaving")
+    cheaper = rules.CHEAPER_ELSEWHERE(s, savings=savings)
+    advice = t(SENTENCES["Advice"])
+    saving = rules.WHOLE.formula(value="SUM(TaskTierSaving)")
+    book.formula(ws, r + 1, 0, f'IF({count}>0,{sentence("Advice", count=count, saving=saving)},"")',
+                 advice.format(count=cheaper, saving=rules.WHOLE(s, value=math.fsum(savings))) if cheaper else "",
+                 "text")
+    over_col = xl_col_to_name(len(at.months) + 3)
+    for i, tier in enumerate(TIERS):
+        tier_word = word(tier, book.lang)
+        over = rules.OVER_CAP_MONTHS(s, cap=getattr(s, f"tier_cap_{tier}"),
+                                     costs=list(plan.tier_totals[tier].values()))
+        cell = f"${over_col}${at.tier_header + 2 + i}"
+        text = sentence("OverCap", tier=shown(f'"{tier}"'), months=cell)
+        book.formula(ws, r + 2 + i, 0, f'IF(AND(ISNUMBER({cell}),{cell}>0),{text},"")',
+                     t(SENTENCES["OverCap"]).format(tier=tier_word, months=over) if over else "", "text")
+    for i, w in enumerate(at.warnings, start=r + 2 + len(TIERS)):
+        ws.write_string(i, 0, say(w, book.lang))
+    ws.conditional_format(r + 1, 0, at.warnings_end - 1, 0, {"type": "no_blanks", "format": book.f.warn})

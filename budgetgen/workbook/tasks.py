@@ -17,11 +17,12 @@ from ..schema import TASK_COLUMNS
 from .book import Book, store_formula
 from .formats import cached
 from .layout import GPU_NAMES, Table, task_name
+from .printing import print_setup
 
 SHEET = "Tasks"
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\.([a-z_]+))?\}")
 INPUT_FORMATS = {c.name: ("percent" if c.type == "percent" else "text" if c.type in ("text", "choice", "month")
-                          else "general") for c in TASK_COLUMNS}
+                          else "echo") for c in TASK_COLUMNS}
 
 
 def compile_formula(template: str, table: Table, task_row: str | None = None) -> Callable[..., str]:
@@ -43,19 +44,32 @@ def compile_formula(template: str, table: Table, task_row: str | None = None) ->
     return _PLACEHOLDER.sub(sub, template.removeprefix("=")).format
 
 
-def column_headers(book: Book, ws, table: Table, labels: dict[str, str]) -> None:
+def column_headers(book: Book, ws, table: Table, labels: dict[str, str]) -> list[float]:
+    """Row 0: each column's header (its unit in brackets where it has one); returns the column widths."""
     units = {c.name: c.unit for c in TASK_COLUMNS}
     units.update({c.key: c.unit for c in CALCS})
     titles = {c.key: c.header for c in CALCS}
     for key, col in table.columns.items():
         title = labels.get(key) or titles.get(key) or input_name(key, book.lang)
-        ws.write_string(0, col, book.titled(title, units.get(key, "")), book.f.header)
+        unit = units.get(key, "")
+        # `epochs`, not `epochs (epochs)`; `training (1 = yes)`, not `training? (1 = yes)`
+        title, unit = (title, "") if unit in (key, title) else (title.removesuffix("?") if unit else title, unit)
+        ws.write_string(0, col, book.titled(title, unit), book.f.header)
         ws.set_column(col, col, 14 if key not in ("task", "tier_advice") else 28)
     ws.set_row(0, 45)
+    return [14 if key not in ("task", "tier_advice") else 28 for key in table.columns]
+
+
+def dropdowns(book: Book, ws, table: Table) -> None:
+    """A list on every Tasks input that takes a catalog name (gpu: the GPUs sheet) or an enumeration."""
+    for column in TASK_COLUMNS:
+        if column.choices:
+            book.dropdown(ws, table.first, table.last, table.columns[column.name], column.name, column.choices)
+    book.dropdown(ws, table.first, table.last, table.columns["gpu"], "gpu", f"={GPU_NAMES['gpu']}")
 
 
 def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
-    column_headers(book, ws, table, {"gpu": "gpu (chosen)"})
+    widths = column_headers(book, ws, table, {"gpu": "gpu (chosen)"})
     extra_col = len(table.columns)
     headers = plan.inputs.extra_headers
     for j, header in enumerate(headers):
@@ -75,5 +89,7 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
                        "input", "general")
     for key, col in table.columns.items():
         book.define_range(task_name(key), SHEET, table.first, table.last, col)
+    dropdowns(book, ws, table)
     ws.freeze_panes(1, 1)
     ws.autofilter(0, 0, table.last, extra_col + len(headers) - 1)
+    print_setup(ws, book.lang, widths + [14] * len(headers), table.last, header_rows=(0, 0), repeat_cols=(0, 0))

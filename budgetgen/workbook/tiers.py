@@ -5,16 +5,19 @@ from __future__ import annotations
 import math
 
 from ..engine import Plan
+from ..i18n import word
 from ..schema import TIERS
 from .book import Book
-from .layout import TIERS_COST
+from .layout import TIERS_COST, shown
+from .printing import print_setup
 
 SHEET = "Tiers"
 
 
 def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
+    widths = [12, 10, 8, 12, 12, 14, 14, 10]
     book.header(ws, 0, ["tier", "month", "month #", "cards billed", "GPU-hours", book.titled("cost", "currency"),
-                        book.titled("cap", "currency"), "over cap?"], [12, 10, 8, 12, 12, 14, 14, 10])
+                        book.titled("cap", "currency"), "over cap?"], widths)
     s = plan.inputs.settings
     r = 1
     for tier in TIERS:
@@ -23,22 +26,24 @@ def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
         for j, month in enumerate(plan.months, start=1):
             active = [tp for tp in tasks if tp.row["start_index"] <= j <= tp.row["end_index"]]
             n = r + 1
-            ws.write_string(r, 0, tier)
+            ws.write_string(r, 0, word(tier, book.lang))
             ws.write_string(r, 1, month)
             ws.write_number(r, 2, j)
-            sel = f"(TaskTier=$A{n})*(TaskStart<=$C{n})*(TaskEnd>=$C{n})"
+            sel = f'(TaskTier="{tier}")*(TaskStart<=$C{n})*(TaskEnd>=$C{n})'
             book.formula(ws, r, 3, f"SUMPRODUCT({sel}*TaskCardsBilled)", sum(tp.row["cards_billed"] for tp in active),
                          "int")
             book.formula(ws, r, 4, f"SUMPRODUCT({sel}*TaskGpuHours)",
                          math.fsum(tp.row["gpu_hours_per_month"] for tp in active), "number")
             book.formula(ws, r, 5, f"SUMPRODUCT({sel}*TaskMonthlyCost)", plan.tier_totals[tier][month], "money")
-            book.formula(ws, r, 6, f'IF(INDEX(TierCaps,MATCH($A{n},TierList,0))="","",'
-                         f"INDEX(TierCaps,MATCH($A{n},TierList,0)))", cap, "money", "link")
+            lookup = f'INDEX(TierCaps,MATCH("{tier}",TierList,0))'
+            book.formula(ws, r, 6, f'IF({lookup}="","",{lookup})', cap, "money", "link")
             over = "" if cap is None else ("OVER" if plan.tier_totals[tier][month] > cap else "ok")
-            book.formula(ws, r, 7, f'IF(G{n}="","",IF(F{n}>G{n},"OVER","ok"))', over, "text")
+            book.formula(ws, r, 7, shown(f'IF(G{n}="","",IF(F{n}>G{n},"OVER","ok"))'), word(over, book.lang), "text")
             r += 1
     book.define_range(TIERS_COST, SHEET, 1, rows, 5)
-    ws.conditional_format(1, 7, r - 1, 7, {"type": "cell", "criteria": "==", "value": '"OVER"',
+    ws.conditional_format(1, 7, r - 1, 7, {"type": "formula", "criteria": '=AND(ISNUMBER($G2),$F2>$G2)',
                                            "format": book.f.warn})
     ws.freeze_panes(1, 2)
     ws.autofilter(0, 0, r - 1, 7)
+    print_setup(ws, book.lang, widths, r - 1, header_rows=(0, 0),
+                blocks=[(1 + i * len(plan.months), (i + 1) * len(plan.months)) for i in range(len(TIERS))])

@@ -1,0 +1,68 @@
+"""What to order: per GPU type and price tier the plan uses, the cards, quantity, unit price and cost.
+
+The Python view of the Order sheet, computed with the `rules` the sheet writes as formulas. No I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import rules
+from .schema import TIERS
+
+# What a tier's price applies to: card-months on the monthly tier, GPU-hours on every other tier.
+QUANTITY_COLUMN = {"monthly": "cards_billed"}
+QUANTITY_UNIT = {"monthly": "card-months"}
+
+
+@dataclass(frozen=True)
+class OrderLine:
+    """One GPU type on one price tier: what procurement buys or reserves for the plan."""
+
+    gpu: str
+    tier: str
+    cards_by_month: tuple[int, ...]
+    peak_cards: int
+    average_cards: float
+    months: int
+    card_months: float
+    gpu_hours: float
+    quantity: float
+    unit_price: float
+    total: float
+    tasks: tuple[str, ...]
+
+    @property
+    def quantity_unit(self) -> str:
+        return QUANTITY_UNIT.get(self.tier, "GPU-hours")
+
+
+def order_keys(plan) -> tuple[tuple[str, str], ...]:
+    """The (GPU, tier) pairs the plan uses, in catalog order, then tier order."""
+    used = {(tp.row["gpu"], tp.row["tier"]) for tp in plan.tasks}
+    return tuple((g.name, t) for g in plan.inputs.gpus for t in TIERS if (g.name, t) in used)
+
+
+def plan_order(plan) -> tuple[OrderLine, ...]:
+    """One order line per (GPU, tier) the plan uses."""
+    s = plan.inputs.settings
+    rows = [tp.row for tp in plan.tasks]
+    columns = {k: [r[k] for r in rows] for k in ("gpu", "tier", "start_index", "end_index", "cards_billed",
+                                                  "active_months", "gpu_hours_per_month")}
+    lines = []
+    for gpu, tier in order_keys(plan):
+        sel = {"gpus": columns["gpu"], "gpu": gpu, "tiers": columns["tier"], "tier": tier}
+        by_month = tuple(rules.ORDER_CARDS_IN_MONTH(s, **sel, starts=columns["start_index"],
+                                                    ends=columns["end_index"], month=j, cards=columns["cards_billed"])
+                         for j in range(1, len(plan.months) + 1))
+        over_plan = {k: rules.ORDER_OVER_PLAN(s, **sel, active_months=columns["active_months"], amounts=columns[k])
+                     for k in ("cards_billed", "gpu_hours_per_month")}
+        quantity = over_plan[QUANTITY_COLUMN.get(tier, "gpu_hours_per_month")]
+        price = plan.inputs.gpu(gpu).prices[tier]
+        lines.append(OrderLine(
+            gpu, tier, by_month, rules.ORDER_PEAK(s, by_month=by_month),
+            rules.ORDER_AVERAGE(s, card_months=over_plan["cards_billed"]), rules.ORDER_MONTHS(s, by_month=by_month),
+            over_plan["cards_billed"], over_plan["gpu_hours_per_month"], quantity, price,
+            rules.ORDER_TOTAL(s, quantity=quantity, price=price),
+            tuple(tp.task.task_id for tp in plan.tasks if (tp.row["gpu"], tp.row["tier"]) == (gpu, tier))))
+    return tuple(lines)

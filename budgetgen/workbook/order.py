@@ -1,0 +1,106 @@
+"""Order: what procurement buys or reserves, per GPU type and tier the plan uses, as live formulas over Tasks."""
+
+from __future__ import annotations
+
+from xlsxwriter.utility import xl_col_to_name
+
+from .. import __version__, rules
+from ..columns import TIER_PRICE_NAMES
+from ..engine import Plan
+from ..i18n import word
+from ..order import QUANTITY_COLUMN, OrderLine
+from .book import Book
+from .layout import ORDER_TOTALS, OrderLayout, task_name
+from .printing import print_setup
+
+SHEET = "Order"
+_WIDTHS = (13, 10, 7, 8, 7, 10, 12, 11, 12, 14, 16, 18)
+_MONTH_WIDTH = 11
+
+
+def _selection(n: int, tier: str) -> dict[str, str]:
+    """The placeholders that pick one order line's tasks: the GPU in column A, the tier by its key."""
+    return {"gpus": "TaskGpu", "gpu": f"$A{n}", "tiers": "TaskTier", "tier": f'"{tier}"'}
+
+
+def write_order(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
+    s, t = plan.inputs.settings, book.t
+    for col, width in enumerate(_WIDTHS):
+        ws.set_column(col, col, width)
+    ws.write_string(0, 0, f"{t('Order list')}: {t('GPUs for')} {at.months[0]} {t('to')} {at.months[-1]} "
+                          f"({book.currency})", book.f.title)
+    heading = [("made by", f"budgetgen {__version__}"), ("build date", s.build_date),
+               ("input file", plan.inputs.source_name),
+               ("note", t("GPU cost only: extras and the hidden-cost buffer are on Summary."))]
+    for i, (label, text) in enumerate(heading):
+        ws.write_string(at.heading_first + i, 0, t(label), book.f.bold)
+        ws.write_string(at.heading_first + i, 2, text)
+    book.header(ws, at.header, [book.titled(c, "currency") if c in ("unit price", "total") else c
+                                for c in at.columns])
+    ws.set_row(at.header, 30)
+    _lines(book, ws, plan, lines, at)
+    _cards_by_month(book, ws, lines, at)
+    _signoff(book, ws, at)
+    widths = [*_WIDTHS, *[_MONTH_WIDTH] * max(0, len(at.months) + 2 - len(_WIDTHS))]
+    print_setup(ws, book.lang, widths, at.last_row, header_rows=(at.header, at.header),
+                blocks=at.blocks, heights=at.heights)
+
+
+def _lines(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
+    c = at.col
+    last_month = xl_col_to_name(2 + len(at.months) - 1)
+    for i, line in enumerate(lines):
+        r, n = at.first + i, at.first + i + 1
+        m = at.month_first + i + 1      # the line's row in the cards-by-month block
+        by_month = f"$C${m}:${last_month}${m}"
+        over_plan = {key: rules.ORDER_OVER_PLAN.formula(**_selection(n, line.tier), active_months="TaskActiveMonths",
+                                                        amounts=task_name(key))
+                     for key in ("cards_billed", "gpu_hours_per_month")}
+        ws.write_string(r, c("gpu"), line.gpu)
+        ws.write_string(r, c("tier"), word(line.tier, book.lang))
+        book.formula(ws, r, c("peak cards"), rules.ORDER_PEAK.formula(by_month=by_month), line.peak_cards, "int")
+        book.formula(ws, r, c("average cards"), rules.ORDER_AVERAGE.formula(card_months=over_plan["cards_billed"]),
+                     line.average_cards, "number")
+        book.formula(ws, r, c("months"), rules.ORDER_MONTHS.formula(by_month=by_month), line.months, "int")
+        book.formula(ws, r, c("quantity"), over_plan[QUANTITY_COLUMN.get(line.tier, "gpu_hours_per_month")],
+                     line.quantity, "int")
+        ws.write_string(r, c("unit"), book.t(line.quantity_unit))
+        book.formula(ws, r, c("unit price"), f"INDEX({TIER_PRICE_NAMES[line.tier]},MATCH($A{n},GpuName,0))",
+                     line.unit_price, "price", "link")
+        quantity, price = (f"{xl_col_to_name(c(k))}{n}" for k in ("quantity", "unit price"))
+        book.formula(ws, r, c("total"), rules.ORDER_TOTAL.formula(quantity=quantity, price=price), line.total,
+                     "money")
+        ws.write_string(r, c("tasks served"), ", ".join(line.tasks), book.f.wrap)
+        for key in ("provider / SKU", "notes"):
+            ws.write_blank(r, c(key), None, book.f.get("input", "text"))
+    total = c("total")
+    col = xl_col_to_name(total)
+    ws.write_string(at.total_row, 0, book.t("Total"), book.f.bold)
+    book.formula(ws, at.total_row, total, f"SUM({col}{at.first + 1}:{col}{at.last + 1})",
+                 sum(line.total for line in lines), "money", "total")
+    book.define_range(ORDER_TOTALS, SHEET, at.first, at.last, total)
+
+
+def _cards_by_month(book: Book, ws, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
+    """Cards billed per line and plan month; a month's number is its header's place among PlanMonths."""
+    book.header(ws, at.month_header, ["cards by month", "tier", *at.months])
+    for i, line in enumerate(lines):
+        r = at.month_first + i
+        ws.write_string(r, 0, line.gpu)
+        ws.write_string(r, 1, word(line.tier, book.lang))
+        for j, cards in enumerate(line.cards_by_month):
+            month = f"MATCH({xl_col_to_name(2 + j)}${at.month_header + 1},PlanMonths,0)"
+            formula = rules.ORDER_CARDS_IN_MONTH.formula(**_selection(r + 1, line.tier), starts="TaskStart",
+                                                         ends="TaskEnd", month=month, cards="TaskCardsBilled")
+            book.formula(ws, r, 2 + j, formula, cards, "int")
+
+
+def _signoff(book: Book, ws, at: OrderLayout) -> None:
+    """Prepared by and approved by, each with a name, a date and a signature, for procurement to fill in."""
+    book.header(ws, at.signoff_header, ["sign-off", "", "name", "", "date", "", "signature", "", ""])
+    for i, role in enumerate(("prepared by", "approved by"), start=1):
+        r = at.signoff_header + i
+        ws.write_string(r, 0, book.t(role), book.f.bold)
+        for first, last in ((2, 3), (4, 5), (6, 8)):
+            ws.merge_range(r, first, r, last, "", book.f.get("input", "text"))
+        ws.set_row(r, 24)

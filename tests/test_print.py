@@ -1,0 +1,160 @@
+"""What a reader prints: the sample workbook rendered by LibreOffice to PDF, read page by page.
+
+Each page's footer names its sheet (`&A`); the words' heights (pdftotext -bbox) tell the printed size of
+the text. A 10 pt cell prints 13 pt tall in the PDF's word boxes at 100 %; a sheet squeezed onto one page
+wide prints proportionally smaller.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import openpyxl
+import pytest
+import xlsxwriter
+from conftest import SAMPLE, TODAY
+from lo_recalc import export_pdf, soffice_path
+from test_order import catalog_price
+from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
+
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.workbook import write_workbook
+
+SKIP_REASON = "LibreOffice (soffice) and poppler-utils (pdftotext) are needed to print the workbook"
+if soffice_path() is None or shutil.which("pdftotext") is None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(SKIP_REASON + " (required when CI=true)", pytrace=False)
+    pytest.skip(SKIP_REASON, allow_module_level=True)
+
+FOOTER_BAND = 45.0      # points above the page's bottom edge where the footer line prints
+READABLE = 8.0          # smallest word box of any page: 8 / 13 of 10 pt is a little over 6 pt type
+COMFORTABLE = 9.0       # the pages a reader hands on (Summary, Order, TaskList): about 7 pt type or larger
+_WORD = re.compile(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>')
+
+
+@dataclass(frozen=True)
+class Page:
+    sheet: str
+    text: str
+    smallest: float    # height of the smallest word box outside the footer, in points
+
+
+def read_pages(pdf: Path, file_name: str) -> list[Page]:
+    """Every page of `pdf`: its sheet (the footer line's middle words), its text and its smallest word."""
+    xml = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], check=True, capture_output=True,
+                         text=True).stdout
+    pages = []
+    for chunk in xml.split("<page ")[1:]:
+        height = float(re.search(r'height="([\d.]+)"', chunk).group(1))
+        words = sorted(((float(y0), float(y1), float(x0), text) for x0, y0, _, y1, text in _WORD.findall(chunk)),
+                       key=lambda w: (w[0], w[2]))
+        page_word = [w for w in words if w[3] == "Page" and w[0] > height - FOOTER_BAND]
+        line = [w for w in words if page_word and abs(w[0] - page_word[-1][0]) < 1]
+        sheet = " ".join(text for _, _, x, text in line if x < page_word[-1][2] and text != file_name)
+        body = [(y1 - y0, text) for y0, y1, _, text in words if (y0, y1, _, text) not in line]
+        pages.append(Page(sheet, " ".join(t for _, t in body), min((h for h, _ in body), default=0.0)))
+    return pages
+
+
+def _strip(path: Path) -> Path:
+    """A 60-column sheet squeezed onto one page wide: the shrunk strip the readability test must catch."""
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet("Strip")
+    for col in range(60):
+        ws.write_string(0, col, f"column {col}")
+        ws.write_number(1, col, 1000 + col)
+    ws.set_column(0, 59, 14)
+    ws.set_landscape()
+    ws.fit_to_pages(1, 0)
+    ws.set_footer("&L&F&C&A&RPage &P of &N")
+    wb.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory, built):  # noqa: F811
+    tmp = tmp_path_factory.mktemp("print")
+    book = write_workbook(plan_budget(read_inputs(SAMPLE, today=TODAY)), tmp / "q3.xlsx")
+    strip = _strip(tmp / "strip.xlsx")
+    recon = built[0]
+    pdfs = export_pdf([book, strip, recon], tmp / "lo")
+    return book, read_pages(pdfs[book], book.name), read_pages(pdfs[strip], strip.name), \
+        read_pages(pdfs[recon], recon.name)
+
+
+def _by_sheet(pages: list[Page]) -> dict[str, list[Page]]:
+    out: dict[str, list[Page]] = {}
+    for page in pages:
+        out.setdefault(page.sheet, []).append(page)
+    return out
+
+
+def test_every_sheet_prints_and_the_short_ones_on_one_page(printed):
+    book, pages, *_ = printed
+    sheets = _by_sheet(pages)
+    assert list(sheets) == openpyxl.load_workbook(book, read_only=True).sheetnames
+    counts = {sheet: len(p) for sheet, p in sheets.items()}
+    assert {s: counts[s] for s in ("Order", "TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks")} == \
+        dict.fromkeys(("Order", "TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks"), 1)
+    assert counts["Summary"] <= 2 and counts["About"] <= 3 and counts["Assumptions"] <= 3
+
+
+def test_no_page_is_a_shrunk_strip(printed):
+    _, pages, *_ = printed
+    assert all(p.text for p in pages)
+    assert [(p.sheet, p.smallest) for p in pages if p.smallest < READABLE] == []
+    handed_on = [p for p in pages if p.sheet in ("Summary", "Order", "TaskList")]
+    assert [(p.sheet, p.smallest) for p in handed_on if p.smallest < COMFORTABLE] == []
+
+
+def test_the_readability_measure_sees_a_shrunk_strip(printed):
+    _, _, strip, _ = printed
+    assert strip[0].sheet == "Strip"
+    assert 0 < strip[0].smallest < READABLE / 2
+
+
+def test_sheets_printed_across_pages_repeat_their_labels(printed):
+    """Tasks, Candidates and GPUs are wider than a page: every page repeats the ids next to its values."""
+    _, pages, *_ = printed
+    ids = [tp.task.task_id for tp in plan_budget(read_inputs(SAMPLE, today=TODAY)).tasks]
+    for sheet in ("Tasks", "Candidates"):
+        across = _by_sheet(pages)[sheet]
+        assert len(across) > 1
+        assert [i for i, page in enumerate(across) if not any(t in page.text.split() for t in ids)] == [], sheet
+    tasks = _by_sheet(pages)["Tasks"]
+    assert all(all(t in page.text.split() for t in ids) for page in tasks)
+    gpus = _by_sheet(pages)["GPUs"]
+    assert len(gpus) > 1 and all("H100" in page.text.split() for page in gpus)
+
+
+def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
+    """A block's header and its last label print on the same page; the Order page carries the RTX 4090
+    monthly line worked out by hand in test_order (6 card-months at the catalog's rent) and the sign-off."""
+    _, pages, *_ = printed
+    summary = _by_sheet(pages)["Summary"]
+
+    def page_of(words: str) -> int:
+        return next(i for i, p in enumerate(summary) if words in p.text)
+    assert "All checks pass" in summary[0].text
+    assert page_of("by kind") == page_of("batch")
+    assert page_of("by cost center") == page_of("support")
+    order = _by_sheet(pages)["Order"][0].text
+    assert f"¥{6 * catalog_price('RTX 4090', 'monthly_per_card'):,.0f}" in order and "KB01" in order
+    assert "prepared by" in order and "approved by" in order
+
+
+def test_recon_tabs_repeat_their_labels_on_every_page(printed):
+    """A Recon tab is wider than a page: each page repeats the column of task and resource ids, so every
+    value prints next to its label, at a readable size."""
+    *_, recon = printed
+    tabs = _by_sheet(recon)
+    assert {"Recon 2026-07", "Recon 2026-08"} <= set(tabs)
+    july = tabs["Recon 2026-07"]
+    assert all("i-aaa" in page.text.split() and "T1" in page.text.split() for page in july)
+    assert [p for p in recon if p.smallest < READABLE] == []

@@ -1,0 +1,51 @@
+"""The Chinese workbook shows tiers, kinds and verdicts in Chinese while the formulas keep the ASCII keys."""
+
+from __future__ import annotations
+
+import openpyxl
+import pytest
+from conftest import SAMPLE, TODAY, formula_cells, recalc_formulas, same
+from test_i18n import builds  # noqa: F401  (the CLI builds with bills, in English and in Chinese)
+
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.workbook import write_workbook
+
+
+@pytest.fixture(scope="module")
+def zh(tmp_path_factory):
+    plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
+    return plan, write_workbook(plan, tmp_path_factory.mktemp("zh") / "q3-zh.xlsx", lang="zh")
+
+
+def test_people_read_chinese_values_and_formulas_compare_ascii_keys(zh):
+    _, path = zh
+    wb = openpyxl.load_workbook(path, data_only=True)
+    summary = [r[0] for r in wb["Summary"].iter_rows(values_only=True)]
+    assert {"包月", "按需", "闲置", "竞价", "微调", "预训练", "推理", "批量"} <= set(summary)
+    task_list = list(wb["TaskList"].iter_rows(min_row=2, values_only=True))
+    kb01 = next(r for r in task_list if r[1] == "KB01")
+    assert (kb01[3], kb01[6]) == ("推理", "包月")           # kind, tier of KB01 (inference, monthly)
+    order = [r[:2] for r in wb["Order"].iter_rows(values_only=True) if r[0] == "RTX 4090"]
+    assert ("RTX 4090", "包月") in order
+    tasks = wb["Tasks"]
+    tier_col = next(c.column for c in tasks[1] if c.value == "计费方式")
+    assert tasks.cell(2, tier_col).value == "monthly"     # the input keeps the key the formulas compare
+    tier_rows = [r for r in wb["Tiers"].iter_rows(min_row=2, values_only=True)]
+    assert {r[0] for r in tier_rows} == {"包月", "按需", "闲置", "竞价"}
+
+
+def test_the_chinese_workbook_recalculates_to_its_cached_values(zh):
+    _, path = zh
+    cells = formula_cells(path)
+    values = recalc_formulas(path)
+    assert [(k, f, c, values.get(k)) for k, (f, c) in cells.items() if not same(values.get(k), c)] == []
+    assert values[("SUMMARY", "A2")] == "全部检查通过"
+
+
+def test_recon_heads_the_task_id_column_as_task_id(builds):  # noqa: F811
+    ws = openpyxl.load_workbook(builds["zh"][0], read_only=True)["Recon 2026-07"]
+    headers = [r for r in ws.iter_rows(values_only=True) if r and r[0] in ("任务编号", "资源")]
+    assert headers[0][0] == "任务编号"
+    assert headers[1][:2] == ("资源", "任务编号")
+    assert not any("任务描述" in (v or "") for r in headers for v in r)
