@@ -80,9 +80,9 @@ def test_typing_a_purchase_price_on_gpus_recalculates_the_row(tmp_path, lang):
     changes = {purchase_cell(book, gpu, lang): PRICE for gpu in ("A100 80G", "H100 80G")}
     after = sheet_rows(recalc_formulas(out, changes=changes), book)
     assert after["A100 80G"] == [PRICE, 600, 12, pytest.approx(DAILY_FIXED), pytest.approx(0.6),
-                                 pytest.approx(A100_BREAK_EVEN), pytest.approx(24), "buy"]
+                                 pytest.approx(A100_BREAK_EVEN), pytest.approx(24), i18n.word("buy", lang)]
     assert after["H100 80G"] == [PRICE, 1000, 45, pytest.approx(DAILY_FIXED), pytest.approx(1.0),
-                                 pytest.approx(H100_BREAK_EVEN), pytest.approx(4), "rent"]
+                                 pytest.approx(H100_BREAK_EVEN), pytest.approx(4), i18n.word("rent", lang)]
     assert round(A100_BREAK_EVEN, 2) == 20.51 and round(H100_BREAK_EVEN, 2) == 5.31
     assert after["RTX 4090"] == before["RTX 4090"]
 
