@@ -5,6 +5,7 @@ The command line's `build` is this function plus printing; a script or a noteboo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -64,7 +65,10 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     plan = plan_budget(inputs)
     if bills or inputs.bills_sheet is not None:
         progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
-    recon, billed = reconcile_plan(plan, bills, usage)
+    recon, bill_sums = reconcile_plan(plan, bills, usage, progress=progress)
+    if bill_sums is not None:
+        plan = dataclasses.replace(plan, warnings=plan.warnings + bill_sums.warnings)
+    billed = bill_sums.billed if bill_sums is not None else {}
     with staged_outputs((output, json_path)) as staging:
         if json_path is not None:
             document = plan_json(plan, {month: r.to_json() for month, r in recon.items()})

@@ -12,7 +12,8 @@ import pandas as pd
 
 from ..engine import Plan
 from ..errors import InputError
-from .bills import DEFAULT_GPU_LINE_PATTERN, read_bills
+from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
+from .bills import DEFAULT_GPU_LINE_PATTERN
 from .rules import (
     ACTIONS,
     BUFFER_LEFT,
@@ -23,7 +24,6 @@ from .rules import (
     flag_saving,
     resource_flags,
 )
-from .table import map_unique
 from .usage import USAGE_COLUMNS, read_usage
 
 NON_GPU_CATEGORIES = ("storage", "network", "other")
@@ -146,7 +146,7 @@ def _json_number(value: float) -> float | None:
 
 
 def reconcile(
-    bills: pd.DataFrame,
+    sums: pd.DataFrame,
     usage: pd.DataFrame,
     planned: Mapping[str, Mapping[str, float]],
     buffer_reserved: Mapping[str, float],
@@ -154,12 +154,10 @@ def reconcile(
     oom_threshold: float,
     variance_tolerance: float,
 ) -> dict[str, MonthRecon]:
-    """Reconcile every month present in the bills (read_bills' frame) against the plan and usage.
-
-    The bill lines are first summed by `aggregate_lines`; nothing below reads a single line.
+    """Reconcile every month present in the bills' sums (bill_sums.BillSums.sums, or aggregate_lines of
+    read_bills' lines) against the plan and usage; nothing here reads a single line.
     """
     limits = Limits(low_util_threshold, oom_threshold, variance_tolerance)
-    sums = aggregate_lines(bills)
     gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
     totals = _fsum_by(sums, ["month"])
     gpu_totals = _fsum_by(gpu, ["month"])
@@ -192,19 +190,11 @@ def reconcile(
 
 
 def aggregate_lines(bills: pd.DataFrame) -> pd.DataFrame:
-    """read_bills' lines summed to all that reconcile needs: per month, resource, task, GPU or not, category,
-    service and whether ConsumedUnit counts hours (LINE_GROUP_KEYS), the exact sum of BilledCost (`billed`),
-    the sum of ConsumedQuantity (`quantity`, NaN when none) and the number of `lines`.
-
-    An engine that sums bills out of core can hand over this frame in place of the lines.
+    """read_bills' lines summed like bill_sums.sum_bills' `sums`: per month, resource, task, GPU or not, category,
+    service and whether ConsumedUnit counts hours (LINE_GROUP_KEYS), Σ BilledCost (`billed`), Σ ConsumedQuantity
+    (`quantity`, NaN when none), the number of `lines`, and the `first_charge` and `last_charge`.
     """
-    lines = bills.assign(hours_unit=map_unique(bills["consumed_unit"], is_hours_unit).astype(bool))
-    grouped = lines.groupby(LINE_GROUP_KEYS, sort=True)
-    return pd.DataFrame({
-        "billed": grouped["billed_cost"].agg(lambda s: math.fsum(s.to_numpy())),
-        "quantity": grouped["consumed_quantity"].sum(min_count=1),
-        "lines": grouped.size(),
-    }).reset_index()
+    return sum_lines(bills)
 
 
 def _fsum_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
@@ -298,34 +288,35 @@ def _gather(sources: list, read) -> tuple[pd.DataFrame | None, list]:
     return (pd.concat(frames) if frames else None), problems
 
 
-def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path]) -> tuple[dict[str, MonthRecon],
-                                                                                        dict[str, float]]:
-    """Every billed month of the bill files and Bills sheet reconciled against the plan, with the usage files and
-    Usage sheet; also each month's BilledCost sum as read (for the Checks tie-out)."""
+def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], temp_parent: Path | None = None,
+                   progress=None) -> tuple[dict[str, MonthRecon], BillSums | None]:
+    """Every billed month of the bill files (files, folders or globs) and Bills sheet reconciled against the plan,
+    with the usage files and Usage sheet; also the bills' sums (BillSums: the de-duplicated BilledCost per month
+    for the Checks tie-out, coverage, duplicates, warnings), None without bills."""
     inputs = plan.inputs
     s = inputs.settings
-    bill_sources = [(p, Path(p).name) for p in bill_paths]
+    bill_sources = [BillSource(p, Path(p).name) for p in bill_paths]
     if inputs.bills_sheet is not None:
-        bill_sources.insert(0, (inputs.bills_sheet, "Bills"))
+        bill_sources.insert(0, BillSource(inputs.bills_sheet, "Bills"))
     usage_sources = [(p, Path(p).name) for p in usage_paths]
     if inputs.usage_sheet is not None:
         usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
     if not bill_sources:
-        return {}, {}
-    gpu_names = [g.name for g in inputs.gpus]
-
-    def bills_reader(source, name):
-        return read_bills(source, name, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
-                          dict(inputs.assignments), gpu_names)
-
-    bills, problems = _gather(bill_sources, bills_reader)
-    usage, usage_problems = _gather(usage_sources, read_usage)
-    if problems or usage_problems:
-        raise InputError(problems + usage_problems)
+        return {}, None
+    usage, problems = _gather(usage_sources, read_usage)
+    try:
+        bills = sum_bills(bill_sources, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
+                          dict(inputs.assignments), [g.name for g in inputs.gpus],
+                          billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit,
+                          temp_parent=temp_parent, progress=progress)
+    except InputError as exc:
+        raise InputError(exc.problems + problems) from None
+    if problems:
+        raise InputError(problems)
     if usage is None:
         usage = pd.DataFrame(columns=USAGE_COLUMNS)
     planned = {tp.task.task_id: {m: tp.cost_in(i) for i, m in enumerate(plan.months, start=1)} for tp in plan.tasks}
     buffers = {m: t.buffer for m, t in plan.month_totals.items()}
-    recon = reconcile(bills, usage, planned, buffers, s.low_util_threshold, s.oom_threshold, s.variance_tolerance)
-    billed = {m: math.fsum(group) for m, group in bills.groupby("month")["billed_cost"]}
-    return recon, billed
+    recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
+                      s.variance_tolerance)
+    return recon, bills
