@@ -164,7 +164,7 @@ def child(command: str, source: str, memory_limit: str, address_space: int | Non
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode:
         return {"error": (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout[done.stdout.rindex("{"):].strip())
 
 
 def compare(sources: list[str], rounds: int, memory_limit: str) -> None:
