@@ -157,13 +157,13 @@ def child(command: str, source: str, memory_limit: str, address_space: int | Non
     """One measurement in a fresh process (optionally under an address-space limit in bytes)."""
     import subprocess
 
-    limit = ("import resource;resource.setrlimit(resource.RLIMIT_AS,(%d,%d));" % (address_space, address_space)
+    limit = (f"import resource;resource.setrlimit(resource.RLIMIT_AS,({address_space},{address_space}));"
              if address_space else "")
     code = (f"{limit}import json,sys;sys.path.insert(0,{str(Path(__file__).parent)!r});import focus_bills;"
             f"print(json.dumps(focus_bills.{command}({source!r},{memory_limit!r})))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     if done.returncode:
-        return {"error": (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]}
+        return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
     return json.loads(done.stdout[done.stdout.rindex("{"):].strip())
 
 
