@@ -21,6 +21,7 @@ import math
 import re
 import tempfile
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -245,37 +246,31 @@ def expand_bill_path(path: str | Path, name: str) -> list[Path]:
 
 
 def _refuse_same_files(sources: list[BillSource]) -> None:
-    """The same file given twice, by path or by content (a copy under another name), is refused."""
-    seen: dict[tuple, str] = {}
+    """The same file given twice, by path or by content (a copy under another name), is refused.
+
+    Only files of equal size can have equal content: those alone are hashed (SHA-256)."""
+    files = [path for s in sources if not isinstance(s.source, pd.DataFrame)
+             for path in expand_bill_path(s.source, s.name) if path.is_file()]
+    sizes = Counter(path.stat().st_size for path in files)
+    seen: dict[object, str] = {}
     problems = []
-    for s in sources:
-        if isinstance(s.source, pd.DataFrame):
-            continue
-        for path in expand_bill_path(s.source, s.name):
-            if not path.is_file():
-                continue
-            for key in (("path", path.resolve()), ("hash", path.stat().st_size, _digest(path))):
-                if key in seen:
-                    problems.append(Problem(Code.DUPLICATE_FILE, path.name, "", Message(
-                        "same_bill_twice", file=str(path), first=seen[key])))
-                    break
-            else:
-                seen[("path", path.resolve())] = seen[("hash", path.stat().st_size, _digest(path))] = str(path)
+    for path in files:
+        keys = [path.resolve()]
+        if sizes[path.stat().st_size] > 1:
+            keys.append((path.stat().st_size, _digest(path)))
+        first = next((seen[k] for k in keys if k in seen), None)
+        if first is not None:
+            problems.append(Problem(Code.DUPLICATE_FILE, path.name, "", Message(
+                "same_bill_twice", file=str(path), first=first)))
+        seen.update(dict.fromkeys(keys, str(path)))
     if problems:
         raise InputError(problems)
 
 
-_DIGESTS: dict[tuple, str] = {}
-
-
 def _digest(path: Path) -> str:
-    """SHA-256 of a file's content (remembered per path, size and modification time)."""
-    stat = path.stat()
-    key = (path.resolve(), stat.st_size, stat.st_mtime_ns)
-    if key not in _DIGESTS:
-        with path.open("rb") as handle:
-            _DIGESTS[key] = hashlib.file_digest(handle, "sha256").hexdigest()
-    return _DIGESTS[key]
+    """SHA-256 of a file's content."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _parts(con: duckdb.DuckDBPyConnection, source: BillSource, options: _Options) -> list[_Part]:
@@ -399,13 +394,23 @@ _MACROS = (
 )
 
 
-def _text(part: _Part, headers: Mapping[str, str], name: str) -> str:
-    """SQL of a declared column as text (NULL when absent or empty)."""
+def _raw(part: _Part, headers: Mapping[str, str], name: str) -> str:
+    """SQL of a declared column as it is written, as text (NULL when absent); txt() normalises it later, once
+    per group rather than once per line."""
     header = headers.get(name)
     if header is None:
         return "NULL::VARCHAR"
     column = _ident(header)
-    return f"txt({column})" if part.types[header] == "VARCHAR" else f"txt(CAST({column} AS VARCHAR))"
+    return column if part.types[header] == "VARCHAR" else f"CAST({column} AS VARCHAR)"
+
+
+def _present(part: _Part, headers: Mapping[str, str], name: str) -> str:
+    """SQL: whether a line has a value in the column (not empty, not the text NULL)."""
+    header = headers.get(name)
+    if header is None:
+        return "false"
+    column = _ident(header)
+    return f"txt({column}) IS NOT NULL" if part.types[header] == "VARCHAR" else f"{column} IS NOT NULL"
 
 
 def _number(part: _Part, headers: Mapping[str, str], name: str) -> str:
@@ -414,7 +419,7 @@ def _number(part: _Part, headers: Mapping[str, str], name: str) -> str:
         return "NULL::DOUBLE"
     if _NUMERIC.match(part.types[header]):
         return f"CAST({_ident(header)} AS DOUBLE)"
-    return f"try_cast({_text(part, headers, name)} AS DOUBLE)"
+    return f"try_cast(txt({_ident(header)}) AS DOUBLE)"
 
 
 def _instant(part: _Part, headers: Mapping[str, str], name: str) -> str:
@@ -424,14 +429,16 @@ def _instant(part: _Part, headers: Mapping[str, str], name: str) -> str:
     kind = part.types[header]
     if kind.startswith("TIMESTAMP") or kind == "DATE":
         return f"CAST({_ident(header)} AS TIMESTAMPTZ)"
-    return f"ts({_text(part, headers, name)})"
+    return f"ts(txt({_ident(header)}))"
 
 
 def _line_select(part: _Part, source: int, with_rows: bool) -> str:
     """SQL of one part's lines in the common shape: texts, parsed values, and a flag per problem."""
     headers = match_headers(part.columns, BILL_INPUT_COLUMNS)
     extras = [c for c in part.columns if c.lower().startswith("x_")]
-    t = {c.name: _text(part, headers, c.name) for c in BILL_INPUT_COLUMNS}
+    t = {c.name: _raw(part, headers, c.name) for c in BILL_INPUT_COLUMNS}
+    p = {c: _present(part, headers, c) for c in ("BilledCost", "ConsumedQuantity", "ChargePeriodStart",
+                                                   "BillingPeriodStart")}
     cost, quantity = _number(part, headers, "BilledCost"), _number(part, headers, "ConsumedQuantity")
     start, invoice = _instant(part, headers, "ChargePeriodStart"), _instant(part, headers, "BillingPeriodStart")
     extra_text = " || ".join(f"' | ' || coalesce(txt(CAST({_ident(c)} AS VARCHAR)), '')" for c in extras) or "''"
@@ -445,10 +452,10 @@ def _line_select(part: _Part, source: int, with_rows: bool) -> str:
         {t['ServiceName']} AS service_name, {t['ServiceCategory']} AS service_category,
         {t['ChargeCategory']} AS charge_category, {t['ChargeDescription']} AS description, {t['SkuId']} AS sku,
         {t['ConsumedUnit']} AS consumed_unit, {t['Tags']} AS tags, {extra_text} AS extra_text,
-        {t['BillingCurrency']} AS currency, {t['BilledCost']} AS cost_text, {cost} AS cost,
-        {t['ConsumedQuantity']} AS quantity_text, {quantity} AS quantity,
-        {t['ChargePeriodStart']} AS start_text, {start} AS start, {_instant(part, headers, 'ChargePeriodEnd')} AS
-        period_end, {t['BillingPeriodStart']} AS invoice_text, {invoice} AS invoice
+        {t['BillingCurrency']} AS currency, {p['BilledCost']} AS cost_present, {cost} AS cost,
+        {p['ConsumedQuantity']} AS quantity_present, {quantity} AS quantity,
+        {p['ChargePeriodStart']} AS start_present, {start} AS start, {_instant(part, headers, 'ChargePeriodEnd')} AS
+        period_end, {p['BillingPeriodStart']} AS invoice_present, {invoice} AS invoice
         FROM {part.relation}"""
 
 
@@ -458,26 +465,26 @@ _RAW = (("BilledCost", "cost"), ("ConsumedQuantity", "quantity"), ("ChargePeriod
 
 def _deduplicated(lines: str) -> str:
     """Lines with `dup`: the line's key was already in an earlier source (the first source's copies count)."""
-    return f"""SELECT *, source > min(source) OVER (PARTITION BY resource_id, start, period_end,
-        coalesce(sku, description), cost) AS dup FROM ({lines})"""
+    return f"""SELECT *, source > min(source) OVER (PARTITION BY txt(resource_id), start, period_end,
+        coalesce(txt(sku), txt(description)), cost) AS dup FROM ({lines})"""
 
 
 _CHECKS = {
     # flag name: SQL over a line, true where the line has that problem
-    "cost_empty": "cost_text IS NULL",
-    "cost_nan": "cost_text IS NOT NULL AND cost IS NULL",
+    "cost_empty": "NOT cost_present",
+    "cost_nan": "cost_present AND cost IS NULL",
     "cost_infinite": "isinf(cost) OR isnan(cost)",
     "cost_large": f"cost > {LARGEST!r} AND isfinite(cost)",
     "cost_small": f"cost < {-LARGEST!r} AND isfinite(cost)",
-    "quantity_nan": "quantity_text IS NOT NULL AND quantity IS NULL",
+    "quantity_nan": "quantity_present AND quantity IS NULL",
     "quantity_infinite": "isinf(quantity) OR isnan(quantity)",
     "quantity_large": f"quantity > {LARGEST!r} AND isfinite(quantity)",
     "quantity_small": f"quantity < {-LARGEST!r} AND isfinite(quantity)",
-    "start_empty": "start_text IS NULL AND start IS NULL",
-    "start_bad": "start_text IS NOT NULL AND start IS NULL",
-    "invoice_bad": "invoice_text IS NOT NULL AND invoice IS NULL",
-    "currency_other": "upper(currency) <> $currency",  # $currency: the plan's, see _sql
+    "start_empty": "NOT start_present AND start IS NULL",
+    "start_bad": "start_present AND start IS NULL",
+    "invoice_bad": "invoice_present AND invoice IS NULL",
 }
+_CURRENCY_OTHER = "upper(txt(currency)) <> $currency"  # $currency: the plan's, see _sql
 _MEASURES = (
     "fsum(cost) FILTER (WHERE NOT dup) AS billed, sum(quantity) FILTER (WHERE NOT dup) AS quantity, "
     "count(*) FILTER (WHERE NOT dup) AS lines, min(start) FILTER (WHERE NOT dup) AS first_charge, "
@@ -488,7 +495,10 @@ _MEASURES = (
 )
 _MONTH = "strftime(coalesce(invoice, start), '%Y-%m')"
 _TEXT_KEYS = ("resource_id, resource_name, resource_type, service_name, service_category, description, sku, "
-              "consumed_unit, tags, extra_text")
+              "consumed_unit, tags, extra_text, currency")
+_NORMALISED = ("SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in (
+    "resource_id", "resource_name", "resource_type", "service_name", "service_category", "description", "sku",
+    "consumed_unit", "tags", "currency", "charge_category")) + ") FROM groups")
 _GROUPS = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, NULL::VARCHAR AS charge_category, NULL::BIGINT AS row,
     start::DATE AS day, grouping(start::DATE) = 0 AS by_day, {_MEASURES} FROM ({{lines}})
     GROUP BY GROUPING SETS (({_MONTH}, {_TEXT_KEYS}), ({_MONTH}, start::DATE))"""
@@ -498,7 +508,7 @@ _LINES = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, charge_category, row, cost 
     FROM ({{lines}})"""
 _COVERAGE = """SELECT month, min(day), max(day), count(*) FROM all_groups WHERE by_day AND lines > 0
     GROUP BY 1 ORDER BY 1"""
-_CLASSIFIED = """CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
+_CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
     coalesce(u.hours_unit, false) AS hours_unit,
     CASE WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
          WHEN lower(coalesce(service_category, '')) = 'networking' THEN 'network'
@@ -508,8 +518,9 @@ _CLASSIFIED = """CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id,
          ELSE 'other' END AS base_category,
     regexp_matches(' | ' || coalesce(description, '') || ' | ' || coalesce(sku, '') || ' | '
         || coalesce(resource_type, '') || ' | ' || coalesce(service_name, '') || ' | '
-        || coalesce(resource_name, '') || extra_text, {pattern}, 'i') AS names_gpu
-    FROM groups g LEFT JOIN tag_tasks t ON g.tags = t.tags LEFT JOIN hours_units u ON g.consumed_unit = u.unit"""
+        || coalesce(resource_name, '') || extra_text, {{pattern}}, 'i') AS names_gpu
+    FROM ({_NORMALISED}) g LEFT JOIN tag_tasks t ON g.tags = t.tags LEFT JOIN hours_units u
+    ON g.consumed_unit = u.unit"""
 _FINAL = """CREATE TEMP VIEW final AS SELECT *, CASE WHEN is_gpu THEN 'gpu' ELSE base_category END AS category FROM (
     SELECT *, names_gpu AND base_category NOT IN ('storage', 'network') AS is_gpu,
     coalesce(nullif(tag_task, ''), a.assigned, '') AS task_id FROM classified c
@@ -584,7 +595,7 @@ def _classify(con: duckdb.DuckDBPyConnection, options: _Options) -> None:
     """The groups' task (tags, then assignments), hours unit, category and GPU class (table `classified`)."""
     from .pipeline import is_hours_unit  # the hours rule lives with the reconciliation that reads it
 
-    units = [u for (u,) in con.execute("SELECT DISTINCT consumed_unit FROM groups WHERE consumed_unit IS NOT NULL"
+    units = [u for (u,) in con.execute("SELECT DISTINCT txt(consumed_unit) AS u FROM groups WHERE u IS NOT NULL"
                                        ).fetchall()]
     con.register("hours_units", pd.DataFrame({"unit": pd.Series(units, dtype=object),
                                               "hours_unit": pd.Series([is_hours_unit(u) for u in units], dtype=bool)}))
@@ -599,7 +610,7 @@ def _classify(con: duckdb.DuckDBPyConnection, options: _Options) -> None:
 
 def _tag_tasks(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """task_id of each distinct Tags text that mentions a task (the groups hold each text once per month)."""
-    texts = con.execute("SELECT DISTINCT tags FROM groups WHERE contains(lower(tags), 'task')").fetchall()
+    texts = con.execute("SELECT DISTINCT txt(tags) AS t FROM groups WHERE contains(lower(t), 'task')").fetchall()
     return {t: task for (t,) in texts if (task := task_of_tags(t))}
 
 
@@ -661,7 +672,10 @@ def _raise_problems(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, _Part
     found = con.execute("SELECT bit_or(problems) FROM groups").fetchone()[0] or 0
     counts = {flag: found >> i & 1 for i, flag in enumerate(_CHECKS)}
     bad_tags = [t for (t,) in con.execute(
-        "SELECT DISTINCT tags FROM groups WHERE contains(lower(tags), 'task')").fetchall() if task_of_tags(t) is None]
+        "SELECT DISTINCT txt(tags) AS t FROM groups WHERE contains(lower(t), 'task')").fetchall()
+        if task_of_tags(t) is None]
+    counts["currency_other"] = con.execute(_sql(f"SELECT count(*) FROM groups WHERE {_CURRENCY_OTHER}", options)
+                                           ).fetchone()[0]
     if not any(counts.values()) and not bad_tags:
         return
     problems = []
@@ -688,7 +702,7 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
                                     found, total)
     if bad_tags and headers.get("Tags"):
         con.register("bad_tags", pd.DataFrame({"tags": pd.Series(bad_tags, dtype=object)}))
-        where = "tags IN (SELECT tags FROM bad_tags)"
+        where = "txt(tags) IN (SELECT tags FROM bad_tags)"
         found = con.execute(f"SELECT file, row, tags_raw FROM numbered WHERE {where} ORDER BY file, row "
                             f"LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
         total = con.execute(f"SELECT count(*) FROM numbered WHERE {where}").fetchone()[0]
@@ -696,8 +710,8 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
                                     lambda v: Message("tags_not_json", raw=v), found, total)
     if counts.get("currency_other") and headers.get("BillingCurrency"):
         header = headers["BillingCurrency"]
-        other = con.execute(_sql("SELECT upper(currency), count(*), min((coalesce(file, ''), row)) "
-                                 f"FROM numbered WHERE {_CHECKS['currency_other']} GROUP BY 1 ORDER BY 1", options)
+        other = con.execute(_sql("SELECT upper(txt(currency)), count(*), min((coalesce(file, ''), row)) "
+                                 f"FROM numbered WHERE {_CURRENCY_OTHER} GROUP BY 1 ORDER BY 1", options)
                             ).fetchall()
         problems += [Problem(Code.CURRENCY, place.name_of(file), place.cell_of(header)(row), Message(
             "currency_mismatch", code=code, lines=lines, plan=options.currency)) for code, lines, (file, row) in other]
