@@ -47,6 +47,9 @@ DEFAULT_MEMORY_LIMIT = "1GB"
 THREADS = 2
 PROGRESS_SECONDS = 5.0
 _SUFFIXES = (".parquet", ".csv", ".xlsx")
+DAYS_BEFORE = 32
+"""Coverage counts the days from 32 days before an invoice month to 95 days into it (a line beyond counts at
+the edge); first and last charge day are exact."""
 _GLOB = re.compile(r"[*?\[]")
 _NUMERIC = re.compile(r"^(?:DOUBLE|FLOAT|REAL|DECIMAL.*|(?:U?(?:TINY|SMALL|BIG|HUGE)?INT(?:EGER)?))$")
 
@@ -137,8 +140,7 @@ def sum_bills(
         keyed = _deduplicated(lines) if len(sources) > 1 else f"SELECT *, false AS dup FROM ({lines})"
         # (a constant false dup folds away: one source costs no de-duplication)
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
-            con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {_GROUPS.format(lines=keyed)}", options))
-        con.execute("CREATE TEMP VIEW groups AS SELECT * FROM all_groups WHERE NOT by_day")
+            con.execute(_sql(f"CREATE TEMP TABLE groups AS {_GROUPS.format(lines=keyed)}", options))
         _raise_problems(con, parts, options)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
@@ -149,7 +151,7 @@ def sum_bills(
     billed = {m: math.fsum(g.to_numpy()) for m, g in sums.groupby("month", sort=True)["billed"]}
     duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
     warnings = tuple(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items())
-    return BillSums(sums, billed, {m: (first, last, int(days)) for m, first, last, days in coverage},
+    return BillSums(sums, billed, {m: (first, last, bin(days).count("1")) for m, first, last, days in coverage},
                     duplicates, warnings)
 
 
@@ -485,11 +487,14 @@ _CHECKS = {
     "invoice_bad": "invoice_present AND invoice IS NULL",
 }
 _CURRENCY_OTHER = "upper(txt(currency)) <> $currency"  # $currency: the plan's, see _sql
+_DAY_BIT = ("1::UHUGEINT << least(greatest(start::DATE - date_trunc('month', coalesce(invoice, start))::DATE + "
+            f"{DAYS_BEFORE}, 0), 127)::UHUGEINT")
+"""A line's charge day as one bit of 128, from DAYS_BEFORE days before its invoice month's first day."""
 _MEASURES = (
     "fsum(cost) FILTER (WHERE NOT dup) AS billed, sum(quantity) FILTER (WHERE NOT dup) AS quantity, "
     "count(*) FILTER (WHERE NOT dup) AS lines, min(start) FILTER (WHERE NOT dup) AS first_charge, "
     "max(start) FILTER (WHERE NOT dup) AS last_charge, count(*) FILTER (WHERE dup) AS dup_lines, "
-    "fsum(cost) FILTER (WHERE dup) AS dup_billed, bit_or("
+    "fsum(cost) FILTER (WHERE dup) AS dup_billed, bit_or(" + _DAY_BIT + ") FILTER (WHERE NOT dup) AS days, bit_or("
     + " | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))
     + ") AS problems"
 )
@@ -500,14 +505,13 @@ _NORMALISED = ("SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in (
     "resource_id", "resource_name", "resource_type", "service_name", "service_category", "description", "sku",
     "consumed_unit", "tags", "currency", "charge_category")) + ") FROM groups")
 _GROUPS = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, NULL::VARCHAR AS charge_category, NULL::BIGINT AS row,
-    start::DATE AS day, grouping(start::DATE) = 0 AS by_day, {_MEASURES} FROM ({{lines}})
-    GROUP BY GROUPING SETS (({_MONTH}, {_TEXT_KEYS}), ({_MONTH}, start::DATE))"""
+    {_MEASURES} FROM ({{lines}}) GROUP BY ALL"""
 _LINES = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, charge_category, row, cost AS billed, quantity, 1 AS lines,
-    start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, false AS by_day,
+    start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, 0::UHUGEINT AS days,
     {" | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))} AS problems
     FROM ({{lines}})"""
-_COVERAGE = """SELECT month, min(day), max(day), count(*) FROM all_groups WHERE by_day AND lines > 0
-    GROUP BY 1 ORDER BY 1"""
+_COVERAGE = """SELECT month, min(first_charge)::DATE, max(last_charge)::DATE, bit_or(days) FROM groups
+    WHERE lines > 0 GROUP BY 1 ORDER BY 1"""
 _CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
     coalesce(u.hours_unit, false) AS hours_unit,
     CASE WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
