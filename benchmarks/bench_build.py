@@ -2,6 +2,7 @@
 
     python benchmarks/bench_build.py            # 100 / 1,000 / 10,000 tasks; 10k / 100k / 1M bill lines
     python benchmarks/bench_build.py --quick    # 100 / 1,000 tasks; 10k / 100k lines
+    python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --rounds 3   # one size, the median
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
@@ -97,6 +98,10 @@ def make_bill(path: Path, lines: int, tasks: int, seed: int = 2) -> None:
     frame.to_parquet(path.with_suffix(".parquet"), index=False)
 
 
+BUILD = [sys.executable, "-m", "budgetgen", "build"]
+"""The build of the budgetgen this script imports (PYTHONPATH), not whichever `budgetgen` is on PATH."""
+
+
 def timed_process(args: list[str]) -> tuple[float, float]:
     """Seconds and peak resident memory (MB) of one command, measured in a fresh parent process."""
     probe = ("import resource,subprocess,sys,time;t=time.perf_counter();"
@@ -177,10 +182,34 @@ def bill_part(bill: Path) -> tuple[float, float]:
     return time.perf_counter() - start, floor
 
 
+def one_size(tasks: int, lines: int, rounds: int) -> None:
+    """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
+        make_inventory(inventory, tasks)
+        bills = []
+        if lines:
+            make_bill(bill, lines, tasks)
+            bills = ["--bills", str(bill.with_suffix(".parquet"))]
+        runs = [timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), *bills, "--quiet"])
+                for _ in range(rounds)]
+        for seconds, peak in runs:
+            print(f"  {tasks:,} tasks + {lines:,} lines: {seconds:.1f} s, peak {peak:,.0f} MB", file=sys.stderr)
+        seconds, peak = sorted(runs)[len(runs) // 2]
+        print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes only")
+    parser.add_argument("--tasks", type=int, help="one size only: this many tasks (with --lines)")
+    parser.add_argument("--lines", type=int, help="one size only: this many bill lines (Parquet)")
+    parser.add_argument("--rounds", type=int, default=1, help="with --tasks: builds to take the median of")
     args = parser.parse_args()
+    if args.tasks:
+        one_size(args.tasks, args.lines or 0, args.rounds)
+        return
     task_sizes = (100, 1_000) if args.quick else (100, 1_000, 10_000)
     bill_sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,7 +220,7 @@ def main() -> None:
             inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
             make_inventory(inventory, tasks)
             make_bill(bill, lines, tasks)
-            seconds, peak = timed_process(["budgetgen", "build", str(inventory), "-o", str(folder / "out.xlsx"),
+            seconds, peak = timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"),
                                            "--bills", str(bill.with_suffix(".parquet")), "--quiet"])
             write_s, formulas, values = workbook_part(inventory, folder / "w.xlsx")
             floor_s = workbook_floor(folder / "f.xlsx", formulas, values)

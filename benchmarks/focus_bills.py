@@ -8,6 +8,8 @@ BilledCost and ConsumedQuantity, the line count and the first and last charge ti
     python3 benchmarks/focus_bills.py floor /tmp/bill30m
     python3 benchmarks/focus_bills.py recon /tmp/bill30m          # budgetgen's reconcile step alone
     python3 benchmarks/focus_bills.py compare /tmp/bill1m /tmp/bill10m /tmp/bill30m --rounds 3
+    python3 benchmarks/focus_bills.py generate --lines 5000000 --format csv --out /tmp/bill5m.csv
+    python3 benchmarks/focus_bills.py limited /tmp/bill5m.csv --address-space 2048   # a build under 2 GB
 
 `compare` runs the floor and the reconcile step interleaved, each in a fresh process (its peak RSS is the
 whole process's), and prints the README's table.
@@ -182,6 +184,31 @@ def compare(sources: list[str], rounds: int, memory_limit: str) -> None:
               f"{o['seconds'] / f['seconds']:.2f} |", flush=True)
 
 
+def limited(bill: str, address_space_mb: int) -> None:
+    """A whole build with this bill in a child process under an address-space limit (ulimit -v): its exit
+    code, time, peak memory and last line; it must build or end in a clean `Error:` line, never abort."""
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_build import make_inventory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = Path(tmp) / "inventory.xlsx"
+        make_inventory(inventory, 100)
+        limit = address_space_mb * 1024 * 1024
+        code = (f"import resource,runpy,sys;resource.setrlimit(resource.RLIMIT_AS,({limit},{limit}));"
+                f"sys.argv=['budgetgen','build',{str(inventory)!r},'-o',{str(Path(tmp) / 'out.xlsx')!r},"
+                f"'--bills',{bill!r}];runpy.run_module('budgetgen',run_name='__main__')")
+        probe = ("import resource,subprocess,sys,time;t=time.perf_counter();"
+                 "r=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
+                 "print(round(time.perf_counter()-t,1),resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss//1024,"
+                 "r.returncode);print((r.stdout+r.stderr).strip().splitlines()[-3:])")
+        done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-c", code], capture_output=True,
+                              text=True, check=False)
+        print(done.stdout.strip() or done.stderr.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -200,7 +227,13 @@ def main() -> None:
     cp.add_argument("sources", nargs="+")
     cp.add_argument("--rounds", type=int, default=3)
     cp.add_argument("--memory-limit", default="1GB")
+    lm = sub.add_parser("limited", help="a whole build with this bill under an address-space limit")
+    lm.add_argument("bill")
+    lm.add_argument("--address-space", type=int, default=2048, help="MB (ulimit -v)")
     args = parser.parse_args()
+    if args.command == "limited":
+        limited(args.bill, args.address_space)
+        return
     if args.command == "generate":
         generate(args.lines, args.out, args.format, args.resources)
     elif args.command == "compare":
