@@ -9,7 +9,7 @@ process with its peak memory, and times the floors on the same data:
 - workbook: xlsxwriter alone (constant_memory, through the same fast formula path budgetgen uses) writing
   exactly the formulas (with their cached values) and the values budgetgen's workbook package wrote, in a
   plain grid;
-- bill: pandas with the pyarrow engine reading the same CSV (pyarrow reading the same Parquet file).
+- bill: DuckDB's bare aggregation of the same CSV or Parquet file (focus_bills.floor).
 """
 
 from __future__ import annotations
@@ -26,11 +26,13 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import xlsxwriter
+from focus_bills import floor
 from xlsxwriter.worksheet import Worksheet
 
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
-from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, read_bills
+from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
+from budgetgen.recon.bill_sums import BillSource, sum_bills
 from budgetgen.workbook import write_workbook
 from budgetgen.workbook.book import store_formula
 
@@ -169,17 +171,13 @@ def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> 
 
 
 def bill_part(bill: Path) -> tuple[float, float]:
-    """read_bills against the floor (pandas/pyarrow reading the same file)."""
+    """sum_bills (the reconcile step's reading) against the floor: DuckDB's bare aggregation of the same file."""
     start = time.perf_counter()
-    if bill.suffix == ".parquet":
-        import pyarrow.parquet as pq
-        pq.read_table(bill).to_pandas()
-    else:
-        pd.read_csv(bill, engine="pyarrow", dtype=str)
-    floor = time.perf_counter() - start
+    floor(str(bill))
+    floor_s = time.perf_counter() - start
     start = time.perf_counter()
-    read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {}, ["RTX 4090", "A100 80G"])
-    return time.perf_counter() - start, floor
+    sum_bills([BillSource(bill, bill.name)], "USD", DEFAULT_GPU_LINE_PATTERN, {}, ["RTX 4090", "A100 80G"])
+    return time.perf_counter() - start, floor_s
 
 
 def one_size(tasks: int, lines: int, rounds: int) -> None:
@@ -227,7 +225,7 @@ def main() -> None:
             print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} | {write_s:.1f} | {floor_s:.1f} | "
                   f"{write_s / floor_s:.2f} | {len(formulas):,} |", flush=True)
         print()
-        print("| bill lines | format | read_bills s | floor s | ratio |")
+        print("| bill lines | format | sum_bills s | DuckDB floor s | ratio |")
         print("|---:|---|---:|---:|---:|")
         for lines in bill_sizes:
             for suffix in (".csv", ".parquet"):

@@ -206,6 +206,11 @@ TEXT_ZH = {
     "bill over plan by more than this share is flagged": "账单超出计划超过此比例时被标记",
     "regular expression that marks a bill line as GPU (blank: the built-in pattern of GPU instance families)":
     "标记GPU账单行的正则表达式（空白：内置的GPU实例族模式）",
+    ("time zone the bills' months are counted in (IANA name, e.g. America/New_York); timestamps with an offset "
+     "are converted to it, those without are read in it"):
+    "计算账单月份所用的时区（IANA 名称，例如 Asia/Shanghai）；带偏移的时间戳换算到该时区，不带的按该时区读取",
+    "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB":
+    "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB",
     "electricity price for owned machines": "自购机器的电价", "write-off period of an owned machine": "自购机器的折旧年限",
     "cooling, disks, repairs per owned machine": "每台自购机器的散热、磁盘、维修费用",
     "optional monthly budget cap for the monthly tier": "包月计费的可选月度预算上限",

@@ -151,7 +151,7 @@ def sum_bills(
     billed = {m: math.fsum(g.to_numpy()) for m, g in sums.groupby("month", sort=True)["billed"]}
     duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
     warnings = tuple(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items())
-    return BillSums(sums, billed, {m: (first, last, bin(days).count("1")) for m, first, last, days in coverage},
+    return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage},
                     duplicates, warnings)
 
 
