@@ -140,7 +140,8 @@ def sum_bills(
         keyed = _deduplicated(lines) if len(sources) > 1 else f"SELECT *, false AS dup FROM ({lines})"
         # (a constant false dup folds away: one source costs no de-duplication)
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
-            con.execute(_sql(f"CREATE TEMP TABLE groups AS {_GROUPS.format(lines=keyed)}", options))
+            grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone))
+            con.execute(_sql(f"CREATE TEMP TABLE groups AS {grouped}", options))
         _raise_problems(con, parts, options)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
@@ -176,7 +177,8 @@ def read_bill_lines(
         _check_pattern(con, pattern, gpu_line_pattern)
         _check_headers(parts)
         lines = " UNION ALL ".join(_line_select(p, i, with_rows=True) for i, p in parts)
-        con.execute(_sql(f"CREATE TEMP TABLE groups AS {_LINES.format(lines=lines)}", options))
+        lines = _LINES.format(lines=_local_lines(lines, billing_timezone))
+        con.execute(_sql(f"CREATE TEMP TABLE groups AS {lines}", options))
         _raise_problems(con, parts, options)
         _classify(con, options)
         frame = con.execute(_LINE_OUTPUT).df()
@@ -461,6 +463,17 @@ def _line_select(part: _Part, source: int, with_rows: bool) -> str:
         FROM {part.relation}"""
 
 
+def _local_lines(lines: str, timezone: str) -> str:
+    """The lines with `local_start` and `local_invoice`: their instants as wall-clock times in the billing time
+    zone, converted once per line (in UTC by arithmetic, elsewhere by ICU), so months and days are cheap."""
+    if timezone.upper() in ("UTC", "ETC/UTC", "GMT"):
+        local = "make_timestamp(epoch_us({0}))"
+    else:
+        local = "CAST({0} AS TIMESTAMP)"  # the session's TimeZone is the billing time zone
+    return (f"SELECT *, {local.format('start')} AS local_start, {local.format('invoice')} AS local_invoice "
+            f"FROM ({lines})")
+
+
 _RAW = (("BilledCost", "cost"), ("ConsumedQuantity", "quantity"), ("ChargePeriodStart", "start"),
         ("BillingPeriodStart", "invoice"), ("Tags", "tags"))
 
@@ -487,7 +500,8 @@ _CHECKS = {
     "invoice_bad": "invoice_present AND invoice IS NULL",
 }
 _CURRENCY_OTHER = "upper(txt(currency)) <> $currency"  # $currency: the plan's, see _sql
-_DAY_BIT = ("1::UHUGEINT << least(greatest(start::DATE - date_trunc('month', coalesce(invoice, start))::DATE + "
+_DAY_BIT = ("1::UHUGEINT << least(greatest(local_start::DATE - date_trunc('month', coalesce(local_invoice, "
+            "local_start))::DATE + "
             f"{DAYS_BEFORE}, 0), 127)::UHUGEINT")
 """A line's charge day as one bit of 128, from DAYS_BEFORE days before its invoice month's first day."""
 _MEASURES = (
@@ -498,7 +512,7 @@ _MEASURES = (
     + " | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))
     + ") AS problems"
 )
-_MONTH = "strftime(coalesce(invoice, start), '%Y-%m')"
+_MONTH = "strftime(coalesce(local_invoice, local_start), '%Y-%m')"
 _TEXT_KEYS = ("resource_id, resource_name, resource_type, service_name, service_category, description, sku, "
               "consumed_unit, tags, extra_text, currency")
 _NORMALISED = ("SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in (
