@@ -93,3 +93,16 @@ def test_every_sheet_of_an_xlsx_bill_is_read(tmp_path):
     with pytest.raises(InputError) as caught:
         summed(path)
     assert {(p.code, p.sheet) for p in caught.value.problems} == {(Code.MISSING_COLUMN, "bill.xlsx[Notes]")}
+
+
+@pytest.mark.parametrize("setting, value, key", [
+    ("billing_timezone", "Mars/Olympus", "is not a time zone"),
+    ("memory_limit", "lots", "is not an amount of memory"),
+])
+def test_bad_engine_settings_are_clear_errors(tmp_path, setting, value, key):
+    path = write_csv(tmp_path, [{}])
+    options = {"billing_timezone": value} if setting == "billing_timezone" else {"memory_limit": value}
+    with pytest.raises(InputError) as caught:
+        sum_bills([BillSource(path, path.name)], "USD", DEFAULT_GPU_LINE_PATTERN, {}, [], **options)
+    problem, = caught.value.problems
+    assert problem.sheet == "Settings" and key in problem.message
