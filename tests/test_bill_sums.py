@@ -106,3 +106,16 @@ def test_bad_engine_settings_are_clear_errors(tmp_path, setting, value, key):
         sum_bills([BillSource(path, path.name)], "USD", DEFAULT_GPU_LINE_PATTERN, {}, [], **options)
     problem, = caught.value.problems
     assert problem.sheet == "Settings" and key in problem.message
+
+
+def test_a_bill_larger_than_the_memory_limit_allows_is_a_clear_error(tmp_path):
+    folder = tmp_path / "big"
+    folder.mkdir()
+    for n in range(2):
+        pd.DataFrame({"ChargePeriodStart": pd.date_range("2026-07-01", periods=200_000, freq="min", tz="UTC"),
+                      "BilledCost": 1.0 + n, "ResourceId": [f"i-{i}" for i in range(200_000)]}).to_parquet(
+            folder / f"part-{n}.parquet")
+    with pytest.raises(InputError) as caught:
+        sum_bills([BillSource(folder, "big")], "USD", DEFAULT_GPU_LINE_PATTERN, {}, [], memory_limit="4MB")
+    problem, = caught.value.problems
+    assert problem.sheet == "Settings" and "recon_memory_limit" in problem.message

@@ -599,7 +599,7 @@ def _reporting(con: duckdb.DuckDBPyConnection, progress: Callable[[str], None], 
     try:
         yield
     except duckdb.OutOfMemoryException as exc:
-        raise InputError([Problem(Code.UNREADABLE, "Bills", "", Message(
+        raise InputError([Problem(Code.UNREADABLE, "Settings", "", Message(
             "bills_out_of_memory", reason=str(exc).split("\n")[0]))]) from None
     except duckdb.Error as exc:
         raise InputError([Problem(Code.UNREADABLE, "Bills", "", Message(
