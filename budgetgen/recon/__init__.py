@@ -1,10 +1,12 @@
 """Monthly reconciliation: FOCUS bills and GPU usage against the plan.
 
 Modules: `columns` (what bill and usage files contain), `table` (a file or sheet read by those
-declarations), `bills` and `usage` (the readers), `rules` (flags, actions, saving, over plan, variances and
-totals, each with its Excel and Python view), `pipeline` (reconcile: MonthRecon, TaskRecon, ResourceRecon).
+declarations), `bill_sums` (bills of any size read and summed by DuckDB), `bills` and `usage` (the readers),
+`rules` (flags, actions, saving, over plan, variances and totals, each with its Excel and Python view),
+`pipeline` (reconcile: MonthRecon, TaskRecon, ResourceRecon).
 """
 
+from .bill_sums import BillSource, BillSums, sum_bills
 from .bills import DEFAULT_GPU_LINE_PATTERN, OUTPUT_COLUMNS, gpu_matcher, read_bills
 from .columns import BILL_INPUT_COLUMNS, USAGE_INPUT_COLUMNS, FileColumn
 from .pipeline import (
@@ -37,8 +39,8 @@ from .usage import USAGE_COLUMNS, read_usage
 __all__ = [
     "ACTIONS", "BILL_INPUT_COLUMNS", "DATA_STARVED", "DEFAULT_GPU_LINE_PATTERN", "FLAG_RULES", "LOW_UTILIZATION",
     "MAX_ROW_PROBLEMS", "OOM", "OUTPUT_COLUMNS", "OVER_PLAN", "RULES", "USAGE_COLUMNS", "USAGE_INPUT_COLUMNS",
-    "Action", "FileColumn", "FlagRule", "Limits", "MonthRecon", "ResourceRecon", "Rule", "TaskRecon", "aggregate_lines",
+    "Action", "BillSource", "BillSums", "FileColumn", "FlagRule", "Limits", "MonthRecon", "ResourceRecon", "Rule", "TaskRecon", "aggregate_lines",
     "gpu_matcher",
     "is_hours_unit", "next_month_actions", "read_bills", "read_usage", "reconcile", "reconcile_plan",
-    "resource_flags",
+    "resource_flags", "sum_bills",
 ]
