@@ -2,13 +2,14 @@
 
     python benchmarks/bench_build.py            # 100 / 1,000 / 10,000 tasks; 10k / 100k / 1M bill lines
     python benchmarks/bench_build.py --quick    # 100 / 1,000 tasks; 10k / 100k lines
+    python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --rounds 3   # one size, the median
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
 - workbook: xlsxwriter alone (constant_memory, through the same fast formula path budgetgen uses) writing
   exactly the formulas (with their cached values) and the values budgetgen's workbook package wrote, in a
   plain grid;
-- bill: pandas with the pyarrow engine reading the same CSV (pyarrow reading the same Parquet file).
+- bill: DuckDB's bare aggregation of the same CSV or Parquet file (focus_bills.floor).
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import xlsxwriter
+from focus_bills import floor
 from xlsxwriter.worksheet import Worksheet
 
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
-from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, read_bills
+from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
+from budgetgen.recon.bill_sums import BillSource, sum_bills
 from budgetgen.workbook import write_workbook
 from budgetgen.workbook.book import store_formula
 
@@ -95,6 +98,10 @@ def make_bill(path: Path, lines: int, tasks: int, seed: int = 2) -> None:
     })
     frame.to_csv(path, index=False)
     frame.to_parquet(path.with_suffix(".parquet"), index=False)
+
+
+BUILD = [sys.executable, "-m", "budgetgen", "build"]
+"""The build of the budgetgen this script imports (PYTHONPATH), not whichever `budgetgen` is on PATH."""
 
 
 def timed_process(args: list[str]) -> tuple[float, float]:
@@ -164,23 +171,43 @@ def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> 
 
 
 def bill_part(bill: Path) -> tuple[float, float]:
-    """read_bills against the floor (pandas/pyarrow reading the same file)."""
+    """sum_bills (the reconcile step's reading) against the floor: DuckDB's bare aggregation of the same file."""
     start = time.perf_counter()
-    if bill.suffix == ".parquet":
-        import pyarrow.parquet as pq
-        pq.read_table(bill).to_pandas()
-    else:
-        pd.read_csv(bill, engine="pyarrow", dtype=str)
-    floor = time.perf_counter() - start
+    floor(str(bill))
+    floor_s = time.perf_counter() - start
     start = time.perf_counter()
-    read_bills(bill, bill.name, "USD", DEFAULT_GPU_LINE_PATTERN, {}, ["RTX 4090", "A100 80G"])
-    return time.perf_counter() - start, floor
+    sum_bills([BillSource(bill, bill.name)], "USD", DEFAULT_GPU_LINE_PATTERN, {}, ["RTX 4090", "A100 80G"])
+    return time.perf_counter() - start, floor_s
+
+
+def one_size(tasks: int, lines: int, rounds: int) -> None:
+    """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
+        make_inventory(inventory, tasks)
+        bills = []
+        if lines:
+            make_bill(bill, lines, tasks)
+            bills = ["--bills", str(bill.with_suffix(".parquet"))]
+        runs = [timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), *bills, "--quiet"])
+                for _ in range(rounds)]
+        for seconds, peak in runs:
+            print(f"  {tasks:,} tasks + {lines:,} lines: {seconds:.1f} s, peak {peak:,.0f} MB", file=sys.stderr)
+        seconds, peak = sorted(runs)[len(runs) // 2]
+        print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes only")
+    parser.add_argument("--tasks", type=int, help="one size only: this many tasks (with --lines)")
+    parser.add_argument("--lines", type=int, help="one size only: this many bill lines (Parquet)")
+    parser.add_argument("--rounds", type=int, default=1, help="with --tasks: builds to take the median of")
     args = parser.parse_args()
+    if args.tasks:
+        one_size(args.tasks, args.lines or 0, args.rounds)
+        return
     task_sizes = (100, 1_000) if args.quick else (100, 1_000, 10_000)
     bill_sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -191,14 +218,14 @@ def main() -> None:
             inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
             make_inventory(inventory, tasks)
             make_bill(bill, lines, tasks)
-            seconds, peak = timed_process(["budgetgen", "build", str(inventory), "-o", str(folder / "out.xlsx"),
+            seconds, peak = timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"),
                                            "--bills", str(bill.with_suffix(".parquet")), "--quiet"])
             write_s, formulas, values = workbook_part(inventory, folder / "w.xlsx")
             floor_s = workbook_floor(folder / "f.xlsx", formulas, values)
             print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} | {write_s:.1f} | {floor_s:.1f} | "
                   f"{write_s / floor_s:.2f} | {len(formulas):,} |", flush=True)
         print()
-        print("| bill lines | format | read_bills s | floor s | ratio |")
+        print("| bill lines | format | sum_bills s | DuckDB floor s | ratio |")
         print("|---:|---|---:|---:|---:|")
         for lines in bill_sizes:
             for suffix in (".csv", ".parquet"):

@@ -1,4 +1,8 @@
-"""Time read_bills + reconcile on a generated 200,000-line FOCUS CSV (target: under 30 s)."""
+"""Time the reconcile step (sum_bills in DuckDB, then reconcile) on a generated 200,000-line FOCUS CSV with usage.
+
+For bills of 1M, 10M and 30M lines against the bare DuckDB aggregation (the floor), see focus_bills.py:
+    python3 benchmarks/focus_bills.py compare /tmp/bill1m /tmp/bill10m /tmp/bill30m --rounds 3
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, read_bills, reconcile
+from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, reconcile
+from budgetgen.recon.bill_sums import BillSource, sum_bills
 
 MONTHS = ("2026-07", "2026-08", "2026-09", "2026-10", "2026-11", "2026-12")
 TASKS = tuple(f"T{n:02d}" for n in range(1, 41))
@@ -96,13 +101,14 @@ def main() -> None:
         focus_frame(args.lines, args.resources).to_csv(path, index=False)
         usage = usage_frame(args.resources)
         started = time.perf_counter()
-        bills = read_bills(path, path.name, "USD", DEFAULT_GPU_LINE_PATTERN, {}, ["A100 80G", "L4"])
+        bills = sum_bills([BillSource(path, path.name)], "USD", DEFAULT_GPU_LINE_PATTERN, {}, ["A100 80G", "L4"])
         read_seconds = time.perf_counter() - started
-        months = reconcile(bills, usage, planned, dict.fromkeys(MONTHS, 1000.0), 0.20, 3, 0.10)
+        months = reconcile(bills.sums, usage, planned, dict.fromkeys(MONTHS, 1000.0), 0.20, 3, 0.10)
         total_seconds = time.perf_counter() - started
     resources = sum(len(m.resources) for m in months.values())
-    print(f"{len(bills):,} lines, {len(months)} months, {resources:,} resource-months")
-    print(f"read_bills {read_seconds:.2f} s, reconcile {total_seconds - read_seconds:.2f} s, total {total_seconds:.2f} s")
+    print(f"{int(bills.sums['lines'].sum()):,} lines in {len(bills.sums):,} sums, {len(months)} months, "
+          f"{resources:,} resource-months")
+    print(f"sum_bills {read_seconds:.2f} s, reconcile {total_seconds - read_seconds:.2f} s, total {total_seconds:.2f} s")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,13 @@ BilledCost and ConsumedQuantity, the line count and the first and last charge ti
 
     python3 benchmarks/focus_bills.py generate --lines 30000000 --out /tmp/bill30m
     python3 benchmarks/focus_bills.py floor /tmp/bill30m
+    python3 benchmarks/focus_bills.py recon /tmp/bill30m          # budgetgen's reconcile step alone
+    python3 benchmarks/focus_bills.py compare /tmp/bill1m /tmp/bill10m /tmp/bill30m --rounds 3
+    python3 benchmarks/focus_bills.py generate --lines 5000000 --format csv --out /tmp/bill5m.csv
+    python3 benchmarks/focus_bills.py limited /tmp/bill5m.csv --address-space 2048   # a build under 2 GB
+
+`compare` runs the floor and the reconcile step interleaved, each in a fresh process (its peak RSS is the
+whole process's), and prints the README's table.
 """
 
 from __future__ import annotations
@@ -131,6 +138,77 @@ def floor(source: str, memory_limit: str = "1GB") -> dict:
     return {"seconds": round(seconds, 2), "groups": len(rows), "peak_mb": round(peak_mb)}
 
 
+def recon(source: str, memory_limit: str = "1GB") -> dict:
+    """budgetgen's reconcile step on a bill: sum_bills (DuckDB) then reconcile; seconds, groups, peak RSS."""
+    import pandas as pd
+
+    from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, reconcile
+    from budgetgen.recon.bill_sums import BillSource, sum_bills
+
+    started = time.perf_counter()
+    bills = sum_bills([BillSource(source, Path(source).name)], "USD", DEFAULT_GPU_LINE_PATTERN, {},
+                      ["A100 80G", "H100 80G", "L4"], memory_limit=memory_limit)
+    planned = {t: dict.fromkeys(MONTHS, 1000.0) for t in TASKS}
+    months = reconcile(bills.sums, pd.DataFrame(), planned, dict.fromkeys(MONTHS, 500.0), 0.2, 3, 0.1)
+    seconds = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": round(seconds, 2), "groups": len(bills.sums), "months": len(months), "peak_mb": round(peak_mb)}
+
+
+def child(command: str, source: str, memory_limit: str, address_space: int | None = None) -> dict:
+    """One measurement in a fresh process (optionally under an address-space limit in bytes)."""
+    import subprocess
+
+    limit = (f"import resource;resource.setrlimit(resource.RLIMIT_AS,({address_space},{address_space}));"
+             if address_space else "")
+    code = (f"{limit}import json,sys;sys.path.insert(0,{str(Path(__file__).parent)!r});import focus_bills;"
+            f"print(json.dumps(focus_bills.{command}({source!r},{memory_limit!r})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode:
+        return {"error": (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]}
+    return json.loads(done.stdout[done.stdout.rindex("{"):].strip())
+
+
+def compare(sources: list[str], rounds: int, memory_limit: str) -> None:
+    """Floor and reconcile step interleaved, `rounds` times each; the medians as a Markdown table."""
+    print("| bill | reconcile step s | peak MB | DuckDB floor s | floor peak MB | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for source in sources:
+        ours, floors = [], []
+        for _ in range(rounds):
+            floors.append(child("floor", source, memory_limit))
+            ours.append(child("recon", source, memory_limit))
+            print(f"  {source}: floor {floors[-1]}, recon {ours[-1]}", file=sys.stderr, flush=True)
+        o, f = (sorted(r, key=lambda x: x.get("seconds", 1e9))[len(r) // 2] for r in (ours, floors))
+        print(f"| {source} | {o['seconds']:.1f} | {o['peak_mb']:,} | {f['seconds']:.1f} | {f['peak_mb']:,} | "
+              f"{o['seconds'] / f['seconds']:.2f} |", flush=True)
+
+
+def limited(bill: str, address_space_mb: int) -> None:
+    """A whole build with this bill in a child process under an address-space limit (ulimit -v): its exit
+    code, time, peak memory and last line; it must build or end in a clean `Error:` line, never abort."""
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_build import make_inventory
+
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = Path(tmp) / "inventory.xlsx"
+        make_inventory(inventory, 100)
+        limit = address_space_mb * 1024 * 1024
+        code = (f"import resource,runpy,sys;resource.setrlimit(resource.RLIMIT_AS,({limit},{limit}));"
+                f"sys.argv=['budgetgen','build',{str(inventory)!r},'-o',{str(Path(tmp) / 'out.xlsx')!r},"
+                f"'--bills',{bill!r}];runpy.run_module('budgetgen',run_name='__main__')")
+        probe = ("import resource,subprocess,sys,time;t=time.perf_counter();"
+                 "r=subprocess.run(sys.argv[1:],capture_output=True,text=True);"
+                 "print(round(time.perf_counter()-t,1),resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss//1024,"
+                 "r.returncode);print((r.stdout+r.stderr).strip().splitlines()[-3:])")
+        done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-c", code], capture_output=True,
+                              text=True, check=False)
+        print(done.stdout.strip() or done.stderr.strip())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -142,11 +220,26 @@ def main() -> None:
     fl = sub.add_parser("floor", help="time the bare DuckDB aggregation of a bill")
     fl.add_argument("source")
     fl.add_argument("--memory-limit", default="1GB")
+    rc = sub.add_parser("recon", help="time budgetgen's reconcile step on a bill")
+    rc.add_argument("source")
+    rc.add_argument("--memory-limit", default="1GB")
+    cp = sub.add_parser("compare", help="floor and reconcile step interleaved, in fresh processes")
+    cp.add_argument("sources", nargs="+")
+    cp.add_argument("--rounds", type=int, default=3)
+    cp.add_argument("--memory-limit", default="1GB")
+    lm = sub.add_parser("limited", help="a whole build with this bill under an address-space limit")
+    lm.add_argument("bill")
+    lm.add_argument("--address-space", type=int, default=2048, help="MB (ulimit -v)")
     args = parser.parse_args()
+    if args.command == "limited":
+        limited(args.bill, args.address_space)
+        return
     if args.command == "generate":
         generate(args.lines, args.out, args.format, args.resources)
+    elif args.command == "compare":
+        compare(args.sources, args.rounds, args.memory_limit)
     else:
-        print(json.dumps(floor(args.source, args.memory_limit)))
+        print(json.dumps({"floor": floor, "recon": recon}[args.command](args.source, args.memory_limit)))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ The command line's `build` is this function plus printing; a script or a noteboo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -34,7 +35,7 @@ class Result:
     recon: Mapping[str, MonthRecon]
     workbook: Path
     json: Path | None = None
-    warnings: tuple[str, ...] = ()  # about the bills and usage (the plan's own are plan.warnings)
+    warnings: tuple[str, ...] = ()  # about the bills and usage (also at the end of plan.warnings)
 
 
 def default_output(input_path: StrPath) -> Path:
@@ -65,8 +66,10 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     plan = plan_budget(inputs)
     if bills or inputs.bills_sheet is not None:
         progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
-    reconciled = reconcile_plan(plan, bills, usage)
+    reconciled = reconcile_plan(plan, bills, usage, progress=progress)
     recon, billed = reconciled.months, reconciled.billed_input
+    # The bills' and usage warnings join the plan's, so the Summary and the JSON list them all.
+    plan = dataclasses.replace(plan, warnings=plan.warnings + reconciled.warnings)
     with staged_outputs((output, json_path)) as staging:
         if json_path is not None:
             document = plan_json(plan, {month: r.to_json() for month, r in recon.items()})

@@ -6,6 +6,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,9 +126,28 @@ def validate(path: Path, build_date, lang: str) -> None:
                                                                              warnings=len(plan.warnings)))
 
 
+SHOWN_WARNINGS = 10
+
+
 def _warn(warnings, lang: str) -> None:
-    for warning in warnings:
-        click.echo(tr("Warning: ", lang) + say(warning, lang))
+    """Up to SHOWN_WARNINGS warnings one per line; beyond that, counts by kind and the largest (by the biggest
+    amount they name); the full list is on Summary and in the JSON."""
+    if len(warnings) <= SHOWN_WARNINGS:
+        for warning in warnings:
+            click.echo(tr("Warning: ", lang) + say(warning, lang))
+        return
+    kinds = Counter(getattr(w, "key", "other") for w in warnings)
+    click.echo(tr("Warning: ", lang) + ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common()) +
+               f" ({len(warnings):,}; all on Summary and in the JSON), the {SHOWN_WARNINGS} largest:")
+    for warning in sorted(warnings, key=_size, reverse=True)[:SHOWN_WARNINGS]:
+        click.echo("  " + say(warning, lang))
+
+
+def _size(warning) -> float:
+    """The largest number a warning names (its saving, amount, hours), 0 for none."""
+    numbers = [abs(v) for v in getattr(warning, "params", {}).values()
+               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return max(numbers, default=0.0)
 
 
 def _money(value: float, currency: str) -> str:
@@ -139,7 +159,8 @@ def _money(value: float, currency: str) -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help=f"Output workbook (default {default_output('<input stem>')}).")
 @click.option("--bills", "bills", multiple=True, type=click.Path(path_type=Path),
-              help="A FOCUS bill (CSV, Parquet or xlsx); repeatable.")
+              help="A FOCUS bill: a CSV, Parquet or xlsx file, a folder or a glob of them (a provider's export "
+                   "of Parquet parts); repeatable.")
 @click.option("--usage", "usage", multiple=True, type=click.Path(path_type=Path),
               help="GPU utilisation (monthly rows, samples or nvidia-smi CSV); repeatable.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
@@ -168,7 +189,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
             month=month, gpu=_money(r.gpu_billed, cur), planned=_money(r.planned_total, cur),
             billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
             flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
-    _warn((*plan.warnings, *result.warnings), lang)
+    _warn(plan.warnings, lang)  # the plan's, then those about the bills and usage
 
 
 @main.command()

@@ -2,7 +2,8 @@
 
 Each change's effect is found by sequential replacement: start from the old inputs, apply the changes one
 at a time (settings, GPUs, removed, changed and added tasks, extras) and re-plan after each, so the effects
-add up exactly to the difference of the two period totals.
+add up exactly to the difference of the two period totals. A task step re-plans that task alone (_Running):
+the work grows with the number of changes, not with changes times tasks.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import math
 import re
 import tempfile
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import xlsxwriter
 
-from .engine import Plan, plan_budget
+from . import rules
+from .engine import MonthTotals, Plan, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem
 from .i18n import canonical_name
 from .model import Gpu, Inputs, Settings
@@ -297,20 +300,24 @@ def _steps(old: Inputs, new: Inputs) -> list[_Step]:
 
 def _plan(inputs: Inputs) -> Plan:
     """plan_budget, after the checks the reader makes of one version but a mix of two may fail."""
-    months = inputs.settings.plan_months
-    names = {g.name for g in inputs.gpus}
-    problems = []
-    for t in inputs.tasks:
-        if t.values["gpu"] is not None and t.values["gpu"] not in names:
-            problems.append(Problem(Code.UNKNOWN_VALUE, "Tasks", t.cell("gpu"),
-                                    f"{t.task_id}: gpu {t.values['gpu']} is not in the catalog"))
-        if t.values["start_month"] not in months or t.values["end_month"] not in months:
-            problems.append(Problem(Code.MONTH_OUTSIDE_PLAN, "Tasks", t.cell("start_month"),
-                                    f"{t.task_id}: {t.values['start_month']} to {t.values['end_month']} is outside "
-                                    f"the plan {months[0]} to {months[-1]}"))
+    problems = [p for t in inputs.tasks for p in _mix_problems(t, inputs)]
     if problems:
         raise InputError(problems)
     return plan_budget(inputs)
+
+
+def _mix_problems(t, inputs: Inputs) -> list[Problem]:
+    """A task's gpu missing from the catalog, or its months outside the plan (possible in a mix of versions)."""
+    months = inputs.settings.plan_months
+    problems = []
+    if t.values["gpu"] is not None and t.values["gpu"] not in {g.name for g in inputs.gpus}:
+        problems.append(Problem(Code.UNKNOWN_VALUE, "Tasks", t.cell("gpu"),
+                                f"{t.task_id}: gpu {t.values['gpu']} is not in the catalog"))
+    if t.values["start_month"] not in months or t.values["end_month"] not in months:
+        problems.append(Problem(Code.MONTH_OUTSIDE_PLAN, "Tasks", t.cell("start_month"),
+                                f"{t.task_id}: {t.values['start_month']} to {t.values['end_month']} is outside "
+                                f"the plan {months[0]} to {months[-1]}"))
+    return problems
 
 
 def _why(exc: InputError) -> str:
@@ -318,18 +325,80 @@ def _why(exc: InputError) -> str:
     return str(exc.problems[0]) + (f" and {more} more problem(s)" if more else "")
 
 
+class _Running:
+    """The period total of the working state, kept step by step: a task step re-plans that task alone (its
+    costs leave and enter exact per-month sums), a settings or GPU step re-plans every task. The total is
+    plan_budget's to the last bit: math.fsum is the correctly rounded sum, and so is a Fraction's float."""
+
+    def __init__(self, state: _State):
+        self.state = state
+        self.replan()
+
+    def replan(self) -> None:
+        self.inputs = self.state.inputs()
+        self.gpu = [Fraction(0)] * len(self.inputs.settings.plan_months)
+        self.costs: dict[str, tuple[float, ...]] = {}
+        self.failed: dict[str, list[Problem]] = {}
+        for slot, task in self.state.tasks.items():
+            self.enter(slot, task)
+
+    def enter(self, slot: str, task) -> None:
+        """Plan one task of the working state and add its monthly costs."""
+        problems = _mix_problems(task, self.inputs)
+        if not problems:
+            try:
+                planned = plan_task(task, self.inputs)
+            except InputError as exc:
+                problems = exc.problems
+        if problems:
+            self.failed[slot] = problems
+            return
+        costs = tuple(planned.cost_in(i) for i in range(1, len(self.gpu) + 1))
+        self.costs[slot] = costs
+        self.gpu = [g + Fraction(c) for g, c in zip(self.gpu, costs)]
+
+    def leave(self, slot: str) -> None:
+        """Take one task's monthly costs out."""
+        self.failed.pop(slot, None)
+        costs = self.costs.pop(slot, None)
+        if costs is not None:
+            self.gpu = [g - Fraction(c) for g, c in zip(self.gpu, costs)]
+
+    def apply(self, step: _Step) -> None:
+        self.state.apply(step)
+        if step.table == "tasks":
+            self.leave(step.slot)
+            if not step.removes:
+                self.enter(step.slot, self.state.tasks[step.slot])
+        elif step.table == "extras":
+            self.inputs = self.state.inputs()
+        else:
+            self.replan()
+
+    def total(self) -> tuple[float | None, str]:
+        """The period total as plan_budget computes it, or None and why the working state cannot be planned."""
+        if self.failed:
+            return None, _why(InputError([p for problems in self.failed.values() for p in problems]))
+        s = self.inputs.settings
+        months = []
+        for month, gpu_sum in zip(s.plan_months, self.gpu):
+            gpu = float(gpu_sum)
+            extras = math.fsum(e.monthly_cost if e.start_month <= month <= e.end_month else 0.0
+                               for e in self.inputs.extras)
+            months.append(MonthTotals(gpu, extras, rules.BUFFER(s, gpu=gpu)).total)
+        return sum(months), ""
+
+
 def _totals(steps: list[_Step], state: _State, new_total: float) -> list[tuple[float | None, str]]:
     """The period total after each step, or None and why the inputs so far cannot be planned.
 
     The last step is the new version itself: its total is the new version's, so the deltas add up to the whole.
     """
+    running = _Running(state) if steps else None
     totals: list[tuple[float | None, str]] = []
     for step in steps[:-1]:
-        state.apply(step)
-        try:
-            totals.append((_plan(state.inputs()).period_total, ""))
-        except InputError as exc:
-            totals.append((None, _why(exc)))
+        running.apply(step)
+        totals.append(running.total())
     return totals + [(new_total, "")] if steps else []
 
 

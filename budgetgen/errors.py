@@ -43,6 +43,7 @@ class Code(str, Enum):
     CURRENCY = "currency"
     OUTPUT = "output"
     TOO_BIG_FOR_EXCEL = "too_big_for_excel"
+    DUPLICATE_FILE = "duplicate_file"
 
 
 def _cell_key(cell: str) -> tuple[int, int]:

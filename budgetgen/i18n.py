@@ -38,7 +38,8 @@ NAMES_ZH = {
     "decode_efficiency": "解码效率", "peak_factor": "峰值系数", "spot_overhead": "竞价开销",
     "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式", "max_cards": "最大卡数",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
-    "gpu_line_pattern": "GPU账单行模式", "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
+    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限",
+    "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费", "tier_cap_monthly": "包月上限", "tier_cap_on_demand": "按需上限",
     "tier_cap_idle": "闲置上限", "tier_cap_spot": "竞价上限",
 }
@@ -218,6 +219,11 @@ TEXT_ZH = {
     "bill over plan by more than this share is flagged": "账单超出计划超过此比例时被标记",
     "regular expression that marks a bill line as GPU (blank: the built-in pattern of GPU instance families)":
     "标记GPU账单行的正则表达式（空白：内置的GPU实例族模式）",
+    ("time zone the bills' months are counted in (IANA name, e.g. America/New_York); timestamps with an offset "
+     "are converted to it, those without are read in it"):
+    "计算账单月份所用的时区（IANA 名称，例如 Asia/Shanghai）；带偏移的时间戳换算到该时区，不带的按该时区读取",
+    "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB":
+    "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB",
     "electricity price for owned machines": "自购机器的电价", "write-off period of an owned machine": "自购机器的折旧年限",
     "cooling, disks, repairs per owned machine": "每台自购机器的散热、磁盘、维修费用",
     "optional monthly budget cap for the monthly tier": "包月计费的可选月度预算上限",
@@ -296,6 +302,9 @@ MESSAGES = {
          "name the file or its resource_id after the bill's ResourceId"),
         ("{file}：资源 {value} 与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：其用量未计入；"
          "请按账单的 ResourceId 命名文件或填写 resource_id")),
+    "duplicate_lines": (
+        "{month}: {lines:,} bill line(s) found again in a later bill ({amount:,.2f}) counted once",
+        "{month}：{lines:,} 条账单行在后面的账单中重复出现（{amount:,.2f}），只计一次"),
     "consumer_training": (
         ("{tid}: {gpu} is a consumer card for {hours:,.0f} GPU-hours a month of training (over {limit}): "
          "long continuous runs belong on datacenter cards"),
@@ -482,10 +491,18 @@ PROBLEMS = {
         'BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}；budgetgen 从不换算：请以 {plan} 导出账单，或将计划币种设为 {code}'),
     "bad_gpu_pattern": ('gpu_line_pattern: "{pattern}" is not a regular expression ({reason}); fix it',
                         'gpu_line_pattern："{pattern}" 不是正则表达式（{reason}）；请修改'),
-    "slow_gpu_pattern": (
-        ('gpu_line_pattern: "{pattern}" takes more than {seconds:g} s on one line ({file} {place}): '
-         "simplify it (nested repeats such as (a|aa)+ backtrack without end)"),
-        'gpu_line_pattern："{pattern}" 在一行上耗时超过 {seconds:g} 秒（{file} {place}）：请简化（(a|aa)+ 这类嵌套重复会无休止地回溯）'),
+    "same_bill_twice": ("{file} is the same bill as {first} (same path or same content): give each bill once",
+                        "{file} 与 {first} 是同一份账单（路径或内容相同）：每份账单只需给一次"),
+    "no_bill_files": ("{path} holds no CSV, Parquet or xlsx file; check the folder or pattern",
+                      "{path} 中没有 CSV、Parquet 或 xlsx 文件；请检查文件夹或通配符"),
+    "unknown_timezone": (('billing_timezone: "{zone}" is not a time zone; write an IANA name such as UTC or '
+                         "America/New_York"),
+                         'billing_timezone："{zone}" 不是时区；请写 IANA 名称，例如 UTC 或 Asia/Shanghai'),
+    "bad_memory_limit": ('recon_memory_limit: "{limit}" is not an amount of memory; write e.g. 1GB or 512MB',
+                         'recon_memory_limit："{limit}" 不是内存大小；请写例如 1GB 或 512MB'),
+    "bills_out_of_memory": (("the bills need more memory than recon_memory_limit allows ({reason}); raise the "
+                            "setting or free disk space for spilling"),
+                            "账单所需内存超过 recon_memory_limit（{reason}）；请调高该设置或腾出磁盘空间用于溢写"),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

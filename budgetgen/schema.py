@@ -156,6 +156,11 @@ SETTINGS: tuple[Setting, ...] = (
     S("gpu_line_pattern", "text", None, "GpuLinePattern",
       "regular expression that marks a bill line as GPU (blank: the built-in pattern of GPU instance families)",
       structural=True),
+    S("billing_timezone", "text", "UTC", "BillingTimezone",
+      "time zone the bills' months are counted in (IANA name, e.g. America/New_York); timestamps with an offset "
+      "are converted to it, those without are read in it", structural=True),
+    S("recon_memory_limit", "text", "1GB", "ReconMemoryLimit",
+      "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB", structural=True),
     S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh", "electricity price for owned machines",
       unit="currency/kWh", minimum=0),
     S("depreciation_years", "number", 3, "DepreciationYears", "write-off period of an owned machine",

@@ -19,6 +19,7 @@ from budgetgen.recon import (
     DEFAULT_GPU_LINE_PATTERN,
     MAX_ROW_PROBLEMS,
     OUTPUT_COLUMNS,
+    aggregate_lines,
     gpu_matcher,
     read_bills,
     reconcile,
@@ -128,7 +129,7 @@ def test_sample_gpu_inside_sku_ids_and_lambda_names_is_not_a_gpu_line(sample_bil
 def test_sample_reconciles_to_the_file(sample_bills, sample_rows):
     expected = month_sums(sample_rows)
     gpu_expected = month_sums([r for r in sample_rows if re.search(r" g[35]\.", r["ChargeDescription"])])
-    recons = reconcile(sample_bills, pd.DataFrame(), {}, {}, 0.2, 3, 0.1)
+    recons = reconcile(aggregate_lines(sample_bills), pd.DataFrame(), {}, {}, 0.2, 3, 0.1)
     assert list(recons) == sorted(expected)
     for month, recon in recons.items():
         assert abs(Decimal(recon.billed_total) - expected[month]) < Decimal("0.005")
@@ -167,8 +168,9 @@ def test_task_from_tags_then_assignments(tmp_path):
     ])
     frame = bills(path, assignments={"i-b": "T05", "i-c": "T06"})
     assert frame["task_id"].tolist() == ["T01", "T09", "T05", "T02", "T06", "", "7"]
-    # A line belonging to a task is a GPU line even when nothing in its text names a GPU.
-    assert frame["is_gpu"].tolist() == [True, True, True, True, True, False, True]
+    # A line's task never makes it a GPU line: these CloudWatch lines keep their task and stay "other".
+    assert frame["is_gpu"].tolist() == [False] * 7
+    assert frame["category"].tolist() == ["other"] * 7
 
 
 def test_headers_match_ignoring_case_spaces_and_underscores(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import math
@@ -236,3 +237,30 @@ def test_a_removed_gpu_still_named_by_an_old_task_waits_for_that_task(tmp_path):
     assert "KB01: gpu MyCard is not in the catalog" in d.changes[0].note
     assert (d.changes[1].kind, d.changes[1].key) == ("task changed", "KB01")
     assert d.changes[1].delta == pytest.approx(d.total_change, rel=1e-9) and d.total_change > 0
+
+
+def test_many_added_tasks_plan_each_task_once_and_attribute_exactly(tmp_path, monkeypatch):
+    # 40 tasks added and the hidden-cost buffer changed: the work is one plan of each task per task step and
+    # one re-plan of the old tasks for the setting, not a re-plan of everything after each of the 41 steps.
+    import budgetgen.diff as diff_module
+
+    tasks = [{**NEW_TASK, "task_id": f"N{i:03d}", "requests_per_day": 1000 + 37 * i} for i in range(41)]
+    old = read_inputs(make_input(tmp_path / "old.xlsx", tasks[:1], settings={"hidden_cost_buffer": 0.25}), TODAY)
+    new = read_inputs(make_input(tmp_path / "new.xlsx", tasks, settings={"hidden_cost_buffer": 0.22}), TODAY)
+    calls = []
+    real = diff_module.plan_task
+    monkeypatch.setattr(diff_module, "plan_task", lambda task, inputs: calls.append(task.task_id) or real(task, inputs))
+    result = diff_module.diff_inputs(old, new)
+    # The old task once to start and once more for the setting; each added task but the last (whose total is the
+    # new version's) once.
+    assert calls == ["N000", "N000", *(t["task_id"] for t in tasks[1:40])]
+    assert [c.kind for c in result.changes] == ["setting changed"] + ["task added"] * 40
+    # Each step's change is what re-planning everything gives, computed here the slow way.
+    expected, previous = [], plan_budget(old).period_total
+    settings = dataclasses.replace(old.settings, hidden_cost_buffer=0.22)
+    for n in range(1, 42):
+        current = plan_budget(dataclasses.replace(new, settings=settings, tasks=new.tasks[:n])).period_total
+        expected.append(current - previous)
+        previous = current
+    assert [c.delta for c in result.changes] == expected
+    assert math.fsum(c.delta for c in result.changes) == pytest.approx(result.new_total - result.old_total)

@@ -52,7 +52,7 @@ LINES = [
      "Compute", "Usage", "50", "Hours", '{"task_id": "T01"}'),
     ("2026-07-20 00:00:00", "267.20", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
      "Compute", "usage", "50", "Hours", '{"task_id": "T01", "team": "nlp"}'),
-    ("2026-07-31", "-50.00", "i-train", "Promotional credit", EC2, "Compute", "credit", "NULL", "NULL",
+    ("2026-07-31", "-50.00", "i-train", "Promotional credit g5.12xlarge", EC2, "Compute", "credit", "NULL", "NULL",
      '{"task_id": "T01"}'),
     # T02 serves on i-serve, untagged, tied by the Assignments sheet; 10 % utilisation.
     ("2026-07-05 00:00:00", "587.00", "i-serve", "$0.805 per On Demand Linux g6.xlarge Instance Hour", EC2,
@@ -145,8 +145,8 @@ def scenario(tmp_path: Path) -> dict:
     usage = pd.concat(
         [read_usage(monthly, "Usage"), read_usage(raw, raw.name), read_usage(smi, smi.name)], ignore_index=True,
     )
-    return reconcile(bills, usage, PLANNED, BUFFER, low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10,
-                     coverage=coverage(), duplicates=DUPLICATES, facts=FACTS)
+    return reconcile(aggregate_lines(bills), usage, PLANNED, BUFFER, low_util_threshold=0.20, oom_threshold=3,
+                     variance_tolerance=0.10, coverage=coverage(), duplicates=DUPLICATES, facts=FACTS)
 
 
 def line_days() -> list[tuple[str, str]]:
@@ -367,10 +367,10 @@ def test_hours_units(unit, hours):
 def test_task_billed_without_plan_is_over_plan(tmp_path):
     bills = pd.DataFrame({
         "ChargePeriodStart": ["2026-07-01"], "BilledCost": [10.0], "ResourceId": ["i-a"],
-        "Tags": ['{"task_id": "T99"}'],
+        "ChargeDescription": ["g5.xlarge"], "Tags": ['{"task_id": "T99"}'],
     }, index=[2])
     frame = read_bills(bills, "Bills", "USD", DEFAULT_GPU_LINE_PATTERN, {}, [])
-    july = reconcile(frame, pd.DataFrame(), {}, {}, 0.2, 3, 0.1)["2026-07"]
+    july = reconcile(aggregate_lines(frame), pd.DataFrame(), {}, {}, 0.2, 3, 0.1)["2026-07"]
     assert [(t.task_id, t.planned, t.billed) for t in july.tasks] == [("T99", 0.0, 10.0)]
     assert july.resources[0].flags == (OVER_PLAN,)
 
@@ -381,7 +381,7 @@ def test_bill_without_gpu_lines_sets_everything_against_the_buffer():
         "ServiceCategory": ["Storage", "Networking"],
     }, index=[2, 3])
     frame = read_bills(sheet, "Bills", "USD", DEFAULT_GPU_LINE_PATTERN, {}, [])
-    july = reconcile(frame, pd.DataFrame(), {"T01": {"2026-07": 5.0}}, {"2026-07": 2.0}, 0.2, 3, 0.1)["2026-07"]
+    july = reconcile(aggregate_lines(frame), pd.DataFrame(), {"T01": {"2026-07": 5.0}}, {"2026-07": 2.0}, 0.2, 3, 0.1)["2026-07"]
     assert (july.gpu_billed, july.resources, july.non_gpu_billed, july.billed_total) == (0.0, (), 3.0 + 4.5, 7.5)
     assert july.non_gpu == {"storage": 3.0, "network": 4.5, "other": 0.0}
     assert [(t.task_id, t.billed, t.variance) for t in july.tasks] == [("T01", 0.0, -5.0)]

@@ -14,7 +14,8 @@ import pandas as pd
 from ..engine import Plan
 from ..errors import InputError
 from ..i18n import Message
-from .bills import DEFAULT_GPU_LINE_PATTERN, read_bills
+from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
+from .bills import DEFAULT_GPU_LINE_PATTERN
 from .rules import (
     ACTIONS,
     BUFFER_LEFT,
@@ -33,7 +34,6 @@ from .rules import (
     flag_saving,
     resource_flags,
 )
-from .table import map_unique
 from .usage import USAGE_COLUMNS, read_usage
 
 NON_GPU_CATEGORIES = ("storage", "network", "other")
@@ -234,7 +234,7 @@ class PlanFacts:
 
 
 def reconcile(
-    bills: pd.DataFrame,
+    sums: pd.DataFrame,
     usage: pd.DataFrame,
     planned: Mapping[str, Mapping[str, float]],
     buffer_reserved: Mapping[str, float],
@@ -245,15 +245,14 @@ def reconcile(
     duplicates: Mapping[str, tuple[int, float]] | None = None,
     facts: PlanFacts | None = None,
 ) -> dict[str, MonthRecon]:
-    """Reconcile every month present in the bills (read_bills' frame) against the plan and usage.
+    """Reconcile every month present in the bills' sums (bill_sums.BillSums.sums, or aggregate_lines of
+    read_bills' lines) against the plan and usage; nothing here reads a single line.
 
-    The bill lines are first summed by `aggregate_lines`; nothing below reads a single line. Task ids of the
-    bill are matched to the plan's ignoring case. `coverage` ({month: (first day, last day, days with lines)})
-    defaults to what the summed frame's `first_charge` and `last_charge` say, if it has them.
+    Task ids of the bill are matched to the plan's ignoring case. `coverage` ({month: (first day, last day, days
+    with lines)}) defaults to what the summed frame's `first_charge` and `last_charge` say.
     """
     limits = Limits(low_util_threshold, oom_threshold, variance_tolerance)
     facts = facts or PlanFacts()
-    sums = aggregate_lines(bills)
     sums = sums.assign(task_id=plan_task_ids(sums["task_id"], planned))
     coverage = coverage if coverage is not None else _frame_coverage(sums)
     gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
@@ -319,19 +318,11 @@ def _frame_coverage(sums: pd.DataFrame) -> dict[str, tuple[dt.date, dt.date, Non
 
 
 def aggregate_lines(bills: pd.DataFrame) -> pd.DataFrame:
-    """read_bills' lines summed to all that reconcile needs: per month, resource, task, GPU or not, category,
-    service and whether ConsumedUnit counts hours (LINE_GROUP_KEYS), the exact sum of BilledCost (`billed`),
-    the sum of ConsumedQuantity (`quantity`, NaN when none) and the number of `lines`.
-
-    An engine that sums bills out of core can hand over this frame in place of the lines.
+    """read_bills' lines summed like bill_sums.sum_bills' `sums`: per month, resource, task, GPU or not, category,
+    service and whether ConsumedUnit counts hours (LINE_GROUP_KEYS), Σ BilledCost (`billed`), Σ ConsumedQuantity
+    (`quantity`, NaN when none), the number of `lines`, and the `first_charge` and `last_charge`.
     """
-    lines = bills.assign(hours_unit=map_unique(bills["consumed_unit"], is_hours_unit).astype(bool))
-    grouped = lines.groupby(LINE_GROUP_KEYS, sort=True)
-    return pd.DataFrame({
-        "billed": grouped["billed_cost"].agg(lambda s: math.fsum(s.to_numpy())),
-        "quantity": grouped["consumed_quantity"].sum(min_count=1),
-        "lines": grouped.size(),
-    }).reset_index()
+    return sum_lines(bills)
 
 
 def _fsum_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
@@ -444,47 +435,52 @@ def _gather(sources: list, read) -> tuple[list[tuple[str, pd.DataFrame]], list]:
 
 @dataclass(frozen=True)
 class PlanRecon:
-    """reconcile_plan's result: each billed month, each month's BilledCost as read (for the Checks tie-out), and
-    the warnings about the bills and usage (Messages naming the file and the value)."""
+    """reconcile_plan's result: each billed month, each month's de-duplicated BilledCost (for the Checks tie-out),
+    the warnings about the bills and usage (Messages naming the file and the value), and the bills' sums."""
 
     months: dict[str, MonthRecon]
     billed_input: dict[str, float]
     warnings: tuple[Message, ...] = ()
+    bills: BillSums | None = None
 
 
-def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path]) -> PlanRecon:
-    """Every billed month of the bill files and Bills sheet reconciled against the plan, with the usage files and
-    Usage sheet. Usage given without any bill is read and checked, and a warning says it has nothing to be
-    reconciled against."""
+def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], temp_parent: Path | None = None,
+                   progress=None) -> PlanRecon:
+    """Every billed month of the bill files (files, folders or globs) and Bills sheet reconciled against the plan,
+    with the usage files and Usage sheet. Usage given without any bill is read and checked, and a warning says it
+    has nothing to be reconciled against."""
     inputs = plan.inputs
     s = inputs.settings
-    bill_sources = [(p, Path(p).name) for p in bill_paths]
+    bill_sources = [BillSource(p, Path(p).name) for p in bill_paths]
     if inputs.bills_sheet is not None:
-        bill_sources.insert(0, (inputs.bills_sheet, "Bills"))
+        bill_sources.insert(0, BillSource(inputs.bills_sheet, "Bills"))
     usage_sources = [(p, Path(p).name) for p in usage_paths]
     if inputs.usage_sheet is not None:
         usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
-    gpu_names = [g.name for g in inputs.gpus]
-
-    def bills_reader(source, name):
-        return read_bills(source, name, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
-                          dict(inputs.assignments), gpu_names)
-
-    bill_frames, problems = _gather(bill_sources, bills_reader)
-    usage_frames, usage_problems = _gather(usage_sources, read_usage)
-    if problems or usage_problems:
-        raise InputError(problems + usage_problems)
+    usage_frames, problems = _gather(usage_sources, read_usage)
     if not bill_sources:
+        if problems:
+            raise InputError(problems)
         names = [name for name, _ in usage_frames]
         return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
-    bills = pd.concat([frame for _, frame in bill_frames])
+    try:
+        bills = sum_bills(bill_sources, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
+                          dict(inputs.assignments), [g.name for g in inputs.gpus],
+                          billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit,
+                          temp_parent=temp_parent, progress=progress)
+    except InputError as exc:
+        raise InputError(exc.problems + problems) from None
+    if problems:
+        raise InputError(problems)
     usage = pd.concat([frame for _, frame in usage_frames]) if usage_frames else pd.DataFrame(columns=USAGE_COLUMNS)
     planned, buffers = plan_targets(plan)
-    recon = reconcile(bills, usage, planned, buffers, s.low_util_threshold, s.oom_threshold, s.variance_tolerance,
+    recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
+                      s.variance_tolerance, coverage=bills.coverage, duplicates=bills.duplicates,
                       facts=plan_facts(plan))
-    billed = {m: math.fsum(group) for m, group in bills.groupby("month")["billed_cost"]}
-    warnings = unknown_task_warnings(bill_frames, planned) + unmatched_usage_warnings(usage_frames, bills)
-    return PlanRecon(recon, billed, tuple(warnings))
+    names = [source.name for source in bill_sources]
+    warnings = (*bills.warnings, *unknown_task_warnings(names, bills.sums, planned),
+                *unmatched_usage_warnings(usage_frames, bills.sums))
+    return PlanRecon(recon, dict(bills.billed), tuple(warnings), bills)
 
 
 def plan_targets(plan: Plan) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
@@ -508,18 +504,17 @@ def plan_facts(plan: Plan) -> PlanFacts:
                      extras={m: t.extras for m, t in plan.month_totals.items()})
 
 
-def unknown_task_warnings(bill_frames: list[tuple[str, pd.DataFrame]], planned: Mapping[str, object]) -> list[Message]:
-    """One warning per bill and task id that matches no task of the plan, even ignoring case."""
+def unknown_task_warnings(names: list[str], sums: pd.DataFrame, planned: Mapping[str, object]) -> list[Message]:
+    """One warning per task id of the bills (named together) that matches no task of the plan, even ignoring case."""
     known = {task.casefold() for task in planned}
-    return [Message("unknown_bill_task", file=name, value=task)
-            for name, frame in bill_frames
-            for task in sorted(set(frame["task_id"]) - {""}) if task.casefold() not in known]
+    return [Message("unknown_bill_task", file=", ".join(names), value=task)
+            for task in sorted(set(sums["task_id"].astype("str")) - {""}) if task.casefold() not in known]
 
 
-def unmatched_usage_warnings(usage_frames: list[tuple[str, pd.DataFrame]], bills: pd.DataFrame) -> list[Message]:
+def unmatched_usage_warnings(usage_frames: list[tuple[str, pd.DataFrame]], sums: pd.DataFrame) -> list[Message]:
     """One warning per usage file and resource id that is no billed resource (ids match exactly, as in the bill);
     its usage is left out."""
-    billed = set(bills["resource_id"])
+    billed = set(sums["resource_id"].astype("str"))
     return [Message("unmatched_usage", file=name, value=resource)
             for name, frame in usage_frames
             for resource in sorted(set(frame["resource_id"].astype("str"))) if resource not in billed]

@@ -165,17 +165,29 @@ class Table:
                      describe: Callable[[Any], Message]) -> list[Problem]:
         """One problem per masked row (the first MAX_ROW_PROBLEMS, then one counting the rest)."""
         rows = mask[mask.fillna(False).astype(bool)].index
-        values = self.frame.loc[rows[:MAX_ROW_PROBLEMS], header]
-        problems = [
-            self.problem(code, self.cell(header, row),
-                         Message("cell_value", column=header.strip(), problem=describe(_shown(v))))
-            for row, v in values.items()
-        ]
-        if len(rows) > MAX_ROW_PROBLEMS:
-            more = Message("more_lines", count=len(rows) - MAX_ROW_PROBLEMS)
-            problems.append(self.problem(code, self.cell(header, rows[MAX_ROW_PROBLEMS]),
-                                         Message("cell_value", column=header.strip(), problem=more)))
-        return problems
+        found = [(None, row, v) for row, v in self.frame.loc[rows[:MAX_ROW_PROBLEMS + 1], header].items()]
+        return listed_problems(lambda _file: self.name, lambda row: self.cell(header, row), header, code, describe,
+                               found, len(rows))
+
+
+def listed_problems(name_of: Callable[[str | None], str], cell_of: Callable[[int], str], header: str, code: Code,
+                    describe: Callable[[Any], Message], found: list[tuple[str | None, int, Any]],
+                    count: int) -> list[Problem]:
+    """One problem per found (file, row, value), the first MAX_ROW_PROBLEMS, then one counting the other lines.
+
+    found holds the first MAX_ROW_PROBLEMS + 1 rows with the problem, count how many rows have it in all.
+    """
+    problems = [
+        Problem(code, name_of(file), cell_of(row), Message("cell_value", column=header.strip(),
+                                                          problem=describe(shown(v))))
+        for file, row, v in found[:MAX_ROW_PROBLEMS]
+    ]
+    if count > MAX_ROW_PROBLEMS:
+        file, row, _ = found[MAX_ROW_PROBLEMS]
+        more = Message("more_lines", count=count - MAX_ROW_PROBLEMS)
+        problems.append(Problem(code, name_of(file), cell_of(row), Message("cell_value", column=header.strip(),
+                                                                          problem=more)))
+    return problems
 
 
 def _month_or_none(text: str) -> str | None:
@@ -197,7 +209,7 @@ def _outside(column: FileColumn, value: str) -> Message:
     return Message("above_maximum", shown=shown, what=what, hi=hi)
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     """A value as quoted in a message: text without its surrounding spaces, a number as Python writes it."""
     return value.strip() if isinstance(value, str) else str(value)
 

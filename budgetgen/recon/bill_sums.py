@@ -1,0 +1,763 @@
+"""FOCUS bills of any size read and summed by DuckDB (embedded, out of core): only the sums come back to Python.
+
+A bill source is a file (CSV, Parquet, xlsx), a folder or a glob of them (a provider's export of Parquet
+parts), or the input workbook's `Bills` sheet. Parquet and CSV are scanned by DuckDB; xlsx workbooks (every
+sheet) and the Bills sheet go through openpyxl's safe path and are handed to DuckDB as registered frames.
+
+The rules of a line, all in SQL over every line: its invoice month (BillingPeriodStart, else
+ChargePeriodStart, in `billing_timezone`, timestamps with offsets converted), GPU or not (the line's own
+texts against `gpu_line_pattern` in RE2 and its ServiceCategory; never its tag), its task (the Tags'
+task_id, else the Assignments sheet), its non-GPU category. A line found again in a later source (same
+ResourceId, ChargePeriodStart, ChargePeriodEnd, SkuId or ChargeDescription, BilledCost) is counted once.
+Bad values are found by SQL and reported by file and row, the first MAX_ROW_PROBLEMS of each kind.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import math
+import re
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+from openpyxl.utils import get_column_letter
+
+from ..errors import Code, InputError, Problem
+from ..i18n import Message
+from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
+from ..values import LARGEST
+from .columns import BILL_INPUT_COLUMNS, match_headers
+from .table import MAX_ROW_PROBLEMS, listed_problems, shown
+
+SUM_KEYS = ("month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit")
+"""The keys of the sums (pipeline.LINE_GROUP_KEYS)."""
+GPU_TEXT_COLUMNS = ("ChargeDescription", "SkuId", "ResourceType", "ServiceName", "ResourceName")
+NETWORK_TEXT = r"egress|data transfer|bandwidth"
+DEFAULT_MEMORY_LIMIT = "1GB"
+THREADS = 2
+PROGRESS_SECONDS = 5.0
+_SUFFIXES = (".parquet", ".csv", ".xlsx")
+DAYS_BEFORE = 32
+"""Coverage counts the days from 32 days before an invoice month to 95 days into it (a line beyond counts at
+the edge); first and last charge day are exact."""
+_GLOB = re.compile(r"[*?\[]")
+_NUMERIC = re.compile(r"^(?:DOUBLE|FLOAT|REAL|DECIMAL.*|(?:U?(?:TINY|SMALL|BIG|HUGE)?INT(?:EGER)?))$")
+
+
+@dataclass(frozen=True)
+class BillSums:
+    """The bills summed for reconciliation: what `reconcile` and the workbook need, never a line.
+
+    sums: one row per month × resource_id × task_id × is_gpu × category × service_name × hours_unit
+        (SUM_KEYS, sorted by them), with `billed` (Σ BilledCost, Kahan-summed), `quantity` (Σ ConsumedQuantity,
+        NaN when the group has none), `lines` (count), `first_charge` and `last_charge` (earliest and latest
+        ChargePeriodStart, tz-aware timestamps in the billing time zone). Duplicates are left out. month is
+        `YYYY-MM`; resource_id, task_id and service_name are "" when absent; a tagged storage or egress
+        line keeps its task_id with is_gpu False and its category (storage, network, other); GPU lines have
+        category "gpu".
+    billed: {month: Σ BilledCost of the de-duplicated lines}, what Checks ties to (= Σ sums.billed).
+    coverage: {month: (first charge day, last charge day, number of distinct days with lines)} as
+        datetime.date, date, int; the days are those of ChargePeriodStart in the billing time zone, so a month
+        whose last day is before its end (or with days missing) is partial.
+    duplicates: {month: (lines counted once and left out, their Σ BilledCost)}, only months with some.
+    warnings: Messages for the duplicates (one per month), for the terminal, the workbook and the JSON.
+    """
+
+    sums: pd.DataFrame
+    billed: Mapping[str, float]
+    coverage: Mapping[str, tuple]
+    duplicates: Mapping[str, tuple[int, float]]
+    warnings: tuple[Message, ...] = ()
+
+
+@dataclass(frozen=True)
+class BillSource:
+    """One bill as given: a path (file, folder or glob) or the Bills sheet's frame, and its name in messages."""
+
+    source: str | Path | pd.DataFrame
+    name: str
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A relation DuckDB reads: one Parquet set, one CSV file or one registered frame (an xlsx sheet)."""
+
+    name: str  # the name in messages
+    relation: str  # SQL FROM item
+    a1: bool  # places are cells (B7), else rows
+    columns: tuple[str, ...]  # its headers, in order
+    types: Mapping[str, str]
+    row: str | None  # SQL of the row number the user sees; None: numbered by scan order (CSV)
+    file: str | None = None  # SQL of the file name, when the part is several files
+
+
+@dataclass
+class _Options:
+    currency: str
+    pattern: str
+    assignments: Mapping[str, str]
+    timezone: str
+    progress: Callable[[str], None]
+    frames: dict = field(default_factory=dict)
+
+
+def sum_bills(
+    sources: Iterable[BillSource],
+    plan_currency: str,
+    gpu_line_pattern: str,
+    assignments: Mapping[str, str],
+    gpu_names: Iterable[str],
+    *,
+    billing_timezone: str = "UTC",
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+    temp_parent: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> BillSums:
+    """Every source read and summed by DuckDB (see BillSums); InputError with every problem found by SQL.
+
+    memory_limit bounds DuckDB (it spills to a private folder under temp_parent, removed at the end);
+    progress is told how far a long read has gone.
+    """
+    sources = list(sources)
+    _refuse_same_files(sources)
+    pattern = gpu_regex(gpu_line_pattern, gpu_names)
+    with _connection(memory_limit, temp_parent, billing_timezone) as con:
+        options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, progress or _quiet)
+        parts = [(i, part) for i, s in enumerate(sources) for part in _parts(con, s, options)]
+        _check_pattern(con, pattern, gpu_line_pattern)
+        _check_headers(parts)
+        lines = " UNION ALL ".join(_line_select(p, i, with_rows=False) for i, p in parts)
+        keyed = _deduplicated(lines) if len(sources) > 1 else f"SELECT *, false AS dup FROM ({lines})"
+        # (a constant false dup folds away: one source costs no de-duplication)
+        with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
+            grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone))
+            con.execute(_sql(f"CREATE TEMP TABLE groups AS {grouped}", options))
+        _raise_problems(con, parts, options)
+        _classify(con, options)
+        sums = con.execute(_SUMS).df()
+        coverage = con.execute(_COVERAGE).fetchall()
+        dups = con.execute("SELECT month, sum(dup_lines)::BIGINT, fsum(dup_billed) FROM groups "
+                           "WHERE dup_lines > 0 GROUP BY month ORDER BY month").fetchall()
+    sums = sums.astype({"month": "str", "resource_id": "str", "task_id": "str", "service_name": "str"})
+    billed = {m: math.fsum(g.to_numpy()) for m, g in sums.groupby("month", sort=True)["billed"]}
+    duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
+    warnings = tuple(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items())
+    return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage},
+                    duplicates, warnings)
+
+
+def read_bill_lines(
+    source: str | Path | pd.DataFrame,
+    name: str,
+    plan_currency: str,
+    gpu_line_pattern: str,
+    assignments: Mapping[str, str],
+    gpu_names: Iterable[str],
+    billing_timezone: str = "UTC",
+) -> pd.DataFrame:
+    """One source's lines, each with the same rules as sum_bills (for a small bill: it comes to Python whole).
+
+    Index: the line's row; columns: month, billed_cost, resource_id, resource_name, service_name,
+    charge_category, consumed_quantity, consumed_unit, task_id, is_gpu, category, charge_start.
+    """
+    pattern = gpu_regex(gpu_line_pattern, gpu_names)
+    with _connection(DEFAULT_MEMORY_LIMIT, None, billing_timezone) as con:
+        options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, _quiet)
+        parts = [(0, p) for p in _parts(con, BillSource(source, name), options)]
+        _check_pattern(con, pattern, gpu_line_pattern)
+        _check_headers(parts)
+        lines = " UNION ALL ".join(_line_select(p, i, with_rows=True) for i, p in parts)
+        lines = _LINES.format(lines=_local_lines(lines, billing_timezone))
+        con.execute(_sql(f"CREATE TEMP TABLE groups AS {lines}", options))
+        _raise_problems(con, parts, options)
+        _classify(con, options)
+        frame = con.execute(_LINE_OUTPUT).df()
+    frame = frame.set_index(pd.Index(frame.pop("row").astype("int64"), name="row"))
+    return frame.astype({c: "str" for c in frame.columns if frame[c].dtype == object})
+
+
+def sum_lines(lines: pd.DataFrame) -> pd.DataFrame:
+    """read_bill_lines' frames (possibly concatenated) summed like sum_bills' `sums` (no de-duplication)."""
+    from .pipeline import is_hours_unit  # the hours rule lives with the reconciliation that reads it
+
+    units = {u: is_hours_unit(u) for u in lines["consumed_unit"].unique()}
+    lines = lines.reset_index(drop=True).assign(hours_unit=lines["consumed_unit"].map(units).astype(bool).to_numpy())
+    with _connection(DEFAULT_MEMORY_LIMIT, None, "UTC") as con:
+        con.register("line_frame", lines)
+        con.execute(_LINE_FRAME)
+        sums = con.execute(_SUMS).df()
+    return sums.astype({"month": "str", "resource_id": "str", "task_id": "str", "service_name": "str"})
+
+
+# ---------------------------------------------------------------- the GPU line pattern
+
+
+def gpu_regex(pattern: str, gpu_names: Iterable[str]) -> str:
+    """One RE2 expression for the GPU line pattern and the catalog's GPU names (matched case-insensitively)."""
+    alternatives = [f"(?:{pattern})"] if pattern else []
+    alternatives += [gpu_name_regex(n) for n in gpu_names if n.strip()]
+    return "|".join(alternatives) or r"[^\s\S]"  # a class of no character: matches nothing
+
+
+def gpu_name_regex(gpu_name: str) -> str:
+    """A catalog name as a whole word, its memory size optional (`A100 80G` matches `A100`, `A100-80GB`).
+
+    RE2 has no look-around: the word's edges are matched as a start, an end or a character outside [a-z0-9].
+    """
+    *words, last = gpu_name.split()
+    if words and re.fullmatch(r"\d+G", last, re.IGNORECASE):
+        body = r"[\s_-]*".join(map(re.escape, words)) + rf"(?:[\s_-]*{re.escape(last)}B?)?"
+    else:
+        body = r"[\s_-]*".join(map(re.escape, [*words, last]))
+    return rf"(?:^|[^a-z0-9])(?:{body})(?:[^a-z0-9]|$)"
+
+
+def _check_pattern(con: duckdb.DuckDBPyConnection, regex: str, pattern: str) -> None:
+    """Refuse a pattern RE2 cannot compile (look-around, back-references): a clear error, not a slow build."""
+    try:
+        con.execute(f"SELECT regexp_matches('', {_literal(regex)}, 'i')").fetchall()
+    except duckdb.Error as exc:
+        reason = str(exc).split("\n")[0].split(": ", 1)[-1]
+        raise InputError([Problem(Code.WRONG_FORMAT, "Settings", "", Message(
+            "bad_gpu_pattern", pattern=pattern, reason=f"RE2: {reason}"))]) from None
+
+
+# ---------------------------------------------------------------- sources
+
+
+def expand_bill_path(path: str | Path, name: str) -> list[Path]:
+    """The bill files a path names: itself, the CSV, Parquet and xlsx files under a folder, or a glob's."""
+    text = str(path)
+    if Path(text).is_dir():
+        found = sorted(p for p in Path(text).rglob("*") if p.suffix.lower() in _SUFFIXES and p.is_file())
+    elif _GLOB.search(text) and not Path(text).exists():
+        found = sorted(Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file())
+    else:
+        return [Path(text)]
+    if not found:
+        raise InputError([Problem(Code.NOT_A_FILE, name, "", Message("no_bill_files", path=text))])
+    return found
+
+
+def _refuse_same_files(sources: list[BillSource]) -> None:
+    """The same file given twice, by path or by content (a copy under another name), is refused.
+
+    Only files of equal size can have equal content: those alone are hashed (SHA-256)."""
+    files = [path for s in sources if not isinstance(s.source, pd.DataFrame)
+             for path in expand_bill_path(s.source, s.name) if path.is_file()]
+    sizes = Counter(path.stat().st_size for path in files)
+    seen: dict[object, str] = {}
+    problems = []
+    for path in files:
+        keys = [path.resolve()]
+        if sizes[path.stat().st_size] > 1:
+            keys.append((path.stat().st_size, _digest(path)))
+        first = next((seen[k] for k in keys if k in seen), None)
+        if first is not None:
+            problems.append(Problem(Code.DUPLICATE_FILE, path.name, "", Message(
+                "same_bill_twice", file=str(path), first=first)))
+        seen.update(dict.fromkeys(keys, str(path)))
+    if problems:
+        raise InputError(problems)
+
+
+def _digest(path: Path) -> str:
+    """SHA-256 of a file's content."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _parts(con: duckdb.DuckDBPyConnection, source: BillSource, options: _Options) -> list[_Part]:
+    """The relations of one source: its Parquet files as one, each CSV file, each xlsx sheet, or the frame."""
+    if isinstance(source.source, pd.DataFrame):
+        return [_frame_part(con, source.source, source.name, options)]
+    paths = expand_bill_path(source.source, source.name)
+    several = len(paths) > 1
+    problems, parts = [], []
+    for path in paths:
+        name = path.name
+        if not path.is_file():
+            problems.append(Problem(Code.NOT_A_FILE, name, "", Message("not_a_file", path=str(path))))
+        elif path.suffix.lower() not in _SUFFIXES:
+            problems.append(Problem(Code.WRONG_FORMAT, name, "", Message("not_a_table_file", file=name)))
+    if problems:
+        raise InputError(problems)
+    parquet = [p for p in paths if p.suffix.lower() == ".parquet"]
+    try:
+        if parquet:
+            files = "[" + ", ".join(_literal(str(p)) for p in parquet) + "]"
+            relation = f"read_parquet({files}, union_by_name=true, filename=true, file_row_number=true)"
+            parts.append(_described(con, relation, parquet[0].name if len(parquet) == 1 else source.name,
+                                    row="file_row_number + 1", file="filename" if several else None))
+        for path in (p for p in paths if p.suffix.lower() == ".csv"):
+            relation = (f"read_csv({_literal(str(path))}, all_varchar=true, header=true, "
+                        "quote='\"', escape='\"', null_padding=true, strict_mode=false)")
+            parts.append(_described(con, relation, path.name, row=None))
+        for path in (p for p in paths if p.suffix.lower() == ".xlsx"):
+            parts += [_frame_part(con, frame, name, options) for frame, name in _xlsx_sheets(path)]
+    except duckdb.Error as exc:
+        reason = str(exc).split("\n")[0]
+        raise InputError([Problem(Code.UNREADABLE, source.name, "", Message("unreadable_file", reason=reason))]) \
+            from None
+    return parts
+
+
+def _described(con: duckdb.DuckDBPyConnection, relation: str, name: str, row: str | None,
+               file: str | None = None) -> _Part:
+    described = con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+    hidden = {"filename", "file_row_number"}
+    columns = tuple(c for c, *_ in described if c not in hidden)
+    types = {c: t for c, t, *_ in described}
+    return _Part(name, relation, False, columns, types, row, file)
+
+
+def _frame_part(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, name: str, options: _Options) -> _Part:
+    """A sheet's frame (index: its rows) registered as text columns and a `_row` column."""
+    table = f"frame_{len(options.frames)}"
+    texts = pd.DataFrame({f"c{i}": _texts(frame[c]) for i, c in enumerate(frame.columns)}, index=frame.index)
+    texts["_row"] = np.asarray(frame.index, dtype="int64")
+    options.frames[table] = texts
+    con.register(table, texts)
+    columns = tuple(str(c) for c in frame.columns)
+    renamed = ", ".join(f'c{i} AS {_ident(c)}' for i, c in enumerate(columns))
+    relation = f"(SELECT {renamed}{', ' if columns else ''}_row FROM {table})"
+    return _Part(name, relation, True, columns, dict.fromkeys(columns, "VARCHAR"), "_row")
+
+
+def _texts(column: pd.Series) -> pd.Series:
+    """A sheet column as text (a number as Python writes it), missing cells as None."""
+    return pd.Series([None if v is None or (isinstance(v, float) and math.isnan(v)) else shown(v)
+                      for v in column], index=column.index, dtype=object)
+
+
+def _xlsx_sheets(path: Path) -> Iterator[tuple[pd.DataFrame, str]]:
+    """Every non-empty sheet of an xlsx bill, named `bill.xlsx` when it is the only one, else `bill.xlsx[Sheet]`."""
+    workbook = load_input_workbook(path)
+    try:
+        sheets = [(ws.title, list(iter_rows(ws, max_rows=EXCEL_MAX_ROWS))) for ws in workbook.worksheets]
+    finally:
+        workbook.close()
+    sheets = [(title, rows) for title, rows in sheets if rows]
+    for title, rows in sheets:
+        yield _sheet_frame(rows), path.name if len(sheets) == 1 else f"{path.name}[{title}]"
+
+
+def _sheet_frame(rows: list[tuple[int, tuple]]) -> pd.DataFrame:
+    """A sheet's rows as a frame: its first row the header, indexed by sheet row."""
+    width = max(len(values) for _, values in rows)
+    header = [*rows[0][1], *[None] * width][:width]
+    columns = [f"column {get_column_letter(i + 1)}" if h is None else str(h) for i, h in enumerate(header)]
+    body = [(*values, *[None] * (width - len(values))) for _, values in rows[1:]]
+    index = pd.Index([number for number, _ in rows[1:]], name="row")
+    return pd.DataFrame(body, columns=columns, index=index, dtype=object)
+
+
+def _check_headers(parts: list[tuple[int, _Part]]) -> None:
+    """Each part has the required columns (a sheet that is no bill is named, not ignored)."""
+    problems = [
+        Problem(Code.MISSING_COLUMN, part.name, "", Message("file_missing_column", column=c.name))
+        for _, part in parts
+        for c in BILL_INPUT_COLUMNS
+        if c.required and c.name not in match_headers(part.columns, BILL_INPUT_COLUMNS)
+    ]
+    if problems:
+        raise InputError(problems)
+
+
+# ---------------------------------------------------------------- SQL
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+_MACROS = (
+    # A text cell: trimmed, with "" and NULL (any case) as missing.
+    "CREATE MACRO txt(x) AS CASE WHEN upper(trim(x)) IN ('', 'NULL') THEN NULL ELSE trim(x) END",
+    # A date (or month) with separators - / . and one-digit parts, then an optional time: as ISO text.
+    """CREATE MACRO ts_parts(p) AS CASE WHEN p.y <> '' THEN try_cast(p.y || '-' || lpad(p.m, 2, '0') || '-'
+        || lpad(CASE WHEN p.d = '' THEN '1' ELSE p.d END, 2, '0') || p.rest AS TIMESTAMPTZ) END""",
+    # A date or date-time text (2026-07-31T23:00:00Z, 2026/7/31 10:00, 2026-07): its instant. A text without an
+    # offset is in the session's TimeZone, the billing time zone.
+    r"""CREATE MACRO ts(x) AS coalesce(try_cast(x AS TIMESTAMPTZ), ts_parts(
+        regexp_extract(x, '^(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?([T ].*)?$', ['y', 'm', 'd', 'rest'])))""",
+)
+
+
+def _raw(part: _Part, headers: Mapping[str, str], name: str) -> str:
+    """SQL of a declared column as it is written, as text (NULL when absent); txt() normalises it later, once
+    per group rather than once per line."""
+    header = headers.get(name)
+    if header is None:
+        return "NULL::VARCHAR"
+    column = _ident(header)
+    return column if part.types[header] == "VARCHAR" else f"CAST({column} AS VARCHAR)"
+
+
+def _present(part: _Part, headers: Mapping[str, str], name: str) -> str:
+    """SQL: whether a line has a value in the column (not empty, not the text NULL)."""
+    header = headers.get(name)
+    if header is None:
+        return "false"
+    column = _ident(header)
+    return f"txt({column}) IS NOT NULL" if part.types[header] == "VARCHAR" else f"{column} IS NOT NULL"
+
+
+def _number(part: _Part, headers: Mapping[str, str], name: str) -> str:
+    header = headers.get(name)
+    if header is None:
+        return "NULL::DOUBLE"
+    if _NUMERIC.match(part.types[header]):
+        return f"CAST({_ident(header)} AS DOUBLE)"
+    return f"try_cast(txt({_ident(header)}) AS DOUBLE)"
+
+
+def _instant(part: _Part, headers: Mapping[str, str], name: str) -> str:
+    header = headers.get(name)
+    if header is None:
+        return "NULL::TIMESTAMPTZ"
+    kind = part.types[header]
+    if kind.startswith("TIMESTAMP") or kind == "DATE":
+        return f"CAST({_ident(header)} AS TIMESTAMPTZ)"
+    return f"ts(txt({_ident(header)}))"
+
+
+def _line_select(part: _Part, source: int, with_rows: bool) -> str:
+    """SQL of one part's lines in the common shape: texts, parsed values, and a flag per problem."""
+    headers = match_headers(part.columns, BILL_INPUT_COLUMNS)
+    extras = [c for c in part.columns if c.lower().startswith("x_")]
+    t = {c.name: _raw(part, headers, c.name) for c in BILL_INPUT_COLUMNS}
+    p = {c: _present(part, headers, c) for c in ("BilledCost", "ConsumedQuantity", "ChargePeriodStart",
+                                                   "BillingPeriodStart")}
+    cost, quantity = _number(part, headers, "BilledCost"), _number(part, headers, "ConsumedQuantity")
+    start, invoice = _instant(part, headers, "ChargePeriodStart"), _instant(part, headers, "BillingPeriodStart")
+    extra_text = " || ".join(f"' | ' || coalesce(txt(CAST({_ident(c)} AS VARCHAR)), '')" for c in extras) or "''"
+    raw = ""
+    if with_rows:
+        raw = ", ".join(f"{_ident(headers[c]) if c in headers else 'NULL'} AS {key}_raw" for c, key in _RAW) + \
+            f", {part.file or 'NULL::VARCHAR'} AS file, "
+    row = (part.row or "row_number() OVER () + 1") if with_rows else "NULL::BIGINT"
+    return f"""SELECT {raw}{source} AS source, {row} AS row,
+        {t['ResourceId']} AS resource_id, {t['ResourceName']} AS resource_name, {t['ResourceType']} AS resource_type,
+        {t['ServiceName']} AS service_name, {t['ServiceCategory']} AS service_category,
+        {t['ChargeCategory']} AS charge_category, {t['ChargeDescription']} AS description, {t['SkuId']} AS sku,
+        {t['ConsumedUnit']} AS consumed_unit, {t['Tags']} AS tags, {extra_text} AS extra_text,
+        {t['BillingCurrency']} AS currency, {p['BilledCost']} AS cost_present, {cost} AS cost,
+        {p['ConsumedQuantity']} AS quantity_present, {quantity} AS quantity,
+        {p['ChargePeriodStart']} AS start_present, {start} AS start, {_instant(part, headers, 'ChargePeriodEnd')} AS
+        period_end, {p['BillingPeriodStart']} AS invoice_present, {invoice} AS invoice
+        FROM {part.relation}"""
+
+
+def _local_lines(lines: str, timezone: str) -> str:
+    """The lines with `local_start` and `local_invoice`: their instants as wall-clock times in the billing time
+    zone, converted once per line (in UTC by arithmetic, elsewhere by ICU), so months and days are cheap."""
+    if timezone.upper() in ("UTC", "ETC/UTC", "GMT"):
+        local = "make_timestamp(epoch_us({0}))"
+    else:
+        local = "CAST({0} AS TIMESTAMP)"  # the session's TimeZone is the billing time zone
+    return (f"SELECT *, {local.format('start')} AS local_start, {local.format('invoice')} AS local_invoice "
+            f"FROM ({lines})")
+
+
+_RAW = (("BilledCost", "cost"), ("ConsumedQuantity", "quantity"), ("ChargePeriodStart", "start"),
+        ("BillingPeriodStart", "invoice"), ("Tags", "tags"))
+
+
+def _deduplicated(lines: str) -> str:
+    """Lines with `dup`: the line's key was already in an earlier source (the first source's copies count)."""
+    return f"""SELECT *, source > min(source) OVER (PARTITION BY txt(resource_id), start, period_end,
+        coalesce(txt(sku), txt(description)), cost) AS dup FROM ({lines})"""
+
+
+_CHECKS = {
+    # flag name: SQL over a line, true where the line has that problem
+    "cost_empty": "NOT cost_present",
+    "cost_nan": "cost_present AND cost IS NULL",
+    "cost_infinite": "isinf(cost) OR isnan(cost)",
+    "cost_large": f"cost > {LARGEST!r} AND isfinite(cost)",
+    "cost_small": f"cost < {-LARGEST!r} AND isfinite(cost)",
+    "quantity_nan": "quantity_present AND quantity IS NULL",
+    "quantity_infinite": "isinf(quantity) OR isnan(quantity)",
+    "quantity_large": f"quantity > {LARGEST!r} AND isfinite(quantity)",
+    "quantity_small": f"quantity < {-LARGEST!r} AND isfinite(quantity)",
+    "start_empty": "NOT start_present AND start IS NULL",
+    "start_bad": "start_present AND start IS NULL",
+    "invoice_bad": "invoice_present AND invoice IS NULL",
+}
+_CURRENCY_OTHER = "upper(txt(currency)) <> $currency"  # $currency: the plan's, see _sql
+_DAY_BIT = ("1::UHUGEINT << least(greatest(local_start::DATE - date_trunc('month', coalesce(local_invoice, "
+            "local_start))::DATE + "
+            f"{DAYS_BEFORE}, 0), 127)::UHUGEINT")
+"""A line's charge day as one bit of 128, from DAYS_BEFORE days before its invoice month's first day."""
+_MEASURES = (
+    "fsum(cost) FILTER (WHERE NOT dup) AS billed, sum(quantity) FILTER (WHERE NOT dup) AS quantity, "
+    "count(*) FILTER (WHERE NOT dup) AS lines, min(start) FILTER (WHERE NOT dup) AS first_charge, "
+    "max(start) FILTER (WHERE NOT dup) AS last_charge, count(*) FILTER (WHERE dup) AS dup_lines, "
+    "fsum(cost) FILTER (WHERE dup) AS dup_billed, bit_or(" + _DAY_BIT + ") FILTER (WHERE NOT dup) AS days, bit_or("
+    + " | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))
+    + ") AS problems"
+)
+_MONTH = "strftime(coalesce(local_invoice, local_start), '%Y-%m')"
+_TEXT_KEYS = ("resource_id, resource_name, resource_type, service_name, service_category, description, sku, "
+              "consumed_unit, tags, extra_text, currency")
+_NORMALISED = ("SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in (
+    "resource_id", "resource_name", "resource_type", "service_name", "service_category", "description", "sku",
+    "consumed_unit", "tags", "currency", "charge_category")) + ") FROM groups")
+_GROUPS = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, NULL::VARCHAR AS charge_category, NULL::BIGINT AS row,
+    {_MEASURES} FROM ({{lines}}) GROUP BY ALL"""
+_LINES = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, charge_category, row, cost AS billed, quantity, 1 AS lines,
+    start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, 0::UHUGEINT AS days,
+    {" | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))} AS problems
+    FROM ({{lines}})"""
+_COVERAGE = """SELECT month, min(first_charge)::DATE, max(last_charge)::DATE, bit_or(days) FROM groups
+    WHERE lines > 0 GROUP BY 1 ORDER BY 1"""
+_CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
+    coalesce(u.hours_unit, false) AS hours_unit,
+    CASE WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
+         WHEN lower(coalesce(service_category, '')) = 'networking' THEN 'network'
+         WHEN regexp_matches(coalesce(service_name, '') || ' ' || coalesce(description, ''), $network, 'i')
+              THEN 'network'
+         WHEN contains(lower(coalesce(service_name, '')), 'storage') THEN 'storage'
+         ELSE 'other' END AS base_category,
+    regexp_matches(' | ' || coalesce(description, '') || ' | ' || coalesce(sku, '') || ' | '
+        || coalesce(resource_type, '') || ' | ' || coalesce(service_name, '') || ' | '
+        || coalesce(resource_name, '') || extra_text, {{pattern}}, 'i') AS names_gpu
+    FROM ({_NORMALISED}) g LEFT JOIN tag_tasks t ON g.tags = t.tags LEFT JOIN hours_units u
+    ON g.consumed_unit = u.unit"""
+_FINAL = """CREATE TEMP VIEW final AS SELECT *, CASE WHEN is_gpu THEN 'gpu' ELSE base_category END AS category FROM (
+    SELECT *, names_gpu AND base_category NOT IN ('storage', 'network') AS is_gpu,
+    coalesce(nullif(tag_task, ''), a.assigned, '') AS task_id FROM classified c
+    LEFT JOIN assigned a ON c.resource_id = a.resource)"""
+_SUMS = f"""SELECT month, coalesce(resource_id, '') AS resource_id, task_id, is_gpu, category,
+    coalesce(service_name, '') AS service_name, hours_unit, fsum(billed) AS billed, sum(quantity) AS quantity,
+    sum(lines)::BIGINT AS lines, min(first_charge) AS first_charge, max(last_charge) AS last_charge
+    FROM final WHERE lines > 0 GROUP BY ALL ORDER BY {", ".join(SUM_KEYS)}"""
+_LINE_OUTPUT = """SELECT row, month, billed AS billed_cost, coalesce(resource_id, '') AS resource_id,
+    coalesce(resource_name, '') AS resource_name, coalesce(service_name, '') AS service_name,
+    coalesce(charge_category, '') AS charge_category, quantity AS consumed_quantity,
+    coalesce(consumed_unit, '') AS consumed_unit, task_id, is_gpu, category, first_charge AS charge_start
+    FROM final ORDER BY row"""
+_LINE_FRAME = """CREATE TEMP VIEW final AS SELECT month, resource_id, task_id, is_gpu, category, service_name, hours_unit,
+    billed_cost AS billed, consumed_quantity AS quantity, 1 AS lines, charge_start AS first_charge,
+    charge_start AS last_charge FROM line_frame"""
+
+
+@contextmanager
+def _connection(memory_limit: str, temp_parent: Path | None, timezone: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB bounded to memory_limit and THREADS, spilling to a private folder removed at the end."""
+    with tempfile.TemporaryDirectory(prefix="budgetgen-duckdb-", dir=temp_parent) as spill:
+        try:
+            con = duckdb.connect(":memory:", config={
+                "memory_limit": memory_limit, "threads": THREADS, "temp_directory": spill,
+                "preserve_insertion_order": True,
+            })
+        except duckdb.Error:
+            raise InputError([Problem(Code.OUT_OF_RANGE, "Settings", "", Message(
+                "bad_memory_limit", limit=memory_limit))]) from None
+        try:
+            try:
+                con.execute(f"SET TimeZone = {_literal(timezone)}")
+                con.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
+            except duckdb.Error:
+                raise InputError([Problem(Code.UNKNOWN_VALUE, "Settings", "", Message(
+                    "unknown_timezone", zone=timezone))]) from None
+            for macro in _MACROS:
+                con.execute(macro)
+            yield con
+        finally:
+            con.close()
+
+
+@contextmanager
+def _reporting(con: duckdb.DuckDBPyConnection, progress: Callable[[str], None], what: str) -> Iterator[None]:
+    """Tell progress how far the running query is, every PROGRESS_SECONDS (from a second thread)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(PROGRESS_SECONDS):
+            share = con.query_progress()
+            if share >= 0:
+                progress(f"{what}: {share:.0f}%")
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield
+    except duckdb.OutOfMemoryException as exc:
+        raise InputError([Problem(Code.UNREADABLE, "Settings", "", Message(
+            "bills_out_of_memory", reason=str(exc).split("\n")[0]))]) from None
+    except duckdb.Error as exc:
+        raise InputError([Problem(Code.UNREADABLE, "Bills", "", Message(
+            "unreadable_file", reason=str(exc).split("\n")[0]))]) from None
+    finally:
+        done.set()
+        watcher.join()
+
+
+def _classify(con: duckdb.DuckDBPyConnection, options: _Options) -> None:
+    """The groups' task (tags, then assignments), hours unit, category and GPU class (table `classified`)."""
+    from .pipeline import is_hours_unit  # the hours rule lives with the reconciliation that reads it
+
+    units = [u for (u,) in con.execute("SELECT DISTINCT txt(consumed_unit) AS u FROM groups WHERE u IS NOT NULL"
+                                       ).fetchall()]
+    con.register("hours_units", pd.DataFrame({"unit": pd.Series(units, dtype=object),
+                                              "hours_unit": pd.Series([is_hours_unit(u) for u in units], dtype=bool)}))
+    tags = _tag_tasks(con)
+    con.register("tag_tasks", pd.DataFrame({"tags": pd.Series(list(tags), dtype=object),
+                                            "task_id": pd.Series(list(tags.values()), dtype=object)}))
+    con.register("assigned", pd.DataFrame({"resource": pd.Series(list(options.assignments), dtype=object),
+                                           "assigned": pd.Series(list(options.assignments.values()), dtype=object)}))
+    con.execute(_CLASSIFIED.format(pattern=_literal(options.pattern)), {"network": NETWORK_TEXT})
+    con.execute(_FINAL)
+
+
+def _tag_tasks(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """task_id of each distinct Tags text that mentions a task (the groups hold each text once per month)."""
+    texts = con.execute("SELECT DISTINCT txt(tags) AS t FROM groups WHERE contains(lower(t), 'task')").fetchall()
+    return {t: task for (t,) in texts if (task := task_of_tags(t))}
+
+
+def task_of_tags(tags: str) -> str | None:
+    """The task_id key of a JSON object ("" when absent, None when not a JSON object)."""
+    try:
+        parsed = json.loads(tags)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    for key, value in parsed.items():
+        if re.sub(r"^user:|[\s_-]", "", str(key).lower()) == "taskid" and value not in (None, ""):
+            return str(value).strip()
+    return ""
+
+
+# ---------------------------------------------------------------- problems, found by SQL
+
+
+@dataclass(frozen=True)
+class _Check:
+    flag: str
+    column: str  # the declared column whose header the message names
+    value: str  # SQL of the value shown
+    code: Code
+    describe: Callable[[str], Message]
+
+
+def _number_checks(flag: str, column: str) -> list[_Check]:
+    what = next(c for c in BILL_INPUT_COLUMNS if c.name == column).unit or \
+        next(c for c in BILL_INPUT_COLUMNS if c.name == column).help
+    raw = f"{flag}_raw"
+    return [
+        _Check(f"{flag}_nan", column, raw, Code.NOT_A_NUMBER, lambda v: Message(
+            "not_a_number", raw=v, what=what, example=Message("example_plain"))),
+        _Check(f"{flag}_infinite", column, raw, Code.OUT_OF_RANGE, lambda v: Message(
+            "not_finite", raw=v, what=what)),
+        _Check(f"{flag}_large", column, raw, Code.OUT_OF_RANGE, lambda v: Message(
+            "too_large", shown=f'"{v}"', what=what, bound=LARGEST)),
+        _Check(f"{flag}_small", column, raw, Code.OUT_OF_RANGE, lambda v: Message(
+            "too_small", shown=f'"{v}"', what=what, bound=-LARGEST)),
+    ]
+
+
+_ROW_CHECKS = (
+    *_number_checks("cost", "BilledCost"),
+    *_number_checks("quantity", "ConsumedQuantity"),
+    _Check("start_bad", "ChargePeriodStart", "start_raw", Code.BAD_MONTH, lambda v: Message("not_a_timestamp", raw=v)),
+    _Check("invoice_bad", "BillingPeriodStart", "invoice_raw", Code.BAD_MONTH,
+           lambda v: Message("not_a_timestamp", raw=v)),
+    _Check("start_empty", "ChargePeriodStart", "start_raw", Code.REQUIRED, lambda _v: Message("line_empty")),
+    _Check("cost_empty", "BilledCost", "cost_raw", Code.REQUIRED, lambda _v: Message("line_empty")),
+)
+
+
+def _raise_problems(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, _Part]], options: _Options) -> None:
+    """If the groups counted any problem (or a Tags text is no JSON object), find its first rows and raise."""
+    found = con.execute("SELECT bit_or(problems) FROM groups").fetchone()[0] or 0
+    counts = {flag: found >> i & 1 for i, flag in enumerate(_CHECKS)}
+    bad_tags = [t for (t,) in con.execute(
+        "SELECT DISTINCT txt(tags) AS t FROM groups WHERE contains(lower(t), 'task')").fetchall()
+        if task_of_tags(t) is None]
+    counts["currency_other"] = con.execute(_sql(f"SELECT count(*) FROM groups WHERE {_CURRENCY_OTHER}", options)
+                                           ).fetchone()[0]
+    if not any(counts.values()) and not bad_tags:
+        return
+    problems = []
+    for _, part in parts:
+        problems += _part_problems(con, part, counts, bad_tags, options)
+    raise InputError(problems)
+
+
+def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[str, int], bad_tags: list[str],
+                   options: _Options) -> list[Problem]:
+    """The problems of one part: its first rows of each kind by SQL, with their row numbers."""
+    headers = match_headers(part.columns, BILL_INPUT_COLUMNS)
+    con.execute(_sql(f"CREATE OR REPLACE TEMP TABLE numbered AS {_line_select(part, 0, with_rows=True)}", options))
+    problems = []
+    place = _Places(part, con)
+    for check in _ROW_CHECKS:
+        if not counts.get(check.flag):
+            continue
+        header = headers[check.column]
+        found = con.execute(f"SELECT file, row, {check.value} FROM numbered WHERE {_CHECKS[check.flag]} "
+                            f"ORDER BY file, row LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
+        total = con.execute(f"SELECT count(*) FROM numbered WHERE {_CHECKS[check.flag]}").fetchone()[0]
+        problems += listed_problems(place.name_of, place.cell_of(header), header, check.code, check.describe,
+                                    found, total)
+    if bad_tags and headers.get("Tags"):
+        con.register("bad_tags", pd.DataFrame({"tags": pd.Series(bad_tags, dtype=object)}))
+        where = "txt(tags) IN (SELECT tags FROM bad_tags)"
+        found = con.execute(f"SELECT file, row, tags_raw FROM numbered WHERE {where} ORDER BY file, row "
+                            f"LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
+        total = con.execute(f"SELECT count(*) FROM numbered WHERE {where}").fetchone()[0]
+        problems += listed_problems(place.name_of, place.cell_of(headers["Tags"]), headers["Tags"], Code.WRONG_FORMAT,
+                                    lambda v: Message("tags_not_json", raw=v), found, total)
+    if counts.get("currency_other") and headers.get("BillingCurrency"):
+        header = headers["BillingCurrency"]
+        other = con.execute(_sql("SELECT upper(txt(currency)), count(*), min((coalesce(file, ''), row)) "
+                                 f"FROM numbered WHERE {_CURRENCY_OTHER} GROUP BY 1 ORDER BY 1", options)
+                            ).fetchall()
+        problems += [Problem(Code.CURRENCY, place.name_of(file), place.cell_of(header)(row), Message(
+            "currency_mismatch", code=code, lines=lines, plan=options.currency)) for code, lines, (file, row) in other]
+    return problems
+
+
+def _sql(text: str, options: _Options) -> str:
+    """SQL with the plan's currency in place of $currency."""
+    return text.replace("$currency", _literal(options.currency.strip().upper()))
+
+
+@dataclass
+class _Places:
+    """Where a problem sits: the part's (or its file's) name, and its cell (B7) or row (row 7)."""
+
+    part: _Part
+    con: duckdb.DuckDBPyConnection
+
+    def name_of(self, file: str | None) -> str:
+        return Path(file).name if file else self.part.name
+
+    def cell_of(self, header: str) -> Callable[[int], str]:
+        if self.part.a1:
+            letter = get_column_letter(self.part.columns.index(header) + 1)
+            return lambda row: f"{letter}{row}"
+        return lambda row: f"row {row}"
+
+
+def _quiet(message: str) -> None:
+    """No progress messages."""
+
