@@ -370,7 +370,8 @@ def test_task_billed_without_plan_is_over_plan(tmp_path):
         "ChargeDescription": ["g5.xlarge"], "Tags": ['{"task_id": "T99"}'],
     }, index=[2])
     frame = read_bills(bills, "Bills", "USD", DEFAULT_GPU_LINE_PATTERN, {}, [])
-    july = reconcile(aggregate_lines(frame), pd.DataFrame(), {}, {}, 0.2, 3, 0.1)["2026-07"]
+    full = {"2026-07": (dt.date(2026, 7, 1), dt.date(2026, 7, 31), 31)}   # a month billed in full
+    july = reconcile(aggregate_lines(frame), pd.DataFrame(), {}, {}, 0.2, 3, 0.1, coverage=full)["2026-07"]
     assert [(t.task_id, t.planned, t.billed) for t in july.tasks] == [("T99", 0.0, 10.0)]
     assert july.resources[0].flags == (OVER_PLAN,)
 
@@ -408,7 +409,7 @@ def test_lines_are_summed_once_by_month_resource_task_class_category_service_and
 
 def test_unknown_task_ids_are_warned_with_file_and_value():
     frame = pd.DataFrame({"task_id": ["t1", "T9", "", "T?9", "T9"]})
-    warnings = unknown_task_warnings([("bill.csv", frame)], {"T1": {}, "T2": {}})
+    warnings = unknown_task_warnings(["bill.csv"], frame, {"T1": {}, "T2": {}})
     assert [(w.key, w.params) for w in warnings] == [
         ("unknown_bill_task", {"file": "bill.csv", "value": "T9"}),
         ("unknown_bill_task", {"file": "bill.csv", "value": "T?9"}),

@@ -20,6 +20,7 @@ from budgetgen.reader import read_inputs
 from budgetgen.recon import (
     DEFAULT_GPU_LINE_PATTERN,
     OUTPUT_COLUMNS,
+    aggregate_lines,
     plan_facts,
     plan_targets,
     read_bills,
@@ -49,6 +50,8 @@ LINES = [
     ["2026-07-05", -20, "NULL", "Support", "Other", "Credit", "NULL", "NULL", "USD", "NULL", "promotional credit"],
     ["2026-07-06", 25, "i-wild", "Amazon EC2", "Compute", "Usage", 24.85, "Hours", "USD", '{"task_id": "T?9"}',
      "g5.xlarge on-demand"],                                          # no such task, and ? is no wildcard
+    ["2026-07-31 23:00:00", 0, "i-aaa", "Amazon EC2", "Compute", "Usage", 0, "Hours", "USD", '{"task_id": "T1"}',
+     "g5.xlarge on-demand"],                                          # the bill covers July to its last day
     ["2026-08-01", 40, "i-ddd", "Amazon EC2", "Compute", "Usage", 50, "Hours", "USD", "NULL", "g5.xlarge"],
 ]
 
@@ -96,7 +99,7 @@ def test_flags_exactly_as_expected(built):
 
 def test_every_line_lands_somewhere(built):
     _, data = built
-    for month, lines in (("2026-07", LINES[:6]), ("2026-08", LINES[6:])):
+    for month, lines in (("2026-07", LINES[:7]), ("2026-08", LINES[7:])):
         r = data["reconciliation"][month]
         expected = sum(line[1] for line in lines)
         assert r["billed_total"] == pytest.approx(expected, abs=0.005)
@@ -186,7 +189,7 @@ def contract_book(tmp_path_factory):
     bills = pd.concat([bills, pd.DataFrame([TAGGED_STORAGE], columns=list(OUTPUT_COLUMNS), index=[99])])
     planned, buffers = plan_targets(plan)
     s = plan.inputs.settings
-    recon = reconcile(bills, pd.DataFrame(), planned, buffers, s.low_util_threshold, s.oom_threshold,
+    recon = reconcile(aggregate_lines(bills), pd.DataFrame(), planned, buffers, s.low_util_threshold, s.oom_threshold,
                       s.variance_tolerance, COVERAGE, DUPLICATES, plan_facts(plan))
     billed = {m: math.fsum(g) for m, g in bills.groupby("month")["billed_cost"]}
     out = write_workbook(plan, tmp / "out.xlsx", recon=recon, billed_input=billed)
