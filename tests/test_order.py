@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import csv
 import math
-from pathlib import Path
 
 import openpyxl
 import pytest
-from conftest import SAMPLE, TODAY, formula_cells, recalc_formulas, same
+from conftest import SAMPLE, TEST_CATALOG, TODAY, formula_cells, recalc_formulas, same
 
-import budgetgen
 from budgetgen.engine import plan_budget
 from budgetgen.order import plan_order
 from budgetgen.reader import read_inputs
@@ -20,8 +18,9 @@ from budgetgen.workbook.layout import OrderLayout
 
 
 def catalog_price(gpu: str, column: str) -> float:
-    """A price of the built-in catalog as the shipped file states it (the sample has no GPUs sheet)."""
-    with (Path(budgetgen.__file__).parent / "data" / "gpus.csv").open(newline="", encoding="utf-8") as fh:
+    """A price of the built-in catalog in force, the test catalog, as its file states it (the sample has no GPUs
+    sheet): read from the file itself, not through budgetgen's catalog reader."""
+    with TEST_CATALOG.open(newline="", encoding="utf-8") as fh:
         return float(next(row for row in csv.DictReader(fh) if row["gpu"] == gpu)[column])
 
 

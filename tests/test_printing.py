@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import openpyxl
 import pytest
+import xlsxwriter
 
-from budgetgen.workbook.printing import MIN_SCALE, ROW_PT, page_breaks, width_pt
+from budgetgen.workbook.printing import MIN_SCALE, ROW_PT, page_breaks, print_setup, width_pt
 
 PAGE = 20 * ROW_PT   # twenty default rows
 
@@ -26,3 +28,33 @@ def test_width_estimate_uses_the_wider_font():
     fitted to landscape A4 (741 pt) would be 68 % (>= MIN_SCALE), and twenty such columns 34 % (< MIN_SCALE)."""
     assert width_pt([14] * 10) == pytest.approx(1087.5)
     assert 741 / width_pt([14] * 10) >= MIN_SCALE > 741 / width_pt([14] * 20)
+
+
+@pytest.mark.parametrize(("blocks", "one_page_tall", "breaks"), [
+    # 40 x 15 pt = 600 pt on a 487 pt landscape page: 81 % (>= MIN_SCALE), every row on one page, no break
+    ([(0, 24), (25, 39)], True, []),
+    # 100 rows, 1,500 pt: 32 % is too small; full size, broken before the block that would not fit (rows 0-49
+    # are 750 pt, rows 25-49 375 pt; the last block, 750 pt, is the printer's to break)
+    ([(0, 24), (25, 49), (50, 99)], False, [25]),
+    # 20 rows, 300 pt: one page tall at full size already
+    ([(0, 9), (10, 19)], False, []),
+])
+def test_a_sheet_printed_across_pages_is_one_page_tall_where_readable(tmp_path, blocks, one_page_tall, breaks):
+    """Twenty columns 14 characters wide are too wide for one page (34 %, see above), so they print across pages
+    with the id column repeated; one page tall where that keeps the text at MIN_SCALE or larger, so that every
+    page holds every row's label."""
+    path = tmp_path / "across.xlsx"
+    last = blocks[-1][1]
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet("Across")
+    for row in range(last + 1):
+        ws.write_string(row, 0, f"id {row}")
+    print_setup(ws, "en", [14] * 20, last, repeat_cols=(0, 0), blocks=blocks)
+    wb.close()
+    sheet = openpyxl.load_workbook(path)["Across"]
+    fitted = bool(sheet.sheet_properties.pageSetUpPr and sheet.sheet_properties.pageSetUpPr.fitToPage)
+    assert fitted == one_page_tall
+    if fitted:   # any number of pages wide (0), one tall (1, the default, which the file may leave out)
+        assert sheet.page_setup.fitToWidth == 0 and sheet.page_setup.fitToHeight in (None, 1)
+    assert sheet.print_title_cols == "$A:$A"
+    assert [b.id for b in sheet.row_breaks.brk] == breaks

@@ -10,6 +10,7 @@ both (Excel prints it somewhat larger).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 
 A4 = 9                            # xlsxwriter's paper code
@@ -26,6 +27,11 @@ def width_pt(widths: Iterable[float]) -> float:
     return sum((w * CHAR_PX + 5) * 0.75 for w in widths)
 
 
+def rows_pt(first: int, last: int, heights: Mapping[int, float]) -> float:
+    """Printed height of rows first..last, `heights` in points where not ROW_PT."""
+    return sum(heights.get(r, ROW_PT) for r in range(first, last + 1))
+
+
 def page_breaks(blocks: Sequence[tuple[int, int]], page_height: float,
                 heights: Mapping[int, float] | None = None) -> list[int]:
     """Rows to break before so that no block (first, last row) that fits on a page is split across two.
@@ -33,10 +39,7 @@ def page_breaks(blocks: Sequence[tuple[int, int]], page_height: float,
     `heights` are the rows' printed heights in points where not ROW_PT; `page_height` the printable height
     in the sheet's points (the page's height over the print scale).
     """
-    heights = heights or {}
-
-    def height(first: int, last: int) -> float:
-        return sum(heights.get(r, ROW_PT) for r in range(first, last + 1))
+    height = functools.partial(rows_pt, heights=heights or {})
     breaks, page_start = [], 0
     for first, last in sorted(blocks):
         if height(page_start, last) > page_height and first > page_start and height(first, last) <= page_height:
@@ -55,8 +58,10 @@ def print_setup(ws, lang: str, widths: Sequence[float], last_row: int, *, header
                 heights: Mapping[int, float] | None = None) -> None:
     """Set up `ws` for printing its first `len(widths)` columns and rows 0..last_row.
 
-    One page wide when that keeps the text at MIN_SCALE or larger; otherwise across pages at full size with
-    `repeat_cols` on each page, so every value prints next to its row's label.
+    One page wide when that keeps the text at MIN_SCALE or larger; otherwise across pages with `repeat_cols`
+    on each page, so every value prints next to its row's label: one page tall where that too keeps the text at
+    MIN_SCALE or larger (each page then holds every row of its columns, all the labels with them), else at
+    full size with page breaks between `blocks`.
     """
     wide = width_pt(widths)
     landscape = wide > PORTRAIT[0]
@@ -67,10 +72,15 @@ def print_setup(ws, lang: str, widths: Sequence[float], last_row: int, *, header
         ws.set_landscape()
     else:
         ws.set_portrait()
+    heights = heights or {}
     if scale >= MIN_SCALE:
         ws.fit_to_pages(1, 0)
     else:
-        scale = 1.0
+        scale = min(1.0, page_h / rows_pt(0, last_row, heights))   # the scale that prints every row on one page
+        if MIN_SCALE <= scale < 1.0:
+            ws.fit_to_pages(0, 1)
+        else:
+            scale = 1.0
         if repeat_cols is not None:
             ws.repeat_columns(*repeat_cols)
     ws.print_area(0, 0, last_row, len(widths) - 1)
