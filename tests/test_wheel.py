@@ -44,7 +44,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
         cwd=root, env=env)
     [wheel] = (root / "dist").glob("budgetgen-*.whl")
     run(sys.executable, "-m", "venv", "--system-site-packages", root / "venv", cwd=root, env=env)
-    run(root / "venv" / "bin" / "python", "-m", "pip", "install", "--no-deps", wheel, cwd=root, env=env)
+    run(root / "venv" / "bin" / "python", "-m", "pip", "install", "--no-deps", "--ignore-installed", wheel, cwd=root, env=env)
     return root, env
 
 
