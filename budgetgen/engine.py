@@ -109,7 +109,7 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs) -> Candidate:
     values = dict(task.values)
     if task.values["gpu"] not in (None, gpu.name):
         values["cards"] = None  # a user's card count belongs to the GPU the user named
-    row = evaluate(values, s, gpu)
+    row = evaluate(values, s, gpu, inputs.model(values.get("model")))
     given = values["cards"]
     exclusion = None
     if given is not None and given < row["cards_min"]:
@@ -179,6 +179,15 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]
     return out
 
 
+def _serving_input_warnings(inputs: Inputs) -> list[Message]:
+    """One warning naming the serving tasks sized without a catalog model or a prompt length (old inventories)."""
+    vague = [t.task_id for t in inputs.tasks if not KIND[t.kind].training and t.values["tokens_per_sec"] is None
+             and (t.values.get("model") is None or t.values.get("prompt_tokens") is None)]
+    if not vague:
+        return []
+    return [Message("serving_without_model", tids=", ".join(vague), prompt=inputs.settings.default_prompt_tokens)]
+
+
 def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice)."""
     candidates = [_candidate(task, g, inputs) for g in inputs.gpus]
@@ -237,6 +246,7 @@ def plan_budget(inputs: Inputs) -> Plan:
         for tier in TIERS:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
+    warnings.extend(_serving_input_warnings(inputs))
     for t in tasks:
         warnings.extend(t.warnings)
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:

@@ -15,7 +15,7 @@ LANGS = ("en", "zh")
 
 # Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
 SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
-             "Usage": "用量", "Assignments": "分配"}
+             "Usage": "用量", "Assignments": "分配", "Models": "模型"}
 
 # Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
 NAMES_ZH = {
@@ -41,6 +41,17 @@ NAMES_ZH = {
     "gpu_line_pattern": "GPU账单行模式", "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费", "tier_cap_monthly": "包月上限", "tier_cap_on_demand": "按需上限",
     "tier_cap_idle": "闲置上限", "tier_cap_spot": "竞价上限",
+    "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
+    "model": "模型", "active_params_b": "激活参数量B", "deadline_days": "截止天数", "prompt_tokens": "输入token数",
+    "context_tokens": "上下文token数", "min_replicas": "最少副本数",
+    "total_params_b": "总参数量B", "layers": "层数", "hidden": "隐藏维度", "attn_heads": "注意力头数",
+    "kv_heads": "KV头数", "head_dim": "头维度", "kv_latent": "KV潜在维度", "native_context": "原生上下文长度",
+    "step_overhead_ms": "解码步固定开销毫秒", "decode_mfu": "解码算力利用率", "prefill_mfu": "预填充算力利用率",
+    "fp8_efficiency": "FP8效率", "tp_efficiency": "张量并行效率", "max_batch_per_card": "每卡最大批量",
+    "min_batch": "最小批量", "kv_cache_dtype": "KV缓存精度", "default_prompt_tokens": "默认输入token数",
+    "kv_fallback_bytes": "KV缓存估算字节", "moe_mfu": "MoE算力利用率", "lora_flops_per_token": "LoRA每token浮点运算",
+    "qlora_flops_per_token": "QLoRA每token浮点运算", "micro_batch_tokens": "微批token数",
+    "lora_workspace_gb": "LoRA工作空间GB",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -60,7 +71,19 @@ TEXT_ZH = {
     "MFU used": "所用MFU", "training?": "训练？", "weights": "权重", "VRAM needed": "所需显存",
     "cards min": "最少卡数", "cards per run/replica": "每次运行/副本卡数", "speedup": "加速比",
     "FLOPs per run": "每次运行FLOPs", "compute hours (wall)": "计算小时（墙钟）", "compute GPU-hours": "计算GPU小时",
-    "tokens per day (batch: per run)": "每日token数（批量：每次运行）", "tokens/s per replica": "每副本token/s",
+    "output tokens per day (batch: per run)": "每日输出token数（批量：每次运行）",
+    "output tokens/s per replica": "每副本输出token/s",
+    "parameters used": "所用参数量", "active parameters": "激活参数量", "bytes per weight": "每权重字节",
+    "KV cache per token": "每token KV缓存", "prompt used": "所用输入", "context used": "所用上下文",
+    "training FLOPs per parameter and token": "每参数每token训练FLOPs", "matmul peak used": "所用矩阵峰值算力",
+    "tensor-parallel factor": "张量并行系数", "memory for KV cache": "KV缓存可用显存",
+    "sequences memory holds": "显存可容纳序列数", "sequences batched": "批量序列数", "decode step, memory": "解码步（显存）",
+    "decode step, compute": "解码步（计算）", "decode step": "解码步", "prompt reading per request": "每请求预填充",
+    "requests/s per replica": "每副本请求/秒", "tokens/s one user sees": "单用户token/s",
+    "deadline per run": "每次运行截止", "hours of one replica per run": "每次运行单副本小时",
+    "wall-clock hours per run": "每次运行墙钟小时",
+    "B params": "十亿参数", "bytes": "字节", "FLOP/param/token": "FLOP/参数/token", "TFLOP/s": "TFLOP/s",
+    "s": "秒", "requests/s": "请求/秒", "output tokens": "输出token",
     "load in card-days": "负载（卡日）", "replicas": "副本数", "cards held": "占用卡数",
     "GPU-hours per run": "每次运行GPU小时", "GPU-hours a month before spot reruns": "每月GPU小时（竞价重跑前）",
     "GPU-hours a month": "每月GPU小时", "cards on a monthly contract": "包月卡数", "cards billed": "计费卡数",
@@ -267,6 +290,11 @@ MESSAGES = {
     "tier_over_cap": (
         "{tier!t} is over its cap of {cap:,.0f} in {months}",
         "{tier!t}在 {months} 超出上限 {cap:,.0f}"),
+    "serving_without_model": (
+        ("{tids}: sized from the parameter count alone (no model, or no prompt_tokens: {prompt:,} assumed); name a "
+         "catalog model (`budgetgen models`) and give prompt_tokens, or type a measured tokens_per_sec"),
+        "{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
+        "和 prompt_tokens，或填写实测的 tokens_per_sec"),
     "catalog_unpriced": (
         ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
          "(set catalog_fx or enter prices on the GPUs sheet)"),
@@ -327,6 +355,13 @@ PROBLEMS = {
                       "setting：为空；请填写设置项名称（例如 period_start）或清空该行"),
     "unknown_setting": ('setting "{setting}" is unknown ({hint})', '设置项 "{setting}" 未知（{hint}）'),
     "did_you_mean": ("did you mean {guess}?", "是否应为 {guess}？"),
+    "see_models": ("`budgetgen models` lists the catalog; add the model on a Models sheet",
+                   "`budgetgen models` 列出模型目录；也可在 Models（模型）工作表中添加"),
+    "unknown_model": ('model: "{model}" is not a catalog model ({hint})', 'model："{model}" 不在模型目录中（{hint}）'),
+    "duplicate_model": ('model: "{model}" is already given in {first} (model names must be unique, ignoring case): '
+                        "keep one row",
+                        'model："{model}" 已在 {first} 中给出（模型名称必须唯一，不区分大小写）：只保留一行'),
+    "model_row": ("{problem}", "{problem}"),
     "see_settings": ("see the README's list of settings", "见 README 中的设置项列表"),
     "currency_code": ('currency: "{raw}" is not an ISO currency code (three letters, e.g. USD, EUR, CNY)',
                       'currency："{raw}" 不是 ISO 币种代码（三个字母，例如 USD、EUR、CNY）'),

@@ -16,6 +16,7 @@ from .catalog import CATALOG_CURRENCY, builtin_records, gpu_from_record
 from .errors import Code, InputError, Problem
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
+from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
@@ -234,14 +235,59 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
     return gpus, warnings
 
 
+# ---------------------------------------------------------------- Models
+
+def _read_models(ws, out: Collector) -> ModelCatalog:
+    """The built-in model catalog with the Models sheet's rows added or overriding, like the GPUs sheet."""
+    catalog = builtin_models()
+    if ws is None:
+        return catalog
+    records: list[dict] = []
+    seen: dict[str, str] = {}
+    for rec in read_table(ws, "Models", MODEL_COLUMNS, out):
+        name = rec.values.get("model")
+        if name is None:
+            continue
+        _check_key(name, "model", "Models", rec.cells["model"], out)
+        if name.lower() in seen:
+            out.add(Code.DUPLICATE_GPU, "Models", rec.cells["model"],
+                    Message("duplicate_model", model=name, first=seen[name.lower()]))
+            continue
+        seen[name.lower()] = rec.cells["model"]
+        try:
+            catalog.overlay([rec.values])
+        except ModelRecordError as exc:
+            out.add(Code.REQUIRED, "Models", rec.cells["model"], Message("model_row", problem=str(exc)))
+            continue
+        records.append(rec.values)
+    return catalog.overlay(records)
+
+
 # ---------------------------------------------------------------- Tasks
 
-def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Collector) -> dict | None:
+def _resolve_model(v: dict, rec: Record, models: ModelCatalog, out: Collector) -> None:
+    """The task's `model` as its catalog name; a near miss a problem at the cell with the nearest name."""
+    if v.get("model") is None:
+        return
+    try:
+        v["model"] = models.find(v["model"]).name
+    except UnknownModelError as exc:
+        hint = Message("did_you_mean", guess=exc.suggestion) if exc.suggestion else Message("see_models")
+        out.add(Code.UNKNOWN_VALUE, "Tasks", rec.cells["model"], Message("unknown_model", model=exc.name, hint=hint))
+
+
+def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: ModelCatalog,
+                 out: Collector) -> dict | None:
     v = dict(rec.values)
     cell = rec.cells.get
-    for col in ("task_id", "kind", "model_params_b"):
+    for col in ("task_id", "kind"):
         if col not in v and cell(col) and not _had_problem(out, cell(col)):
             out.add(Code.REQUIRED, "Tasks", cell(col), Message("required", column=col, help=_column(col).help))
+    if "model" not in v and "model_params_b" not in v and not _had_problem(out, cell("model_params_b", "")) \
+            and not _had_problem(out, cell("model", "")):
+        out.add(Code.REQUIRED, "Tasks", cell("model_params_b") or cell("model") or f"A{rec.row}",
+                Message("required", column="model_params_b", help=_column("model_params_b").help))
+    _resolve_model(v, rec, models, out)
     if v.get("kind") is None:
         return None
     kind = KIND[v["kind"]]
@@ -307,14 +353,15 @@ def _column(name: str) -> Column:
     return next(c for c in TASK_COLUMNS if c.name == name)
 
 
-def _read_tasks(ws, settings: Settings, gpus: list[Gpu], out: Collector) -> tuple[list[Task], list[str]]:
+def _read_tasks(ws, settings: Settings, gpus: list[Gpu], models: ModelCatalog,
+                out: Collector) -> tuple[list[Task], list[str]]:
     by_name = {g.name.lower(): g for g in gpus}
     tasks: list[Task] = []
     seen: dict[str, str] = {}
     headers: dict[str, None] = {}
     for rec in read_table(ws, "Tasks", TASK_COLUMNS, out):
         headers.update(dict.fromkeys(rec.extra))
-        values = _task_values(rec, settings, by_name, out)
+        values = _task_values(rec, settings, by_name, models, out)
         task_id = rec.values.get("task_id")
         if task_id is not None:
             _check_key(task_id, "task_id", "Tasks", rec.cells["task_id"], out)
@@ -389,7 +436,8 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
                 out.add(Code.FORMULA_WITHOUT_VALUE, canonical_sheet(title), cell, Message("formula_without_value"))
         settings = _read_settings(sheets.get("settings"), out, today)
         gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
-        tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, out)
+        models = _read_models(sheets.get("models"), out)
+        tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, models, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
         bills_sheet = sheet_frame(sheets["bills"]) if "bills" in sheets else None
         usage_sheet = sheet_frame(sheets["usage"]) if "usage" in sheets else None
@@ -399,7 +447,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     if out.problems:
         raise InputError(out.problems)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, source.name, source.sha256)
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

@@ -14,77 +14,35 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from .columns import sheet_ceil
-from .schema import CONSTANT_VALUES, SETTINGS, Setting
+from .schema import (  # noqa: F401  (SERVING_* re-exported: the v2 declarations live in the schema)
+    CHANGED_DEFAULTS,
+    CONSTANT_VALUES,
+    SERVING_CONSTANTS,
+    SERVING_METHODS,
+    SERVING_SETTINGS,
+    SETTINGS,
+)
 
 K = SimpleNamespace(**CONSTANT_VALUES)
 
-S = Setting
-# New settings of calculation model v2, in the shape of schema.SETTINGS (append them in one line).
-SERVING_SETTINGS: tuple[Setting, ...] = (
-    S("step_overhead_ms", "number", 1.0, "StepOverheadMs",
-      "fixed time of one decode step (scheduling, kernel launches)", unit="ms", minimum=0),
-    S("decode_mfu", "percent", 0.60, "DecodeMfu", "share of the card's peak reached by decode matmuls",
-      minimum=0.001, maximum=1),
-    S("prefill_mfu", "percent", 0.75, "PrefillMfu", "share of the card's peak reached while reading prompts",
-      minimum=0.001, maximum=1),
-    S("fp8_efficiency", "percent", 0.80, "Fp8Efficiency",
-      "FP8/FP4 matmuls reach this share of the BF16 MFU", minimum=0.001, maximum=1),
-    S("tp_efficiency", "percent", 0.80, "TpEfficiency",
-      "speed factor per doubling of the cards in one serving replica", minimum=0.001, maximum=1),
-    S("max_batch_per_card", "count", 160, "MaxBatchPerCard",
-      "sequences a serving engine batches per card when concurrency is blank", unit="sequences", minimum=1),
-    S("min_batch", "count", 8, "MinBatch",
-      "sequences a replica must hold at least (fewer when concurrency is lower); sizes the cards per replica",
-      unit="sequences", minimum=1),
-    S("kv_cache_dtype", "choice", "fp16", "KvCacheDtype",
-      "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)", choices=("fp16", "fp8")),
-    S("default_prompt_tokens", "count", 1000, "DefaultPromptTokens",
-      "input tokens per request when a serving task gives no prompt_tokens", unit="tokens", minimum=0),
-    S("min_replicas", "count", 1, "MinReplicas", "replicas an inference service keeps at least (failover)",
-      unit="replicas", minimum=1),
-    S("kv_fallback_bytes", "number", 40_000, "KvFallbackBytes",
-      "fp16 KV-cache bytes per token per square root of billions of active parameters, "
-      "for a model whose architecture is unknown", unit="bytes/token/sqrt(B)", minimum=0),
-    S("moe_mfu", "percent", 0.30, "MoeMfu",
-      "model FLOPs utilisation of mixture-of-experts training (active < total parameters)",
-      minimum=0.001, maximum=1),
-    S("lora_flops_per_token", "number", 4, "LoraFlopsPerToken",
-      "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)",
-      unit="FLOP/param/token", minimum=0.001),
-    S("qlora_flops_per_token", "number", 6, "QloraFlopsPerToken",
-      "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)",
-      unit="FLOP/param/token", minimum=0.001),
-    S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
-      "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)", unit="tokens", minimum=1),
-    S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
-      "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
-)
-# Existing settings whose defaults calculation model v2 recalibrates.
-CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
-
-# New fixed factors, in the shape of schema.CONSTANTS (append them in one line).
-SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
-    ("BytesFp8", 1, "bytes per parameter of fp8 weights or KV cache"),
-    ("BytesQloraBase", 0.52, "bytes per parameter of a QLoRA base (4-bit NF4 with double-quantised scales)"),
-    ("BytesActivation", 2, "bytes per bf16 activation element"),
-    ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),
-    ("PrefillAttentionFlops", 2, "FLOPs per layer, head dimension and prompt token squared (QK and AV)"),
-    ("Milli", 1000, "milliseconds per second"),
-)
 KS = SimpleNamespace(**{name: value for name, value, _ in SERVING_CONSTANTS})
 
-SERVING_METHODS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")  # the Tasks `method` choices for serving
 CARDS_PER_REPLICA_SHAPES = (1, 2, 4, 8)
+MAX_REPLICA_SHAPE = CARDS_PER_REPLICA_SHAPES[-1]  # one 8-card node: tensor parallelism stays inside it
 
 
 def default_settings(**overrides) -> SimpleNamespace:
-    """Every setting's default (existing ones with CHANGED_DEFAULTS applied, then the new ones)."""
-    values = {s.key: s.default for s in SETTINGS} | CHANGED_DEFAULTS | {s.key: s.default for s in SERVING_SETTINGS}
+    """Every setting's default (the schema's SETTINGS hold the v2 settings and recalibrated defaults)."""
+    values = {s.key: s.default for s in SETTINGS}
     unknown = set(overrides) - set(values)
     if unknown:
         raise KeyError(f"unknown settings: {', '.join(sorted(unknown))}")
     return SimpleNamespace(**(values | overrides))
+
+
+def sheet_ceil(x: float) -> int:
+    """CEILING(x, 1) as a spreadsheet computes it: rounded to 15 significant digits first."""
+    return math.ceil(float(f"{x:.15g}"))
 
 
 def sheet_floor(x: float) -> int:
@@ -305,7 +263,8 @@ def user_tokens_per_sec(t_step: float) -> float:
 
 # ---------------------------------------------------------------- replicas and runs
 
-def _fits_excel(n: int) -> str:
+def fits_excel(n: int) -> str:
+    """Whether a replica of `n` cards divides the heads and holds the minimum batch (§D), as an Excel test."""
     return (f'AND(IF({{model.attn_heads}}="",TRUE,MOD({{model.attn_heads}},{n})=0),'
             f'FLOOR(({n}*{{gpu.vram_gb}}*UsableVram-{{params_used}}*{{bytes_per_param}}*(1+InferenceOverhead)'
             f'-{{kv_cache_gb}})*Billion/({{kv_bytes_per_token}}*{{context_used}}),1)'
@@ -313,7 +272,7 @@ def _fits_excel(n: int) -> str:
 
 
 CARDS_PER_REPLICA_EXCEL = ('=IF({cards}<>"",{cards},'
-                           + "".join(f"IF({_fits_excel(n)},{n}," for n in CARDS_PER_REPLICA_SHAPES)
+                           + "".join(f"IF({fits_excel(n)},{n}," for n in CARDS_PER_REPLICA_SHAPES)
                            + '""' + ")" * len(CARDS_PER_REPLICA_SHAPES) + ")")
 
 

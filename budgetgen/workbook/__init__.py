@@ -17,6 +17,7 @@ import xlsxwriter
 from .. import __version__
 from ..engine import Plan
 from ..errors import OutputError
+from ..models import builtin_models
 from ..rules import CHECK_TOLERANCE
 from .about import write_about
 from .assumptions import write_assumptions
@@ -28,6 +29,7 @@ from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
 from .layout import plan_layout
+from .models import write_models
 from .monthly import write_monthly
 from .recon import recon_check, write_recon
 from .summary import write_summary
@@ -38,7 +40,7 @@ __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits",
            "write_workbook"]
 
 EXCEL_MAX_ROWS = 1_048_576
-SHEETS = ("Summary", "Assumptions", "GPUs", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
+SHEETS = ("Summary", "Assumptions", "GPUs", "Models", "Tasks", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
           "Checks")
 PRINTED_WIDE = ("Summary", "Tasks", "Monthly", "Tiers", "BuyVsRent")
 
@@ -84,6 +86,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Assumptions", lambda: write_assumptions(book, ws["Assumptions"], plan.inputs.settings, plan.months,
                                                   layout.assumptions)),
         ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus)),
+        ("Models", lambda: write_models(book, ws["Models"], plan.inputs.models or builtin_models())),
         (f"Tasks ({n:,} rows)", lambda: write_tasks(book, ws["Tasks"], plan, layout.tasks)),
         (f"Candidates ({layout.candidate_rows:,} rows)",
          lambda: write_candidates(book, ws["Candidates"], plan, layout.candidates)),
