@@ -18,6 +18,7 @@ from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError
 from .i18n import LANGS, say, tr
+from .models import format_models_table
 from .reader import read_inputs
 from .safefile import check_outputs, staged_outputs
 from .schema import TIERS
@@ -168,6 +169,12 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
                                    planned=_money(r.planned_total, cur),
                                    flagged=sum(bool(x.flags) for x in r.resources)))
     _warn(plan.warnings, lang)
+
+
+@main.command()
+def models() -> None:
+    """List the built-in model catalog (a Models sheet in the input adds or overrides rows)."""
+    click.echo(format_models_table(), nl=False)
 
 
 @main.command()

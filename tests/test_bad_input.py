@@ -432,9 +432,10 @@ def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
 ISOLATED = """
 import json, pathlib, resource, sys, time
 from click.testing import CliRunner
-from budgetgen import catalog
+from budgetgen import catalog, models
 from budgetgen.cli import main
-catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalog, as in conftest
+catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalogs, as in conftest
+models.MODELS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("models.csv")
 start = time.process_time()
 result = CliRunner().invoke(main, sys.argv[2:])
 print(json.dumps({"exit_code": result.exit_code, "output": result.output, "stdout": result.stdout,
