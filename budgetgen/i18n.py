@@ -251,6 +251,7 @@ TEXT_ZH = {
     "utilisation under which a full-memory GPU is flagged data-starved": "显存已满而利用率低于此值的GPU被标记为数据饥饿",
     "Support-bot QLoRA fine-tune": "客服机器人QLoRA微调", "Domain pretraining": "领域预训练",
     "Knowledge-base chat service": "知识库问答服务", "Nightly document summaries": "夜间文档摘要",
+    "Assistant API (mixture of experts, fp8)": "助手API（混合专家，fp8）",
     "Object storage for checkpoints": "检查点对象存储", "Egress to users": "面向用户的出网流量",
     # the command line
     "Wrote": "已写入", "Period total {first} to {last}: {total}": "计划期合计 {first} 至 {last}：{total}",
