@@ -88,7 +88,9 @@ def _kv_bytes_per_token(r: Row, s, g) -> float:
 
 def _weights_gb(r: Row, s, g) -> float:
     if _training(r):
-        return r["params_used"] * (serving.KS.BytesQloraBase if r["method"] == "qlora" else K.BytesFp16)
+        if r["method"] != "qlora":
+            return r["params_used"] * K.BytesFp16
+        return r["params_used"] * (serving.KS.BytesQloraBase if _model(r, "hidden") is not None else K.BytesInt4)
     return r["params_used"] * r["bytes_per_param"]
 
 
@@ -281,7 +283,8 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("bytes_per_param", "bytes per weight", "bytes", "number", serving.BYTES_PER_PARAM_EXCEL,
                   lambda r, s, g: serving.bytes_per_param(r["method"])),
     Calc("weights_gb", "weights", "GB", "number",
-         '=IF({training}=1,IF({method}="qlora",BytesQloraBase,BytesFp16),{bytes_per_param})*{params_used}',
+         '=IF({training}=1,IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16),'
+         '{bytes_per_param})*{params_used}',
          _weights_gb),
     _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL,
                   _kv_bytes_per_token),

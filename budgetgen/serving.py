@@ -386,7 +386,7 @@ def training_gpu_hours(flops: float, *, tflops: float, mfu: float) -> float:
 
 
 TRAINING_VRAM_EXCEL = ('=IF(OR({method}="lora",{method}="qlora"),'
-                       'IF({method}="qlora",BytesQloraBase,BytesFp16)*{params_used}'
+                       'IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16)*{params_used}'
                        '+{params_used}*LoraTrainable*BytesTrainableState'
                        '+IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion'
                        '+LoraWorkspaceGb,'
@@ -398,14 +398,15 @@ def training_memory_gb(method: str | None, *, params_b: float, layers: float | N
                        lora_trainable: float, micro_batch_tokens: float, lora_workspace_gb: float,
                        activation_gb_per_b: float) -> float:
     """Training memory (GB) on the total parameters. LoRA/QLoRA: frozen base, trained adapters with Adam state,
-    and, architecture known, checkpointed activations of one micro-batch plus workspace, else SPEC.md §3.1's
-    per-parameter allowance. Full training and pretraining: SPEC.md §3.1 (16 bytes a parameter plus activations)."""
+    and, architecture known, an NF4 base with its scales (BytesQloraBase), checkpointed activations of one
+    micro-batch plus workspace, else SPEC.md §3.1 (a 4-bit base and the per-parameter activation allowance). Full training and pretraining: SPEC.md §3.1 (16 bytes a parameter plus activations)."""
     if method not in ("lora", "qlora"):
         return params_b * K.BytesFullTraining + activation_gb_per_b * params_b
-    base = (KS.BytesQloraBase if method == "qlora" else K.BytesFp16) * params_b
     adapters = params_b * lora_trainable * K.BytesTrainableState
     if hidden is None:
+        base = (K.BytesInt4 if method == "qlora" else K.BytesFp16) * params_b
         return base + adapters + activation_gb_per_b * params_b
+    base = (KS.BytesQloraBase if method == "qlora" else K.BytesFp16) * params_b
     activations = micro_batch_tokens * layers * hidden * KS.BytesActivation / K.Billion
     return base + adapters + activations + lora_workspace_gb
 

@@ -13,7 +13,8 @@ from .formats import Formats, cached
 # Every function budgetgen writes; all exist in Excel 2010+, LibreOffice 7.4 and `formulas`, none needs
 # xlsxwriter's `_xlfn.` future-function prefix (a test holds every generated formula to this list).
 SAFE_FUNCTIONS = frozenset({"IF", "AND", "OR", "INDEX", "MATCH", "MIN", "MAX", "CEILING", "CHOOSE", "IFERROR",
-                            "ISNUMBER", "SUM", "SUMIFS", "SUMPRODUCT", "ABS", "TRIM", "SEARCH", "EXACT"})
+                            "ISNUMBER", "SUM", "SUMIFS", "SUMPRODUCT", "ABS", "TRIM", "SEARCH", "EXACT",
+                            "FLOOR", "POWER", "LOG", "SQRT", "MOD"})
 
 
 def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> None:
