@@ -98,6 +98,58 @@ TEXT_ZH = {
     "sequences": "序列", "currency/card-hour": "currency/卡时", "currency/card-month": "currency/卡月",
     "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
     "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
+    # calculation model v2: help texts of the new settings and columns
+    "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
+    "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
+    "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)":
+        "LoRA 每激活参数每 token 的 FLOPs（基座冻结：无权重梯度）",
+    "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation": "LoRA/QLoRA 的 CUDA 工作空间、优化器缓冲和碎片显存",
+    "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)":
+        "QLoRA 每激活参数每 token 的 FLOPs（基座冻结加激活重计算）",
+    "a catalog model (`budgetgen models`, or a Models sheet row): fills the size and architecture":
+        "目录中的模型（`budgetgen models`，或 Models 工作表中的一行）：填入参数量和结构",
+    "dense FP4 tensor peak; blank: the card has no FP4 unit": "稠密 FP4 张量峰值；为空：该卡没有 FP4 单元",
+    "dense FP8 tensor peak with FP32 accumulate; blank: the card has no FP8 unit":
+        "FP32 累加的稠密 FP8 张量峰值；为空：该卡没有 FP8 单元",
+    "extra memory per replica on top of the estimated KV cache": "每个副本在估算的 KV 缓存之外额外需要的显存",
+    "fixed time of one decode step (scheduling, kernel launches)": "每个解码步的固定时间（调度、内核启动）",
+    "fp16 KV-cache bytes per token per square root of billions of active parameters, for a model whose architecture "
+    "is unknown": "结构未知的模型：每 token 的 fp16 KV 缓存字节数 / 激活参数量（十亿）的平方根",
+    "input (prompt) tokens per request; blank: the default_prompt_tokens setting":
+        "每个请求的输入（提示）token 数；为空：使用 default_prompt_tokens 设置",
+    "input tokens per request when a serving task gives no prompt_tokens": "推理任务未填 prompt_tokens 时每个请求的输入 token 数",
+    "measured output tokens/s of one replica under load; blank: estimated per replica":
+        "单个副本在负载下实测的输出 token/s；为空：按副本估算",
+    "model FLOPs utilisation of mixture-of-experts training (active < total parameters)":
+        "混合专家模型训练的算力利用率（激活参数少于总参数）",
+    "output (generated) tokens per request (serving)": "每个请求的输出（生成）token 数（推理）",
+    "parameters active per token (mixture of experts); blank: the catalog model's, else all of them":
+        "每个 token 激活的参数量（混合专家）；为空：取目录模型的值，否则为全部参数",
+    "replicas an inference service keeps at least (failover)": "推理服务至少保留的副本数（故障切换）",
+    "replicas an online service keeps at least (failover); blank: the min_replicas setting":
+        "在线服务至少保留的副本数（故障切换）；为空：使用 min_replicas 设置",
+    "sequences a replica must hold at least (fewer when concurrency is lower); sizes the cards per replica":
+        "每个副本至少要容纳的序列数（并发数更低时取并发数）；决定每副本卡数",
+    "sequences a serving engine batches per card when concurrency is blank": "并发数为空时推理引擎每张卡批处理的序列数",
+    "sequences one replica decodes together; blank: as many as memory holds (at most max_batch_per_card per card)":
+        "单个副本同时解码的序列数；为空：显存能容纳的数量（每卡最多 max_batch_per_card）",
+    "serving runtime memory on top of the weights (activations, CUDA graphs); the KV cache is sized apart":
+        "权重之外的推理运行时显存（激活、CUDA 图）；KV 缓存另行计算",
+    "share of memory bandwidth reached by decode reads": "解码读取达到的显存带宽比例",
+    "share of the card's peak reached by decode matmuls": "解码矩阵运算达到的显卡峰值比例",
+    "share of the card's peak reached while reading prompts": "读取提示（预填充）时达到的显卡峰值比例",
+    "speed factor per doubling of the cards in one serving replica": "单个推理副本的卡数每翻一倍的速度系数",
+    "sxm (or OAM) module or pcie card": "sxm（或 OAM）模组或 pcie 板卡",
+    "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)":
+        "LoRA/QLoRA 一个微批的 token 数（使用检查点时的激活显存）",
+    "tokens one sequence holds in the KV cache; blank: prompt plus output": "单个序列在 KV 缓存中保存的 token 数；为空：输入加输出",
+    "total parameters, e.g. 7 or 7B; required when model is blank, overrides the catalog's when typed":
+        "总参数量，例如 7 或 7B；model 为空时必填，填写时覆盖目录中的值",
+    "training: full (default), lora, qlora; serving: fp16 (default, = bf16), fp8, int8, int4, fp4":
+        "训练：full（默认）、lora、qlora；推理：fp16（默认，= bf16）、fp8、int8、int4、fp4",
+    "wall-clock days one training or batch run may take; blank: its share of the month":
+        "一次训练或批量运行允许的墙钟天数；为空：按每月运行次数分摊的天数",
+    "bytes of one cached KV element = 1 when kv_cache_dtype is fp8, else 2": "每个缓存 KV 元素的字节数 = kv_cache_dtype 为 fp8 时 1，否则 2",
     # sheet headers and labels
     "gpu (chosen)": "GPU型号 (已选)", "excluded because": "排除原因", "cards given": "指定卡数", "chosen": "已选",
     "meaning": "含义", "unit": "单位", "name": "名称", "constant": "常量", "cap a month": "每月上限",
@@ -294,8 +346,8 @@ MESSAGES = {
     "serving_without_model": (
         ("{tids}: sized from the parameter count alone (no model, or no prompt_tokens: {prompt:,} assumed); name a "
          "catalog model (`budgetgen models`) and give prompt_tokens, or type a measured tokens_per_sec"),
-        "{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
-        "和 prompt_tokens，或填写实测的 tokens_per_sec"),
+        ("{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
+         "和 prompt_tokens，或填写实测的 tokens_per_sec")),
     "catalog_unpriced": (
         ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
          "(set catalog_fx or enter prices on the GPUs sheet)"),
@@ -359,8 +411,8 @@ PROBLEMS = {
     "see_models": ("`budgetgen models` lists the catalog; add the model on a Models sheet",
                    "`budgetgen models` 列出模型目录；也可在 Models（模型）工作表中添加"),
     "unknown_model": ('model: "{model}" is not a catalog model ({hint})', 'model："{model}" 不在模型目录中（{hint}）'),
-    "duplicate_model": ('model: "{model}" is already given in {first} (model names must be unique, ignoring case): '
-                        "keep one row",
+    "duplicate_model": (('model: "{model}" is already given in {first} (model names must be unique, ignoring case): '
+                         "keep one row"),
                         'model："{model}" 已在 {first} 中给出（模型名称必须唯一，不区分大小写）：只保留一行'),
     "model_row": ("{problem}", "{problem}"),
     "see_settings": ("see the README's list of settings", "见 README 中的设置项列表"),

@@ -196,9 +196,9 @@ INPUT_CASES = {
     "unknown_kind": ([{**SERVICE, "kind": "training"}], None, [
         'Error: Tasks!C2 kind: "training" is not one of finetune, pretrain, inference, batch']),
     "unknown_method": ([{**SERVICE, "method": "int3"}], None, [
-        'Error: Tasks!H2 method: "int3" is not one of full, lora, qlora, fp16, int8, int4']),
+        'Error: Tasks!H2 method: "int3" is not one of full, lora, qlora, fp16, bf16, fp8, int8, int4, fp4']),
     "method_of_another_kind": ([{**SERVICE, "method": "lora"}], None, [
-        'Error: Tasks!H2 method: "lora" is not a method for inference tasks (use fp16, int8, int4)']),
+        'Error: Tasks!H2 method: "lora" is not a method for inference tasks (use fp16, bf16, fp8, int8, int4, fp4)']),
     "unknown_tier": ([{**SERVICE, "tier": "sometimes"}], None, [
         'Error: Tasks!H2 tier: "sometimes" is not one of monthly, on_demand, idle, spot']),
     "unknown_gpu": ([{**SERVICE, "gpu": "RTX 9999"}], None, [
