@@ -252,9 +252,9 @@ TIER_PRICE_NAMES = {"monthly": "GpuMonthly", "on_demand": "GpuOnDemand", "idle":
 def _fits_shape_excel() -> str:
     """The smallest replica shape of §D (1, 2, 4, 8 cards) that divides the heads and holds the minimum batch;
     none: whole 8-card nodes for the memory, at least two (more than max_cards by default: not a candidate)."""
-    fallback = (f"{serving.MAX_REPLICA_SHAPE}*MAX(2,CEILING({{vram_gb}}/({serving.MAX_REPLICA_SHAPE}"
-                "*{gpu.vram_gb}*UsableVram),1))")
-    chain = "".join(f"IF({serving.fits_excel(n)},{n}," for n in serving.CARDS_PER_REPLICA_SHAPES)
+    fallback = "CardsPerNode*MAX(TwoCards,CEILING({vram_gb}/(CardsPerNode*{gpu.vram_gb}*UsableVram),1))"
+    chain = "".join(f"IF({serving.fits_excel(n)},{serving.SHAPE_NAMES[n]},"
+                    for n in serving.CARDS_PER_REPLICA_SHAPES)
     return chain + fallback + ")" * len(serving.CARDS_PER_REPLICA_SHAPES)
 
 

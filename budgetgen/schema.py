@@ -155,6 +155,10 @@ SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),
     ("PrefillAttentionFlops", 2, "FLOPs per layer, head dimension and prompt token squared (QK and AV)"),
     ("Milli", 1000, "milliseconds per second"),
+    ("MeanOutputShare", 0.5, "share of its answer a sequence holds in the KV cache on average while decoding"),
+    ("TwoCards", 2, "cards of a two-card replica; a doubling of the cards (the tensor-parallel factor's base)"),
+    ("FourCards", 4, "cards of a four-card replica or training run"),
+    ("CardsPerNode", 8, "cards of one server node: the largest serving replica, the unit of larger training runs"),
     ("GibPerGb", 2 ** 30 / 1e9,
      "GB (1e9 bytes) per GB of card memory: vendors count a card's memory in GiB (2^30 bytes)"),
 )

@@ -28,6 +28,8 @@ K = SimpleNamespace(**CONSTANT_VALUES)
 KS = SimpleNamespace(**{name: value for name, value, _ in SERVING_CONSTANTS})
 
 CARDS_PER_REPLICA_SHAPES = (1, 2, 4, 8)
+# How a shape is written in a formula: by the named cells of Assumptions, never a constant.
+SHAPE_NAMES = {1: "1", 2: "TwoCards", 4: "FourCards", 8: "CardsPerNode"}
 MAX_REPLICA_SHAPE = CARDS_PER_REPLICA_SHAPES[-1]  # one 8-card node: tensor parallelism stays inside it
 
 
@@ -148,7 +150,7 @@ def peak_tflops(method: str | None, *, tflops: float, tflops_fp8: float | None, 
     return tflops
 
 
-TP_FACTOR_EXCEL = "=POWER(TpEfficiency,LOG({cards_per_run},2))"
+TP_FACTOR_EXCEL = "=POWER(TpEfficiency,LOG({cards_per_run},TwoCards))"
 
 
 def tp_factor(cards: int, tp_efficiency: float) -> float:
@@ -188,7 +190,7 @@ def batch_size(concurrency: float | None, *, cards: int, max_batch_per_card: int
 # ---------------------------------------------------------------- time per step and per request
 
 T_MEM_EXCEL = ("=(MIN({params_used},{active_used}*{batch})*Billion*{bytes_per_param}"
-               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}/2))"
+               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare))"
                "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*DecodeEfficiency*{tp})")
 
 
@@ -197,7 +199,7 @@ def decode_memory_seconds(*, params_b: float, active_params_b: float, batch: flo
                           decode_efficiency: float, tp: float) -> float:
     """Time of one decode step spent reading weights (experts touched by the batch) and the KV cache."""
     weights = min(params_b, active_params_b * batch) * K.Billion * bytes_per_param
-    cache = batch * kv_tok * (prompt + output / 2)
+    cache = batch * kv_tok * (prompt + output * KS.MeanOutputShare)
     return (weights + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency * tp)
 
 
@@ -221,14 +223,14 @@ def step_seconds(t_mem: float, t_cmp: float, step_overhead_ms: float) -> float:
 
 T_PRE_EXCEL = ('=(InferenceFlopsPerToken*{active_used}*Billion*{prompt_used}'
                '+IF({model.head_dim}<>"",PrefillAttentionFlops*{model.layers}*{model.attn_heads}*{model.head_dim}'
-               '*{prompt_used}^2,0))'
+               '*{prompt_used}*{prompt_used},0))'
                '/({cards_per_run}*{peak_tflops}*Tera*PrefillMfu*{tp})')
 
 
 def prefill_seconds(*, active_params_b: float, prompt: float, layers: float | None, attn_heads: float | None,
                     head_dim: float | None, cards: int, peak: float, prefill_mfu: float, tp: float) -> float:
     """Time to read one prompt: weight matmuls plus, when the architecture is known, attention (p²)."""
-    attention = KS.PrefillAttentionFlops * layers * attn_heads * head_dim * prompt ** 2 if head_dim is not None else 0
+    attention = KS.PrefillAttentionFlops * layers * attn_heads * head_dim * prompt * prompt if head_dim is not None else 0
     return (K.InferenceFlopsPerToken * active_params_b * K.Billion * prompt + attention) / (
         cards * peak * K.Tera * prefill_mfu * tp)
 
@@ -263,8 +265,9 @@ def user_tokens_per_sec(t_step: float) -> float:
 
 # ---------------------------------------------------------------- replicas and runs
 
-def fits_excel(n: int) -> str:
-    """Whether a replica of `n` cards divides the heads and holds the minimum batch (§D), as an Excel test."""
+def fits_excel(shape: int) -> str:
+    """Whether a replica of `shape` cards divides the heads and holds the minimum batch (§D), as an Excel test."""
+    n = SHAPE_NAMES[shape]
     return (f'AND(IF({{model.attn_heads}}="",TRUE,MOD({{model.attn_heads}},{n})=0),'
             f'FLOOR(({n}*{{gpu.vram_gb}}*UsableVram-{{params_used}}*{{bytes_per_param}}*(1+InferenceOverhead)'
             f'-{{kv_cache_gb}})*Billion/({{kv_bytes_per_token}}*{{context_used}}),1)'
@@ -272,7 +275,7 @@ def fits_excel(n: int) -> str:
 
 
 CARDS_PER_REPLICA_EXCEL = ('=IF({cards}<>"",{cards},'
-                           + "".join(f"IF({fits_excel(n)},{n}," for n in CARDS_PER_REPLICA_SHAPES)
+                           + "".join(f"IF({fits_excel(n)},{SHAPE_NAMES[n]}," for n in CARDS_PER_REPLICA_SHAPES)
                            + '""' + ")" * len(CARDS_PER_REPLICA_SHAPES) + ")")
 
 
