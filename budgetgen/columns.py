@@ -118,9 +118,8 @@ def _adapters_on_whole_card(r: Row) -> bool:
 
 def _cards_min(r: Row, s, g) -> int:
     if _training(r):
-        if _adapters_on_whole_card(r):
-            return sheet_ceil(r["vram_gb"] / (g.vram_gb * serving.KS.GibPerGb))
-        return sheet_ceil(r["vram_gb"] / (g.vram_gb * s.usable_vram))
+        card = g.vram_gb * (serving.KS.GibPerGb if _adapters_on_whole_card(r) else s.usable_vram)
+        return serving.training_shape(sheet_ceil(r["vram_gb"] / card))
     shape = serving.cards_per_replica(
         cards=None, attn_heads=_model(r, "attn_heads"), concurrency=r["concurrency"], min_batch=s.min_batch,
         vram_gb=g.vram_gb, usable_vram=s.usable_vram, params_b=r["params_used"], bytes_per_param=r["bytes_per_param"],
@@ -130,6 +129,15 @@ def _cards_min(r: Row, s, g) -> int:
         return shape
     return serving.MAX_REPLICA_SHAPE * max(2, sheet_ceil(r["vram_gb"] / (serving.MAX_REPLICA_SHAPE * g.vram_gb
                                                                             * s.usable_vram)))
+
+
+def _cards_needed(r: Row, s, g) -> int:
+    if not _training(r):
+        return r["cards_min"]
+    needed = serving.cards_for_deadline(r["single_card_hours"], run_overhead=s.run_overhead,
+                                        deadline=r["deadline_used"], setup_hours=s.setup_hours, scaling=g.scaling,
+                                        impossible=s.max_cards + 1)
+    return serving.training_shape(max(r["cards_min"], sheet_ceil(needed)))
 
 
 def _free_gb(r: Row, s, g) -> float:
@@ -262,6 +270,11 @@ _SERVING_VRAM = ('{weights_gb}*(1+InferenceOverhead)+{kv_cache_gb}+IF({concurren
                  'MIN({concurrency},MinBatch))*{kv_bytes_per_token}*{context_used}/Billion')
 _ADAPTERS_ON_WHOLE_CARD = 'AND({training}=1,OR({method}="lora",{method}="qlora"),{model.hidden}<>"")'
 _MIN_REPLICAS = 'IF({min_replicas}="",MinReplicas,{min_replicas})'
+# §F's n_needed: 1 when one card meets the deadline, MaxCards + 1 when no number of cards can.
+_RUN_WINDOW = "({deadline_used}*HoursPerDay-SetupHours)"
+_CARDS_FOR_DEADLINE = (f"IF({{single_card_hours}}*(1+RunOverhead)<={_RUN_WINDOW},1,"
+                       f"IF(OR({_RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
+                       f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
 
 
 def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str, py) -> Calc:
@@ -295,13 +308,6 @@ CALCS: tuple[Calc, ...] = (
                                                        output=r["tokens_per_request"])),
     Calc("vram_gb", "VRAM needed", "GB", "number",
          f'=IF({{training}}=1,{serving.TRAINING_VRAM_EXCEL.removeprefix("=")},{_SERVING_VRAM})', _vram_gb),
-    Calc("cards_min", "cards min", "cards", "int",
-         f"=IF({{training}}=1,IF({_ADAPTERS_ON_WHOLE_CARD},CEILING({{vram_gb}}/({{gpu.vram_gb}}*GibPerGb),1),"
-         f"CEILING({{vram_gb}}/({{gpu.vram_gb}}*UsableVram),1)),{_fits_shape_excel()})", _cards_min),
-    Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_min},{cards})',
-         lambda r, s, g: r["cards"] if r["cards"] is not None else r["cards_min"]),
-    Calc("speedup", "speedup", "x", "number", "=1+({cards_per_run}-1)*{gpu.scaling}",
-         lambda r, s, g: 1 + (r["cards_per_run"] - 1) * g.scaling),
     Calc("flops_per_token_used", "training FLOPs per parameter and token", "FLOP/param/token", "number",
          _training_only(serving.FLOPS_PER_TOKEN_EXCEL),
          lambda r, s, g: serving.training_flops_per_token(
@@ -311,6 +317,25 @@ CALCS: tuple[Calc, ...] = (
          lambda r, s, g: serving.training_flops(k=r["flops_per_token_used"], active_params_b=r["active_used"],
                                                 train_tokens=r["train_tokens"], epochs=r["epochs"])
          if _training(r) else None),
+    Calc("deadline_used", "deadline per run", "days", "number",
+         f'=IF({_ONLINE_KIND},"",{serving.DEADLINE_DAYS_EXCEL.removeprefix("=")})',
+         lambda r, s, g: None if _online(r) else serving.deadline_days(
+             r["deadline_days"], hours_per_month=s.hours_per_month, runs_per_month=r["runs_per_month"])),
+    Calc("single_card_hours", "compute hours on one card", "h", "number",
+         _training_only(serving.TRAINING_GPU_HOURS_EXCEL),
+         lambda r, s, g: serving.training_gpu_hours(r["flops_per_run"], tflops=g.tflops, mfu=r["mfu_used"])
+         if _training(r) else None),
+    Calc("cards_min", "cards min", "cards", "int",
+         "=IF({training}=1," + serving.training_shape_excel(
+             f"CEILING({{vram_gb}}/({{gpu.vram_gb}}*IF({_ADAPTERS_ON_WHOLE_CARD},GibPerGb,UsableVram)),1)")
+         + f",{_fits_shape_excel()})", _cards_min),
+    Calc("cards_needed", "cards to meet the deadline", "cards", "int",
+         "=IF({training}=1," + serving.training_shape_excel(
+             "MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))") + ",{cards_min})", _cards_needed),
+    Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})',
+         lambda r, s, g: r["cards"] if r["cards"] is not None else r["cards_needed"]),
+    Calc("speedup", "speedup", "x", "number", "=1+({cards_per_run}-1)*{gpu.scaling}",
+         lambda r, s, g: 1 + (r["cards_per_run"] - 1) * g.scaling),
     Calc("compute_hours", "compute hours (wall)", "h", "number",
          '=IF({training}=1,{flops_per_run}/({gpu.tflops}*Tera*{mfu_used}*{speedup}*SecondsPerHour),"")',
          lambda r, s, g: r["flops_per_run"] / (g.tflops * K.Tera * r["mfu_used"] * r["speedup"] * K.SecondsPerHour)
@@ -349,10 +374,6 @@ CALCS: tuple[Calc, ...] = (
     Calc("card_days", "load in card-days", "card-days", "number",
          '=IF({training}=1,"",{tokens_per_day}/({tokens_per_sec_used}*SecondsPerDay))',
          lambda r, s, g: None if _training(r) else r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerDay)),
-    Calc("deadline_used", "deadline per run", "days", "number",
-         f'=IF({_ONLINE_KIND},"",{serving.DEADLINE_DAYS_EXCEL.removeprefix("=")})',
-         lambda r, s, g: None if _online(r) else serving.deadline_days(
-             r["deadline_days"], hours_per_month=s.hours_per_month, runs_per_month=r["runs_per_month"])),
     Calc("replica_hours", "hours of one replica per run", "h", "number",
          f'=IF({_OFFLINE_SERVING_KIND},{serving.REPLICA_HOURS_EXCEL.removeprefix("=")},"")',
          lambda r, s, g: serving.replica_hours(r["batch_requests"], r["requests_per_sec"])

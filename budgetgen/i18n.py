@@ -81,7 +81,10 @@ TEXT_ZH = {
     "decode step, compute": "解码步（计算）", "decode step": "解码步", "prompt reading per request": "每请求预填充",
     "requests/s per replica": "每副本请求/秒", "tokens/s one user sees": "单用户token/s",
     "deadline per run": "每次运行截止", "hours of one replica per run": "每次运行单副本小时",
-    "wall-clock hours per run": "每次运行墙钟小时",
+    "wall-clock hours per run": "每次运行墙钟小时", "compute hours on one card": "单卡计算小时",
+    "cards to meet the deadline": "按期完成所需卡数",
+    "largest card count the engine proposes for one training run or one serving replica":
+        "引擎为一次训练运行或一个推理副本提议的最大卡数",
     "B params": "十亿参数", "bytes": "字节", "FLOP/param/token": "FLOP/参数/token", "TFLOP/s": "TFLOP/s",
     "s": "秒", "requests/s": "请求/秒", "output tokens": "输出token",
     "load in card-days": "负载（卡日）", "replicas": "副本数", "cards held": "占用卡数",
@@ -331,6 +334,16 @@ MESSAGES = {
     "cards_over_max_cards": (
         "{tid}: cards {cards} is more than max_cards {max_cards}: cards counts the cards of one run or replica",
         "{tid}：cards 为 {cards}，超过 max_cards {max_cards}：cards 是每次运行或每个副本的卡数"),
+    "no_failover": (
+        "{tid}: one replica, no failover: a card fault stops the service (min_replicas 2 keeps a spare)",
+        "{tid}：只有一个副本，没有故障切换：一张卡故障就会让服务停止（min_replicas 设为 2 可保留备用）"),
+    "consumer_serving": (
+        ("{tid}: {gpu} is a consumer card serving {hours:g} h a day (over {limit}): round-the-clock serving belongs "
+         "on datacenter cards"),
+        "{tid}：{gpu} 是消费级显卡，每天服务 {hours:g} 小时（超过 {limit}）：全天候服务应使用数据中心显卡"),
+    "slow_stream": (
+        "{tid}: a user sees {tps:.1f} tokens/s (under {limit}): set a lower concurrency or choose a faster card",
+        "{tid}：单个用户只能看到 {tps:.1f} token/s（低于 {limit}）：请降低并发数或选择更快的显卡"),
     "inference_on_spot": (
         "{tid}: online inference on spot: an interruption takes the service down",
         "{tid}：在线推理使用竞价实例：一次中断就会让服务下线"),
@@ -408,6 +421,21 @@ PROBLEMS = {
                       "setting：为空；请填写设置项名称（例如 period_start）或清空该行"),
     "unknown_setting": ('setting "{setting}" is unknown ({hint})', '设置项 "{setting}" 未知（{hint}）'),
     "did_you_mean": ("did you mean {guess}?", "是否应为 {guess}？"),
+    "excluded_cards_too_slow": (
+        ("{given} x {gpu} take {hours:,.0f} h a run, past the deadline of {days:g} days: {cards} cards finish in "
+         "time, or lengthen deadline_days"),
+        ("{given} × {gpu} 每次运行需 {hours:,.0f} 小时，超过 {days:g} 天的截止期限：{cards} 张卡才能按时完成，"
+         "或延长 deadline_days")),
+    "excluded_replica": ("needs more than 8 cards per replica: use fp8/int4 or a larger card",
+                         "每个副本需要超过 8 张卡：请使用 fp8/int4 或更大显存的显卡"),
+    "excluded_too_slow": ("needs {cards} x {gpu} to finish in {days:g} days, max_cards is {max_cards}",
+                          "需要 {cards} × {gpu} 才能在 {days:g} 天内完成，max_cards 为 {max_cards}"),
+    "named_gpu_excluded": ("gpu: {reason}", "gpu：{reason}"),
+    "no_gpu_in_time": (
+        ("no GPU finishes a run within {days:g} days on at most {max_cards} cards: the fastest option is {cards} x "
+         "{gpu}; raise max_cards, lengthen deadline_days or shorten the run"),
+        ("没有显卡能在 {max_cards} 张以内于 {days:g} 天内完成一次运行：最快的方案是 {cards} × {gpu}；"
+         "请提高 max_cards、延长 deadline_days 或缩短运行")),
     "see_models": ("`budgetgen models` lists the catalog; add the model on a Models sheet",
                    "`budgetgen models` 列出模型目录；也可在 Models（模型）工作表中添加"),
     "unknown_model": ('model: "{model}" is not a catalog model ({hint})', 'model："{model}" 不在模型目录中（{hint}）'),

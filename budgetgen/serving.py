@@ -345,6 +345,39 @@ def batch_gpu_hours_per_run(hours: float, *, replicas: int, setup_hours: float, 
     return (hours + setup_hours * replicas) * cards
 
 
+# ---------------------------------------------------------------- capacity that can run (§F)
+
+TRAINING_SMALL_SHAPES = (1, 2, 4)  # then whole nodes of MAX_REPLICA_SHAPE cards
+
+
+def training_shape(n: float) -> int:
+    """The card shape of a training run holding at least `n` cards: 1, 2, 4, then multiples of 8."""
+    for shape in TRAINING_SMALL_SHAPES:
+        if n <= shape:
+            return shape
+    return MAX_REPLICA_SHAPE * sheet_ceil(n / MAX_REPLICA_SHAPE)
+
+
+def training_shape_excel(n: str) -> str:
+    """`training_shape` as an Excel expression of the expression `n`."""
+    chain = "".join(f"IF({n}<={SHAPE_NAMES[shape]},{SHAPE_NAMES[shape]}," for shape in TRAINING_SMALL_SHAPES)
+    node = SHAPE_NAMES[MAX_REPLICA_SHAPE]
+    return chain + f"{node}*CEILING({n}/{node},1)" + ")" * len(TRAINING_SMALL_SHAPES)
+
+
+def cards_for_deadline(single_card_hours: float, *, run_overhead: float, deadline: float, setup_hours: float,
+                       scaling: float, impossible: float) -> float:
+    """n_needed of §F: the cards whose wall clock, compute_hours(n)·(1 + RunOverhead) + SetupHours with
+    speedup 1 + (n − 1)·scaling, meets the deadline; `impossible` when no number of cards does."""
+    work = single_card_hours * (1 + run_overhead)
+    window = deadline * K.HoursPerDay - setup_hours
+    if work <= window:
+        return 1
+    if window <= 0 or scaling <= 0:
+        return impossible
+    return 1 + (work / window - 1) / scaling
+
+
 # ---------------------------------------------------------------- training (§E)
 
 FLOPS_PER_TOKEN_EXCEL = ('=IF({method}="lora",LoraFlopsPerToken,'

@@ -214,7 +214,7 @@ INPUT_CASES = {
         "Error: Tasks!A2 batch_requests: required for batch tasks (requests/run): fill it in"]),
     # 2,000B fp16: 4,400 GB with runtime + 8 sequences of 1,000 + 100 tokens x 40,000 x sqrt(2000) bytes = 17.2 GB
     "fits_no_gpu": ([{**SERVICE, "model_params_b": 2000}], None, [
-        ("Error: Tasks!D2 model_params_b: needs 4,417.2 GB of GPU memory, more than 8 x the largest card "
+        ("Error: Tasks!D2 model_params_b: needs 4,417.2 GB of GPU memory, more than 64 x the largest card "
         "(H200, 141 GB): use lora/qlora or int8/int4, or raise max_cards")]),
     "months_outside_plan": ([{**SERVICE, "start_month": "2026-01", "end_month": "2027-01"}], None, [
         ("Error: Tasks!H2 start_month: 2026-01 is outside the plan 2026-07 to 2026-09 "

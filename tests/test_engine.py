@@ -220,17 +220,18 @@ def test_active_months_and_buffer(tmp_path):
 def test_named_gpu_beyond_max_cards_is_an_error(tmp_path):
     with pytest.raises(InputError) as info:
         plan_for(tmp_path, [{"task_id": "X", "kind": "pretrain", "model_params_b": 70, "train_tokens": "1B",
-                             "gpu": "A100 80G"}])
+                             "gpu": "A100 80G"}], settings={"max_cards": 8})
     problem = info.value.problems[0]
     assert problem.code == Code.TOO_MANY_CARDS
-    assert "needs 17 x A100 80G, max_cards is 8: set cards or raise max_cards" in problem.message
-    # 70 x 16 + 42 = 1162 GB / 72 GB usable = 16.1 -> 17 cards
+    assert "needs 24 x A100 80G, max_cards is 8: set cards or raise max_cards" in problem.message
+    # 70 x 16 + 42 = 1162 GB / 72 GB usable = 16.1 -> 17 cards, a run of whole 8-card nodes: 24
     assert sheet_ceil(1162 / 72) == 17
 
 
 def test_task_that_fits_no_gpu(tmp_path):
     with pytest.raises(InputError) as info:
-        plan_for(tmp_path, [{"task_id": "X", "kind": "pretrain", "model_params_b": 400, "train_tokens": "1B"}])
+        plan_for(tmp_path, [{"task_id": "X", "kind": "pretrain", "model_params_b": 400, "train_tokens": "1B"}],
+                 settings={"max_cards": 8})
     problem = info.value.problems[0]
     assert problem.code == Code.DOES_NOT_FIT and problem.sheet == "Tasks" and problem.cell == "C2"
     assert "6,640.0 GB" in problem.message and "H200" in problem.message
@@ -284,7 +285,7 @@ def test_cards_below_what_fits_is_excluded_and_reported_at_the_cards_cell(tmp_pa
 
 
 def test_more_cards_than_max_cards_is_legal_but_warned(tmp_path):
-    plan = plan_for(tmp_path, [{**CHAT, "gpu": "A100 80G", "cards": 16}])
+    plan = plan_for(tmp_path, [{**CHAT, "gpu": "A100 80G", "cards": 16}], settings={"max_cards": 8})
     assert plan.tasks[0].row["cards_per_run"] == 16
     assert "C1: cards 16 is more than max_cards 8: cards counts the cards of one run or replica" in plan.warnings
-    assert not any("more than max_cards" in w for w in plan_for(tmp_path, [{**CHAT, "cards": 8}]).warnings)
+    assert not any("more than max_cards" in w for w in plan_for(tmp_path, [{**CHAT, "cards": 8}], settings={"max_cards": 8}).warnings)

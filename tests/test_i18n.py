@@ -64,7 +64,7 @@ def builds(tmp_path_factory):
 def test_chinese_sample_builds_to_the_numbers_of_the_english_one(builds):
     _, en, _ = builds["en"]
     _, zh, _ = builds["zh"]
-    assert en["period_total"] == pytest.approx(154_273, abs=1)  # the README's worked example
+    assert en["period_total"] == pytest.approx(154_427, abs=1)  # the README's worked example
     assert zh == en  # every number, key and canonical value; warnings in the JSON stay English
 
 
@@ -93,13 +93,13 @@ def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
 def test_diff_reads_a_chinese_budget_like_an_english_one(builds):
     result = run("diff", builds["en"][0], builds["zh"][0], *DATE)
     assert result.exit_code == 0, result.output
-    assert "no changes" in result.output and "154,273 -> 154,273" in result.output
+    assert "no changes" in result.output and "154,427 -> 154,427" in result.output
 
 
 def test_cli_prints_chinese_summary_lines(builds):
     output = builds["zh"][2]
     assert output.startswith("已写入 ")
-    assert "计划期合计 2026-07 至 2026-09：154,273 CNY" in output
+    assert "计划期合计 2026-07 至 2026-09：154,427 CNY" in output
     assert "  2026-07：GPU 30,349 CNY + 额外费用 1,000 CNY + 缓冲 7,587 CNY = 38,936 CNY" in output
     assert "警告：KB01：按需比包月每月便宜 4,540" in output
     assert "Warning:" not in output and "Period total" not in output
@@ -176,8 +176,9 @@ def test_chinese_engine_and_sheet_problems(tmp_path):
     result = run("build", book, "--lang", "zh", "-o", tmp_path / "out.xlsx", *DATE)
     assert result.exit_code == 1 and not (tmp_path / "out.xlsx").exists()
     # 2,600B fp16: 5,720 GB with runtime + 8 sequences of 1,009 tokens x 40,000 x sqrt(2600) bytes = 5,736.5 GB
-    assert "错误：Tasks!C2 model_params_b：需要 5,736.5 GB 显存，超过 8 张最大显卡（H200，141 GB）的总和" in result.output
-    assert "错误：Tasks!G3 gpu：需要 162 × A100 80G，max_cards 为 8：请设置 cards 或提高 max_cards" in result.output
+    assert "错误：Tasks!C2 model_params_b：需要 5,736.5 GB 显存，超过 64 张最大显卡（H200，141 GB）的总和" in result.output
+    # 700B full training: 700 x 16.6 = 11,620 GB on 72 GB usable: 162 cards, a run shape of 21 nodes of 8
+    assert "错误：Tasks!G3 gpu：需要 168 × A100 80G，max_cards 为 64：请设置 cards 或提高 max_cards" in result.output
     wb = openpyxl.Workbook()
     wb.active.title = "Nope"
     wb.save(tmp_path / "no-tasks.xlsx")
@@ -276,5 +277,5 @@ def test_message_is_english_text_that_renders_chinese():
 def test_validate_speaks_chinese():
     result = run("validate", SAMPLE_ZH, "--lang", "zh", *DATE)
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1] == "通过：8 个任务，6 条警告。"
+    assert result.output.splitlines()[-1] == "通过：8 个任务，8 条警告。"
     assert "警告：KB01：按需比包月每月便宜 4,540" in result.output
