@@ -194,7 +194,24 @@ def _read_setting(rec: Record, values: dict, seen: dict[str, str], out: Collecto
     values[setting.key] = value
 
 
-# ---------------------------------------------------------------- GPUs
+# ---------------------------------------------------------------- GPUs and Models
+
+def _keyed_rows(ws, sheet: str, columns: tuple[Column, ...], key: str, out: Collector) -> Iterator[tuple[str, Record]]:
+    """The rows of a catalog sheet that name their key (`gpu`, `model`), each name once, ignoring case; a repeated
+    name is a problem at its cell."""
+    seen: dict[str, str] = {}
+    for rec in read_table(ws, sheet, columns, out):
+        name = rec.values.get(key)
+        if name is None:
+            continue
+        _check_key(name, key, sheet, rec.cells[key], out)
+        if name.lower() in seen:
+            out.add(Code.DUPLICATE_GPU, sheet, rec.cells[key],
+                    Message(f"duplicate_{key}", **{key: name}, first=seen[name.lower()]))
+            continue
+        seen[name.lower()] = rec.cells[key]
+        yield name, rec
+
 
 def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
     warnings: list[str] = []
@@ -213,17 +230,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
             names = ", ".join(dict.fromkeys(unpriced))
             warnings.append(Message("catalog_unpriced", names=names, currency=settings.currency))
     if ws is not None:
-        seen: dict[str, str] = {}
-        for rec in read_table(ws, "GPUs", GPU_COLUMNS, out):
-            name = rec.values.get("gpu")
-            if name is None:
-                continue
-            _check_key(name, "gpu", "GPUs", rec.cells["gpu"], out)
-            if name.lower() in seen:
-                out.add(Code.DUPLICATE_GPU, "GPUs", rec.cells["gpu"],
-                        Message("duplicate_gpu", gpu=name, first=seen[name.lower()]))
-                continue
-            seen[name.lower()] = rec.cells["gpu"]
+        for name, rec in _keyed_rows(ws, "GPUs", GPU_COLUMNS, "gpu", out):
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
             merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
@@ -243,17 +250,7 @@ def _read_models(ws, out: Collector) -> ModelCatalog:
     if ws is None:
         return catalog
     records: list[dict] = []
-    seen: dict[str, str] = {}
-    for rec in read_table(ws, "Models", MODEL_COLUMNS, out):
-        name = rec.values.get("model")
-        if name is None:
-            continue
-        _check_key(name, "model", "Models", rec.cells["model"], out)
-        if name.lower() in seen:
-            out.add(Code.DUPLICATE_GPU, "Models", rec.cells["model"],
-                    Message("duplicate_model", model=name, first=seen[name.lower()]))
-            continue
-        seen[name.lower()] = rec.cells["model"]
+    for _, rec in _keyed_rows(ws, "Models", MODEL_COLUMNS, "model", out):
         try:
             catalog.overlay([rec.values])
         except ModelRecordError as exc:

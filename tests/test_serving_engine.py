@@ -226,3 +226,17 @@ def test_an_inventory_for_the_old_columns_builds_and_names_its_vague_serving_tas
         assert key in s1
     assert out[2]["tokens_per_sec_used"] == 800
     assert out[1]["deadline_hours"] == pytest.approx(730 / 30)
+
+
+def test_a_models_sheet_row_repeated_or_without_a_size_is_a_problem_at_its_cell(tmp_path):
+    models = [["model", "total_params_b", "layers"], ["House-20B", 20, 40], ["house-20b", 21, 40],
+              ["Sizeless", None, 40]]
+    path = make_input(tmp_path / "in.xlsx", [{"task_id": "A", "kind": "inference", "model": "House-20B",
+                                              "requests_per_day": 10, "tokens_per_request": 100}],
+                      extra_sheets={"Models": models})
+    with pytest.raises(InputError) as caught:
+        read_inputs(path, today=TODAY)
+    problems = {(p.sheet, p.cell): str(p) for p in caught.value.problems}
+    assert set(problems) == {("Models", "A3"), ("Models", "A4")}
+    assert "already given in A2" in problems[("Models", "A3")]
+    assert "total_params_b is required" in problems[("Models", "A4")]
