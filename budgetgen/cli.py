@@ -19,6 +19,7 @@ from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError
 from .i18n import LANGS, say, tr
+from .models import format_models_table
 from .reader import read_inputs
 from .safefile import check_outputs, staged_outputs
 from .schema import TIERS
@@ -190,6 +191,12 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
             billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
             flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
     _warn(plan.warnings, lang)  # the plan's, then those about the bills and usage
+
+
+@main.command()
+def models() -> None:
+    """List the built-in model catalog (a Models sheet in the input adds or overrides rows)."""
+    click.echo(format_models_table(), nl=False)
 
 
 @main.command()

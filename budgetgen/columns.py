@@ -8,21 +8,17 @@ Blank results ("" in the sheet) are None in Python: the JSON's null.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from . import serving
 from .schema import CONSTANT_VALUES, KIND, TASK_KINDS, TIERS
+from .serving import sheet_ceil
 
 Row = dict[str, object]
 # The named constants of Assumptions, so the Python side uses the very numbers the formulas name.
 K = SimpleNamespace(**CONSTANT_VALUES)
-
-
-def sheet_ceil(x: float) -> int:
-    """CEILING(x, 1) as a spreadsheet computes it: rounded to 15 significant digits first."""
-    return math.ceil(float(f"{x:.15g}"))
 
 
 @dataclass(frozen=True)
@@ -64,41 +60,137 @@ def _tokens_per_day_excel() -> str:
     return "=" + formula
 
 
+def _model(r: Row, field: str):
+    """The row's catalog model figure (None: no model, or the catalog lacks it): `{model.field}` in formulas."""
+    return r.get(f"model.{field}")
+
+
+def _serving(py: Callable[[Row, object, object], object]) -> Callable[[Row, object, object], object]:
+    """A serving column's Python view: blank on a training row."""
+    return lambda r, s, g: None if _training(r) else py(r, s, g)
+
+
+def _serving_excel(excel: str) -> str:
+    """A serving column's formula: blank on a training row."""
+    return f'=IF({{training}}=1,"",{excel.removeprefix("=")})'
+
+
+def _training_only(excel: str) -> str:
+    return f'=IF({{training}}=1,{excel.removeprefix("=")},"")'
+
+
+def _kv_bytes_per_token(r: Row, s, g) -> float:
+    return serving.kv_bytes_per_token(layers=_model(r, "layers"), kv_heads=_model(r, "kv_heads"),
+                                      head_dim=_model(r, "head_dim"), kv_latent=_model(r, "kv_latent"),
+                                      active_params_b=r["active_used"], kv_bytes=serving.kv_bytes(s.kv_cache_dtype),
+                                      kv_fallback_bytes=s.kv_fallback_bytes)
+
+
 def _weights_gb(r: Row, s, g) -> float:
-    if r["method"] in ("qlora", "int4"):
-        per_param = K.BytesInt4
-    elif r["method"] == "int8":
-        per_param = K.BytesInt8
-    else:
-        per_param = K.BytesFp16
-    return r["model_params_b"] * per_param
+    if _training(r):
+        if r["method"] != "qlora":
+            return r["params_used"] * K.BytesFp16
+        return r["params_used"] * (serving.KS.BytesQloraBase if _model(r, "hidden") is not None else K.BytesInt4)
+    return r["params_used"] * r["bytes_per_param"]
+
+
+def _min_batch(r: Row, s) -> float:
+    """Sequences a replica must hold: the concurrency, at most MinBatch; MinBatch when concurrency is blank."""
+    return s.min_batch if r["concurrency"] is None else min(r["concurrency"], s.min_batch)
 
 
 def _vram_gb(r: Row, s, g) -> float:
-    params = r["model_params_b"]
     if _training(r):
-        if r["method"] == "full":
-            state = params * K.BytesFullTraining
-        else:
-            state = r["weights_gb"] + params * s.lora_trainable * K.BytesTrainableState
-        return state + s.activation_gb_per_b * params
-    return r["weights_gb"] * (1 + s.inference_overhead) + (r["kv_cache_gb"] or 0)
+        return serving.training_memory_gb(r["method"], params_b=r["params_used"], layers=_model(r, "layers"),
+                                          hidden=_model(r, "hidden"), lora_trainable=s.lora_trainable,
+                                          micro_batch_tokens=s.micro_batch_tokens,
+                                          lora_workspace_gb=s.lora_workspace_gb,
+                                          activation_gb_per_b=s.activation_gb_per_b)
+    return r["weights_gb"] * (1 + s.inference_overhead) + (r["kv_cache_gb"] or 0) \
+        + _min_batch(r, s) * r["kv_bytes_per_token"] * r["context_used"] / K.Billion
 
+
+def _adapters_on_whole_card(r: Row) -> bool:
+    """LoRA/QLoRA with a known architecture: the estimate carries its own workspace, so it is held against the
+    card's whole memory (in GiB, as vendors count it) instead of the UsableVram share."""
+    return _training(r) and r["method"] in ("lora", "qlora") and _model(r, "hidden") is not None
+
+
+def _cards_min(r: Row, s, g) -> int:
+    if _training(r):
+        card = g.vram_gb * (serving.KS.GibPerGb if _adapters_on_whole_card(r) else s.usable_vram)
+        return serving.training_shape(sheet_ceil(r["vram_gb"] / card))
+    shape = serving.cards_per_replica(
+        cards=None, attn_heads=_model(r, "attn_heads"), concurrency=r["concurrency"], min_batch=s.min_batch,
+        vram_gb=g.vram_gb, usable_vram=s.usable_vram, params_b=r["params_used"], bytes_per_param=r["bytes_per_param"],
+        inference_overhead=s.inference_overhead, kv_cache_gb=r["kv_cache_gb"], kv_tok=r["kv_bytes_per_token"],
+        context=r["context_used"])
+    if shape is not None:
+        return shape
+    return serving.MAX_REPLICA_SHAPE * max(2, sheet_ceil(r["vram_gb"] / (serving.MAX_REPLICA_SHAPE * g.vram_gb
+                                                                            * s.usable_vram)))
+
+
+def _cards_needed(r: Row, s, g) -> int:
+    if not _training(r):
+        return r["cards_min"]
+    needed = serving.cards_for_deadline(r["single_card_hours"], run_overhead=s.run_overhead,
+                                        deadline=r["deadline_used"], setup_hours=s.setup_hours, scaling=g.scaling,
+                                        impossible=s.max_cards + 1)
+    return serving.training_shape(max(r["cards_min"], sheet_ceil(needed)))
+
+
+def _free_gb(r: Row, s, g) -> float:
+    return serving.free_memory_gb(cards=r["cards_per_run"], vram_gb=g.vram_gb, usable_vram=s.usable_vram,
+                                  params_b=r["params_used"], bytes_per_param=r["bytes_per_param"],
+                                  inference_overhead=s.inference_overhead, kv_cache_gb=r["kv_cache_gb"])
+
+
+def _batch(r: Row, s, g) -> float:
+    """The §D batch, at least one sequence: a replica whose memory holds none is excluded by its cards_min."""
+    return max(1, serving.batch_size(r["concurrency"], cards=r["cards_per_run"],
+                                     max_batch_per_card=s.max_batch_per_card, batch_mem=r["batch_mem"]))
+
+
+def _t_mem(r: Row, s, g) -> float:
+    return serving.decode_memory_seconds(
+        params_b=r["params_used"], active_params_b=r["active_used"], batch=r["batch"],
+        bytes_per_param=r["bytes_per_param"], kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"],
+        output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
+        decode_efficiency=s.decode_efficiency, tp=r["tp"])
+
+
+def _t_pre(r: Row, s, g) -> float:
+    return serving.prefill_seconds(active_params_b=r["active_used"], prompt=r["prompt_used"],
+                                   layers=_model(r, "layers"), attn_heads=_model(r, "attn_heads"),
+                                   head_dim=_model(r, "head_dim"), cards=r["cards_per_run"], peak=r["peak_tflops"],
+                                   prefill_mfu=s.prefill_mfu, tp=r["tp"])
+
+
+def _min_replicas(r: Row, s) -> int:
+    return r["min_replicas"] if r["min_replicas"] is not None else s.min_replicas
+
+
+def _replicas(r: Row, s, g):
+    if _training(r):
+        return None
+    if _online(r):
+        return serving.inference_replicas(requests_per_day=r["requests_per_day"], peak_factor=s.peak_factor,
+                                          serving_hours_per_day=r["serving_hours_per_day"],
+                                          req_s=r["requests_per_sec"], min_replicas=_min_replicas(r, s))
+    return serving.batch_replicas(r["replica_hours"], deadline=r["deadline_used"], setup_hours=s.setup_hours)
+
+
+def _wall_hours(r: Row, s, g):
+    if _training(r):
+        return r["compute_hours"] * (1 + s.run_overhead) + s.setup_hours
+    if _online(r):
+        return None
+    return r["replica_hours"] / r["replicas"] + s.setup_hours
 
 def _tokens_per_day(r: Row, s, g):
     requests = KIND[r["kind"]].requests
     return None if requests is None else r[requests] * r["tokens_per_request"]
-
-
-def _tokens_per_sec(r: Row, s, g):
-    if _training(r):
-        return None
-    if r["tokens_per_sec"] is not None:
-        return r["tokens_per_sec"]
-    cards = r["cards_per_run"]
-    bandwidth_bound = cards * g.bandwidth_gbs * s.decode_efficiency * r["concurrency"] / r["weights_gb"]
-    compute_bound = cards * g.tflops * K.Tera * r["mfu_used"] / (K.InferenceFlopsPerToken * r["model_params_b"] * K.Billion)
-    return min(bandwidth_bound, compute_bound)
 
 
 def _gpu_hours_per_run(r: Row, s, g):
@@ -106,7 +198,8 @@ def _gpu_hours_per_run(r: Row, s, g):
         return (r["compute_hours"] * (1 + s.run_overhead) * (1 + s.debug_overhead) + s.setup_hours) \
             * r["cards_per_run"]
     if not _online(r):
-        return (r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerHour) + s.setup_hours) * r["cards_per_run"]
+        return serving.batch_gpu_hours_per_run(r["replica_hours"], replicas=r["replicas"], setup_hours=s.setup_hours,
+                                               cards=r["cards_per_run"])
     return None
 
 
@@ -164,28 +257,85 @@ def _tier_cost_excel(tier: str, price_name: str) -> str:
 
 TIER_PRICE_NAMES = {"monthly": "GpuMonthly", "on_demand": "GpuOnDemand", "idle": "GpuIdle", "spot": "GpuSpot"}
 
+def _fits_shape_excel() -> str:
+    """The smallest replica shape of §D (1, 2, 4, 8 cards) that divides the heads and holds the minimum batch;
+    none: whole 8-card nodes for the memory, at least two (more than max_cards by default: not a candidate)."""
+    fallback = "CardsPerNode*MAX(TwoCards,CEILING({vram_gb}/(CardsPerNode*{gpu.vram_gb}*UsableVram),1))"
+    chain = "".join(f"IF({serving.fits_excel(n)},{serving.SHAPE_NAMES[n]},"
+                    for n in serving.CARDS_PER_REPLICA_SHAPES)
+    return chain + fallback + ")" * len(serving.CARDS_PER_REPLICA_SHAPES)
+
+
+_SERVING_VRAM = ('{weights_gb}*(1+InferenceOverhead)+{kv_cache_gb}+IF({concurrency}="",MinBatch,'
+                 'MIN({concurrency},MinBatch))*{kv_bytes_per_token}*{context_used}/Billion')
+_ADAPTERS_ON_WHOLE_CARD = 'AND({training}=1,OR({method}="lora",{method}="qlora"),{model.hidden}<>"")'
+_MIN_REPLICAS = 'IF({min_replicas}="",MinReplicas,{min_replicas})'
+# §F's n_needed: 1 when one card meets the deadline, MaxCards + 1 when no number of cards can.
+_RUN_WINDOW = "({deadline_used}*HoursPerDay-SetupHours)"
+_CARDS_FOR_DEADLINE = (f"IF({{single_card_hours}}*(1+RunOverhead)<={_RUN_WINDOW},1,"
+                       f"IF(OR({_RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
+                       f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
+
+
+def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str, py) -> Calc:
+    return Calc(key, header, unit, fmt, _serving_excel(excel), _serving(py))
+
+
 CALCS: tuple[Calc, ...] = (
-    Calc("mfu_used", "MFU used", "share", "percent", '=IF({mfu}="",MfuRate,{mfu})',
-         lambda r, s, g: r["mfu"] if r["mfu"] is not None else s.mfu),
+    Calc("params_used", "parameters used", "B params", "number", serving.PARAMS_USED_EXCEL,
+         lambda r, s, g: serving.params_used(r["model_params_b"], _model(r, "total_params_b"))),
+    Calc("active_used", "active parameters", "B params", "number", serving.ACTIVE_USED_EXCEL,
+         lambda r, s, g: serving.active_used(r["active_params_b"], params=r["params_used"],
+                                             catalog_total=_model(r, "total_params_b"),
+                                             catalog_active=_model(r, "active_params_b"))),
     Calc("training", "training?", "1 = yes", "int", f"=IF({_TRAINING_KIND},1,0)",
          lambda r, s, g: 1 if KIND[r["kind"]].training else 0),
+    Calc("mfu_used", "MFU used", "share", "percent", serving.MFU_USED_EXCEL,
+         lambda r, s, g: serving.mfu_used(r["mfu"], params_b=r["params_used"], active_params_b=r["active_used"],
+                                          mfu=s.mfu, moe_mfu=s.moe_mfu)),
+    _serving_calc("bytes_per_param", "bytes per weight", "bytes", "number", serving.BYTES_PER_PARAM_EXCEL,
+                  lambda r, s, g: serving.bytes_per_param(r["method"])),
     Calc("weights_gb", "weights", "GB", "number",
-         '={model_params_b}*IF(OR({method}="qlora",{method}="int4"),BytesInt4,'
-         'IF({method}="int8",BytesInt8,BytesFp16))', _weights_gb),
+         '=IF({training}=1,IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16),'
+         '{bytes_per_param})*{params_used}',
+         _weights_gb),
+    _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL,
+                  _kv_bytes_per_token),
+    _serving_calc("prompt_used", "prompt used", "tokens", "int", serving.PROMPT_EXCEL,
+                  lambda r, s, g: serving.prompt_used(r["prompt_tokens"], s.default_prompt_tokens)),
+    _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL,
+                  lambda r, s, g: serving.context_used(r["context_tokens"], prompt=r["prompt_used"],
+                                                       output=r["tokens_per_request"])),
     Calc("vram_gb", "VRAM needed", "GB", "number",
-         '=IF({training}=1,IF({method}="full",{model_params_b}*BytesFullTraining,'
-         '{weights_gb}+{model_params_b}*LoraTrainable*BytesTrainableState)+ActivationGbPerB*{model_params_b},'
-         '{weights_gb}*(1+InferenceOverhead)+{kv_cache_gb})', _vram_gb),
-    Calc("cards_min", "cards min", "cards", "int", "=CEILING({vram_gb}/({gpu.vram_gb}*UsableVram),1)",
-         lambda r, s, g: sheet_ceil(r["vram_gb"] / (g.vram_gb * s.usable_vram))),
-    Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_min},{cards})',
-         lambda r, s, g: r["cards"] if r["cards"] is not None else r["cards_min"]),
+         f'=IF({{training}}=1,{serving.TRAINING_VRAM_EXCEL.removeprefix("=")},{_SERVING_VRAM})', _vram_gb),
+    Calc("flops_per_token_used", "training FLOPs per parameter and token", "FLOP/param/token", "number",
+         _training_only(serving.FLOPS_PER_TOKEN_EXCEL),
+         lambda r, s, g: serving.training_flops_per_token(
+             r["method"], flops_per_token=s.flops_per_token, lora_flops_per_token=s.lora_flops_per_token,
+             qlora_flops_per_token=s.qlora_flops_per_token) if _training(r) else None),
+    Calc("flops_per_run", "FLOPs per run", "FLOP", "sci", _training_only(serving.TRAINING_FLOPS_EXCEL),
+         lambda r, s, g: serving.training_flops(k=r["flops_per_token_used"], active_params_b=r["active_used"],
+                                                train_tokens=r["train_tokens"], epochs=r["epochs"])
+         if _training(r) else None),
+    Calc("deadline_used", "deadline per run", "days", "number",
+         f'=IF({_ONLINE_KIND},"",{serving.DEADLINE_DAYS_EXCEL.removeprefix("=")})',
+         lambda r, s, g: None if _online(r) else serving.deadline_days(
+             r["deadline_days"], hours_per_month=s.hours_per_month, runs_per_month=r["runs_per_month"])),
+    Calc("single_card_hours", "compute hours on one card", "h", "number",
+         _training_only(serving.TRAINING_GPU_HOURS_EXCEL),
+         lambda r, s, g: serving.training_gpu_hours(r["flops_per_run"], tflops=g.tflops, mfu=r["mfu_used"])
+         if _training(r) else None),
+    Calc("cards_min", "cards min", "cards", "int",
+         "=IF({training}=1," + serving.training_shape_excel(
+             f"CEILING({{vram_gb}}/({{gpu.vram_gb}}*IF({_ADAPTERS_ON_WHOLE_CARD},GibPerGb,UsableVram)),1)")
+         + f",{_fits_shape_excel()})", _cards_min),
+    Calc("cards_needed", "cards to meet the deadline", "cards", "int",
+         "=IF({training}=1," + serving.training_shape_excel(
+             "MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))") + ",{cards_min})", _cards_needed),
+    Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})',
+         lambda r, s, g: r["cards"] if r["cards"] is not None else r["cards_needed"]),
     Calc("speedup", "speedup", "x", "number", "=1+({cards_per_run}-1)*{gpu.scaling}",
          lambda r, s, g: 1 + (r["cards_per_run"] - 1) * g.scaling),
-    Calc("flops_per_run", "FLOPs per run", "FLOP", "sci",
-         '=IF({training}=1,FlopsPerToken*{model_params_b}*Billion*{train_tokens}*{epochs},"")',
-         lambda r, s, g: s.flops_per_token * r["model_params_b"] * K.Billion * r["train_tokens"] * r["epochs"]
-         if _training(r) else None),
     Calc("compute_hours", "compute hours (wall)", "h", "number",
          '=IF({training}=1,{flops_per_run}/({gpu.tflops}*Tera*{mfu_used}*{speedup}*SecondsPerHour),"")',
          lambda r, s, g: r["flops_per_run"] / (g.tflops * K.Tera * r["mfu_used"] * r["speedup"] * K.SecondsPerHour)
@@ -193,29 +343,55 @@ CALCS: tuple[Calc, ...] = (
     Calc("compute_gpu_hours", "compute GPU-hours", "GPU-h", "number",
          '=IF({training}=1,{compute_hours}*{cards_per_run},"")',
          lambda r, s, g: r["compute_hours"] * r["cards_per_run"] if _training(r) else None),
-    Calc("tokens_per_day", "tokens per day (batch: per run)", "tokens", "int",
+    Calc("tokens_per_day", "output tokens per day (batch: per run)", "tokens", "int",
          _tokens_per_day_excel(), _tokens_per_day),
-    Calc("tokens_per_sec_used", "tokens/s per replica", "tokens/s", "number",
-         '=IF({training}=1,"",IF({tokens_per_sec}="",MIN({cards_per_run}*{gpu.bandwidth_gbs}*DecodeEfficiency'
-         '*{concurrency}/{weights_gb},{cards_per_run}*{gpu.tflops}*Tera*{mfu_used}/(InferenceFlopsPerToken'
-         '*{model_params_b}*Billion)),{tokens_per_sec}))', _tokens_per_sec),
+    _serving_calc("peak_tflops", "matmul peak used", "TFLOP/s", "number", serving.PEAK_TFLOPS_EXCEL,
+                  lambda r, s, g: serving.peak_tflops(r["method"], tflops=g.tflops, tflops_fp8=g.tflops_fp8,
+                                                      tflops_fp4=g.tflops_fp4, fp8_efficiency=s.fp8_efficiency)),
+    _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL,
+                  lambda r, s, g: serving.tp_factor(r["cards_per_run"], s.tp_efficiency)),
+    _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),
+    _serving_calc("batch_mem", "sequences memory holds", "sequences", "int", serving.BATCH_MEM_EXCEL,
+                  lambda r, s, g: serving.batch_by_memory(r["free_gb"], r["kv_bytes_per_token"], r["context_used"])),
+    _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})", _batch),
+    _serving_calc("t_mem", "decode step, memory", "s", "number", serving.T_MEM_EXCEL, _t_mem),
+    _serving_calc("t_cmp", "decode step, compute", "s", "number", serving.T_CMP_EXCEL,
+                  lambda r, s, g: serving.decode_compute_seconds(
+                      active_params_b=r["active_used"], batch=r["batch"], cards=r["cards_per_run"],
+                      peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])),
+    _serving_calc("t_step", "decode step", "s", "number", serving.T_STEP_EXCEL,
+                  lambda r, s, g: serving.step_seconds(r["t_mem"], r["t_cmp"], s.step_overhead_ms)),
+    _serving_calc("t_pre", "prompt reading per request", "s", "number", serving.T_PRE_EXCEL, _t_pre),
+    _serving_calc("requests_per_sec", "requests/s per replica", "requests/s", "number", serving.REQ_S_EXCEL,
+                  lambda r, s, g: serving.requests_per_sec(t_pre=r["t_pre"], output=r["tokens_per_request"],
+                                                           t_step=r["t_step"], batch=r["batch"],
+                                                           tokens_per_sec=r["tokens_per_sec"])),
+    _serving_calc("tokens_per_sec_used", "output tokens/s per replica", "tokens/s", "number",
+                  serving.OUTPUT_TOKENS_PER_SEC_EXCEL,
+                  lambda r, s, g: serving.output_tokens_per_sec(r["tokens_per_request"], r["requests_per_sec"])),
+    _serving_calc("user_tokens_per_sec", "tokens/s one user sees", "tokens/s", "number",
+                  serving.USER_TOKENS_PER_SEC_EXCEL, lambda r, s, g: serving.user_tokens_per_sec(r["t_step"])),
     Calc("card_days", "load in card-days", "card-days", "number",
          '=IF({training}=1,"",{tokens_per_day}/({tokens_per_sec_used}*SecondsPerDay))',
          lambda r, s, g: None if _training(r) else r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerDay)),
+    Calc("replica_hours", "hours of one replica per run", "h", "number",
+         f'=IF({_OFFLINE_SERVING_KIND},{serving.REPLICA_HOURS_EXCEL.removeprefix("=")},"")',
+         lambda r, s, g: serving.replica_hours(r["batch_requests"], r["requests_per_sec"])
+         if not _training(r) and not _online(r) else None),
     Calc("replicas", "replicas", "replicas", "int",
-         "=IF(" + _ONLINE_KIND + ",MAX(1,"
-         'CEILING({tokens_per_day}*PeakFactor/({tokens_per_sec_used}'
-         '*SecondsPerHour*{serving_hours_per_day}),1)),"")',
-         lambda r, s, g: max(1, sheet_ceil(r["tokens_per_day"] * s.peak_factor / (
-             r["tokens_per_sec_used"] * K.SecondsPerHour * r["serving_hours_per_day"]))) if _online(r) else None),
+         f'=IF({{training}}=1,"",IF({_ONLINE_KIND},MAX({_MIN_REPLICAS},CEILING({{requests_per_day}}*PeakFactor'
+         '/({serving_hours_per_day}*SecondsPerHour*{requests_per_sec}),1)),'
+         'CEILING({replica_hours}/({deadline_used}*HoursPerDay-SetupHours),1)))', _replicas),
     Calc("cards_held", "cards held", "cards", "int",
-         "=IF(" + _ONLINE_KIND + ',{replicas}*{cards_per_run},{cards_per_run})',
-         lambda r, s, g: r["replicas"] * r["cards_per_run"] if _online(r) else r["cards_per_run"]),
+         '=IF({training}=1,{cards_per_run},{replicas}*{cards_per_run})',
+         lambda r, s, g: r["cards_per_run"] if _training(r) else r["replicas"] * r["cards_per_run"]),
     Calc("gpu_hours_per_run", "GPU-hours per run", "GPU-h", "number",
          '=IF({training}=1,({compute_hours}*(1+RunOverhead)*(1+DebugOverhead)+SetupHours)*{cards_per_run},'
-         "IF(" + _OFFLINE_SERVING_KIND + ",({tokens_per_day}"
-         '/({tokens_per_sec_used}*SecondsPerHour)+SetupHours)'
-         '*{cards_per_run},""))', _gpu_hours_per_run),
+         "IF(" + _OFFLINE_SERVING_KIND + ',({replica_hours}+SetupHours*{replicas})*{cards_per_run},""))',
+         _gpu_hours_per_run),
+    Calc("wall_hours_per_run", "wall-clock hours per run", "h", "number",
+         '=IF({training}=1,{compute_hours}*(1+RunOverhead)+SetupHours,'
+         'IF(' + _OFFLINE_SERVING_KIND + ',{replica_hours}/{replicas}+SetupHours,""))', _wall_hours),
     Calc("base_gpu_hours_per_month", "GPU-hours a month before spot reruns", "GPU-h", "number",
          "=IF(" + _ONLINE_KIND + ',{cards_held}*{serving_hours_per_day}*DaysPerMonth,'
          '{gpu_hours_per_run}*{runs_per_month})', _base_hours),
@@ -256,15 +432,23 @@ CALCS: tuple[Calc, ...] = (
 )
 # Columns the Candidates sheet reads from the task's Tasks row instead of repeating: they do not depend on
 # the GPU, or only advise on the chosen one.
-CANDIDATE_FROM_TASKS = frozenset({"mfu_used", "training", "weights_gb", "vram_gb", "flops_per_run", "tokens_per_day",
+CANDIDATE_FROM_TASKS = frozenset({"params_used", "active_used", "mfu_used", "training", "bytes_per_param",
+                                  "weights_gb", "kv_bytes_per_token", "prompt_used", "context_used", "vram_gb",
+                                  "flops_per_token_used", "flops_per_run", "tokens_per_day", "deadline_used",
                                   "start_index", "end_index", "active_months", "cheapest_tier", "tier_saving",
                                   "tier_advice", "cards_billed", "period_cost"})
 
 
-def evaluate(inputs: Row, settings, gpu) -> Row:
-    """Run every calculated column for one task on one GPU; returns inputs plus results."""
+MODEL_FIELDS = ("total_params_b", "active_params_b", "layers", "hidden", "attn_heads", "kv_heads", "head_dim",
+                "kv_latent", "native_context")  # the Models sheet's named columns a formula may look up
+
+
+def evaluate(inputs: Row, settings, gpu, model=None) -> Row:
+    """Run every calculated column for one task on one GPU (and its catalog model, or None); returns inputs,
+    the model's figures as `model.<field>` (the formulas' `{model.field}`) and the results."""
     row = dict(inputs)
     row["gpu"] = gpu.name
+    row.update({f"model.{f}": getattr(model, f) if model is not None else None for f in MODEL_FIELDS})
     for calc in CALCS:
         row[calc.key] = calc.py(row, settings, gpu)
     return row

@@ -6,21 +6,28 @@ import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from . import rules
+from . import rules, serving
 from .columns import evaluate
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
-from .schema import KIND, TIERS
+from .schema import CONSTANT_VALUES, KIND, TIERS
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
+CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
+SLOW_STREAM = 10  # tokens/s one user sees, under which a service is warned about
+DEADLINE_TOLERANCE = 1e-9  # a run ending on its deadline, up to rounding, is in time
+HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
 
 
 class Exclusion(Enum):
     """Why a catalog GPU cannot be chosen for a task; the value is its message's template key."""
 
     TOO_FEW_CARDS = "excluded_cards"  # the task's own `cards` is below what its memory needs
+    CARDS_TOO_SLOW = "excluded_cards_too_slow"  # the task's own `cards` cannot finish a run by its deadline
+    REPLICA_TOO_LARGE = "excluded_replica"  # a serving replica would need more than 8 cards
     OVER_MAX_CARDS = "excluded_max_cards"  # it needs more cards than max_cards
+    TOO_SLOW = "excluded_too_slow"  # it fits, but finishing a run by its deadline needs more than max_cards
     NO_PRICE = "excluded_no_price"  # it fits, but has no price for the task's tier
 
     @property
@@ -29,8 +36,15 @@ class Exclusion(Enum):
 
     def message(self, row: dict, max_cards: int) -> Message:
         """The reason as a translatable message, with the numbers of the candidate's row."""
+        slow = {"cards": row["cards_needed"], "gpu": row["gpu"], "days": row["deadline_used"] or 0,
+                "max_cards": max_cards}
         params = {Exclusion.TOO_FEW_CARDS: {"cards_min": row["cards_min"], "vram": row["vram_gb"], "given": row["cards"]},
+                  Exclusion.CARDS_TOO_SLOW: {"given": row["cards"], "gpu": row["gpu"],
+                                             "hours": row["wall_hours_per_run"] or 0, "days": row["deadline_used"] or 0,
+                                             "cards": row["cards_needed"]},
+                  Exclusion.REPLICA_TOO_LARGE: {"gpu": row["gpu"]},
                   Exclusion.OVER_MAX_CARDS: {"cards_min": row["cards_min"], "gpu": row["gpu"], "max_cards": max_cards},
+                  Exclusion.TOO_SLOW: slow,
                   Exclusion.NO_PRICE: {"tier": row["tier"]}}[self]
         return Message(self.value, **params)
 
@@ -110,16 +124,28 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs) -> Candidate:
     values = dict(task.values)
     if task.values["gpu"] not in (None, gpu.name):
         values["cards"] = None  # a user's card count belongs to the GPU the user named
-    row = evaluate(values, s, gpu)
+    row = evaluate(values, s, gpu, inputs.model(values.get("model")))
     given = values["cards"]
     exclusion = None
     if given is not None and given < row["cards_min"]:
         exclusion = Exclusion.TOO_FEW_CARDS
+    elif given is not None and _too_slow(row):
+        exclusion = Exclusion.CARDS_TOO_SLOW
+    elif given is None and not row["training"] and row["cards_min"] > serving.MAX_REPLICA_SHAPE:
+        exclusion = Exclusion.REPLICA_TOO_LARGE
     elif given is None and row["cards_min"] > s.max_cards:
         exclusion = Exclusion.OVER_MAX_CARDS
+    elif given is None and row["cards_needed"] > s.max_cards:
+        exclusion = Exclusion.TOO_SLOW
     elif gpu.prices.get(task.values["tier"]) is None:
         exclusion = Exclusion.NO_PRICE
     return Candidate(gpu.name, row, exclusion, excluded=exclusion.message(row, s.max_cards) if exclusion else "")
+
+
+def _too_slow(row: dict) -> bool:
+    """A training run whose wall clock passes its deadline (a batch run spreads over replicas instead)."""
+    hours = row["wall_hours_per_run"]
+    return bool(row["training"]) and hours > row["deadline_used"] * HOURS_PER_DAY * (1 + DEADLINE_TOLERANCE)
 
 
 def _sort_key(c: Candidate, inputs: Inputs) -> tuple:
@@ -144,12 +170,21 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
         if c.exclusion is Exclusion.OVER_MAX_CARDS:
             return Problem(Code.TOO_MANY_CARDS, "Tasks", cell,
                            Message("too_many_cards", cards_min=c.row["cards_min"], gpu=c.gpu, max_cards=s.max_cards))
-        if c.exclusion is Exclusion.TOO_FEW_CARDS:
+        if c.exclusion in (Exclusion.TOO_FEW_CARDS, Exclusion.CARDS_TOO_SLOW):
             return Problem(Code.DOES_NOT_FIT, "Tasks", task.cell("cards"),
                            Message("cards_do_not_fit", reason=c.excluded))
+        if c.exclusion in (Exclusion.TOO_SLOW, Exclusion.REPLICA_TOO_LARGE):
+            return Problem(Code.TOO_MANY_CARDS, "Tasks", cell, Message("named_gpu_excluded", reason=c.excluded))
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
                        Message("gpu_no_price", gpu=c.gpu, tier=tier))
     fitting = [c for c in candidates if c.exclusion is None or c.exclusion.fits]
+    slow = [c for c in candidates if c.exclusion in (Exclusion.TOO_SLOW, Exclusion.CARDS_TOO_SLOW)]
+    if not fitting and slow:
+        fastest = min(slow, key=lambda c: (c.row["cards_needed"], c.row["wall_hours_per_run"], c.gpu))
+        return Problem(Code.TOO_MANY_CARDS, "Tasks", task.cell("cards") if task.values["cards"] else
+                       task.cell("task_id"),
+                       Message("no_gpu_in_time", days=fastest.row["deadline_used"], max_cards=s.max_cards,
+                               cards=fastest.row["cards_needed"], gpu=fastest.gpu))
     if fitting:
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
                        Message("no_fitting_price", tier=tier, fits=", ".join(c.gpu for c in fitting)))
@@ -174,10 +209,26 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]
                            gpu=gpu.name, speedup=row["speedup"]))
     if kind.online and task.values["tier"] == "spot":
         out.append(Message("inference_on_spot", tid=tid))
+    if kind.online and row["replicas"] == 1:
+        out.append(Message("no_failover", tid=tid))
+    if kind.online and gpu.gpu_class == "consumer" and row["serving_hours_per_day"] > CONSUMER_SERVING_HOURS:
+        out.append(Message("consumer_serving", tid=tid, gpu=gpu.name, hours=row["serving_hours_per_day"],
+                           limit=CONSUMER_SERVING_HOURS))
+    if kind.online and row["user_tokens_per_sec"] < SLOW_STREAM:
+        out.append(Message("slow_stream", tid=tid, tps=row["user_tokens_per_sec"], limit=SLOW_STREAM))
     if row["tier_saving"] > 0:
         out.append(Message("tier_saving", tid=tid, cheapest=row["cheapest_tier"], tier=task.values["tier"],
                            saving=row["tier_saving"]))
     return out
+
+
+def _serving_input_warnings(inputs: Inputs) -> list[Message]:
+    """One warning naming the serving tasks sized without a catalog model or a prompt length (old inventories)."""
+    vague = [t.task_id for t in inputs.tasks if not KIND[t.kind].training and t.values["tokens_per_sec"] is None
+             and (t.values.get("model") is None or t.values.get("prompt_tokens") is None)]
+    if not vague:
+        return []
+    return [Message("serving_without_model", tids=", ".join(vague), prompt=inputs.settings.default_prompt_tokens)]
 
 
 def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
@@ -239,6 +290,7 @@ def plan_budget(inputs: Inputs) -> Plan:
         for tier in TIERS:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
+    warnings.extend(_serving_input_warnings(inputs))
     for t in tasks:
         warnings.extend(t.warnings)
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:

@@ -15,7 +15,7 @@ LANGS = ("en", "zh")
 
 # Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
 SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
-             "Usage": "用量", "Assignments": "分配"}
+             "Usage": "用量", "Assignments": "分配", "Models": "模型"}
 
 # Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
 NAMES_ZH = {
@@ -42,6 +42,17 @@ NAMES_ZH = {
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费", "tier_cap_monthly": "包月上限", "tier_cap_on_demand": "按需上限",
     "tier_cap_idle": "闲置上限", "tier_cap_spot": "竞价上限",
+    "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
+    "model": "模型", "active_params_b": "激活参数量B", "deadline_days": "截止天数", "prompt_tokens": "输入token数",
+    "context_tokens": "上下文token数", "min_replicas": "最少副本数",
+    "total_params_b": "总参数量B", "layers": "层数", "hidden": "隐藏维度", "attn_heads": "注意力头数",
+    "kv_heads": "KV头数", "head_dim": "头维度", "kv_latent": "KV潜在维度", "native_context": "原生上下文长度",
+    "step_overhead_ms": "解码步固定开销毫秒", "decode_mfu": "解码算力利用率", "prefill_mfu": "预填充算力利用率",
+    "fp8_efficiency": "FP8效率", "tp_efficiency": "张量并行效率", "max_batch_per_card": "每卡最大批量",
+    "min_batch": "最小批量", "kv_cache_dtype": "KV缓存精度", "default_prompt_tokens": "默认输入token数",
+    "kv_fallback_bytes": "KV缓存估算字节", "moe_mfu": "MoE算力利用率", "lora_flops_per_token": "LoRA每token浮点运算",
+    "qlora_flops_per_token": "QLoRA每token浮点运算", "micro_batch_tokens": "微批token数",
+    "lora_workspace_gb": "LoRA工作空间GB",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -63,7 +74,22 @@ TEXT_ZH = {
     "MFU used": "所用MFU", "training?": "训练？", "weights": "权重", "VRAM needed": "所需显存",
     "cards min": "最少卡数", "cards per run/replica": "每次运行/副本卡数", "speedup": "加速比",
     "FLOPs per run": "每次运行FLOPs", "compute hours (wall)": "计算小时（墙钟）", "compute GPU-hours": "计算GPU小时",
-    "tokens per day (batch: per run)": "每日token数（批量：每次运行）", "tokens/s per replica": "每副本token/s",
+    "output tokens per day (batch: per run)": "每日输出token数（批量：每次运行）",
+    "output tokens/s per replica": "每副本输出token/s",
+    "parameters used": "所用参数量", "active parameters": "激活参数量", "bytes per weight": "每权重字节",
+    "KV cache per token": "每token KV缓存", "prompt used": "所用输入", "context used": "所用上下文",
+    "training FLOPs per parameter and token": "每参数每token训练FLOPs", "matmul peak used": "所用矩阵峰值算力",
+    "tensor-parallel factor": "张量并行系数", "memory for KV cache": "KV缓存可用显存",
+    "sequences memory holds": "显存可容纳序列数", "sequences batched": "批量序列数", "decode step, memory": "解码步（显存）",
+    "decode step, compute": "解码步（计算）", "decode step": "解码步", "prompt reading per request": "每请求预填充",
+    "requests/s per replica": "每副本请求/秒", "tokens/s one user sees": "单用户token/s",
+    "deadline per run": "每次运行截止", "hours of one replica per run": "每次运行单副本小时",
+    "wall-clock hours per run": "每次运行墙钟小时", "compute hours on one card": "单卡计算小时",
+    "cards to meet the deadline": "按期完成所需卡数",
+    "largest card count the engine proposes for one training run or one serving replica":
+        "引擎为一次训练运行或一个推理副本提议的最大卡数",
+    "B params": "十亿参数", "bytes": "字节", "FLOP/param/token": "FLOP/参数/token", "TFLOP/s": "TFLOP/s",
+    "s": "秒", "requests/s": "请求/秒", "output tokens": "输出token",
     "load in card-days": "负载（卡日）", "replicas": "副本数", "cards held": "占用卡数",
     "GPU-hours per run": "每次运行GPU小时", "GPU-hours a month before spot reruns": "每月GPU小时（竞价重跑前）",
     "GPU-hours a month": "每月GPU小时", "cards on a monthly contract": "包月卡数", "cards billed": "计费卡数",
@@ -78,6 +104,58 @@ TEXT_ZH = {
     "sequences": "序列", "currency/card-hour": "currency/卡时", "currency/card-month": "currency/卡月",
     "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
     "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
+    # calculation model v2: help texts of the new settings and columns
+    "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
+    "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
+    "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)":
+        "LoRA 每激活参数每 token 的 FLOPs（基座冻结：无权重梯度）",
+    "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation": "LoRA/QLoRA 的 CUDA 工作空间、优化器缓冲和碎片显存",
+    "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)":
+        "QLoRA 每激活参数每 token 的 FLOPs（基座冻结加激活重计算）",
+    "a catalog model (`budgetgen models`, or a Models sheet row): fills the size and architecture":
+        "目录中的模型（`budgetgen models`，或 Models 工作表中的一行）：填入参数量和结构",
+    "dense FP4 tensor peak; blank: the card has no FP4 unit": "稠密 FP4 张量峰值；为空：该卡没有 FP4 单元",
+    "dense FP8 tensor peak with FP32 accumulate; blank: the card has no FP8 unit":
+        "FP32 累加的稠密 FP8 张量峰值；为空：该卡没有 FP8 单元",
+    "extra memory per replica on top of the estimated KV cache": "每个副本在估算的 KV 缓存之外额外需要的显存",
+    "fixed time of one decode step (scheduling, kernel launches)": "每个解码步的固定时间（调度、内核启动）",
+    "fp16 KV-cache bytes per token per square root of billions of active parameters, for a model whose architecture "
+    "is unknown": "结构未知的模型：每 token 的 fp16 KV 缓存字节数 / 激活参数量（十亿）的平方根",
+    "input (prompt) tokens per request; blank: the default_prompt_tokens setting":
+        "每个请求的输入（提示）token 数；为空：使用 default_prompt_tokens 设置",
+    "input tokens per request when a serving task gives no prompt_tokens": "推理任务未填 prompt_tokens 时每个请求的输入 token 数",
+    "measured output tokens/s of one replica under load; blank: estimated per replica":
+        "单个副本在负载下实测的输出 token/s；为空：按副本估算",
+    "model FLOPs utilisation of mixture-of-experts training (active < total parameters)":
+        "混合专家模型训练的算力利用率（激活参数少于总参数）",
+    "output (generated) tokens per request (serving)": "每个请求的输出（生成）token 数（推理）",
+    "parameters active per token (mixture of experts); blank: the catalog model's, else all of them":
+        "每个 token 激活的参数量（混合专家）；为空：取目录模型的值，否则为全部参数",
+    "replicas an inference service keeps at least (failover)": "推理服务至少保留的副本数（故障切换）",
+    "replicas an online service keeps at least (failover); blank: the min_replicas setting":
+        "在线服务至少保留的副本数（故障切换）；为空：使用 min_replicas 设置",
+    "sequences a replica must hold at least (fewer when concurrency is lower); sizes the cards per replica":
+        "每个副本至少要容纳的序列数（并发数更低时取并发数）；决定每副本卡数",
+    "sequences a serving engine batches per card when concurrency is blank": "并发数为空时推理引擎每张卡批处理的序列数",
+    "sequences one replica decodes together; blank: as many as memory holds (at most max_batch_per_card per card)":
+        "单个副本同时解码的序列数；为空：显存能容纳的数量（每卡最多 max_batch_per_card）",
+    "serving runtime memory on top of the weights (activations, CUDA graphs); the KV cache is sized apart":
+        "权重之外的推理运行时显存（激活、CUDA 图）；KV 缓存另行计算",
+    "share of memory bandwidth reached by decode reads": "解码读取达到的显存带宽比例",
+    "share of the card's peak reached by decode matmuls": "解码矩阵运算达到的显卡峰值比例",
+    "share of the card's peak reached while reading prompts": "读取提示（预填充）时达到的显卡峰值比例",
+    "speed factor per doubling of the cards in one serving replica": "单个推理副本的卡数每翻一倍的速度系数",
+    "sxm (or OAM) module or pcie card": "sxm（或 OAM）模组或 pcie 板卡",
+    "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)":
+        "LoRA/QLoRA 一个微批的 token 数（使用检查点时的激活显存）",
+    "tokens one sequence holds in the KV cache; blank: prompt plus output": "单个序列在 KV 缓存中保存的 token 数；为空：输入加输出",
+    "total parameters, e.g. 7 or 7B; required when model is blank, overrides the catalog's when typed":
+        "总参数量，例如 7 或 7B；model 为空时必填，填写时覆盖目录中的值",
+    "training: full (default), lora, qlora; serving: fp16 (default, = bf16), fp8, int8, int4, fp4":
+        "训练：full（默认）、lora、qlora；推理：fp16（默认，= bf16）、fp8、int8、int4、fp4",
+    "wall-clock days one training or batch run may take; blank: its share of the month":
+        "一次训练或批量运行允许的墙钟天数；为空：按每月运行次数分摊的天数",
+    "bytes of one cached KV element = 1 when kv_cache_dtype is fp8, else 2": "每个缓存 KV 元素的字节数 = kv_cache_dtype 为 fp8 时 1，否则 2",
     # sheet headers and labels
     "gpu (chosen)": "GPU型号 (已选)", "excluded because": "排除原因", "cards given": "指定卡数", "chosen": "已选",
     "meaning": "含义", "unit": "单位", "name": "名称", "constant": "常量", "cap a month": "每月上限",
@@ -247,6 +325,7 @@ TEXT_ZH = {
     "utilisation under which a full-memory GPU is flagged data-starved": "显存已满而利用率低于此值的GPU被标记为数据饥饿",
     "Support-bot QLoRA fine-tune": "客服机器人QLoRA微调", "Domain pretraining": "领域预训练",
     "Knowledge-base chat service": "知识库问答服务", "Nightly document summaries": "夜间文档摘要",
+    "Assistant API (mixture of experts, fp8)": "助手API（混合专家，fp8）",
     "Object storage for checkpoints": "检查点对象存储", "Egress to users": "面向用户的出网流量",
     # the command line
     "Wrote": "已写入", "Period total {first} to {last}: {total}": "计划期合计 {first} 至 {last}：{total}",
@@ -315,6 +394,16 @@ MESSAGES = {
     "cards_over_max_cards": (
         "{tid}: cards {cards} is more than max_cards {max_cards}: cards counts the cards of one run or replica",
         "{tid}：cards 为 {cards}，超过 max_cards {max_cards}：cards 是每次运行或每个副本的卡数"),
+    "no_failover": (
+        "{tid}: one replica, no failover: a card fault stops the service (min_replicas 2 keeps a spare)",
+        "{tid}：只有一个副本，没有故障切换：一张卡故障就会让服务停止（min_replicas 设为 2 可保留备用）"),
+    "consumer_serving": (
+        ("{tid}: {gpu} is a consumer card serving {hours:g} h a day (over {limit}): round-the-clock serving belongs "
+         "on datacenter cards"),
+        "{tid}：{gpu} 是消费级显卡，每天服务 {hours:g} 小时（超过 {limit}）：全天候服务应使用数据中心显卡"),
+    "slow_stream": (
+        "{tid}: a user sees {tps:.1f} tokens/s (under {limit}): set a lower concurrency or choose a faster card",
+        "{tid}：单个用户只能看到 {tps:.1f} token/s（低于 {limit}）：请降低并发数或选择更快的显卡"),
     "inference_on_spot": (
         "{tid}: online inference on spot: an interruption takes the service down",
         "{tid}：在线推理使用竞价实例：一次中断就会让服务下线"),
@@ -330,6 +419,11 @@ MESSAGES = {
     "example_rows": (
         "{ids}: the template's example rows are still in the Tasks sheet; delete them before sending the budget",
         "{ids}：模板的示例行仍在任务表中；发送预算前请删除"),
+    "serving_without_model": (
+        ("{tids}: sized from the parameter count alone (no model, or no prompt_tokens: {prompt:,} assumed); name a "
+         "catalog model (`budgetgen models`) and give prompt_tokens, or type a measured tokens_per_sec"),
+        ("{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
+         "和 prompt_tokens，或填写实测的 tokens_per_sec")),
     "catalog_unpriced": (
         ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
          "(set catalog_fx or enter prices on the GPUs sheet)"),
@@ -410,6 +504,28 @@ PROBLEMS = {
                       "setting：为空；请填写设置项名称（例如 period_start）或清空该行"),
     "unknown_setting": ('setting "{setting}" is unknown ({hint})', '设置项 "{setting}" 未知（{hint}）'),
     "did_you_mean": ("did you mean {guess}?", "是否应为 {guess}？"),
+    "excluded_cards_too_slow": (
+        ("{given} x {gpu} take {hours:,.0f} h a run, past the deadline of {days:g} days: {cards} cards finish in "
+         "time, or lengthen deadline_days"),
+        ("{given} × {gpu} 每次运行需 {hours:,.0f} 小时，超过 {days:g} 天的截止期限：{cards} 张卡才能按时完成，"
+         "或延长 deadline_days")),
+    "excluded_replica": ("needs more than 8 cards per replica: use fp8/int4 or a larger card",
+                         "每个副本需要超过 8 张卡：请使用 fp8/int4 或更大显存的显卡"),
+    "excluded_too_slow": ("needs {cards} x {gpu} to finish in {days:g} days, max_cards is {max_cards}",
+                          "需要 {cards} × {gpu} 才能在 {days:g} 天内完成，max_cards 为 {max_cards}"),
+    "named_gpu_excluded": ("gpu: {reason}", "gpu：{reason}"),
+    "no_gpu_in_time": (
+        ("no GPU finishes a run within {days:g} days on at most {max_cards} cards: the fastest option is {cards} x "
+         "{gpu}; raise max_cards, lengthen deadline_days or shorten the run"),
+        ("没有显卡能在 {max_cards} 张以内于 {days:g} 天内完成一次运行：最快的方案是 {cards} × {gpu}；"
+         "请提高 max_cards、延长 deadline_days 或缩短运行")),
+    "see_models": ("`budgetgen models` lists the catalog; add the model on a Models sheet",
+                   "`budgetgen models` 列出模型目录；也可在 Models（模型）工作表中添加"),
+    "unknown_model": ('model: "{model}" is not a catalog model ({hint})', 'model："{model}" 不在模型目录中（{hint}）'),
+    "duplicate_model": (('model: "{model}" is already given in {first} (model names must be unique, ignoring case): '
+                         "keep one row"),
+                        'model："{model}" 已在 {first} 中给出（模型名称必须唯一，不区分大小写）：只保留一行'),
+    "model_row": ("{problem}", "{problem}"),
     "see_settings": ("see the README's list of settings", "见 README 中的设置项列表"),
     "currency_code": ('currency: "{raw}" is not an ISO currency code (three letters, e.g. USD, EUR, CNY)',
                       'currency："{raw}" 不是 ISO 币种代码（三个字母，例如 USD、EUR、CNY）'),

@@ -83,6 +83,11 @@ class Inputs:
     assignments: tuple[tuple[str, str], ...] = ()  # (resource_id, task_id) from the Assignments sheet
     source_name: str = ""  # the input file's name
     source_sha256: str = ""  # and its SHA-256, shown on the About sheet
+    models: object = None  # the model catalog (built-in plus the Models sheet): a models.ModelCatalog
+
+    def model(self, name: str | None):
+        """The catalog model a task names (None: the task names none)."""
+        return self.models.find(name) if name and self.models is not None else None
 
     def gpu(self, name: str) -> Gpu:
         return next(g for g in self.gpus if g.name == name)

@@ -16,6 +16,7 @@ from .catalog import CATALOG_CURRENCY, builtin_records, catalog_warnings, gpu_fr
 from .errors import Code, InputError, Problem
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
+from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
@@ -194,7 +195,24 @@ def _read_setting(rec: Record, values: dict, seen: dict[str, str], out: Collecto
     values[setting.key] = value
 
 
-# ---------------------------------------------------------------- GPUs
+# ---------------------------------------------------------------- GPUs and Models
+
+def _keyed_rows(ws, sheet: str, columns: tuple[Column, ...], key: str, out: Collector) -> Iterator[tuple[str, Record]]:
+    """The rows of a catalog sheet that name their key (`gpu`, `model`), each name once, ignoring case; a repeated
+    name is a problem at its cell."""
+    seen: dict[str, str] = {}
+    for rec in read_table(ws, sheet, columns, out):
+        name = rec.values.get(key)
+        if name is None:
+            continue
+        _check_key(name, key, sheet, rec.cells[key], out)
+        if name.lower() in seen:
+            out.add(Code.DUPLICATE_GPU, sheet, rec.cells[key],
+                    Message(f"duplicate_{key}", **{key: name}, first=seen[name.lower()]))
+            continue
+        seen[name.lower()] = rec.cells[key]
+        yield name, rec
+
 
 def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
     warnings: list[str] = []
@@ -214,17 +232,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
             names = ", ".join(dict.fromkeys(unpriced))
             warnings.append(Message("catalog_unpriced", names=names, currency=settings.currency))
     if ws is not None:
-        seen: dict[str, str] = {}
-        for rec in read_table(ws, "GPUs", GPU_COLUMNS, out):
-            name = rec.values.get("gpu")
-            if name is None:
-                continue
-            _check_key(name, "gpu", "GPUs", rec.cells["gpu"], out)
-            if name.lower() in seen:
-                out.add(Code.DUPLICATE_GPU, "GPUs", rec.cells["gpu"],
-                        Message("duplicate_gpu", gpu=name, first=seen[name.lower()]))
-                continue
-            seen[name.lower()] = rec.cells["gpu"]
+        for name, rec in _keyed_rows(ws, "GPUs", GPU_COLUMNS, "gpu", out):
             sheet_cells[name.lower()] = {k: rec.cells[k] for k in rec.values}
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
             merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
@@ -238,14 +246,49 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
     return gpus, warnings
 
 
+# ---------------------------------------------------------------- Models
+
+def _read_models(ws, out: Collector) -> ModelCatalog:
+    """The built-in model catalog with the Models sheet's rows added or overriding, like the GPUs sheet."""
+    catalog = builtin_models()
+    if ws is None:
+        return catalog
+    records: list[dict] = []
+    for _, rec in _keyed_rows(ws, "Models", MODEL_COLUMNS, "model", out):
+        try:
+            catalog.overlay([rec.values])
+        except ModelRecordError as exc:
+            out.add(Code.REQUIRED, "Models", rec.cells["model"], Message("model_row", problem=str(exc)))
+            continue
+        records.append(rec.values)
+    return catalog.overlay(records)
+
+
 # ---------------------------------------------------------------- Tasks
 
-def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], out: Collector) -> dict | None:
+def _resolve_model(v: dict, rec: Record, models: ModelCatalog, out: Collector) -> None:
+    """The task's `model` as its catalog name; a near miss a problem at the cell with the nearest name."""
+    if v.get("model") is None:
+        return
+    try:
+        v["model"] = models.find(v["model"]).name
+    except UnknownModelError as exc:
+        hint = Message("did_you_mean", guess=exc.suggestion) if exc.suggestion else Message("see_models")
+        out.add(Code.UNKNOWN_VALUE, "Tasks", rec.cells["model"], Message("unknown_model", model=exc.name, hint=hint))
+
+
+def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: ModelCatalog,
+                 out: Collector) -> dict | None:
     v = dict(rec.values)
     cell = rec.cells.get
-    for col in ("task_id", "kind", "model_params_b"):
+    for col in ("task_id", "kind"):
         if col not in v and cell(col) and not _had_problem(out, cell(col)):
             out.add(Code.REQUIRED, "Tasks", cell(col), Message("required", column=col, help=_column(col).help))
+    if "model" not in v and "model_params_b" not in v and not _had_problem(out, cell("model_params_b", "")) \
+            and not _had_problem(out, cell("model", "")):
+        out.add(Code.REQUIRED, "Tasks", cell("model_params_b") or cell("model") or f"A{rec.row}",
+                Message("required", column="model_params_b", help=_column("model_params_b").help))
+    _resolve_model(v, rec, models, out)
     if v.get("kind") is None:
         return None
     kind = KIND[v["kind"]]
@@ -311,14 +354,15 @@ def _column(name: str) -> Column:
     return next(c for c in TASK_COLUMNS if c.name == name)
 
 
-def _read_tasks(ws, settings: Settings, gpus: list[Gpu], out: Collector) -> tuple[list[Task], list[str]]:
+def _read_tasks(ws, settings: Settings, gpus: list[Gpu], models: ModelCatalog,
+                out: Collector) -> tuple[list[Task], list[str]]:
     by_name = {g.name.lower(): g for g in gpus}
     tasks: list[Task] = []
     seen: dict[str, str] = {}
     headers: dict[str, None] = {}
     for rec in read_table(ws, "Tasks", TASK_COLUMNS, out):
         headers.update(dict.fromkeys(rec.extra))
-        values = _task_values(rec, settings, by_name, out)
+        values = _task_values(rec, settings, by_name, models, out)
         task_id = rec.values.get("task_id")
         if task_id is not None:
             _check_key(task_id, "task_id", "Tasks", rec.cells["task_id"], out)
@@ -393,7 +437,8 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
                 out.add(Code.FORMULA_WITHOUT_VALUE, canonical_sheet(title), cell, Message("formula_without_value"))
         settings = _read_settings(sheets.get("settings"), out, today)
         gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
-        tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, out)
+        models = _read_models(sheets.get("models"), out)
+        tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, models, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
         bills_sheet = sheet_frame(sheets["bills"]) if "bills" in sheets else None
         usage_sheet = sheet_frame(sheets["usage"]) if "usage" in sheets else None
@@ -404,7 +449,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         raise InputError(out.problems)
     warnings += example_rows_left(tasks)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, source.name, source.sha256)
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .models import MODEL_COLUMNS
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
 
 BEGIN = "<!-- input-reference:begin -->"
@@ -29,7 +30,9 @@ def input_reference() -> str:
         structural = " Shapes the workbook: change it in the input and rebuild." if s.structural else ""
         lines.append(f"| `{s.key}` | {_cell(s.default)} | {_cell(s.unit)} | `{s.name}` | {_cell(s.help)}.{structural} |")
     for title, columns in (("Tasks (required)", TASK_COLUMNS), ("GPUs (optional, merged over the built-in catalog)",
-                                                                 GPU_COLUMNS), ("Extras (optional)", EXTRA_COLUMNS)):
+                                                                 GPU_COLUMNS),
+                           ("Models (optional, merged over the built-in model catalog: `budgetgen models`)",
+                            MODEL_COLUMNS), ("Extras (optional)", EXTRA_COLUMNS)):
         lines += ["", f"#### {title}", "", *_columns_table(columns)]
     lines += ["", END]
     return "\n".join(lines)

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from .engine import Plan, TaskPlan
-from .schema import TIERS
+from .schema import CONSTANT_VALUES, TIERS
+
+HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
 
 TASK_FIELDS = ("cards_min", "vram_gb", "flops_per_run", "compute_hours", "compute_gpu_hours", "gpu_hours_per_run",
-               "gpu_hours_per_month", "tokens_per_day", "card_days", "replicas", "monthly_cost", "cheapest_tier")
+               "gpu_hours_per_month", "tokens_per_day", "card_days", "replicas", "monthly_cost", "cheapest_tier",
+               "cards_per_run", "wall_hours_per_run")
+# Calculation model v2 (SPEC-models §G): JSON key -> Tasks column.
+SERVING_FIELDS = {"active_params_b": "active_used", "prompt_tokens": "prompt_used", "context_tokens": "context_used",
+                  "kv_bytes_per_token": "kv_bytes_per_token", "batch_used": "batch",
+                  "requests_per_sec": "requests_per_sec", "tokens_per_sec_used": "tokens_per_sec_used",
+                  "user_tokens_per_sec": "user_tokens_per_sec"}
 
 
 def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
@@ -16,6 +24,8 @@ def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
            "tier": r["tier"], "cards": r["cards_held"]}
     out.update({k: r[k] for k in TASK_FIELDS})
     out["tokens_per_sec"] = r["tokens_per_sec_used"]
+    out.update({key: r[column] for key, column in SERVING_FIELDS.items()})
+    out["deadline_hours"] = None if r["deadline_used"] is None else r["deadline_used"] * HOURS_PER_DAY
     out["cost_by_month"] = {m: tp.cost_in(i) for i, m in enumerate(months, start=1)}
     out["tier_costs"] = {t: r[f"cost_{t}"] for t in TIERS}
     out["tier_advice"] = r["tier_advice"] or None

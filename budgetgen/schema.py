@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 TRAINING_METHODS = ("full", "lora", "qlora")
-SERVING_METHODS = ("fp16", "int8", "int4")
+SERVING_METHODS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")  # bf16 is sized as fp16
 TIERS = ("monthly", "on_demand", "idle", "spot")
 HOURLY_TIERS = ("on_demand", "idle", "spot")
 
@@ -39,7 +39,8 @@ class TaskKind:
 
 
 _TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
-                     "tokens_per_sec", "concurrency", "kv_cache_gb")
+                     "tokens_per_sec", "concurrency", "kv_cache_gb", "prompt_tokens", "context_tokens",
+                     "min_replicas")
 TASK_KINDS: tuple[TaskKind, ...] = (
     TaskKind("finetune", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
              default_tier="on_demand", suited_tiers=TIERS, requires=("train_tokens",), ignores=_TRAINING_IGNORES),
@@ -48,11 +49,13 @@ TASK_KINDS: tuple[TaskKind, ...] = (
     TaskKind("inference", training=False, online=True, methods=SERVING_METHODS, default_method="fp16",
              default_tier="monthly", suited_tiers=("monthly", "on_demand"),
              requires=("requests_per_day", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests"), requests="requests_per_day",
+             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests", "deadline_days"),
+             requests="requests_per_day",
              meaning="online serving"),
     TaskKind("batch", training=False, online=False, methods=SERVING_METHODS, default_method="fp16",
              default_tier="idle", suited_tiers=TIERS, requires=("batch_requests", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day"), requests="batch_requests",
+             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day", "min_replicas"),
+             requests="batch_requests",
              meaning="offline batch inference"),
 )
 KIND = {k.name: k for k in TASK_KINDS}
@@ -101,7 +104,66 @@ class Setting:
 
 MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
 S = Setting
-SETTINGS: tuple[Setting, ...] = (
+# Settings of calculation model v2 (serving per replica, MoE, LoRA/QLoRA), appended to SETTINGS below.
+SERVING_SETTINGS: tuple[Setting, ...] = (
+    S("step_overhead_ms", "number", 1.0, "StepOverheadMs",
+      "fixed time of one decode step (scheduling, kernel launches)", unit="ms", minimum=0),
+    S("decode_mfu", "percent", 0.60, "DecodeMfu", "share of the card's peak reached by decode matmuls",
+      minimum=0.001, maximum=1),
+    S("prefill_mfu", "percent", 0.75, "PrefillMfu", "share of the card's peak reached while reading prompts",
+      minimum=0.001, maximum=1),
+    S("fp8_efficiency", "percent", 0.80, "Fp8Efficiency",
+      "FP8/FP4 matmuls reach this share of the BF16 MFU", minimum=0.001, maximum=1),
+    S("tp_efficiency", "percent", 0.80, "TpEfficiency",
+      "speed factor per doubling of the cards in one serving replica", minimum=0.001, maximum=1),
+    S("max_batch_per_card", "count", 160, "MaxBatchPerCard",
+      "sequences a serving engine batches per card when concurrency is blank", unit="sequences", minimum=1),
+    S("min_batch", "count", 8, "MinBatch",
+      "sequences a replica must hold at least (fewer when concurrency is lower); sizes the cards per replica",
+      unit="sequences", minimum=1),
+    S("kv_cache_dtype", "choice", "fp16", "KvCacheDtype",
+      "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)", choices=("fp16", "fp8")),
+    S("default_prompt_tokens", "count", 1000, "DefaultPromptTokens",
+      "input tokens per request when a serving task gives no prompt_tokens", unit="tokens", minimum=0),
+    S("min_replicas", "count", 1, "MinReplicas", "replicas an inference service keeps at least (failover)",
+      unit="replicas", minimum=1),
+    S("kv_fallback_bytes", "number", 40_000, "KvFallbackBytes",
+      "fp16 KV-cache bytes per token per square root of billions of active parameters, "
+      "for a model whose architecture is unknown", unit="bytes/token/sqrt(B)", minimum=0),
+    S("moe_mfu", "percent", 0.30, "MoeMfu",
+      "model FLOPs utilisation of mixture-of-experts training (active < total parameters)",
+      minimum=0.001, maximum=1),
+    S("lora_flops_per_token", "number", 4, "LoraFlopsPerToken",
+      "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)",
+      unit="FLOP/param/token", minimum=0.001),
+    S("qlora_flops_per_token", "number", 6, "QloraFlopsPerToken",
+      "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)",
+      unit="FLOP/param/token", minimum=0.001),
+    S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
+      "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)", unit="tokens", minimum=1),
+    S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
+      "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
+)
+# Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
+CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
+
+# Fixed factors of calculation model v2, appended to CONSTANTS below.
+SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
+    ("BytesFp8", 1, "bytes per parameter of fp8 weights or KV cache"),
+    ("BytesQloraBase", 0.52, "bytes per parameter of a QLoRA base (4-bit NF4 with double-quantised scales)"),
+    ("BytesActivation", 2, "bytes per bf16 activation element"),
+    ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),
+    ("PrefillAttentionFlops", 2, "FLOPs per layer, head dimension and prompt token squared (QK and AV)"),
+    ("Milli", 1000, "milliseconds per second"),
+    ("MeanOutputShare", 0.5, "share of its answer a sequence holds in the KV cache on average while decoding"),
+    ("TwoCards", 2, "cards of a two-card replica; a doubling of the cards (the tensor-parallel factor's base)"),
+    ("FourCards", 4, "cards of a four-card replica or training run"),
+    ("CardsPerNode", 8, "cards of one server node: the largest serving replica, the unit of larger training runs"),
+    ("GibPerGb", 2 ** 30 / 1e9,
+     "GB (1e9 bytes) per GB of card memory: vendors count a card's memory in GiB (2^30 bytes)"),
+)
+
+_BASE_SETTINGS: tuple[Setting, ...] = (
     S("currency", "text", "CNY", "Currency", "ISO code of the plan's currency, shown in number formats",
       structural=True),
     S("catalog_fx", "number", None, "CatalogFx",
@@ -132,10 +194,10 @@ SETTINGS: tuple[Setting, ...] = (
       "training activation memory allowance per billion parameters", unit="GB per B params", minimum=0),
     S("lora_trainable", "percent", 0.01, "LoraTrainable", "share of parameters trained by LoRA/QLoRA",
       minimum=0, maximum=1),
-    S("inference_overhead", "percent", 0.30, "InferenceOverhead",
-      "inference memory on top of weights (runtime, activations, small KV cache)", minimum=0),
-    S("decode_efficiency", "percent", 0.35, "DecodeEfficiency",
-      "achieved share of memory bandwidth while decoding", minimum=0.001, maximum=1),
+    S("inference_overhead", "percent", 0.10, "InferenceOverhead",
+      "serving runtime memory on top of the weights (activations, CUDA graphs); the KV cache is sized apart", minimum=0),
+    S("decode_efficiency", "percent", 0.70, "DecodeEfficiency",
+      "share of memory bandwidth reached by decode reads", minimum=0.001, maximum=1),
     S("peak_factor", "number", 1.0, "PeakFactor", "multiplies inference demand for peaks", unit="x",
       minimum=0.001),
     S("spot_overhead", "percent", 0.15, "SpotOverhead",
@@ -145,7 +207,8 @@ SETTINGS: tuple[Setting, ...] = (
       minimum=0),
     S("gpu_choice", "choice", "cheapest", "GpuChoice",
       "how the engine picks a GPU when a task names none", choices=GPU_CHOICES, structural=True),
-    S("max_cards", "count", 8, "MaxCards", "largest card count the engine proposes for one task",
+    S("max_cards", "count", 64, "MaxCards",
+      "largest card count the engine proposes for one training run or one serving replica",
       unit="cards", structural=True, minimum=1, maximum=MAX_CARDS),
     S("low_util_threshold", "percent", 0.20, "LowUtilThreshold",
       "monthly average utilisation under which a resource is flagged for downsizing", minimum=0, maximum=1),
@@ -176,6 +239,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("tier_cap_spot", "number", None, "TierCapSpot", "optional monthly budget cap for spot",
       unit="currency/month", minimum=0),
 )
+SETTINGS: tuple[Setting, ...] = _BASE_SETTINGS + SERVING_SETTINGS
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
 
 # Fixed conversion factors and byte counts: named cells on Assumptions, never constants in formulas.
@@ -196,10 +260,18 @@ CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("PercentScale", 100, "utilisation percent per share"),
     ("DataStarvedMemShare", 0.8, "memory share above which a barely busy GPU is flagged data-starved"),
     ("DataStarvedUtil", 0.10, "utilisation under which a full-memory GPU is flagged data-starved"),
-)
+) + SERVING_CONSTANTS
 CONSTANT_VALUES = {name: value for name, value, _ in CONSTANTS}
 
 C = Column
+FORM_FACTORS = ("sxm", "pcie")
+# GPUs sheet columns of calculation model v2 (low-precision peaks, card form), placed after tflops in GPU_COLUMNS.
+GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
+    C("tflops_fp8", "number", "TFLOP/s", positive=True,
+      help="dense FP8 tensor peak with FP32 accumulate; blank: the card has no FP8 unit"),
+    C("tflops_fp4", "number", "TFLOP/s", positive=True, help="dense FP4 tensor peak; blank: the card has no FP4 unit"),
+    C("form_factor", "choice", choices=FORM_FACTORS, help="sxm (or OAM) module or pcie card"),
+)
 GPU_COLUMNS: tuple[Column, ...] = (
     C("gpu", "text", required=True, help="GPU name, the key tasks refer to", example="RTX 4090"),
     C("class", "choice", choices=GPU_CLASSES, default="datacenter",
@@ -208,6 +280,7 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("bandwidth_gbs", "number", "GB/s", positive=True, help="memory bandwidth"),
     C("tflops", "number", "TFLOP/s", positive=True,
       help="dense BF16/FP16 tensor peak with FP32 accumulate (never the sparse figure)"),
+    *GPU_PRECISION_COLUMNS,
     C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
     C("scaling", "percent", default=0.5, minimum=0, maximum=1, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
     C("on_demand_per_hour", "number", "currency/card-hour", minimum=0, help="on-demand price; blank: not offered"),
@@ -219,14 +292,6 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("source", "text", help="where the prices came from"),
     C("as_of", "text", help="date of the prices"),
 )
-FORM_FACTORS = ("sxm", "pcie")
-# GPUs sheet columns of calculation model v2 (low-precision peaks, card form), read by catalog.gpu_from_record.
-GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
-    C("tflops_fp8", "number", "TFLOP/s", positive=True,
-      help="dense FP8 tensor peak with FP32 accumulate; blank: the card has no FP8 unit"),
-    C("tflops_fp4", "number", "TFLOP/s", positive=True, help="dense FP4 tensor peak; blank: the card has no FP4 unit"),
-    C("form_factor", "choice", choices=FORM_FACTORS, help="sxm (or OAM) module or pcie card"),
-)
 PRICE_COLUMN = {"monthly": "monthly_per_card", "on_demand": "on_demand_per_hour",
                 "idle": "idle_per_hour", "spot": "spot_per_hour"}
 
@@ -235,24 +300,40 @@ TASK_COLUMNS: tuple[Column, ...] = (
     C("task", "text", help="description"),
     C("kind", "choice", required=True, choices=KINDS,
       help=", ".join(k.described for k in TASK_KINDS[:-1]) + f" or {TASK_KINDS[-1].described}"),
-    C("model_params_b", "number", "billions of parameters", required=True, positive=True,
-      help="model size, e.g. 7 or 7B", example="7", scale=1e9),
+    C("model", "text", help="a catalog model (`budgetgen models`, or a Models sheet row): fills the size and "
+      "architecture", example="Llama-3.1-8B"),
+    C("model_params_b", "number", "billions of parameters", positive=True,
+      help="total parameters, e.g. 7 or 7B; required when model is blank, overrides the catalog's when typed",
+      example="7", scale=1e9),
+    C("active_params_b", "number", "billions of parameters", positive=True, scale=1e9,
+      help="parameters active per token (mixture of experts); blank: the catalog model's, else all of them"),
     C("method", "choice", choices=TRAINING_METHODS + SERVING_METHODS,
-      help="training: full (default), lora, qlora; serving: fp16 (default), int8, int4"),
+      help="training: full (default), lora, qlora; serving: fp16 (default, = bf16), fp8, int8, int4, fp4"),
     C("train_tokens", "number", "tokens per epoch", positive=True, help="required for training, e.g. 5M"),
     C("epochs", "number", "epochs", default=1, positive=True, help="passes over the training tokens"),
     C("runs_per_month", "number", "runs/month", default=1, positive=True,
       help="training or batch runs per active month; 0.5: one run spread over two months"),
+    C("deadline_days", "number", "days", positive=True,
+      help="wall-clock days one training or batch run may take; blank: its share of the month"),
     C("requests_per_day", "number", "requests/day", positive=True, help="required for inference"),
     C("batch_requests", "number", "requests/run", positive=True, help="required for batch"),
-    C("tokens_per_request", "number", "tokens", positive=True, help="generated tokens per request (serving)"),
+    C("prompt_tokens", "number", "tokens", minimum=0,
+      help="input (prompt) tokens per request; blank: the default_prompt_tokens setting"),
+    C("tokens_per_request", "number", "output tokens", positive=True,
+      help="output (generated) tokens per request (serving)"),
+    C("context_tokens", "number", "tokens", positive=True,
+      help="tokens one sequence holds in the KV cache; blank: prompt plus output"),
     C("serving_hours_per_day", "number", "h/day", default=24, positive=True,
       help="hours a day the service is up and the traffic falls in"),
     C("tokens_per_sec", "number", "tokens/s", positive=True,
-      help="measured tokens/s of one replica; blank: estimated from bandwidth and compute"),
-    C("concurrency", "number", "sequences", default=1, positive=True,
-      help="concurrent sequences per replica for the estimate"),
-    C("kv_cache_gb", "number", "GB", default=0, minimum=0, help="extra serving memory for long contexts / many sessions"),
+      help="measured output tokens/s of one replica under load; blank: estimated per replica"),
+    C("concurrency", "number", "sequences", positive=True,
+      help="sequences one replica decodes together; blank: as many as memory holds (at most max_batch_per_card "
+      "per card)"),
+    C("min_replicas", "count", "replicas", positive=True, maximum=MAX_CARDS,
+      help="replicas an online service keeps at least (failover); blank: the min_replicas setting"),
+    C("kv_cache_gb", "number", "GB", default=0, minimum=0,
+      help="extra memory per replica on top of the estimated KV cache"),
     C("gpu", "text", help="a catalog GPU name; blank: the engine chooses"),
     C("cards", "count", "cards", positive=True, maximum=MAX_CARDS, help="cards per run/replica; blank: the fewest that fit"),
     C("tier", "choice", choices=TIERS,

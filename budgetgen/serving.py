@@ -14,77 +14,37 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from .columns import sheet_ceil
-from .schema import CONSTANT_VALUES, SETTINGS, Setting
+from .schema import (  # noqa: F401  (SERVING_* re-exported: the v2 declarations live in the schema)
+    CHANGED_DEFAULTS,
+    CONSTANT_VALUES,
+    SERVING_CONSTANTS,
+    SERVING_METHODS,
+    SERVING_SETTINGS,
+    SETTINGS,
+)
 
 K = SimpleNamespace(**CONSTANT_VALUES)
 
-S = Setting
-# New settings of calculation model v2, in the shape of schema.SETTINGS (append them in one line).
-SERVING_SETTINGS: tuple[Setting, ...] = (
-    S("step_overhead_ms", "number", 1.0, "StepOverheadMs",
-      "fixed time of one decode step (scheduling, kernel launches)", unit="ms", minimum=0),
-    S("decode_mfu", "percent", 0.60, "DecodeMfu", "share of the card's peak reached by decode matmuls",
-      minimum=0.001, maximum=1),
-    S("prefill_mfu", "percent", 0.75, "PrefillMfu", "share of the card's peak reached while reading prompts",
-      minimum=0.001, maximum=1),
-    S("fp8_efficiency", "percent", 0.80, "Fp8Efficiency",
-      "FP8/FP4 matmuls reach this share of the BF16 MFU", minimum=0.001, maximum=1),
-    S("tp_efficiency", "percent", 0.80, "TpEfficiency",
-      "speed factor per doubling of the cards in one serving replica", minimum=0.001, maximum=1),
-    S("max_batch_per_card", "count", 160, "MaxBatchPerCard",
-      "sequences a serving engine batches per card when concurrency is blank", unit="sequences", minimum=1),
-    S("min_batch", "count", 8, "MinBatch",
-      "sequences a replica must hold at least (fewer when concurrency is lower); sizes the cards per replica",
-      unit="sequences", minimum=1),
-    S("kv_cache_dtype", "choice", "fp16", "KvCacheDtype",
-      "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)", choices=("fp16", "fp8")),
-    S("default_prompt_tokens", "count", 1000, "DefaultPromptTokens",
-      "input tokens per request when a serving task gives no prompt_tokens", unit="tokens", minimum=0),
-    S("min_replicas", "count", 1, "MinReplicas", "replicas an inference service keeps at least (failover)",
-      unit="replicas", minimum=1),
-    S("kv_fallback_bytes", "number", 40_000, "KvFallbackBytes",
-      "fp16 KV-cache bytes per token per square root of billions of active parameters, "
-      "for a model whose architecture is unknown", unit="bytes/token/sqrt(B)", minimum=0),
-    S("moe_mfu", "percent", 0.30, "MoeMfu",
-      "model FLOPs utilisation of mixture-of-experts training (active < total parameters)",
-      minimum=0.001, maximum=1),
-    S("lora_flops_per_token", "number", 4, "LoraFlopsPerToken",
-      "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)",
-      unit="FLOP/param/token", minimum=0.001),
-    S("qlora_flops_per_token", "number", 6, "QloraFlopsPerToken",
-      "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)",
-      unit="FLOP/param/token", minimum=0.001),
-    S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
-      "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)", unit="tokens", minimum=1),
-    S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
-      "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
-)
-# Existing settings whose defaults calculation model v2 recalibrates.
-CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
-
-# New fixed factors, in the shape of schema.CONSTANTS (append them in one line).
-SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
-    ("BytesFp8", 1, "bytes per parameter of fp8 weights or KV cache"),
-    ("BytesQloraBase", 0.52, "bytes per parameter of a QLoRA base (4-bit NF4 with double-quantised scales)"),
-    ("BytesActivation", 2, "bytes per bf16 activation element"),
-    ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),
-    ("PrefillAttentionFlops", 2, "FLOPs per layer, head dimension and prompt token squared (QK and AV)"),
-    ("Milli", 1000, "milliseconds per second"),
-)
 KS = SimpleNamespace(**{name: value for name, value, _ in SERVING_CONSTANTS})
 
-SERVING_METHODS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")  # the Tasks `method` choices for serving
 CARDS_PER_REPLICA_SHAPES = (1, 2, 4, 8)
+# How a shape is written in a formula: by the named cells of Assumptions, never a constant.
+SHAPE_NAMES = {1: "1", 2: "TwoCards", 4: "FourCards", 8: "CardsPerNode"}
+MAX_REPLICA_SHAPE = CARDS_PER_REPLICA_SHAPES[-1]  # one 8-card node: tensor parallelism stays inside it
 
 
 def default_settings(**overrides) -> SimpleNamespace:
-    """Every setting's default (existing ones with CHANGED_DEFAULTS applied, then the new ones)."""
-    values = {s.key: s.default for s in SETTINGS} | CHANGED_DEFAULTS | {s.key: s.default for s in SERVING_SETTINGS}
+    """Every setting's default (the schema's SETTINGS hold the v2 settings and recalibrated defaults)."""
+    values = {s.key: s.default for s in SETTINGS}
     unknown = set(overrides) - set(values)
     if unknown:
         raise KeyError(f"unknown settings: {', '.join(sorted(unknown))}")
     return SimpleNamespace(**(values | overrides))
+
+
+def sheet_ceil(x: float) -> int:
+    """CEILING(x, 1) as a spreadsheet computes it: rounded to 15 significant digits first."""
+    return math.ceil(float(f"{x:.15g}"))
 
 
 def sheet_floor(x: float) -> int:
@@ -190,7 +150,7 @@ def peak_tflops(method: str | None, *, tflops: float, tflops_fp8: float | None, 
     return tflops
 
 
-TP_FACTOR_EXCEL = "=POWER(TpEfficiency,LOG({cards_per_run},2))"
+TP_FACTOR_EXCEL = "=POWER(TpEfficiency,LOG({cards_per_run},TwoCards))"
 
 
 def tp_factor(cards: int, tp_efficiency: float) -> float:
@@ -230,7 +190,7 @@ def batch_size(concurrency: float | None, *, cards: int, max_batch_per_card: int
 # ---------------------------------------------------------------- time per step and per request
 
 T_MEM_EXCEL = ("=(MIN({params_used},{active_used}*{batch})*Billion*{bytes_per_param}"
-               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}/2))"
+               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare))"
                "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*DecodeEfficiency*{tp})")
 
 
@@ -239,7 +199,7 @@ def decode_memory_seconds(*, params_b: float, active_params_b: float, batch: flo
                           decode_efficiency: float, tp: float) -> float:
     """Time of one decode step spent reading weights (experts touched by the batch) and the KV cache."""
     weights = min(params_b, active_params_b * batch) * K.Billion * bytes_per_param
-    cache = batch * kv_tok * (prompt + output / 2)
+    cache = batch * kv_tok * (prompt + output * KS.MeanOutputShare)
     return (weights + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency * tp)
 
 
@@ -263,14 +223,14 @@ def step_seconds(t_mem: float, t_cmp: float, step_overhead_ms: float) -> float:
 
 T_PRE_EXCEL = ('=(InferenceFlopsPerToken*{active_used}*Billion*{prompt_used}'
                '+IF({model.head_dim}<>"",PrefillAttentionFlops*{model.layers}*{model.attn_heads}*{model.head_dim}'
-               '*{prompt_used}^2,0))'
+               '*{prompt_used}*{prompt_used},0))'
                '/({cards_per_run}*{peak_tflops}*Tera*PrefillMfu*{tp})')
 
 
 def prefill_seconds(*, active_params_b: float, prompt: float, layers: float | None, attn_heads: float | None,
                     head_dim: float | None, cards: int, peak: float, prefill_mfu: float, tp: float) -> float:
     """Time to read one prompt: weight matmuls plus, when the architecture is known, attention (p²)."""
-    attention = KS.PrefillAttentionFlops * layers * attn_heads * head_dim * prompt ** 2 if head_dim is not None else 0
+    attention = KS.PrefillAttentionFlops * layers * attn_heads * head_dim * prompt * prompt if head_dim is not None else 0
     return (K.InferenceFlopsPerToken * active_params_b * K.Billion * prompt + attention) / (
         cards * peak * K.Tera * prefill_mfu * tp)
 
@@ -305,7 +265,9 @@ def user_tokens_per_sec(t_step: float) -> float:
 
 # ---------------------------------------------------------------- replicas and runs
 
-def _fits_excel(n: int) -> str:
+def fits_excel(shape: int) -> str:
+    """Whether a replica of `shape` cards divides the heads and holds the minimum batch (§D), as an Excel test."""
+    n = SHAPE_NAMES[shape]
     return (f'AND(IF({{model.attn_heads}}="",TRUE,MOD({{model.attn_heads}},{n})=0),'
             f'FLOOR(({n}*{{gpu.vram_gb}}*UsableVram-{{params_used}}*{{bytes_per_param}}*(1+InferenceOverhead)'
             f'-{{kv_cache_gb}})*Billion/({{kv_bytes_per_token}}*{{context_used}}),1)'
@@ -313,7 +275,7 @@ def _fits_excel(n: int) -> str:
 
 
 CARDS_PER_REPLICA_EXCEL = ('=IF({cards}<>"",{cards},'
-                           + "".join(f"IF({_fits_excel(n)},{n}," for n in CARDS_PER_REPLICA_SHAPES)
+                           + "".join(f"IF({fits_excel(n)},{SHAPE_NAMES[n]}," for n in CARDS_PER_REPLICA_SHAPES)
                            + '""' + ")" * len(CARDS_PER_REPLICA_SHAPES) + ")")
 
 
@@ -383,6 +345,39 @@ def batch_gpu_hours_per_run(hours: float, *, replicas: int, setup_hours: float, 
     return (hours + setup_hours * replicas) * cards
 
 
+# ---------------------------------------------------------------- capacity that can run (§F)
+
+TRAINING_SMALL_SHAPES = (1, 2, 4)  # then whole nodes of MAX_REPLICA_SHAPE cards
+
+
+def training_shape(n: float) -> int:
+    """The card shape of a training run holding at least `n` cards: 1, 2, 4, then multiples of 8."""
+    for shape in TRAINING_SMALL_SHAPES:
+        if n <= shape:
+            return shape
+    return MAX_REPLICA_SHAPE * sheet_ceil(n / MAX_REPLICA_SHAPE)
+
+
+def training_shape_excel(n: str) -> str:
+    """`training_shape` as an Excel expression of the expression `n`."""
+    chain = "".join(f"IF({n}<={SHAPE_NAMES[shape]},{SHAPE_NAMES[shape]}," for shape in TRAINING_SMALL_SHAPES)
+    node = SHAPE_NAMES[MAX_REPLICA_SHAPE]
+    return chain + f"{node}*CEILING({n}/{node},1)" + ")" * len(TRAINING_SMALL_SHAPES)
+
+
+def cards_for_deadline(single_card_hours: float, *, run_overhead: float, deadline: float, setup_hours: float,
+                       scaling: float, impossible: float) -> float:
+    """n_needed of §F: the cards whose wall clock, compute_hours(n)·(1 + RunOverhead) + SetupHours with
+    speedup 1 + (n − 1)·scaling, meets the deadline; `impossible` when no number of cards does."""
+    work = single_card_hours * (1 + run_overhead)
+    window = deadline * K.HoursPerDay - setup_hours
+    if work <= window:
+        return 1
+    if window <= 0 or scaling <= 0:
+        return impossible
+    return 1 + (work / window - 1) / scaling
+
+
 # ---------------------------------------------------------------- training (§E)
 
 FLOPS_PER_TOKEN_EXCEL = ('=IF({method}="lora",LoraFlopsPerToken,'
@@ -427,7 +422,7 @@ def training_gpu_hours(flops: float, *, tflops: float, mfu: float) -> float:
 
 
 TRAINING_VRAM_EXCEL = ('=IF(OR({method}="lora",{method}="qlora"),'
-                       'IF({method}="qlora",BytesQloraBase,BytesFp16)*{params_used}'
+                       'IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16)*{params_used}'
                        '+{params_used}*LoraTrainable*BytesTrainableState'
                        '+IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion'
                        '+LoraWorkspaceGb,'
@@ -439,14 +434,15 @@ def training_memory_gb(method: str | None, *, params_b: float, layers: float | N
                        lora_trainable: float, micro_batch_tokens: float, lora_workspace_gb: float,
                        activation_gb_per_b: float) -> float:
     """Training memory (GB) on the total parameters. LoRA/QLoRA: frozen base, trained adapters with Adam state,
-    and, architecture known, checkpointed activations of one micro-batch plus workspace, else SPEC.md §3.1's
-    per-parameter allowance. Full training and pretraining: SPEC.md §3.1 (16 bytes a parameter plus activations)."""
+    and, architecture known, an NF4 base with its scales (BytesQloraBase), checkpointed activations of one
+    micro-batch plus workspace, else SPEC.md §3.1 (a 4-bit base and the per-parameter activation allowance). Full training and pretraining: SPEC.md §3.1 (16 bytes a parameter plus activations)."""
     if method not in ("lora", "qlora"):
         return params_b * K.BytesFullTraining + activation_gb_per_b * params_b
-    base = (KS.BytesQloraBase if method == "qlora" else K.BytesFp16) * params_b
     adapters = params_b * lora_trainable * K.BytesTrainableState
     if hidden is None:
+        base = (K.BytesInt4 if method == "qlora" else K.BytesFp16) * params_b
         return base + adapters + activation_gb_per_b * params_b
+    base = (KS.BytesQloraBase if method == "qlora" else K.BytesFp16) * params_b
     activations = micro_batch_tokens * layers * hidden * KS.BytesActivation / K.Billion
     return base + adapters + activations + lora_workspace_gb
 

@@ -13,17 +13,20 @@ from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
 EXAMPLE_TASKS = (
-    {"task_id": f"{EXAMPLE_PREFIX}01", "task": "Support-bot QLoRA fine-tune", "kind": "finetune", "model_params_b": "7B",
+    {"task_id": f"{EXAMPLE_PREFIX}01", "task": "Support-bot QLoRA fine-tune", "kind": "finetune", "model": "Qwen2.5-7B",
      "method": "qlora", "train_tokens": "5M", "epochs": 3, "runs_per_month": 2, "tier": "idle",
      "cost_center": "knowledge-base"},
     {"task_id": f"{EXAMPLE_PREFIX}02", "task": "Domain pretraining", "kind": "pretrain", "model_params_b": "1.3B",
      "method": "full", "train_tokens": "20B", "runs_per_month": 0.5, "cost_center": "research"},
-    {"task_id": f"{EXAMPLE_PREFIX}03", "task": "Knowledge-base chat service", "kind": "inference", "model_params_b": "7B",
-     "method": "int4", "requests_per_day": 10000, "tokens_per_request": 500, "serving_hours_per_day": 8,
-     "tokens_per_sec": 100, "gpu": "RTX 4090", "tier": "monthly", "cost_center": "knowledge-base"},
-    {"task_id": f"{EXAMPLE_PREFIX}04", "task": "Nightly document summaries", "kind": "batch", "model_params_b": "13B",
-     "method": "int8", "batch_requests": 200000, "tokens_per_request": 300, "runs_per_month": 30,
-     "cost_center": "knowledge-base"},
+    {"task_id": f"{EXAMPLE_PREFIX}03", "task": "Knowledge-base chat service", "kind": "inference", "model": "Qwen2.5-7B",
+     "method": "int4", "requests_per_day": 10000, "prompt_tokens": 1500, "tokens_per_request": 500,
+     "serving_hours_per_day": 8, "gpu": "RTX 4090", "tier": "monthly", "cost_center": "knowledge-base"},
+    {"task_id": f"{EXAMPLE_PREFIX}04", "task": "Nightly document summaries", "kind": "batch", "model": "Qwen2.5-14B",
+     "method": "int8", "batch_requests": 200000, "prompt_tokens": 800, "tokens_per_request": 300,
+     "runs_per_month": 30, "cost_center": "knowledge-base"},
+    {"task_id": f"{EXAMPLE_PREFIX}05", "task": "Assistant API (mixture of experts, fp8)", "kind": "inference",
+     "model": "Qwen3-30B-A3B", "method": "fp8", "requests_per_day": 50000, "prompt_tokens": 2000,
+     "tokens_per_request": 400, "cost_center": "product"},
 )
 EXAMPLE_EXTRAS = (
     {"item": "Object storage for checkpoints", "category": "storage", "monthly_cost": 400},

@@ -1,8 +1,10 @@
 """Writes inputs/q3.xlsx and its Chinese twin inputs/q3-zh.xlsx, the sample inventory: `python inputs/make_q3.py`.
 
 The knowledge-base team of the source articles (two RTX 4090 on monthly rent for the chat service,
-QLoRA fine-tunes on idle capacity, A100 80G experiments on demand, storage and egress) plus a 7B full
-fine-tune, a 13B pretraining run, a 70B service and a nightly batch job.
+QLoRA fine-tunes on idle capacity, A100 80G experiments on demand, storage and egress) plus an 8B full
+fine-tune, a 13B pretraining run of the team's own architecture, a 70B fp8 service, a nightly batch job and
+a mixture-of-experts coding assistant. Tasks name catalog models (`budgetgen models`); services give their
+prompt lengths.
 """
 
 from pathlib import Path
@@ -20,24 +22,27 @@ SETTINGS = [
     ("hidden_cost_buffer", "25%", "storage, egress, images, platform fees, unrefundable balance"),
     ("gpu_choice", "cheapest", ""),
 ]
-TASK_HEADERS = ["task_id", "task", "kind", "model_params_b", "method", "train_tokens", "epochs", "runs_per_month",
-                "requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
-                "tokens_per_sec", "concurrency", "gpu", "cards", "tier", "start_month", "end_month", "cost_center", "owner"]
+TASK_HEADERS = ["task_id", "task", "kind", "model", "model_params_b", "method", "train_tokens", "epochs",
+                "runs_per_month", "requests_per_day", "batch_requests", "prompt_tokens", "tokens_per_request",
+                "serving_hours_per_day", "tokens_per_sec", "gpu", "cards", "tier", "start_month", "end_month",
+                "cost_center", "owner"]
 TASKS = [
-    ["KB01", "Knowledge-base chat service (7B int4)", "inference", "7B", "int4", None, None, None, 10000, None, 500,
-     8, 100, None, "RTX 4090", None, "monthly", None, None, "knowledge-base", "Li Wei"],
-    ["KB02", "Knowledge-base QLoRA refresh", "finetune", "7B", "qlora", "5M", 3, 2, None, None, None, None, None,
-     None, "RTX 4090", None, "idle", None, None, "knowledge-base", "Li Wei"],
-    ["KB03", "Retrieval experiments (LoRA)", "finetune", "7B", "lora", "180M", 1, 1, None, None, None, None, None,
-     None, "A100 80G", None, "on_demand", None, None, "knowledge-base", "Chen Jing"],
-    ["ML01", "Support model full fine-tune", "finetune", "7B", "full", "200M", 2, 1, None, None, None, None, None,
-     None, None, None, "on_demand", "2026-08", "2026-09", "ml-platform", "Sara Novak"],
-    ["ML02", "13B domain pretraining", "pretrain", "13B", "full", "20B", 1, 0.5, None, None, None, None, None,
-     None, None, None, "spot", "2026-08", None, "research", "Sara Novak"],
-    ["ML03", "70B assistant API", "inference", "70B", "fp16", None, None, None, 50000, None, 400, 24, None,
-     32, None, None, "monthly", None, None, "product", "Omar Haddad"],
-    ["ML04", "Nightly ticket summaries (13B int8)", "batch", "13B", "int8", None, None, 30, None, 200000, 300, None,
-     None, 64, None, None, "idle", None, None, "support", "Omar Haddad"],
+    ["KB01", "Knowledge-base chat service (7B int4, measured)", "inference", "Qwen2.5-7B", None, "int4", None, None,
+     None, 10000, None, 1500, 500, 8, 100, "RTX 4090", None, "monthly", None, None, "knowledge-base", "Li Wei"],
+    ["KB02", "Knowledge-base QLoRA refresh", "finetune", "Qwen2.5-7B", None, "qlora", "5M", 3, 2, None, None, None,
+     None, None, None, "RTX 4090", None, "idle", None, None, "knowledge-base", "Li Wei"],
+    ["KB03", "Retrieval experiments (LoRA)", "finetune", "Qwen2.5-7B", None, "lora", "180M", 1, 1, None, None, None,
+     None, None, None, "A100 80G", None, "on_demand", None, None, "knowledge-base", "Chen Jing"],
+    ["ML01", "Support model full fine-tune", "finetune", "Llama-3.1-8B", None, "full", "200M", 2, 1, None, None, None,
+     None, None, None, None, None, "on_demand", "2026-08", "2026-09", "ml-platform", "Sara Novak"],
+    ["ML02", "13B domain pretraining (own architecture)", "pretrain", None, "13B", "full", "20B", 1, 0.5, None, None,
+     None, None, None, None, None, None, "spot", "2026-08", None, "research", "Sara Novak"],
+    ["ML03", "70B assistant API (fp8)", "inference", "Llama-3.3-70B", None, "fp8", None, None, None, 50000, None,
+     2000, 400, 24, None, None, None, "monthly", None, None, "product", "Omar Haddad"],
+    ["ML04", "Nightly ticket summaries (14B int8)", "batch", "Qwen2.5-14B", None, "int8", None, None, 30, None,
+     200000, 800, 300, None, None, None, None, "idle", None, None, "support", "Omar Haddad"],
+    ["ML05", "Coding assistant (MoE, fp8)", "inference", "Qwen3-30B-A3B", None, "fp8", None, None, None, 20000, None,
+     3000, 600, 10, None, "L40S", None, "monthly", None, None, "product", "Omar Haddad"],
 ]
 EXTRAS = [
     ("item", "category", "monthly_cost", "start_month", "end_month"),

@@ -15,12 +15,13 @@ import openpyxl
 import pytest
 
 import budgetgen
-from budgetgen import catalog
+from budgetgen import catalog, models
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "inputs" / "q3.xlsx"
 DATA = Path(__file__).resolve().parent / "data"
 TEST_CATALOG = DATA / "gpus.csv"  # the built-in catalog as the tests know it (see tests/data/NOTICE.md)
+TEST_MODELS = DATA / "models.csv"  # the built-in model catalog as the tests know it
 FOCUS_SAMPLE = DATA / "focus_sample.csv"  # the FinOps Foundation's FOCUS 1.0 sample bill, CC BY 4.0
 
 
@@ -33,10 +34,14 @@ def pytest_report_header() -> str:
 def fixed_catalog() -> Iterator[Path]:
     """Every test (and every module-scoped fixture: hence the session scope) sees the fixed test catalog as the
     built-in one, so adding a GPU to the product breaks no test. A test running budgetgen in another
-    interpreter sets `catalog.CATALOG_RESOURCE` there too (see `test_bad_input.ISOLATED`)."""
+    interpreter sets `catalog.CATALOG_RESOURCE` there too (see `test_bad_input.ISOLATED`). The model catalog
+    likewise is the fixed `TEST_MODELS`."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(catalog, "CATALOG_RESOURCE", TEST_CATALOG)
+        patch.setattr(models, "MODELS_RESOURCE", TEST_MODELS)
+        models.builtin_models.cache_clear()
         yield TEST_CATALOG
+    models.builtin_models.cache_clear()
 
 
 @pytest.fixture(autouse=True)

@@ -196,9 +196,9 @@ INPUT_CASES = {
     "unknown_kind": ([{**SERVICE, "kind": "training"}], None, [
         'Error: Tasks!C2 kind: "training" is not one of finetune, pretrain, inference, batch']),
     "unknown_method": ([{**SERVICE, "method": "int3"}], None, [
-        'Error: Tasks!H2 method: "int3" is not one of full, lora, qlora, fp16, int8, int4']),
+        'Error: Tasks!H2 method: "int3" is not one of full, lora, qlora, fp16, bf16, fp8, int8, int4, fp4']),
     "method_of_another_kind": ([{**SERVICE, "method": "lora"}], None, [
-        'Error: Tasks!H2 method: "lora" is not a method for inference tasks (use fp16, int8, int4)']),
+        'Error: Tasks!H2 method: "lora" is not a method for inference tasks (use fp16, bf16, fp8, int8, int4, fp4)']),
     "unknown_tier": ([{**SERVICE, "tier": "sometimes"}], None, [
         'Error: Tasks!H2 tier: "sometimes" is not one of monthly, on_demand, idle, spot']),
     "unknown_gpu": ([{**SERVICE, "gpu": "RTX 9999"}], None, [
@@ -212,8 +212,9 @@ INPUT_CASES = {
         "Error: Tasks!E2 requests_per_day: required for inference tasks (requests/day): fill it in"]),
     "batch_without_requests": ([{**SERVICE, "kind": "batch", "requests_per_day": None}], None, [
         "Error: Tasks!A2 batch_requests: required for batch tasks (requests/run): fill it in"]),
+    # 2,000B fp16: 4,400 GB with runtime + 8 sequences of 1,000 + 100 tokens x 40,000 x sqrt(2000) bytes = 17.2 GB
     "fits_no_gpu": ([{**SERVICE, "model_params_b": 2000}], None, [
-        ("Error: Tasks!D2 model_params_b: needs 5,200.0 GB of GPU memory, more than 8 x the largest card "
+        ("Error: Tasks!D2 model_params_b: needs 4,417.2 GB of GPU memory, more than 64 x the largest card "
         "(H200, 141 GB): use lora/qlora or int8/int4, or raise max_cards")]),
     "months_outside_plan": ([{**SERVICE, "start_month": "2026-01", "end_month": "2027-01"}], None, [
         ("Error: Tasks!H2 start_month: 2026-01 is outside the plan 2026-07 to 2026-09 "
@@ -413,7 +414,8 @@ def test_formula_cells_in_the_input_arrive_as_their_cached_values(tmp_path):
     assert all("HYPERLINK" not in f and "3+4" not in f for _, _, f in formulas(tmp_path / "budget.xlsx"))
     out = openpyxl.load_workbook(tmp_path / "budget.xlsx")["Tasks"]
     assert (out["B2"].data_type, out["B2"].value) == ("s", "chat")
-    assert out["D2"].value == 7
+    params = next(c.column_letter for c in out[1] if str(c.value).startswith("model_params_b"))
+    assert out[f"{params}2"].value == 7
 
 
 def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
@@ -432,9 +434,10 @@ def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
 ISOLATED = """
 import json, pathlib, resource, sys, time
 from click.testing import CliRunner
-from budgetgen import catalog
+from budgetgen import catalog, models
 from budgetgen.cli import main
-catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalog, as in conftest
+catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalogs, as in conftest
+models.MODELS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("models.csv")
 start = time.process_time()
 result = CliRunner().invoke(main, sys.argv[2:])
 print(json.dumps({"exit_code": result.exit_code, "output": result.output, "stdout": result.stdout,

@@ -117,7 +117,7 @@ def test_progress_on_stderr_and_quiet(tmp_path):
     loud = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "a.xlsx")])
     quiet = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "b.xlsx"), "--quiet"])
     assert loud.exit_code == quiet.exit_code == 0
-    assert "planning 7 tasks on 7 GPUs" in loud.stderr and "writing Candidates (49 rows)" in loud.stderr
+    assert "planning 8 tasks on 7 GPUs" in loud.stderr and "writing Candidates (56 rows)" in loud.stderr
     assert quiet.stderr == "" and "Period total" in quiet.stdout
 
 

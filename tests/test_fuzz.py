@@ -193,14 +193,20 @@ def expected_outcome(gpu: dict) -> tuple[set[str], dict]:
     price = {c: None if values[c] == "blank" else values[c] for c in values}
     scaling = 0.5 if values["scaling"] == "blank" else values["scaling"]
     errors, costs = set(), {}
-    # B1: 13B int8 serving needs 13 x 1 x 1.3 = 16.9 GB; 200,000 x 300 tokens at 500 tokens/s, 30 runs, idle.
-    b1_cards = ceil15(16.9 / (values["vram_gb"] * 0.9))
-    if b1_cards > 8:
+    # B1: 13B int8 serving holds 13 x 1 x 1.1 = 14.3 GB of weights and runtime and must fit 8 sequences of
+    # 1,000 default prompt + 300 output tokens at 40,000 x sqrt(13) bytes a token: a replica is the fewest of 1, 2,
+    # 4, 8 cards that do. 200,000 x 300 tokens at 500 tokens/s are 33.3 h of one replica; 30 runs a month leave
+    # 730 / 30 - 0.5 h a run, so 2 replicas each paying the 0.5 h setup. Idle tier.
+    fits = [n for n in (1, 2, 4, 8)
+            if math.floor((n * values["vram_gb"] * 0.9 - 14.3) * 1e9 / (40_000 * math.sqrt(13) * 1300)) >= 8]
+    if not fits:
         errors.add(TASK_CELL[("B1", "gpu")])
     elif price["idle_per_hour"] is None:
         errors.add(TASK_CELL[("B1", "tier")])
     else:
-        costs["B1"] = (200_000 * 300 / (500 * 3600) + 0.5) * b1_cards * 30 * price["idle_per_hour"]
+        hours = 200_000 * 300 / (500 * 3600)
+        replicas = math.ceil(hours / (730 / 30 - 0.5))
+        costs["B1"] = (hours + 0.5 * replicas) * fits[0] * 30 * price["idle_per_hour"]
     # F1: 1B full training needs 16 + 0.6 = 16.6 GB on the 2 cards given; 6 x 1e9 x 1e9 FLOPs at 40% MFU.
     if ceil15(16.6 / (values["vram_gb"] * 0.9)) > 2:
         errors.add(TASK_CELL[("F1", "cards")])

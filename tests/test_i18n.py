@@ -64,7 +64,7 @@ def builds(tmp_path_factory):
 def test_chinese_sample_builds_to_the_numbers_of_the_english_one(builds):
     _, en, _ = builds["en"]
     _, zh, _ = builds["zh"]
-    assert en["period_total"] == pytest.approx(123_875, abs=1)
+    assert en["period_total"] == pytest.approx(154_427, abs=1)  # the README's worked example
     assert zh == en  # every number, key and canonical value; warnings in the JSON stay English
 
 
@@ -97,14 +97,14 @@ def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
 def test_diff_reads_a_chinese_budget_like_an_english_one(builds):
     result = run("diff", builds["en"][0], builds["zh"][0], *DATE)
     assert result.exit_code == 0, result.output
-    assert "no changes" in result.output and "123,875 -> 123,875" in result.output
+    assert "no changes" in result.output and "154,427 -> 154,427" in result.output
 
 
 def test_cli_prints_chinese_summary_lines(builds):
     output = builds["zh"][2]
     assert output.startswith("已写入 ")
-    assert "计划期合计 2026-07 至 2026-09：123,875 CNY" in output
-    assert "  2026-07：GPU 22,316 CNY + 额外费用 1,000 CNY + 缓冲 5,579 CNY = 28,896 CNY" in output
+    assert "计划期合计 2026-07 至 2026-09：154,427 CNY" in output
+    assert "  2026-07：GPU 30,349 CNY + 额外费用 1,000 CNY + 缓冲 7,587 CNY = 38,936 CNY" in output
     assert "警告：KB01：按需比包月每月便宜 4,540" in output
     assert "Warning:" not in output and "Period total" not in output
 
@@ -127,15 +127,15 @@ MISTAKES = [
                  'model_params_b："seven" 不是数字（十亿参数，例如 7 或 7B）'),
     ("Tasks!D2", "requests_per_day: -5 must be greater than zero (requests/day)",
                  "requests_per_day：-5 必须大于零（请求/日）"),
-    ("Tasks!E2", "tokens_per_request: 1e+308 is too large (tokens): at most 1e+15",
-                 "tokens_per_request：1e+308 太大（token）：最大为 1e+15"),
+    ("Tasks!E2", "tokens_per_request: 1e+308 is too large (output tokens): at most 1e+15",
+                 "tokens_per_request：1e+308 太大（输出token）：最大为 1e+15"),
     ("Tasks!F2", "cards: 1.5 must be a whole number (cards)", "cards：1.5 必须是整数（卡）"),
     ("Tasks!G2", 'tier: "cheap" is not one of monthly, on_demand, idle, spot',
                  'tier："cheap" 不是以下之一：包月、按需、闲置、竞价'),
     ("Tasks!H2", 'end_month: "nope" is not a month (write YYYY-MM, e.g. 2026-07)',
                  'end_month："nope" 不是月份（请写成 YYYY-MM，例如 2026-07）'),
-    ("Tasks!I2", 'method: "lora" is not a method for inference tasks (use fp16, int8, int4)',
-                 'method："lora" 不适用于推理任务（请使用 fp16、int8、int4）'),
+    ("Tasks!I2", 'method: "lora" is not a method for inference tasks (use fp16, bf16, fp8, int8, int4, fp4)',
+                 'method："lora" 不适用于推理任务（请使用 fp16、bf16、fp8、int8、int4、fp4）'),
     ("Tasks!J2", 'gpu: "X9" is not in the catalog', 'gpu："X9" 不在目录中'),
     ("Tasks!A3", 'task_id: "t1" is already used in A2 (task ids must be unique, ignoring case)',
                  'task_id："t1" 已在 A2 使用（任务编号必须唯一，不区分大小写）'),
@@ -179,8 +179,10 @@ def test_chinese_engine_and_sheet_problems(tmp_path):
         {"task_id": "T2", "kind": "finetune", "model_params_b": 700, "train_tokens": "1M", "gpu": "A100 80G"}])
     result = run("build", book, "--lang", "zh", "-o", tmp_path / "out.xlsx", *DATE)
     assert result.exit_code == 1 and not (tmp_path / "out.xlsx").exists()
-    assert "错误：Tasks!C2 model_params_b：需要 6,760.0 GB 显存，超过 8 张最大显卡（H200，141 GB）的总和" in result.output
-    assert "错误：Tasks!G3 gpu：需要 162 × A100 80G，max_cards 为 8：请设置 cards 或提高 max_cards" in result.output
+    # 2,600B fp16: 5,720 GB with runtime + 8 sequences of 1,009 tokens x 40,000 x sqrt(2600) bytes = 5,736.5 GB
+    assert "错误：Tasks!C2 model_params_b：需要 5,736.5 GB 显存，超过 64 张最大显卡（H200，141 GB）的总和" in result.output
+    # 700B full training: 700 x 16.6 = 11,620 GB on 72 GB usable: 162 cards, a run shape of 21 nodes of 8
+    assert "错误：Tasks!G3 gpu：需要 168 × A100 80G，max_cards 为 64：请设置 cards 或提高 max_cards" in result.output
     wb = openpyxl.Workbook()
     wb.active.title = "Nope"
     wb.save(tmp_path / "no-tasks.xlsx")
@@ -213,7 +215,7 @@ def test_init_in_chinese_then_build_without_edits(tmp_path):
     assert wb.sheetnames == ["设置", "任务", "GPU", "额外费用"]
     header = [c.value for c in wb["任务"][1]]
     assert header[:3] == ["任务编号", "任务描述", "类型"]
-    assert [row[2] for row in wb["任务"].iter_rows(min_row=2, values_only=True)] == ["微调", "预训练", "推理", "批量"]
+    assert [row[2] for row in wb["任务"].iter_rows(min_row=2, values_only=True)] == ["微调", "预训练", "推理", "批量", "推理"]
     assert wb["设置"]["A2"].value == "币种"
     result = run("build", book, "-o", tmp_path / "out.xlsx", "--lang", "zh", *DATE)
     assert result.exit_code == 0, result.output

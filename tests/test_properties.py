@@ -177,7 +177,11 @@ def _doubled(tp, inputs: Inputs):
     field = {"inference": "requests_per_day", "batch": "batch_requests"}.get(tp.task.kind, "train_tokens")
     pinned = {**tp.task.values, "gpu": tp.row["gpu"]}
     base = plan_task(dataclasses.replace(tp.task, values=pinned), inputs)
-    more = plan_task(dataclasses.replace(tp.task, values={**pinned, field: pinned[field] * 2}), inputs)
+    try:
+        more = plan_task(dataclasses.replace(tp.task, values={**pinned, field: pinned[field] * 2}), inputs)
+    except InputError as exc:  # twice the work may miss the run's deadline on the cards the user gave
+        assert {p.code for p in exc.problems} <= NO_FIT
+        return base, None
     return base, more
 
 
@@ -210,8 +214,9 @@ def test_engine_invariants(workdir, inventory):
         assert sum(c.chosen for c in tp.candidates) == 1
         base, more = _doubled(tp, plan.inputs)
         assert base.row["gpu_hours_per_month"] == pytest.approx(r["gpu_hours_per_month"], rel=1e-12)
-        assert more.row["gpu_hours_per_month"] >= base.row["gpu_hours_per_month"]
-        assert more.row["monthly_cost"] >= base.row["monthly_cost"]
+        if more is not None:
+            assert more.row["gpu_hours_per_month"] >= base.row["gpu_hours_per_month"]
+            assert more.row["monthly_cost"] >= base.row["monthly_cost"]
     for month in plan.months:
         t = plan.month_totals[month]
         active = [tp.row["monthly_cost"] for tp in plan.tasks

@@ -55,7 +55,7 @@ def test_headers_ignore_case_spaces_and_underscores_and_unknown_columns_are_kept
     assert task.values["task_id"] == "T1" and task.kind == "inference"
     assert task.values["model_params_b"] == 7 and task.values["requests_per_day"] == 1000
     assert task.values["method"] == "fp16" and task.values["tier"] == "monthly"
-    assert task.values["serving_hours_per_day"] == 24 and task.values["concurrency"] == 1
+    assert task.values["serving_hours_per_day"] == 24 and task.values["concurrency"] is None
     assert task.extra == {"Owner": "Ana"} and inputs.extra_headers == ("Owner",)
     assert task.values["start_month"] == "2026-07" and task.values["end_month"] == "2026-09"
 
@@ -103,7 +103,7 @@ def test_missing_tasks_sheet_and_columns(tmp_path):
         read_inputs(path, today=TODAY)
     codes = {(p.code, p.message.split(" (")[0]) for p in info.value.problems}
     assert (Code.MISSING_COLUMN, "missing required column task_id") in codes
-    assert (Code.MISSING_COLUMN, "missing required column model_params_b") in codes
+    assert (Code.REQUIRED, "model_params_b: required") in codes   # neither model nor model_params_b
 
 
 def test_gpus_sheet_overrides_and_adds(tmp_path):

@@ -14,3 +14,20 @@ def test_readme_states_the_two_commands():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "python3 -m pip install . && budgetgen build inputs/q3.xlsx" in readme
     assert "python3 -m pip install '.[test]' && python3 -m pytest -q" in readme
+
+
+def test_readme_worked_example_prints_what_the_build_prints(tmp_path):
+    """The README's worked example is the sample's build output, line for line (period and month totals)."""
+    from click.testing import CliRunner
+    from conftest import SAMPLE
+
+    from budgetgen.cli import main
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    result = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "q3-budget.xlsx"), "-q",
+                                       "--date", "2026-06-15"])
+    assert result.exit_code == 0, result.output
+    totals = [line for line in result.output.splitlines() if line.startswith(("Period total", "  2026-"))]
+    assert len(totals) == 4
+    for line in totals:
+        assert line in readme, line

@@ -349,11 +349,11 @@ def test_a_longer_context_holds_fewer_sequences():
 # ---------------------------------------------------------------- settings and catalog data
 
 def test_new_settings_are_declared_like_the_existing_ones_and_do_not_collide():
-    keys = [s.key for s in SETTINGS] + [s.key for s in serving.SERVING_SETTINGS]
-    names = [s.name for s in SETTINGS] + [s.name for s in serving.SERVING_SETTINGS] + \
-        [n for n, _, _ in CONSTANTS] + [n for n, _, _ in serving.SERVING_CONSTANTS]
+    keys = [s.key for s in SETTINGS]
+    names = [s.name for s in SETTINGS] + [n for n, _, _ in CONSTANTS]
     assert len(set(keys)) == len(keys) and len(set(names)) == len(names)
-    assert set(serving.CHANGED_DEFAULTS) <= {s.key for s in SETTINGS}
+    assert set(serving.SERVING_SETTINGS) <= set(SETTINGS) and set(serving.SERVING_CONSTANTS) <= set(CONSTANTS)
+    assert {k: getattr(S, k) for k in serving.CHANGED_DEFAULTS} == serving.CHANGED_DEFAULTS
     for s in serving.SERVING_SETTINGS:
         assert isinstance(s, Setting) and s.help
         if s.type in ("number", "percent", "count"):

@@ -18,6 +18,7 @@ from .. import __version__, rules
 from ..engine import Plan
 from ..errors import OutputError
 from ..order import plan_order
+from ..models import builtin_models
 from ..rules import CHECK_TOLERANCE
 from .about import write_about
 from .assumptions import write_assumptions
@@ -29,6 +30,7 @@ from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
 from .layout import plan_layout
+from .models import write_models
 from .monthly import write_monthly
 from .order import write_order
 from .recon import recon_check, write_recon
@@ -41,7 +43,7 @@ __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits",
            "write_workbook"]
 
 EXCEL_MAX_ROWS = 1_048_576
-SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
           "Checks")
 
 
@@ -87,6 +89,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Assumptions", lambda: write_assumptions(book, ws["Assumptions"], plan.inputs.settings, plan.months,
                                                   layout.assumptions)),
         ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus)),
+        ("Models", lambda: write_models(book, ws["Models"], plan.inputs.models or builtin_models())),
         (f"Tasks ({n:,} rows)", lambda: write_tasks(book, ws["Tasks"], plan, layout.tasks)),
         ("TaskList", lambda: write_task_list(book, ws["TaskList"], plan, layout.tasks)),
         (f"Candidates ({layout.candidate_rows:,} rows)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import serving
 from ..i18n import name as input_name
 from ..i18n import word
 from ..recon import ACTIONS
@@ -36,6 +37,13 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
     ws.write_string(row, 3, t("billing days in a month = hours_per_month / 24"))
     ws.write_string(row, 4, "DaysPerMonth")
     book.define("DaysPerMonth", SHEET, row, 1)
+    row = at.kv_bytes_row
+    ws.write_string(row, 0, "kv_bytes")
+    book.formula(ws, row, 1, serving.KV_BYTES_EXCEL.removeprefix("="), serving.kv_bytes(s.kv_cache_dtype))
+    ws.write_string(row, 2, t("bytes"))
+    ws.write_string(row, 3, t("bytes of one cached KV element = 1 when kv_cache_dtype is fp8, else 2"))
+    ws.write_string(row, 4, "KvBytes")
+    book.define("KvBytes", SHEET, row, 1)
 
     book.header(ws, at.constants_header, ["constant", "value", "", "meaning", "name"])
     constants = CONSTANTS + (("CheckTolerance", CHECK_TOLERANCE, "relative tolerance of Checks"),)

@@ -15,7 +15,8 @@ from .formats import Formats, cached
 # xlsxwriter's `_xlfn.` future-function prefix (a test holds every generated formula to this list).
 SAFE_FUNCTIONS = frozenset({"IF", "AND", "OR", "INDEX", "MATCH", "MIN", "MAX", "CEILING", "CHOOSE", "IFERROR",
                             "ISNUMBER", "SUM", "SUMIFS", "SUMPRODUCT", "ABS", "TRIM", "SEARCH", "EXACT",
-                            "ROUND", "ROUNDDOWN", "N", "DATE", "DAY", "MONTH", "YEAR", "SUBSTITUTE"})
+                            "ROUND", "ROUNDDOWN", "N", "DATE", "DAY", "MONTH", "YEAR", "SUBSTITUTE",
+                            "FLOOR", "POWER", "LOG", "SQRT", "MOD"})
 
 
 def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> None:

@@ -15,12 +15,13 @@ _FORMATS = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_ca
 
 def write_gpus(book: Book, ws, gpus) -> None:
     cols = [c.name for c in GPU_COLUMNS]
-    widths = [14, 12, 9, 10, 9, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
+    widths = [14, 12, 9, 10, 9, 9, 9, 10, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
     ws.set_row(0, 30)
     for i, g in enumerate(gpus, start=1):
         values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
-                  "tflops": g.tflops, "interconnect": g.interconnect, "scaling": g.scaling,
+                  "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
+                  "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
                   "on_demand_per_hour": g.prices["on_demand"], "monthly_per_card": g.prices["monthly"],
                   "idle_per_hour": g.prices["idle"], "spot_per_hour": g.prices["spot"],
                   "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}

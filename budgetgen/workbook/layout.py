@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
 from ..engine import Plan
+from ..models import MODEL_COLUMNS
 from ..order import order_keys
 from ..recon import ACTIONS
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIERS
@@ -21,10 +22,13 @@ def camel(key: str) -> str:
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
-             "tflops": "GpuTflops", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
+             "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
+             "form_factor": "GpuFormFactor", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
              "on_demand_per_hour": TIER_PRICE_NAMES["on_demand"], "monthly_per_card": TIER_PRICE_NAMES["monthly"],
              "idle_per_hour": TIER_PRICE_NAMES["idle"], "spot_per_hour": TIER_PRICE_NAMES["spot"],
              "purchase_price": "GpuPurchase", "power_w": "GpuPowerW"}
+# The Models sheet's columns: ModelName, ModelTotalParamsB, ModelLayers, ...
+MODEL_NAMES = {c.name: "ModelName" if c.name == "model" else f"Model{camel(c.name)}" for c in MODEL_COLUMNS}
 # Tasks columns with a short name of their own; every other Tasks column is named Task + its key in CamelCase.
 _TASK_NAMES = {"task_id": "TaskId", "kind": "TaskKind", "tier": "TaskTier", "gpu": "TaskGpu",
                "cost_center": "TaskCostCenter", "start_index": "TaskStart", "end_index": "TaskEnd",
@@ -125,6 +129,7 @@ class Table:
 class AssumptionsLayout:
     settings: Mapping[str, int]   # setting key -> row (tier caps have their own block)
     days_row: int
+    kv_bytes_row: int
     constants_header: int
     constants: Mapping[str, int]  # constant name -> row
     tiers_header: int
@@ -346,13 +351,13 @@ def _assumptions(months: int) -> AssumptionsLayout:
     keys = [s.key for s in SETTINGS if not s.key.startswith("tier_cap_")]
     settings = {k: 1 + i for i, k in enumerate(keys)}
     days_row = 1 + len(keys)
-    constants_header = days_row + 2
+    constants_header = days_row + 3
     names = [name for name, _, _ in CONSTANTS] + ["CheckTolerance"]
     constants = {name: constants_header + 1 + i for i, name in enumerate(names)}
     tiers_header = constants_header + len(names) + 2
     months_header = tiers_header + len(TIERS) + 2
     actions_header = months_header + months + 2
-    return AssumptionsLayout(MappingProxyType(settings), days_row, constants_header, MappingProxyType(constants),
+    return AssumptionsLayout(MappingProxyType(settings), days_row, days_row + 1, constants_header, MappingProxyType(constants),
                              tiers_header, tiers_header + 1, months_header, months_header + 1, actions_header,
                              actions_header + 1)
 

@@ -16,11 +16,11 @@ from ..i18n import name as input_name
 from ..schema import TASK_COLUMNS
 from .book import Book, store_formula
 from .formats import cached
-from .layout import GPU_NAMES, Table, task_name
+from .layout import GPU_NAMES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
 
 SHEET = "Tasks"
-_PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\.([a-z_]+))?\}")
+_PLACEHOLDER = re.compile(r"\{([a-z0-9_]+)(?:\.([a-z0-9_]+))?\}")
 INPUT_FORMATS = {c.name: ("percent" if c.type == "percent" else "text" if c.type in ("text", "choice", "month")
                           else "echo") for c in TASK_COLUMNS}
 
@@ -28,7 +28,8 @@ INPUT_FORMATS = {c.name: ("percent" if c.type == "percent" else "text" if c.type
 def compile_formula(template: str, table: Table, task_row: str | None = None) -> Callable[..., str]:
     """A column's formula (without `=`) as a function of the 1-based row `r`.
 
-    `{col}` is the same row's cell, `{gpu.x}` a lookup on the GPUs sheet. With `task_row` (the column
+    `{col}` is the same row's cell, `{gpu.x}` a lookup on the GPUs sheet, `{model.x}` one on the Models sheet
+    (blank when the row names no model or the catalog lacks the figure). With `task_row` (the column
     holding the task's position on Tasks), a column the table lacks is read from Tasks by its name.
     """
     def cell(name: str) -> str:
@@ -40,6 +41,10 @@ def compile_formula(template: str, table: Table, task_row: str | None = None) ->
         name, field = match.groups()
         if name == "gpu" and field:
             return f"INDEX({GPU_NAMES[field]},MATCH({cell('gpu')},GpuName,0))"
+        if name == "model" and field:
+            model = cell("model")
+            figure = f"INDEX({MODEL_NAMES[field]},MATCH({model},ModelName,0))"
+            return f'IF({model}="","",IF({figure}="","",{figure}))'
         return cell(name)
     return _PLACEHOLDER.sub(sub, template.removeprefix("=")).format
 

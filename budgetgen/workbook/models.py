@@ -1,0 +1,29 @@
+"""Models: the model catalog (built-in plus the input's Models sheet), each column a workbook-scoped name
+(ModelName, ModelLayers, ...) that the Tasks and Candidates formulas look a task's model up in."""
+
+from __future__ import annotations
+
+from ..i18n import name as input_name
+from ..models import MODEL_COLUMNS, ModelCatalog
+from .book import Book
+from .layout import MODEL_NAMES
+
+SHEET = "Models"
+_WIDTHS = {"model": 22, "source": 60}
+
+
+def model_value(model, column: str):
+    """The figure a Models sheet column shows for one catalog model (None: blank)."""
+    return model.name if column == "model" else getattr(model, column) or None
+
+
+def write_models(book: Book, ws, catalog: ModelCatalog) -> None:
+    book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in MODEL_COLUMNS],
+                [_WIDTHS.get(c.name, 11) for c in MODEL_COLUMNS])
+    for i, model in enumerate(catalog.models, start=1):
+        for col, column in enumerate(MODEL_COLUMNS):
+            book.value(ws, i, col, model_value(model, column.name), "input", "general")
+    for col, column in enumerate(MODEL_COLUMNS):
+        book.define_range(MODEL_NAMES[column.name], SHEET, 1, max(1, len(catalog.models)), col)
+    ws.freeze_panes(1, 1)
+    ws.autofilter(0, 0, len(catalog.models), len(MODEL_COLUMNS) - 1)
