@@ -356,15 +356,16 @@ TEXT_ZH = {
     "隐性成本缓冲只按GPU成本计提（BufferRate × GPU）",
     "every task's GPU is on the GPUs sheet": "每个任务的GPU都在GPU表中",
     "Order total = Summary GPU total": "订购清单合计 = 汇总GPU合计",
-    "model size": "模型规模", "B params": "十亿参数", "training": "训练", "task id": "任务编号",
+    "model size": "模型规模", "training": "训练", "task id": "任务编号",
     ("Order lists what to buy or reserve per GPU type and tier; TaskList is the tasks' key columns for printing "
      "(Tasks holds every column and prints across several pages)."):
     "Order 表列出按GPU型号和计费方式需要购买或预留的资源；TaskList 表是便于打印的任务关键列（Tasks 表含全部列，打印时跨多页）。",
     "value (formulas compare this)": "取值（公式比较此值）", "shown as": "显示为",
     "text of a Summary sentence": "汇总表语句的文字",
     "Not on the list": "不在列表中",
-    "Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet).":
-    "请从列表中选择：公式比较这些值（GPU：GPU表中的名称）。",
+    ("Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
+     "sheet)."):
+    "请从列表中选择：公式比较这些值（GPU：GPU表中的名称；模型：模型表中的名称）。",
 }
 
 # Warnings: (English, Chinese) templates over named parameters; `!t` renders an enumeration value.

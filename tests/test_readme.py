@@ -16,16 +16,27 @@ def test_readme_states_the_two_commands():
     assert "python3 -m pip install '.[test]' && python3 -m pytest -q" in readme
 
 
-def test_readme_worked_example_prints_what_the_build_prints(tmp_path):
-    """The README's worked example is the sample's build output, line for line (period and month totals)."""
+def test_readme_worked_example_prints_what_the_build_prints(tmp_path, monkeypatch):
+    """The README's worked example is the sample's build output, line for line (period and month totals), with
+    the catalogs the package ships (not the tests' fixed copies): what a user's `budgetgen build` prints."""
+    from importlib.resources import files
+
     from click.testing import CliRunner
     from conftest import SAMPLE
 
+    from budgetgen import catalog, models
     from budgetgen.cli import main
 
+    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
+    monkeypatch.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
+    models.builtin_models.cache_clear()
+
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    result = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "q3-budget.xlsx"), "-q",
-                                       "--date", "2026-06-15"])
+    try:
+        result = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "q3-budget.xlsx"), "-q",
+                                           "--date", "2026-06-15"])
+    finally:
+        models.builtin_models.cache_clear()   # the next test's model catalog is the fixed copy again
     assert result.exit_code == 0, result.output
     totals = [line for line in result.output.splitlines() if line.startswith(("Period total", "  2026-"))]
     assert len(totals) == 4

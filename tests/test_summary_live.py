@@ -42,7 +42,7 @@ def test_a_gpu_not_in_the_catalog_shows_on_the_summary_banner(sample):
     after = recalc_formulas(path, {f"Tasks!{gpu}2": "A100"})
     assert before[("SUMMARY", "A2")] == "All checks pass"
     assert after[("SUMMARY", "A2")] == "CHECKS FAIL — see Checks"
-    assert after[("CHECKS", "B3")] == 6 and after[("CHECKS", "C3")] == 7 and after[("CHECKS", "D3")] is False
+    assert after[("CHECKS", "B3")] == 7 and after[("CHECKS", "C3")] == 8 and after[("CHECKS", "D3")] is False
 
 
 def test_the_banner_turns_red_unless_all_checks_pass(sample):
@@ -55,10 +55,11 @@ def test_the_banner_turns_red_unless_all_checks_pass(sample):
 
 
 def test_an_over_cap_warning_follows_an_edited_cap(sample):
-    """The monthly tier holds KB01 (2 RTX 4090 cards) and ML03 (5 RTX A6000 cards) in every month, at the
-    catalog's monthly rents: a cap 1,000 under that is exceeded in all three plan months, 1,000 over in none."""
+    """The monthly tier holds KB01 (2 RTX 4090 cards), ML03 (1 replica of 2 A100 80G cards) and ML05 (1 L40S) in
+    every month, at the catalog's monthly rents: a cap 1,000 under that is exceeded in all three plan months, 1,000 over in none."""
     _, path = sample
-    monthly = 2 * catalog_price("RTX 4090", "monthly_per_card") + 5 * catalog_price("RTX A6000", "monthly_per_card")
+    monthly = (2 * catalog_price("RTX 4090", "monthly_per_card") + 2 * catalog_price("A100 80G", "monthly_per_card")
+               + catalog_price("L40S", "monthly_per_card"))
     wb = openpyxl.load_workbook(path)
     sheet, ref = wb.defined_names["TierCapMonthly"].attr_text.split("!")
     cell = f"{sheet.strip(chr(39))}!{ref.replace('$', '')}"
@@ -89,7 +90,8 @@ def test_tasks_inputs_that_take_a_name_or_an_enumeration_have_dropdowns(sample):
     assert lists[_tasks_column(path, "gpu (chosen)")] == "GpuName"
     assert lists[_tasks_column(path, "tier")] == '"monthly,on_demand,idle,spot"'
     assert lists[_tasks_column(path, "kind")] == '"finetune,pretrain,inference,batch"'
-    assert lists[_tasks_column(path, "method")] == '"full,lora,qlora,fp16,int8,int4"'
+    assert lists[_tasks_column(path, "method")] == '"full,lora,qlora,fp16,bf16,fp8,int8,int4,fp4"'
+    assert lists[_tasks_column(path, "model")] == "ModelName"
 
 
 def test_summary_labels_totals_and_chart(sample):
@@ -126,6 +128,6 @@ def test_enumerations_on_gpus_extras_and_assumptions_have_dropdowns(sample):
 
     def lists(sheet):
         return {dv.formula1 for dv in wb[sheet].data_validations.dataValidation if dv.type == "list"}
-    assert {'"consumer,workstation,datacenter"', '"nvlink,pcie"'} <= lists("GPUs")
+    assert {'"consumer,workstation,datacenter"', '"nvlink,pcie"', '"sxm,pcie"'} <= lists("GPUs")
     assert lists("Extras") == {'"storage,egress,images,platform,other"'}
-    assert lists("Assumptions") == {'"cheapest,balanced"'}
+    assert lists("Assumptions") == {'"cheapest,balanced"', '"fp16,fp8"'}   # gpu_choice, kv_cache_dtype

@@ -18,10 +18,10 @@ def test_build_warns_while_the_template_example_rows_are_present(tmp_path):
     book = tmp_path / "plan.xlsx"
     assert _run("init", book).exit_code == 0
     ids = [r[0] for r in openpyxl.load_workbook(book)["Tasks"].iter_rows(min_row=2, values_only=True) if r[0]]
-    assert ids == ["EXAMPLE-01", "EXAMPLE-02", "EXAMPLE-03", "EXAMPLE-04"]
+    assert ids == ["EXAMPLE-01", "EXAMPLE-02", "EXAMPLE-03", "EXAMPLE-04", "EXAMPLE-05"]
     result = _run("build", book, "-o", tmp_path / "out.xlsx", *DATE)
     assert result.exit_code == 0, result.output
-    assert ("Warning: EXAMPLE-01, EXAMPLE-02, EXAMPLE-03, EXAMPLE-04: the template's example rows are still in "
+    assert ("Warning: EXAMPLE-01, EXAMPLE-02, EXAMPLE-03, EXAMPLE-04, EXAMPLE-05: the template's example rows are still in "
             "the Tasks sheet") in result.output
 
 
@@ -30,7 +30,7 @@ def test_no_warning_once_the_examples_are_replaced(tmp_path):
     assert _run("init", book).exit_code == 0
     wb = openpyxl.load_workbook(book)
     ws = wb["Tasks"]
-    for row, task_id in zip(range(2, 6), ("KB01", "RS01", "KB02", "KB03"), strict=True):
+    for row, task_id in zip(range(2, 7), ("KB01", "RS01", "KB02", "KB03", "AP01"), strict=True):
         ws.cell(row, 1).value = task_id
     wb.save(book)
     result = _run("build", book, "-o", tmp_path / "out.xlsx", *DATE)

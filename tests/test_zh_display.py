@@ -25,7 +25,7 @@ def test_people_read_chinese_values_and_formulas_compare_ascii_keys(zh):
     assert {"包月", "按需", "闲置", "竞价", "微调", "预训练", "推理", "批量"} <= set(summary)
     task_list = list(wb["TaskList"].iter_rows(min_row=2, values_only=True))
     kb01 = next(r for r in task_list if r[1] == "KB01")
-    assert (kb01[3], kb01[6]) == ("推理", "包月")           # kind, tier of KB01 (inference, monthly)
+    assert (kb01[3], kb01[7]) == ("推理", "包月")           # kind, tier of KB01 (inference, monthly)
     order = [r[:2] for r in wb["Order"].iter_rows(values_only=True) if r[0] == "RTX 4090"]
     assert ("RTX 4090", "包月") in order
     tasks = wb["Tasks"]

@@ -17,8 +17,8 @@ import xlsxwriter
 from .. import __version__, rules
 from ..engine import Plan
 from ..errors import OutputError
-from ..order import plan_order
 from ..models import builtin_models
+from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from .about import write_about
 from .assumptions import write_assumptions

@@ -93,7 +93,8 @@ class Book:
         ws.data_validation(first, col, last, col, {
             "validate": "list", "source": source if isinstance(source, str) else list(source), "ignore_blank": True,
             "error_type": "stop", "error_title": self.t("Not on the list"), "error_message": self.t(
-                "Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet)."),
+                "Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
+                "sheet)."),
             **({"input_title": name(key, self.lang), "input_message": message[:255]} if message else {})})
 
     def value(self, ws, row: int, col: int, value, role: str, fmt: str) -> None:

@@ -7,6 +7,7 @@ from ..i18n import name as input_name
 from ..models import MODEL_COLUMNS, ModelCatalog
 from .book import Book
 from .layout import MODEL_NAMES
+from .printing import print_setup
 
 SHEET = "Models"
 _WIDTHS = {"model": 22, "source": 60}
@@ -18,8 +19,9 @@ def model_value(model, column: str):
 
 
 def write_models(book: Book, ws, catalog: ModelCatalog) -> None:
-    book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in MODEL_COLUMNS],
-                [_WIDTHS.get(c.name, 11) for c in MODEL_COLUMNS])
+    widths = [_WIDTHS.get(c.name, 11) for c in MODEL_COLUMNS]
+    book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in MODEL_COLUMNS], widths)
+    ws.set_row(0, 30)
     for i, model in enumerate(catalog.models, start=1):
         for col, column in enumerate(MODEL_COLUMNS):
             book.value(ws, i, col, model_value(model, column.name), "input", "general")
@@ -27,3 +29,4 @@ def write_models(book: Book, ws, catalog: ModelCatalog) -> None:
         book.define_range(MODEL_NAMES[column.name], SHEET, 1, max(1, len(catalog.models)), col)
     ws.freeze_panes(1, 1)
     ws.autofilter(0, 0, len(catalog.models), len(MODEL_COLUMNS) - 1)
+    print_setup(ws, book.lang, widths, len(catalog.models), header_rows=(0, 0), repeat_cols=(0, 0))

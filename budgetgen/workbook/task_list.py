@@ -14,9 +14,10 @@ from .printing import print_setup
 
 SHEET = "TaskList"
 # (key on Tasks, header, unit, number format, width)
-COLUMNS = (("task_id", "task_id", "", "text", 10), ("task", "task", "", "wrap", 28),
-           ("kind", "kind", "", "text", 11), ("model_params_b", "model size", "B params", "echo", 11),
-           ("gpu", "gpu", "", "text", 13), ("tier", "tier", "", "text", 11), ("cards_held", "cards held", "cards", "int", 8),
+COLUMNS = (("task_id", "task_id", "", "text", 10), ("task", "task", "", "wrap", 24),
+           ("kind", "kind", "", "text", 11), ("model", "model", "", "text", 14),
+           ("params_used", "model size", "B params", "echo", 9),
+           ("gpu", "gpu", "", "text", 12), ("tier", "tier", "", "text", 11), ("cards_held", "cards held", "cards", "int", 8),
            ("gpu_hours_per_month", "GPU-hours a month", "", "int", 11),
            ("monthly_cost", "cost a month", "currency/month", "money", 13),
            ("period_cost", "cost over the plan", "currency", "money", 14))

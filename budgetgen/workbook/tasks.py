@@ -66,11 +66,13 @@ def column_headers(book: Book, ws, table: Table, labels: dict[str, str]) -> list
 
 
 def dropdowns(book: Book, ws, table: Table) -> None:
-    """A list on every Tasks input that takes a catalog name (gpu: the GPUs sheet) or an enumeration."""
+    """A list on every Tasks input that takes a catalog name (gpu: the GPUs sheet; model: the Models sheet) or an
+    enumeration."""
     for column in TASK_COLUMNS:
         if column.choices:
             book.dropdown(ws, table.first, table.last, table.columns[column.name], column.name, column.choices)
     book.dropdown(ws, table.first, table.last, table.columns["gpu"], "gpu", f"={GPU_NAMES['gpu']}")
+    book.dropdown(ws, table.first, table.last, table.columns["model"], "model", f"={MODEL_NAMES['model']}")
 
 
 def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
