@@ -111,8 +111,9 @@ OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its
                        lambda s, cap, costs: None if cap is None else sum(1 for c in costs if c > cap))
 CHEAPER_ELSEWHERE = Rule("cheaper_elsewhere", "tasks that would cost less on their cheapest suited tier",
                          "SUMPRODUCT(({savings}>0)*1)", lambda s, savings: sum(1 for v in savings if v > 0))
-WHOLE = Rule("whole", "an amount rounded to a whole number for a sentence (half away from zero)",
-             "ROUND({value},0)", lambda s, value: math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1))
+WHOLE = Rule("whole", "an amount for a sentence: rounded to a whole number (half away from zero, as ROUND) and "
+             "grouped in thousands", "FIXED({value},0)",
+             lambda s, value: f"{math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1):,}")
 BANNER = Rule("banner", "the Summary banner: the master check in words (an error in a check fails it)",
               "IF(IFERROR({all_checks},0),{ok},{fail})", lambda s, all_checks, ok, fail: ok if all_checks else fail)
 

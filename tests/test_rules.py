@@ -36,8 +36,9 @@ CASES = [
     (rules.TIES_OUT, {"computed": 1e-10, "expected": 0}, True),
     (rules.ORDER_AVERAGE, {"card_months": 7}, 7 / 3),                 # 7 card-months over a 3-month plan
     (rules.ORDER_TOTAL, {"quantity": 6, "price": 3000}, 18000),
-    (rules.WHOLE, {"value": 5350.5}, 5351),                          # half away from zero, as ROUND
-    (rules.WHOLE, {"value": 2.49}, 2),
+    (rules.WHOLE, {"value": 5350.5}, "5,351"),                      # half away from zero, as ROUND; grouped
+    (rules.WHOLE, {"value": 2.49}, "2"),
+    (rules.WHOLE, {"value": -1234567.5}, "-1,234,568"),
 ]
 
 

@@ -16,7 +16,7 @@ from .formats import Formats, cached
 SAFE_FUNCTIONS = frozenset({"IF", "AND", "OR", "INDEX", "MATCH", "MIN", "MAX", "CEILING", "CHOOSE", "IFERROR",
                             "ISNUMBER", "SUM", "SUMIFS", "SUMPRODUCT", "ABS", "TRIM", "SEARCH", "EXACT",
                             "ROUND", "ROUNDDOWN", "N", "DATE", "DAY", "MONTH", "YEAR", "SUBSTITUTE",
-                            "FLOOR", "POWER", "LOG", "SQRT", "MOD"})
+                            "FLOOR", "POWER", "LOG", "SQRT", "MOD", "FIXED"})
 
 
 def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> None:

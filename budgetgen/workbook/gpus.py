@@ -15,7 +15,7 @@ _FORMATS = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_ca
 
 def write_gpus(book: Book, ws, gpus) -> None:
     cols = [c.name for c in GPU_COLUMNS]
-    widths = [14, 12, 9, 10, 9, 9, 9, 10, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
+    widths = [14, 12, 9, 12, 9, 9, 9, 10, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
     ws.set_row(0, 30)
     for i, g in enumerate(gpus, start=1):
