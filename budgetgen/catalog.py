@@ -99,9 +99,15 @@ def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Ma
 
     A monthly rent above hours_per_month x the on-demand price (on demand would then be the cheaper way to run
     a card around the clock), an idle or spot price above on-demand, and prices whose `as_of` is more than
-    PRICES_FRESH_MONTHS before the build date are warnings, not errors: the user may know better. `cells` maps a
+    PRICES_FRESH_MONTHS before the build date, or before the plan's last month when that is later, are warnings, not errors: the user may know better. `cells` maps a
     GPU's lower-case name to the GPUs sheet cell of each column typed there, so that a warning names the cell."""
     build = dt.date.fromisoformat(settings.build_date) if settings.build_date else None
+    last_month = max(settings.plan_months, default=None)
+    if last_month and (build is None or dt.date.fromisoformat(f"{last_month}-01") > build):
+        # the prices are paid until the plan's last month: their age counts up to it
+        build, when = dt.date.fromisoformat(f"{last_month}-01"), Message("catalog_age_plan_month", month=last_month)
+    else:
+        when = Message("catalog_age_build_date", build_date=settings.build_date)
     out = []
     for g in gpus:
         where = (cells or {}).get(g.name.lower(), {})
@@ -120,5 +126,5 @@ def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Ma
         priced = g.purchase_price is not None or any(p is not None for p in g.prices.values())
         if priced and dated and build and _months_later(dated, PRICES_FRESH_MONTHS) < build:
             out.append(Message("catalog_prices_old", gpu=g.name, as_of=g.as_of, months=PRICES_FRESH_MONTHS,
-                               build_date=settings.build_date, place=_place(where, "as_of")))
+                               when=when, place=_place(where, "as_of")))
     return out

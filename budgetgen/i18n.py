@@ -444,9 +444,11 @@ MESSAGES = {
          "should cost less than on demand; check the prices ({place})"),
         "{gpu}：竞价单价 spot_per_hour {price:,g} 高于按需单价 on_demand_per_hour {on_demand:,g}：可中断资源应比按需便宜；请核对价格（{place}）"),
     "catalog_prices_old": (
-        ("{gpu}: prices as_of {as_of} are more than {months} months before the build date {build_date}: "
+        ("{gpu}: prices as_of {as_of} are more than {months} months before {when}: "
          "check them with your provider and enter current ones on the GPUs sheet ({place})"),
-        "{gpu}：价格日期 as_of {as_of} 早于编制日期 {build_date} 超过 {months} 个月：请向供应商核实，并在GPU表中填写当前价格（{place}）"),
+        "{gpu}：价格日期 as_of {as_of} 早于{when}超过 {months} 个月：请向供应商核实，并在GPU表中填写当前价格（{place}）"),
+    "catalog_age_build_date": ("the build date {build_date}", "编制日期 {build_date} "),
+    "catalog_age_plan_month": ("the plan month {month} they pay for", "其计价的计划月份 {month} "),
     "catalog_cell": ("{cell}", "{cell}"),
     "catalog_builtin": ("built-in catalog", "内置目录"),
 }

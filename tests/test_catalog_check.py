@@ -174,3 +174,14 @@ def test_the_shipped_prices_are_dated_2026_07_and_age_honestly(monkeypatch):
               if g.purchase_price is not None or any(p is not None for p in g.prices.values())]
     assert [w.key for w in old] == ["catalog_prices_old"] * len(priced)
     assert [w.params["gpu"] for w in old] == priced and len(priced) >= 5
+
+
+def test_prices_age_up_to_the_plan_month_they_pay_for():
+    """Built on 2026-12-03 for January to March 2027 with prices of 2026-07 (read as July 31): the build date is
+    4 months after them, but March 2027 is 7 months after July 31, more than six: flagged, naming that month."""
+    settings = Settings(build_date="2026-12-03", plan_months=("2027-01", "2027-02", "2027-03"))
+    [warning] = catalog_warnings([card(on_demand=2, as_of="2026-07")], settings)
+    assert warning.key == "catalog_prices_old" and "before the plan month 2027-03 they pay for" in warning
+    # a plan that ends by January 2027 pays prices at most six months old (July 31 + 6 months = January 31)
+    assert catalog_warnings([card(on_demand=2, as_of="2026-07")],
+                            Settings(build_date="2026-12-03", plan_months=("2026-12", "2027-01"))) == []

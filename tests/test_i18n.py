@@ -86,7 +86,7 @@ def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
     # The tier advice is a live sentence: the tasks advised in the JSON, and what their cheapest tier saves.
     advised = [t for t in builds["zh"][1]["tasks"] if t["tier_advice"]]
     saving = sum(t["monthly_cost"] - t["tier_costs"][t["cheapest_tier"]] for t in advised)
-    assert f"{len(advised)} 个任务改用最便宜的适用计费方式会更省钱，每月可省 {round(saving)}（见任务表的计费建议）" in summary
+    assert f"{len(advised)} 个任务改用最便宜的适用计费方式会更省钱，每月可省 {round(saving):,}（见任务表的计费建议）" in summary
     assert summary[1] == "全部检查通过"
     assert wb.sheetnames[:4] == ["Summary", "Order", "Assumptions", "GPUs"]  # output sheet names stay ASCII
     recon = wb["Recon 2026-07"]
