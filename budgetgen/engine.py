@@ -268,6 +268,20 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
     return out
 
 
+def _unpriced_gpus(tasks: list[TaskPlan]) -> list[Message]:
+    """One warning naming the GPUs that would run some task but have no price for its tier, so are never chosen
+    (each task's Candidates rows say so too): without it a card missing from the plan looks judged and rejected."""
+    unpriced: dict[str, int] = {}
+    for t in tasks:
+        for c in t.candidates:
+            if c.exclusion is Exclusion.NO_PRICE:
+                unpriced[c.gpu] = unpriced.get(c.gpu, 0) + 1
+    if not unpriced:
+        return []
+    return [Message("gpus_unpriced", gpus=", ".join(unpriced), tasks=len([t for t in tasks if any(
+        c.exclusion is Exclusion.NO_PRICE for c in t.candidates)]))]
+
+
 def plan_budget(inputs: Inputs) -> Plan:
     """Compute the whole plan; raises InputError for tasks that cannot be placed on any GPU."""
     s = inputs.settings
@@ -291,6 +305,7 @@ def plan_budget(inputs: Inputs) -> Plan:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
     warnings.extend(_serving_input_warnings(inputs))
+    warnings.extend(_unpriced_gpus(tasks))
     for t in tasks:
         warnings.extend(t.warnings)
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:

@@ -425,6 +425,10 @@ MESSAGES = {
          "catalog model (`budgetgen models`) and give prompt_tokens, or type a measured tokens_per_sec"),
         ("{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
          "和 prompt_tokens，或填写实测的 tokens_per_sec")),
+    "gpus_unpriced": (
+        ("{gpus}: no price for the tier of the {tasks} task(s) they could run, so never chosen (Candidates: "
+         "\"no ... price\"); enter prices on the GPUs sheet to have them compared"),
+        "{gpus}：可运行的 {tasks} 个任务所用计费方式没有价格，因此从未被选中（见候选表）；在GPU表中填写价格即可参与比较"),
     "catalog_unpriced": (
         ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
          "(set catalog_fx or enter prices on the GPUs sheet)"),

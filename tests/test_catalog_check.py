@@ -185,3 +185,19 @@ def test_prices_age_up_to_the_plan_month_they_pay_for():
     # a plan that ends by January 2027 pays prices at most six months old (July 31 + 6 months = January 31)
     assert catalog_warnings([card(on_demand=2, as_of="2026-07")],
                             Settings(build_date="2026-12-03", plan_months=("2026-12", "2027-01"))) == []
+
+
+def test_gpus_that_would_run_a_task_but_have_no_price_for_its_tier_are_named_once(tmp_path):
+    """Card X (48 GB) holds a 1B batch job but has no idle price (the batch default tier): it can never be chosen,
+    which one warning says, with the number of tasks it could run; once priced, it is no longer named."""
+    from budgetgen.engine import plan_budget
+
+    def unpriced(gpu_row: dict, name: str) -> list:
+        inputs = read_inputs(make_input(tmp_path / name, [BATCH, {**BATCH, "task_id": "U"}], gpus=[gpu_row]),
+                             today=TODAY)
+        return [w for w in plan_budget(inputs).warnings if w.key == "gpus_unpriced"]
+
+    [warning] = unpriced(CARD, "a.xlsx")
+    assert "Card X" in warning.params["gpus"].split(", ") and warning.params["tasks"] == 2
+    priced = unpriced({**CARD, "idle_per_hour": 1}, "b.xlsx")
+    assert all("Card X" not in w.params["gpus"].split(", ") for w in priced)

@@ -281,9 +281,9 @@ def test_message_is_english_text_that_renders_chinese():
 def test_validate_speaks_chinese():
     result = run("validate", SAMPLE_ZH, "--lang", "zh", *DATE)
     assert result.exit_code == 0, result.output
-    # the test catalog's RTX 4090 rent; cheaper tiers for KB01, KB02, KB03, ML01, ML04, ML05; no failover for the
-    # one-replica services ML03 and ML05
-    assert result.output.splitlines()[-1] == "通过：8 个任务，9 条警告。"
+    # the test catalog's RTX 4090 rent; its unpriced H200 and L4; cheaper tiers for KB01, KB02, KB03, ML01, ML04,
+    # ML05; no failover for the one-replica services ML03 and ML05
+    assert result.output.splitlines()[-1] == "通过：8 个任务，10 条警告。"
     assert "警告：RTX 4090：包月单价 monthly_per_card 3,000 高于 730 小时 × 按需单价 on_demand_per_hour 3 = 2,190" \
         in result.output
     assert "警告：KB01：按需比包月每月便宜 4,540" in result.output
