@@ -597,6 +597,8 @@ PROBLEMS = {
                       "请写普通数字，例如 12.5，不带货币符号或分隔符"),
     "not_a_timestamp": ('"{raw}" is not a date (write e.g. 2026-07-01 or 2026-07-01T10:00:00Z)',
                         '"{raw}" 不是日期（请写成例如 2026-07-01 或 2026-07-01T10:00:00Z）'),
+    "date_outside": ('"{raw}" is outside the dates a workbook shows ({first} to {last}): check the year',
+                     '"{raw}" 超出工作簿可显示的日期范围（{first} 至 {last}）：请检查年份'),
     "line_empty": ("is empty; every line needs a value here", "为空；每一行都需要填写"),
     "resource_empty": ("is empty; name the resource", "为空；请填写资源编号"),
     "more_lines": ("{count:,} more lines with the same problem from here on", "从此处起还有 {count:,} 行有同样的问题"),

@@ -92,10 +92,25 @@ def model_from_record(rec: dict[str, object]) -> ModelSpec:
         raise ModelRecordError(f'model "{name}": active_params_b {active:g} is more than total_params_b {total:g}')
     if rec.get("kv_latent") is None and (rec.get("kv_heads") is None) != (rec.get("head_dim") is None):
         raise ModelRecordError(f'model "{name}": kv_heads and head_dim go together (or kv_latent for MLA)')
+    _check_architecture(name, rec)
     architecture = {f.name: rec.get(f.name) for f in fields(ModelSpec)
                     if f.name not in ("name", "total_params_b", "active_params_b", "source")}
     return ModelSpec(name=name, total_params_b=float(total), active_params_b=float(active), **architecture,
                      source=str(rec.get("source") or ""))
+
+
+def _check_architecture(name: str, rec: dict[str, object]) -> None:
+    """The figures the formulas multiply together are given together: every per-layer figure with `layers`,
+    `head_dim` with `attn_heads` (prompt attention), and key/value heads that each serve a group of query heads."""
+    per_layer = [c for c in ("hidden", "kv_heads", "head_dim", "kv_latent") if rec.get(c) is not None]
+    if per_layer and rec.get("layers") is None:
+        raise ModelRecordError(f'model "{name}": layers is required with {", ".join(per_layer)}')
+    if rec.get("head_dim") is not None and rec.get("attn_heads") is None:
+        raise ModelRecordError(f'model "{name}": attn_heads is required with head_dim')
+    kv_heads, attn_heads = rec.get("kv_heads"), rec.get("attn_heads")
+    if kv_heads is not None and attn_heads is not None and attn_heads % kv_heads:
+        raise ModelRecordError(f'model "{name}": kv_heads {kv_heads:g} does not divide attn_heads {attn_heads:g} '
+                               "(each key/value head serves a group of query heads)")
 
 
 def _record(model: ModelSpec) -> dict[str, object]:

@@ -258,7 +258,8 @@ def _read_models(ws, out: Collector) -> ModelCatalog:
         try:
             catalog.overlay([rec.values])
         except ModelRecordError as exc:
-            out.add(Code.REQUIRED, "Models", rec.cells["model"], Message("model_row", problem=str(exc)))
+            if not any(_had_problem(out, cell, "Models") for cell in rec.cells.values()):  # else that cell says why
+                out.add(Code.REQUIRED, "Models", rec.cells["model"], Message("model_row", problem=str(exc)))
             continue
         records.append(rec.values)
     return catalog.overlay(records)

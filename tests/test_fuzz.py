@@ -13,7 +13,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from openpyxl.utils import get_column_letter
@@ -218,21 +218,26 @@ def expected_outcome(gpu: dict) -> tuple[set[str], dict]:
     return errors, costs
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(edits=gpu_edits)
-def test_gpu_values_give_the_right_numbers_or_errors_at_their_cells(tmp_path_factory, edits):
-    folder = tmp_path_factory.mktemp("fuzz-gpus")
-    gpu = {**GPU_ROW, **edits}
+def build_sheets(folder: Path, sheets: dict[str, list[list]]) -> tuple[Result, Path, Path]:
+    """`budgetgen build` of an input holding `sheets` (name: rows), to a workbook and JSON in folder/outputs."""
     wb = openpyxl.Workbook()
     wb.remove(wb.active)
-    for name, rows in (("Settings", SHEETS["Settings"][:2]), ("Tasks", GPU_TASKS), ("GPUs", [list(gpu), list(gpu.values())])):
+    for name, rows in sheets.items():
         ws = wb.create_sheet(name)
         for row in rows:
             ws.append(row)
     wb.save(folder / "q3.xlsx")
     out, js = folder / "outputs" / "budget.xlsx", folder / "outputs" / "budget.json"
-    result = CliRunner().invoke(main, ["build", str(folder / "q3.xlsx"), "-o", str(out), "--json", str(js)])
+    return CliRunner().invoke(main, ["build", str(folder / "q3.xlsx"), "-o", str(out), "--json", str(js)]), out, js
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(edits=gpu_edits)
+def test_gpu_values_give_the_right_numbers_or_errors_at_their_cells(tmp_path_factory, edits):
+    gpu = {**GPU_ROW, **edits}
+    result, out, js = build_sheets(tmp_path_factory.mktemp("fuzz-gpus"), {
+        "Settings": SHEETS["Settings"][:2], "Tasks": GPU_TASKS, "GPUs": [list(gpu), list(gpu.values())]})
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     errors, costs = expected_outcome(gpu)
     event("refused" if errors else "built")

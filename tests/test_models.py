@@ -122,6 +122,18 @@ def test_resizing_a_dense_model_moves_its_active_parameters_along():
     ({"model": "Mine"}, 'model "Mine": total_params_b is required'),
     ({"model": "Mine", "total_params_b": 7.0, "active_params_b": 9.0}, "active_params_b 9 is more than"),
     ({"model": "Mine", "total_params_b": 7.0, "kv_heads": 8}, "kv_heads and head_dim go together"),
+    # what the KV-cache, prefill and activation formulas multiply together is given together
+    ({"model": "Mine", "total_params_b": 7.0, "kv_heads": 8, "head_dim": 128, "attn_heads": 32},
+     "layers is required with kv_heads, head_dim"),
+    ({"model": "Mine", "total_params_b": 7.0, "kv_latent": 576}, "layers is required with kv_latent"),
+    ({"model": "Mine", "total_params_b": 7.0, "hidden": 4096}, "layers is required with hidden"),
+    ({"model": "Mine", "total_params_b": 7.0, "layers": 32, "kv_heads": 8, "head_dim": 128},
+     "attn_heads is required with head_dim"),
+    ({"model": "Mine", "total_params_b": 7.0, "layers": 32, "attn_heads": 32, "kv_heads": 64, "head_dim": 128},
+     "kv_heads 64 does not divide attn_heads 32"),
+    ({"model": "Mine", "total_params_b": 7.0, "layers": 32, "attn_heads": 32, "kv_heads": 12, "head_dim": 128},
+     "kv_heads 12 does not divide attn_heads 32"),
+    ({"model": "Llama-3.1-8B", "kv_heads": 64}, "kv_heads 64 does not divide attn_heads 32"),  # over the catalog's
 ])
 def test_a_models_sheet_row_that_cannot_make_a_model_says_why(record, says):
     with pytest.raises(ModelRecordError) as caught:

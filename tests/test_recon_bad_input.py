@@ -4,6 +4,7 @@ run for minutes. Each is a clear error naming the file and the row, with no trac
 from __future__ import annotations
 
 import csv
+import json
 import os
 import tempfile
 
@@ -199,3 +200,33 @@ def test_build_with_infinite_usage_writes_nothing(tmp_path, clean_tmp):
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
     assert 'Error: i-a.csv!row 2 gpu_util_pct: "inf" is not a finite number' in result.output
     assert not (tmp_path / "b.xlsx").exists() and os.listdir(clean_tmp) == []
+
+
+def test_a_line_with_a_bad_cost_and_tags_that_are_no_json_is_two_errors_not_a_traceback(tmp_path):
+    """A row problem found before the Tags check once left a DuckDB result open, and the check ended in a
+    ResourceInUseException traceback."""
+    path = write_csv(tmp_path, [{"BilledCost": "", "Tags": "task_id=T1"}, {"BilledCost": "x"}])
+    problems = problems_of(lambda: bills(path))
+    assert sorted((p.cell, p.message.split(":")[0], p.code.value) for p in problems) == [
+        ("row 2", "BilledCost", "required"), ("row 2", "Tags", "wrong_format"), ("row 3", "BilledCost", "not_a_number"),
+    ]
+
+
+@pytest.mark.parametrize("start", ["0001-01-01", "1899-12-31", "9999-12-31T23:59:59Z"])
+def test_a_charge_date_no_workbook_can_show_is_refused(tmp_path, start):
+    """Year 1 reached the Recon sheet as a date Excel cannot show; 9999-12-31 ended in an OverflowError."""
+    path = write_csv(tmp_path, [{"ChargePeriodStart": start}, {}])
+    problem, = problems_of(lambda: bills(path))
+    assert (problem.code, problem.cell) == (Code.OUT_OF_RANGE, "row 2")
+    assert problem.message.startswith(f'ChargePeriodStart: "{start}" is outside the dates a workbook shows')
+
+
+def test_a_bill_of_december_9999_is_reconciled(tmp_path):
+    path = write_csv(tmp_path, [{"ChargePeriodStart": "9999-12-15", "BillingCurrency": "CNY"}])
+    book = make_input(tmp_path / "q3.xlsx", [{"task_id": "T1", "kind": "finetune", "model_params_b": 7,
+                                             "train_tokens": "5M"}])
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(tmp_path / "b.json.xlsx"), "--json",
+                                       str(tmp_path / "b.json"), "--bills", str(path)])
+    assert result.exit_code == 0, result.output
+    month = json.loads((tmp_path / "b.json").read_text())["reconciliation"]["9999-12"]
+    assert (month["billed_total"], month["partial"]) == (1.0, True)   # one day of 31

@@ -228,15 +228,31 @@ def test_an_inventory_for_the_old_columns_builds_and_names_its_vague_serving_tas
     assert out[1]["deadline_hours"] == pytest.approx(730 / 30)
 
 
-def test_a_models_sheet_row_repeated_or_without_a_size_is_a_problem_at_its_cell(tmp_path):
-    models = [["model", "total_params_b", "layers"], ["House-20B", 20, 40], ["house-20b", 21, 40],
-              ["Sizeless", None, 40]]
+def _models_sheet_problems(tmp_path: Path, models: list[list]) -> dict[tuple[str, str], str]:
+    """The problems, by sheet and cell, of an input with this Models sheet and a task naming House-20B."""
     path = make_input(tmp_path / "in.xlsx", [{"task_id": "A", "kind": "inference", "model": "House-20B",
                                               "requests_per_day": 10, "tokens_per_request": 100}],
                       extra_sheets={"Models": models})
     with pytest.raises(InputError) as caught:
         read_inputs(path, today=TODAY)
-    problems = {(p.sheet, p.cell): str(p) for p in caught.value.problems}
+    return {(p.sheet, p.cell): str(p) for p in caught.value.problems}
+
+
+def test_a_models_sheet_row_repeated_or_without_a_size_is_a_problem_at_its_cell(tmp_path):
+    models = [["model", "total_params_b", "layers"], ["House-20B", 20, 40], ["house-20b", 21, 40],
+              ["Sizeless", None, 40]]
+    problems = _models_sheet_problems(tmp_path, models)
     assert set(problems) == {("Models", "A3"), ("Models", "A4")}
     assert "already given in A2" in problems[("Models", "A3")]
     assert "total_params_b is required" in problems[("Models", "A4")]
+
+
+def test_a_models_sheet_row_missing_a_figure_its_formulas_need_is_refused_at_its_name(tmp_path):
+    """KV heads and head size without layers once reached the engine and ended in a TypeError."""
+    models = [["model", "total_params_b", "layers", "attn_heads", "kv_heads", "head_dim"],
+              ["House-20B", 20, None, 48, 8, 128], ["House-MLA", 20, "forty", 48, 8, 128]]
+    problems = _models_sheet_problems(tmp_path, models)
+    # House-MLA's layers cell says what is wrong; its row is not blamed a second time for the missing layers.
+    assert set(problems) == {("Models", "A2"), ("Models", "C3"), ("Tasks", "C2")}
+    assert "layers is required with kv_heads, head_dim" in problems[("Models", "A2")]
+    assert '"forty" is not a number' in problems[("Models", "C3")]

@@ -484,6 +484,10 @@ def _deduplicated(lines: str) -> str:
         coalesce(txt(sku), txt(description)), cost) AS dup FROM ({lines})"""
 
 
+FIRST_DATE, LAST_DATE = "1900-01-02", "9999-12-30"
+"""Charge and invoice dates a workbook can show as dates (Excel's run from 1900 to 9999), a day inside either
+end whatever the billing time zone."""
+_OUTSIDE_DATES = f"({{0}} < TIMESTAMPTZ '{FIRST_DATE} 00:00:00+00' OR {{0}} > TIMESTAMPTZ '{LAST_DATE} 00:00:00+00')"
 _CHECKS = {
     # flag name: SQL over a line, true where the line has that problem
     "cost_empty": "NOT cost_present",
@@ -498,6 +502,8 @@ _CHECKS = {
     "start_empty": "NOT start_present AND start IS NULL",
     "start_bad": "start_present AND start IS NULL",
     "invoice_bad": "invoice_present AND invoice IS NULL",
+    "start_outside": _OUTSIDE_DATES.format("start"),
+    "invoice_outside": _OUTSIDE_DATES.format("invoice"),
 }
 _CURRENCY_OTHER = "upper(txt(currency)) <> $currency"  # $currency: the plan's, see _sql
 _DAY_BIT = ("1::UHUGEINT << least(greatest(local_start::DATE - date_trunc('month', coalesce(local_invoice, "
@@ -680,6 +686,10 @@ _ROW_CHECKS = (
     _Check("start_bad", "ChargePeriodStart", "start_raw", Code.BAD_MONTH, lambda v: Message("not_a_timestamp", raw=v)),
     _Check("invoice_bad", "BillingPeriodStart", "invoice_raw", Code.BAD_MONTH,
            lambda v: Message("not_a_timestamp", raw=v)),
+    _Check("start_outside", "ChargePeriodStart", "start_raw", Code.OUT_OF_RANGE, lambda v: Message(
+        "date_outside", raw=v, first=FIRST_DATE, last=LAST_DATE)),
+    _Check("invoice_outside", "BillingPeriodStart", "invoice_raw", Code.OUT_OF_RANGE, lambda v: Message(
+        "date_outside", raw=v, first=FIRST_DATE, last=LAST_DATE)),
     _Check("start_empty", "ChargePeriodStart", "start_raw", Code.REQUIRED, lambda _v: Message("line_empty")),
     _Check("cost_empty", "BilledCost", "cost_raw", Code.REQUIRED, lambda _v: Message("line_empty")),
 )
@@ -715,7 +725,8 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
         header = headers[check.column]
         found = con.execute(f"SELECT file, row, {check.value} FROM numbered WHERE {_CHECKS[check.flag]} "
                             f"ORDER BY file, row LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
-        total = con.execute(f"SELECT count(*) FROM numbered WHERE {_CHECKS[check.flag]}").fetchone()[0]
+        # fetchall, not fetchone: a result left open makes DuckDB refuse the register of bad tags below
+        (total,), = con.execute(f"SELECT count(*) FROM numbered WHERE {_CHECKS[check.flag]}").fetchall()
         problems += listed_problems(place.name_of, place.cell_of(header), header, check.code, check.describe,
                                     found, total)
     if bad_tags and headers.get("Tags"):
@@ -723,7 +734,7 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
         where = "txt(tags) IN (SELECT tags FROM bad_tags)"
         found = con.execute(f"SELECT file, row, tags_raw FROM numbered WHERE {where} ORDER BY file, row "
                             f"LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
-        total = con.execute(f"SELECT count(*) FROM numbered WHERE {where}").fetchone()[0]
+        (total,), = con.execute(f"SELECT count(*) FROM numbered WHERE {where}").fetchall()
         problems += listed_problems(place.name_of, place.cell_of(headers["Tags"]), headers["Tags"], Code.WRONG_FORMAT,
                                     lambda v: Message("tags_not_json", raw=v), found, total)
     if counts.get("currency_other") and headers.get("BillingCurrency"):

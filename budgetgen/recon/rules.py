@@ -26,6 +26,7 @@ action sentence, e.g. ActionLowUtilization).
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import math
 import string
@@ -237,8 +238,7 @@ def _buffer_share(v: Values, s: Limits) -> float:
 
 
 def _days_in_month(day: dt.date) -> int:
-    following = (day.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
-    return (following - dt.timedelta(days=1)).day
+    return calendar.monthrange(day.year, day.month)[1]  # December 9999 too: no date after it is needed
 
 
 def _partial(v: Values, s: Limits) -> bool:
