@@ -3,6 +3,7 @@
     python benchmarks/bench_build.py            # 100 / 1,000 / 10,000 tasks; 10k / 100k / 1M bill lines
     python benchmarks/bench_build.py --quick    # 100 / 1,000 tasks; 10k / 100k lines
     python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --rounds 3   # one size, the median
+    python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --keep /tmp/b10k   # and keep its files
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
@@ -180,10 +181,12 @@ def bill_part(bill: Path) -> tuple[float, float]:
     return time.perf_counter() - start, floor_s
 
 
-def one_size(tasks: int, lines: int, rounds: int) -> None:
-    """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median."""
+def one_size(tasks: int, lines: int, rounds: int, keep: Path | None = None) -> None:
+    """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median.
+    With `keep`, the generated files stay in that folder (to profile the same build)."""
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+        folder = Path(tmp) if keep is None else keep
+        folder.mkdir(parents=True, exist_ok=True)
         inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
         make_inventory(inventory, tasks)
         bills = []
@@ -204,9 +207,10 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, help="one size only: this many tasks (with --lines)")
     parser.add_argument("--lines", type=int, help="one size only: this many bill lines (Parquet)")
     parser.add_argument("--rounds", type=int, default=1, help="with --tasks: builds to take the median of")
+    parser.add_argument("--keep", type=Path, help="with --tasks: generate into this folder and keep the files")
     args = parser.parse_args()
     if args.tasks:
-        one_size(args.tasks, args.lines or 0, args.rounds)
+        one_size(args.tasks, args.lines or 0, args.rounds, args.keep)
         return
     task_sizes = (100, 1_000) if args.quick else (100, 1_000, 10_000)
     bill_sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)

@@ -22,7 +22,7 @@ from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from .about import write_about
 from .assumptions import write_assumptions
-from .book import SAFE_FUNCTIONS, Book
+from .book import SAFE_FUNCTIONS, Book, Sheet
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
 from .checks import plan_checks, tie_outs, write_checks
@@ -77,10 +77,10 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     layout = plan_layout(plan, recon)
     wb = _open(plan, path, tmpdir)
     book = Book(wb, Formats(wb, plan.inputs.settings.currency), lang, plan.inputs.settings.currency)
-    ws = {name: wb.add_worksheet(name) for name in SHEETS}
+    ws = {name: wb.add_worksheet(name, Sheet) for name in SHEETS}
     for at in layout.recon.values():
-        ws[at.sheet] = wb.add_worksheet(at.sheet)
-    ws["About"] = wb.add_worksheet("About")
+        ws[at.sheet] = wb.add_worksheet(at.sheet, Sheet)
+    ws["About"] = wb.add_worksheet("About", Sheet)
     order = plan_order(plan)
     checks = plan_checks(plan, order) + [recon_check(at, billed_input[m], recon[m].billed_total)
                                   for m, at in layout.recon.items()]

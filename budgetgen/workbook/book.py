@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from xlsxwriter.utility import xl_col_to_name
-from xlsxwriter.worksheet import CellFormulaTuple
+from xlsxwriter.worksheet import CellFormulaTuple, Worksheet
 
 from ..i18n import name, tr, word
 from .formats import Formats, cached
@@ -31,6 +33,90 @@ def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> N
         ws._write_single_row(row)
     ws._check_dimensions(row, col)
     ws.table[row][col] = CellFormulaTuple(formula, cell_format, value)
+
+
+# The cached values xlsxwriter writes as errors (t="e") rather than as text.
+ERROR_VALUES = frozenset(("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!"))
+
+
+def _xml_text(text: str) -> str:
+    """Text escaped for an XML element the way xlsxwriter escapes a formula and its cached text."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class FormulaRow(NamedTuple):
+    """One row of a FormulaColumns block, kept in xlsxwriter's row table (at the block's first column) until
+    the row is written out."""
+
+    block: FormulaColumns
+    row: int
+    values: list
+
+
+class Sheet(Worksheet):
+    """xlsxwriter's worksheet, which also writes a FormulaRow as the cells of its formula columns."""
+
+    def _write_cell(self, row, col, cell) -> None:
+        if cell.__class__ is FormulaRow:
+            self.fh.write(cell.block.render(cell.row, cell.values))
+        else:
+            super()._write_cell(row, col, cell)
+
+
+class FormulaColumns:
+    """Adjacent columns of one formula each down every row (the Tasks and Candidates sheets' calculated columns),
+    written a whole row at a time.
+
+    Each cell comes out exactly as `store_formula` followed by xlsxwriter's cell writer would write it, byte for
+    byte, but a row of cells costs one string join instead of, per cell, a named tuple, a dimension check, an
+    attribute list, the escaping of a formula thousands of characters long and a file write: with 150,000
+    Candidates rows of 33 formulas each that per-cell work was most of the build. Each column's formula is escaped
+    once and split where its row number goes; a cell's format index is looked up when the first row is written,
+    the moment xlsxwriter looks it up, so the styles are numbered as before. Private xlsxwriter API (the row table,
+    `_write_cell` in `Sheet`), like `store_formula`; xlsxwriter is pinned below 4 in setup.cfg.
+    """
+
+    def __init__(self, columns: Sequence[tuple[int, str, str, object]]):
+        """`columns`: (column, key of the value to cache, formula without `=` and with `{r}` for the 1-based row,
+        format), in column order."""
+        cols = [col for col, _, _, _ in columns]
+        if cols != list(range(cols[0], cols[0] + len(cols))):
+            raise ValueError(f"formula columns must be adjacent: {cols}")
+        self.first, self.last = cols[0], cols[-1]
+        self.keys = [key for _, key, _, _ in columns]
+        self._heads = [f'<c r="{xl_col_to_name(col)}' for col in cols]
+        self._formulas = [_xml_text(formula).split("{r}") for _, _, formula, _ in columns]
+        self._formats = [fmt for _, _, _, fmt in columns]
+        self._styles: list[str] | None = None
+
+    def store(self, ws, row: int, values: Mapping) -> None:
+        """Row `row` (0-based) of every column, caching `values[key]` (the engine's results) in each cell."""
+        if ws.constant_memory and row > ws.previous_row:
+            ws._write_single_row(row)
+        ws._check_dimensions(row, self.first)
+        ws._check_dimensions(row, self.last)
+        ws.table[row][self.first] = FormulaRow(self, row, [values[key] for key in self.keys])
+
+    def render(self, row: int, values: list) -> str:
+        """The XML of the row's cells, as xlsxwriter writes a formula cell with its cached value."""
+        if self._styles is None:
+            self._styles = [f'" s="{fmt._get_xf_index()}"' for fmt in self._formats]
+        number = str(row + 1)
+        out = []
+        for head, style, formula, value in zip(self._heads, self._styles, self._formulas, values, strict=True):
+            value = cached(value)
+            kind = value.__class__
+            if kind is float or kind is int:
+                kind = ""
+            elif isinstance(value, bool):
+                kind, value = ' t="b"', int(value)
+            elif isinstance(value, str):
+                kind = "" if value == "" else ' t="e"' if value in ERROR_VALUES else ' t="str"'
+                value = _xml_text(value)
+            else:
+                kind = ""
+            out.append(f"{head}{number}{style}{kind}><f>{number.join(formula)}</f><v>{value}</v></c>")
+        return "".join(out)
 
 
 def column_range(sheet: str, first_row: int, last_row: int, first_col: int, last_col: int | None = None) -> str:

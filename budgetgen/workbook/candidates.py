@@ -6,8 +6,7 @@ from xlsxwriter.utility import xl_col_to_name
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
-from .book import Book, store_formula
-from .formats import cached
+from .book import Book, FormulaColumns
 from .layout import Table
 from .printing import print_setup
 from .tasks import column_headers, compile_formula
@@ -19,8 +18,8 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
                                      "task_row": "task row #"})
     task_row = xl_col_to_name(table.columns["task_row"])
-    compiled = [(c.key, table.columns[c.key], compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
-                for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
+    formulas = FormulaColumns([(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row),
+                                book.f.get("calc", c.fmt)) for c in CALCS if c.key not in CANDIDATE_FROM_TASKS])
     r = table.first
     for i, tp in enumerate(plan.tasks, start=1):
         for c in tp.candidates:
@@ -28,8 +27,7 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
                     "excluded": c.excluded, "cards": c.row["cards"], "task_row": i}
             for key, value in lead.items():
                 book.value(ws, r, table.columns[key], value, _VALUE_ROLES.get(key, "calc"), "general")
-            for key, col, formula, fmt in compiled:
-                store_formula(ws, r, col, formula(r=r + 1), fmt, cached(c.row[key]))
+            formulas.store(ws, r, c.row)
             r += 1
     ws.set_column(table.columns["excluded"], table.columns["excluded"], 40)
     widths[table.columns["excluded"]] = 40
