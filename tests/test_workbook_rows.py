@@ -1,0 +1,92 @@
+"""The fast paths of the workbook writer write exactly what the plain xlsxwriter path writes.
+
+Formula columns rendered a row at a time (FormulaColumns) against the same cells through `store_formula` and
+xlsxwriter's own cell writer; the workbook zipped at ZIP_LEVEL, with xlsxwriter's ZipFile given back afterwards.
+"""
+
+from __future__ import annotations
+
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+import xlsxwriter
+import xlsxwriter.workbook
+from conftest import SAMPLE, TODAY
+
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.workbook import ZIP_LEVEL, write_workbook
+from budgetgen.workbook.book import FormulaColumns, Sheet, store_formula
+from budgetgen.workbook.formats import cached
+
+# (key, formula with `{r}` for the row, cached value): every kind of value a formula caches, and formulas with
+# the characters XML escapes.
+COLUMNS = [
+    ("a", 'IF($B{r}<>"",$B{r}*2,"")', 1.5),
+    ("b", "SUM($A{r}:$A{r})", 3),
+    ("c", 'IF($A{r}>0,"x&y","")', ""),
+    ("d", "1/0", float("inf")),
+    ("e", '"cheaper on "&$A{r}', "cheaper on <spot> & more"),
+    ("f", "$A{r}>1", True),
+    ("g", "$A{r}=2", False),
+    ("h", 'IF($A{r}=1,"","")', None),
+    ("i", "NA()", "#N/A"),
+    ("j", "1e300*1e300", 0.30000000000000004),
+]
+
+
+def _write(path: Path, fast: bool) -> None:
+    """Three rows: a text cell in column A, the formula columns from column B, a number after them."""
+    wb = xlsxwriter.Workbook(str(path), {"constant_memory": True, "strings_to_formulas": False})
+    ws = wb.add_worksheet("S", Sheet)
+    formats = [wb.add_format({"num_format": n}) for n in ("0.00", "#,##0", "@", "0%", "General")]
+    columns = [(1 + i, key, formula, formats[i % len(formats)]) for i, (key, formula, _) in enumerate(COLUMNS)]
+    block = FormulaColumns(columns)
+    for row in range(3):
+        ws.write_string(row, 0, f"row {row}", formats[2])
+        values = {key: value for key, _, value in COLUMNS}
+        if fast:
+            block.store(ws, row, values)
+        else:
+            for col, key, formula, fmt in columns:
+                store_formula(ws, row, col, formula.format(r=row + 1), fmt, cached(values[key]))
+        ws.write_number(row, len(COLUMNS) + 1, row, formats[0])
+    wb.close()
+
+
+def test_formula_columns_write_the_bytes_xlsxwriter_writes(tmp_path: Path):
+    _write(tmp_path / "plain.xlsx", fast=False)
+    _write(tmp_path / "fast.xlsx", fast=True)
+    with zipfile.ZipFile(tmp_path / "plain.xlsx") as plain, zipfile.ZipFile(tmp_path / "fast.xlsx") as fast:
+        assert plain.namelist() == fast.namelist()
+        different = [n for n in plain.namelist() if plain.read(n) != fast.read(n)]
+        sheet = fast.read("xl/worksheets/sheet1.xml").decode()
+    assert different == []
+    # and what they both wrote is what Excel reads: escaped formulas, typed cached values, styles numbered in the
+    # order of first use (column A's text format is 1), the dimension of every row
+    assert '<f>IF($B2&lt;&gt;"",$B2*2,"")</f><v>1.5</v>' in sheet
+    assert '<c r="F3" s="5" t="str"><f>"cheaper on "&amp;$A3</f><v>cheaper on &lt;spot&gt; &amp; more</v></c>' in sheet
+    assert '<c r="G1" s="2" t="b"><f>$A1&gt;1</f><v>1</v></c>' in sheet
+    assert '<c r="E2" s="4" t="e"><f>1/0</f><v>#NUM!</v></c>' in sheet
+    assert '<dimension ref="A1:L3"/>' in sheet
+
+
+def test_formula_columns_must_be_adjacent():
+    with pytest.raises(ValueError) as exc:
+        FormulaColumns([(1, "a", "1", None), (3, "b", "2", None)])
+    assert "adjacent" in str(exc.value)
+
+
+def test_workbook_zipped_at_the_set_level(tmp_path: Path):
+    original = xlsxwriter.workbook.ZipFile
+    out = write_workbook(plan_budget(read_inputs(SAMPLE, today=TODAY)), tmp_path / "out.xlsx")
+    assert xlsxwriter.workbook.ZipFile is original
+    with zipfile.ZipFile(out) as z:
+        info = max(z.infolist(), key=lambda i: i.file_size)
+        data = z.read(info)
+    deflate = zlib.compressobj(ZIP_LEVEL, zlib.DEFLATED, -15)
+    assert info.compress_size == len(deflate.compress(data) + deflate.flush())
+    default = zlib.compressobj(6, zlib.DEFLATED, -15)
+    assert info.compress_size != len(default.compress(data) + default.flush())
