@@ -1,6 +1,6 @@
 """The fast paths of the workbook writer write exactly what the plain xlsxwriter path writes.
 
-Formula columns rendered a row at a time (FormulaColumns) against the same cells through `store_formula` and
+Formula columns rendered a row at a time (ColumnBlock) against the same cells through `store_formula` and
 xlsxwriter's own cell writer; the workbook zipped at ZIP_LEVEL, with xlsxwriter's ZipFile given back afterwards.
 """
 
@@ -18,12 +18,19 @@ from conftest import SAMPLE, TODAY
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.workbook import ZIP_LEVEL, write_workbook
-from budgetgen.workbook.book import FormulaColumns, Sheet, store_formula
+from budgetgen.workbook.book import ColumnBlock, Sheet, store_formula
 from budgetgen.workbook.formats import cached
 
-# (key, formula with `{r}` for the row, cached value): every kind of value a formula caches, and formulas with
-# the characters XML escapes.
+# (key, formula with `{r}` for the row or None for a value, value): every kind of value a formula caches, formulas
+# with the characters XML escapes, texts with them, with control characters, escapes and spaces to keep.
 COLUMNS = [
+    ("v1", None, "T<1> & T2"),
+    ("v2", None, ""),
+    ("v3", None, None),
+    ("v4", None, 12),
+    ("v5", None, 0.1 + 0.2),
+    ("v6", None, " padded "),
+    ("v7", None, "bell\x07 and _x0007_"),
     ("a", 'IF($B{r}<>"",$B{r}*2,"")', 1.5),
     ("b", "SUM($A{r}:$A{r})", 3),
     ("c", 'IF($A{r}>0,"x&y","")', ""),
@@ -38,12 +45,12 @@ COLUMNS = [
 
 
 def _write(path: Path, fast: bool) -> None:
-    """Three rows: a text cell in column A, the formula columns from column B, a number after them."""
+    """Three rows: a text cell in column A, the block's columns from column B, a number after them."""
     wb = xlsxwriter.Workbook(str(path), {"constant_memory": True, "strings_to_formulas": False})
     ws = wb.add_worksheet("S", Sheet)
     formats = [wb.add_format({"num_format": n}) for n in ("0.00", "#,##0", "@", "0%", "General")]
     columns = [(1 + i, key, formula, formats[i % len(formats)]) for i, (key, formula, _) in enumerate(COLUMNS)]
-    block = FormulaColumns(columns)
+    block = ColumnBlock(columns)
     for row in range(3):
         ws.write_string(row, 0, f"row {row}", formats[2])
         values = {key: value for key, _, value in COLUMNS}
@@ -51,12 +58,19 @@ def _write(path: Path, fast: bool) -> None:
             block.store(ws, row, values)
         else:
             for col, key, formula, fmt in columns:
-                store_formula(ws, row, col, formula.format(r=row + 1), fmt, cached(values[key]))
+                if formula is not None:
+                    store_formula(ws, row, col, formula.format(r=row + 1), fmt, cached(values[key]))
+                elif values[key] is None or values[key] == "":
+                    ws.write_blank(row, col, None, fmt)
+                elif isinstance(values[key], str):
+                    ws.write_string(row, col, values[key], fmt)
+                else:
+                    ws.write_number(row, col, values[key], fmt)
         ws.write_number(row, len(COLUMNS) + 1, row, formats[0])
     wb.close()
 
 
-def test_formula_columns_write_the_bytes_xlsxwriter_writes(tmp_path: Path):
+def test_column_block_writes_the_bytes_xlsxwriter_writes(tmp_path: Path):
     _write(tmp_path / "plain.xlsx", fast=False)
     _write(tmp_path / "fast.xlsx", fast=True)
     with zipfile.ZipFile(tmp_path / "plain.xlsx") as plain, zipfile.ZipFile(tmp_path / "fast.xlsx") as fast:
@@ -64,18 +78,24 @@ def test_formula_columns_write_the_bytes_xlsxwriter_writes(tmp_path: Path):
         different = [n for n in plain.namelist() if plain.read(n) != fast.read(n)]
         sheet = fast.read("xl/worksheets/sheet1.xml").decode()
     assert different == []
-    # and what they both wrote is what Excel reads: escaped formulas, typed cached values, styles numbered in the
-    # order of first use (column A's text format is 1), the dimension of every row
+    # and what they both wrote is what Excel reads: escaped texts and formulas, control characters as _xHHHH_,
+    # kept spaces, numbers to 16 digits, typed cached values, styles numbered in the order of first use (column
+    # A's text format is 1), the dimension of every row
+    assert '<c r="B3" s="2" t="inlineStr"><is><t>T&lt;1&gt; &amp; T2</t></is></c><c r="C3" s="3"/><c r="D3" s="1"/>' \
+        in sheet
+    assert '<c r="F3" s="5"><v>0.3</v></c><c r="G3" s="2" t="inlineStr"><is><t xml:space="preserve"> padded </t>' in sheet
+    assert "<t>bell_x0007_ and _x005F_x0007_</t>" in sheet
     assert '<f>IF($B2&lt;&gt;"",$B2*2,"")</f><v>1.5</v>' in sheet
-    assert '<c r="F3" s="5" t="str"><f>"cheaper on "&amp;$A3</f><v>cheaper on &lt;spot&gt; &amp; more</v></c>' in sheet
-    assert '<c r="G1" s="2" t="b"><f>$A1&gt;1</f><v>1</v></c>' in sheet
-    assert '<c r="E2" s="4" t="e"><f>1/0</f><v>#NUM!</v></c>' in sheet
-    assert '<dimension ref="A1:L3"/>' in sheet
+    assert '<c r="M3" s="3" t="str"><f>"cheaper on "&amp;$A3</f><v>cheaper on &lt;spot&gt; &amp; more</v></c>' in sheet
+    assert '<c r="N1" s="1" t="b"><f>$A1&gt;1</f><v>1</v></c>' in sheet
+    assert '<c r="L2" s="2" t="e"><f>1/0</f><v>#NUM!</v></c>' in sheet
+    assert '<c r="R2" s="3"><f>1e300*1e300</f><v>0.30000000000000004</v></c>' in sheet
+    assert '<dimension ref="A1:S3"/>' in sheet
 
 
-def test_formula_columns_must_be_adjacent():
+def test_block_columns_must_be_adjacent():
     with pytest.raises(ValueError) as exc:
-        FormulaColumns([(1, "a", "1", None), (3, "b", "2", None)])
+        ColumnBlock([(1, "a", "1", None), (3, "b", "2", None)])
     assert "adjacent" in str(exc.value)
 
 

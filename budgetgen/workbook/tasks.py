@@ -13,7 +13,7 @@ from ..columns import CALCS
 from ..engine import Plan
 from ..i18n import name as input_name
 from ..schema import TASK_COLUMNS
-from .book import Book, FormulaColumns
+from .book import Book, ColumnBlock
 from .layout import GPU_NAMES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
 
@@ -79,7 +79,7 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     headers = plan.inputs.extra_headers
     for j, header in enumerate(headers):
         ws.write_string(0, extra_col + j, header, book.f.header)
-    formulas = FormulaColumns([(table.columns[calc.key], calc.key, compile_formula(calc.excel, table),
+    formulas = ColumnBlock([(table.columns[calc.key], calc.key, compile_formula(calc.excel, table),
                                 book.f.get("calc", calc.fmt)) for calc in CALCS])
     for i, tp in enumerate(plan.tasks):
         r = table.first + i
