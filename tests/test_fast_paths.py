@@ -1,7 +1,8 @@
-"""The fast paths of the workbook writer write exactly what the plain xlsxwriter path writes.
+"""The fast paths of a large build give what the plain paths give.
 
-Formula columns rendered a row at a time (ColumnBlock) against the same cells through `store_formula` and
-xlsxwriter's own cell writer; the workbook zipped at ZIP_LEVEL, with xlsxwriter's ZipFile given back afterwards.
+Value and formula columns rendered a row at a time (ColumnBlock) against the same cells through xlsxwriter's
+`write_string`, `write_number`, `write_blank` and `store_formula`; the workbook zipped at ZIP_LEVEL, with
+xlsxwriter's ZipFile given back afterwards; the columns worked out once per task.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import xlsxwriter
 import xlsxwriter.workbook
 from conftest import SAMPLE, TODAY
 
+from budgetgen.columns import TASK_CALCS, evaluate, evaluate_task
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.workbook import ZIP_LEVEL, write_workbook
@@ -110,3 +112,15 @@ def test_workbook_zipped_at_the_set_level(tmp_path: Path):
     assert info.compress_size == len(deflate.compress(data) + deflate.flush())
     default = zlib.compressobj(6, zlib.DEFLATED, -15)
     assert info.compress_size != len(default.compress(data) + default.flush())
+
+
+def test_task_columns_read_neither_the_gpu_nor_its_name():
+    """evaluate_task works TASK_CALCS out once per task (with no GPU: reading one raises), and none of them reads
+    the row's `gpu` (the task's input, not the candidate's): the results without it are the per-GPU results."""
+    inputs = read_inputs(SAMPLE, today=TODAY)
+    for task in inputs.tasks:
+        model = inputs.model(task.values.get("model"))
+        alone = evaluate_task({k: v for k, v in task.values.items() if k != "gpu"}, inputs.settings, model)
+        for gpu in inputs.gpus:
+            row = evaluate(task.values, inputs.settings, gpu, model)
+            assert {c.key: row[c.key] for c in TASK_CALCS} == {c.key: alone[c.key] for c in TASK_CALCS}
