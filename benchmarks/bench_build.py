@@ -7,9 +7,11 @@
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
-- workbook: xlsxwriter alone (constant_memory, through the same fast formula path budgetgen uses) writing
-  exactly the formulas (with their cached values) and the values budgetgen's workbook package wrote, in a
-  plain grid;
+- workbook: xlsxwriter alone (constant_memory, each formula through `store_formula`, each value through
+  `write_string`/`write_number`, zipped at xlsxwriter's level) writing exactly the formulas (with their cached
+  values) and the values budgetgen's workbook package wrote, in a plain grid. budgetgen writes the Tasks and
+  Candidates rows a row at a time (`ColumnBlock`) instead of through xlsxwriter's cell writer, and zips at a
+  lower level, so it can be faster than this floor;
 - bill: DuckDB's bare aggregation of the same CSV or Parquet file (focus_bills.floor).
 """
 
@@ -23,19 +25,20 @@ import tempfile
 import time
 from pathlib import Path
 from typing import ClassVar
+from xml.sax.saxutils import unescape
 
 import numpy as np
 import pandas as pd
 import xlsxwriter
 from focus_bills import floor
-from xlsxwriter.worksheet import Worksheet
 
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
 from budgetgen.recon.bill_sums import BillSource, sum_bills
 from budgetgen.workbook import write_workbook
-from budgetgen.workbook.book import store_formula
+from budgetgen.workbook.book import Sheet, store_formula
+from budgetgen.workbook.formats import cached
 
 KINDS = ("finetune", "pretrain", "inference", "batch")
 MONTHS = ("2026-07", "2026-08", "2026-09")
@@ -105,19 +108,21 @@ BUILD = [sys.executable, "-m", "budgetgen", "build"]
 """The build of the budgetgen this script imports (PYTHONPATH), not whichever `budgetgen` is on PATH."""
 
 
-def timed_process(args: list[str]) -> tuple[float, float]:
-    """Seconds and peak resident memory (MB) of one command, measured in a fresh parent process."""
+def timed_process(args: list[str]) -> tuple[float, float, float]:
+    """Seconds, CPU seconds (user + system) and peak resident memory (MB) of one command, measured in a fresh
+    parent process."""
     probe = ("import resource,subprocess,sys,time;t=time.perf_counter();"
              "r=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
-             "print(time.perf_counter()-t,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,r.returncode)")
+             "u=resource.getrusage(resource.RUSAGE_CHILDREN);"
+             "print(time.perf_counter()-t,u.ru_utime+u.ru_stime,u.ru_maxrss,r.returncode)")
     out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True).stdout
-    seconds, rss_kb, code = out.split()
+    seconds, cpu, rss_kb, code = out.split()
     if code != "0":
         raise SystemExit(f"build failed: {' '.join(args)}")
-    return float(seconds), int(rss_kb) / 1024
+    return float(seconds), float(cpu), int(rss_kb) / 1024
 
 
-class RecordingSheet(Worksheet):
+class RecordingSheet(Sheet):
     """Records every formula and value cell as it goes into the file, so the floor can write the same cells."""
 
     formulas: ClassVar[list] = []
@@ -125,7 +130,14 @@ class RecordingSheet(Worksheet):
 
     def _write_cell(self, row, col, cell):
         kind = type(cell).__name__
-        if kind == "Formula":
+        if kind == "BlockRow":  # a row of budgetgen's ColumnBlock: its value and formula cells
+            number = str(cell.row + 1)
+            for formula, value in zip(cell.block._formulas, cell.values, strict=True):
+                if formula is not None:
+                    RecordingSheet.formulas.append((unescape(number.join(formula)), cached(value)))
+                elif value is not None and value != "":
+                    RecordingSheet.values.append(value)
+        elif kind == "Formula":
             RecordingSheet.formulas.append((cell.formula, cell.value))
         elif kind == "Number":
             RecordingSheet.values.append(cell.number)
@@ -195,10 +207,11 @@ def one_size(tasks: int, lines: int, rounds: int, keep: Path | None = None) -> N
             bills = ["--bills", str(bill.with_suffix(".parquet"))]
         runs = [timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), *bills, "--quiet"])
                 for _ in range(rounds)]
-        for seconds, peak in runs:
-            print(f"  {tasks:,} tasks + {lines:,} lines: {seconds:.1f} s, peak {peak:,.0f} MB", file=sys.stderr)
-        seconds, peak = sorted(runs)[len(runs) // 2]
-        print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} |")
+        for seconds, cpu, peak in runs:
+            print(f"  {tasks:,} tasks + {lines:,} lines: {seconds:.1f} s, CPU {cpu:.1f} s, peak {peak:,.0f} MB",
+                  file=sys.stderr)
+        seconds, cpu, peak = sorted(runs)[len(runs) // 2]
+        print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {cpu:.1f} | {peak:,.0f} |")
 
 
 def main() -> None:
@@ -222,7 +235,7 @@ def main() -> None:
             inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
             make_inventory(inventory, tasks)
             make_bill(bill, lines, tasks)
-            seconds, peak = timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"),
+            seconds, _, peak = timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"),
                                            "--bills", str(bill.with_suffix(".parquet")), "--quiet"])
             write_s, formulas, values = workbook_part(inventory, folder / "w.xlsx")
             floor_s = workbook_floor(folder / "f.xlsx", formulas, values)

@@ -43,7 +43,9 @@ ERROR_VALUES = frozenset(("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!
 
 def _xml_text(text: str) -> str:
     """Text escaped for an XML element the way xlsxwriter escapes a formula and its cached text."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if "&" in text or "<" in text or ">" in text:
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text
 
 
 class BlockRow(NamedTuple):
@@ -69,8 +71,8 @@ class ColumnBlock:
     """Adjacent columns of a table sheet (the Tasks and Candidates sheets), each a value or one formula down every
     row, written a whole row at a time. Only for a workbook in constant_memory mode, as budgetgen writes them.
 
-    Each cell comes out exactly as xlsxwriter writes it (`write_string`, `write_number`, `write_blank` with a
-    format, `store_formula`), byte for byte, but a row of cells costs one string join instead of, per cell, a
+    Each cell comes out exactly as xlsxwriter writes it (`write_string`, `write_number`, `write_boolean`,
+    `write_blank` with a format, `store_formula`), byte for byte, but a row of cells costs one string join instead of, per cell, a
     named tuple, a dimension check, an attribute list, the escaping of a formula thousands of characters long and
     a file write: with 150,000 Candidates rows of 39 cells each that per-cell work was most of the build. Each
     column's formula is escaped once and split where its row number goes; a cell's format index is looked up when
@@ -110,11 +112,17 @@ class ColumnBlock:
         out = []
         for head, style, formula, value in zip(self._heads, self._styles, self._formulas, values, strict=True):
             if formula is not None:
-                out.append(_formula_cell(head + number + style, number.join(formula), cached(value)))
+                kind = value.__class__
+                if kind is int or kind is float and math.isfinite(value):  # most cells: a number, no type
+                    out.append(f"{head}{number}{style}><f>{number.join(formula)}</f><v>{value}</v></c>")
+                else:
+                    out.append(_formula_cell(head + number + style, number.join(formula), cached(value)))
             elif value is None or value == "":
                 out.append(f"{head}{number}{style}/>")
             elif isinstance(value, str):
                 out.append(_string_cell(head + number + style, value))
+            elif isinstance(value, bool):
+                out.append(f'{head}{number}{style} t="b"><v>{int(value)}</v></c>')
             elif value.__class__ in (int, float):
                 out.append(f"{head}{number}{style}><v>{value:.16G}</v></c>")
             else:

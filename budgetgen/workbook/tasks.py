@@ -79,14 +79,14 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     headers = plan.inputs.extra_headers
     for j, header in enumerate(headers):
         ws.write_string(0, extra_col + j, header, book.f.header)
-    formulas = ColumnBlock([(table.columns[calc.key], calc.key, compile_formula(calc.excel, table),
-                                book.f.get("calc", calc.fmt)) for calc in CALCS])
+    formulas = [(table.columns[calc.key], calc.key, compile_formula(calc.excel, table), book.f.get("calc", calc.fmt))
+                for calc in CALCS]
+    inputs = [(table.columns[c.name], c.name, None, book.f.get("input", INPUT_FORMATS[c.name])) for c in TASK_COLUMNS]
+    block = ColumnBlock(sorted(inputs + formulas, key=lambda column: column[0]))
+    blank = dict.fromkeys(c.name for c in TASK_COLUMNS)
     for i, tp in enumerate(plan.tasks):
         r = table.first + i
-        row = {**tp.task.values, **tp.row}
-        for column in TASK_COLUMNS:
-            book.value(ws, r, table.columns[column.name], row.get(column.name), "input", INPUT_FORMATS[column.name])
-        formulas.store(ws, r, row)
+        block.store(ws, r, {**blank, **tp.task.values, **tp.row})
         for j, header in enumerate(headers):
             value = tp.task.extra.get(header)
             book.value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
