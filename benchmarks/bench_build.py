@@ -166,6 +166,7 @@ def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> 
     """xlsxwriter alone writing the same formulas (with their cached values) and the same values in a grid."""
     start = time.perf_counter()
     wb = xlsxwriter.Workbook(str(out), {"constant_memory": True})
+    wb.use_zip64()  # 10,000 tasks' formulas in one sheet pass 4 GB of XML
     ws = wb.add_worksheet("Floor")
     i = 0
     for formula, value in formulas:
