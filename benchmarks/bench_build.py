@@ -4,6 +4,7 @@
     python benchmarks/bench_build.py --quick    # 100 / 1,000 tasks; 10k / 100k lines
     python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --rounds 3   # one size, the median
     python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --keep /tmp/b10k   # and keep its files
+    python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --stages   # then one build's stages
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
@@ -32,6 +33,7 @@ import pandas as pd
 import xlsxwriter
 from focus_bills import floor
 
+from budgetgen.api import build_budget
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
@@ -194,7 +196,23 @@ def bill_part(bill: Path) -> tuple[float, float]:
     return time.perf_counter() - start, floor_s
 
 
-def one_size(tasks: int, lines: int, rounds: int, keep: Path | None = None) -> None:
+def stage_times(inventory: Path, bills: list[Path], out: Path) -> None:
+    """One build in this process, wall and CPU seconds of each stage (between build_budget's progress messages)."""
+    last = [time.perf_counter(), time.process_time(), "start"]
+
+    def progress(message: str) -> None:
+        now, cpu = time.perf_counter(), time.process_time()
+        print(f"  {last[2][:40]:40s} {now - last[0]:6.1f} s wall {cpu - last[1]:6.1f} s CPU", file=sys.stderr)
+        last[:] = [now, cpu, message]
+
+    start, cpu = time.perf_counter(), time.process_time()
+    build_budget(inventory, out, bills=bills, progress=progress)
+    progress("end")
+    print(f"  in process: {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu:.1f} s CPU",
+          file=sys.stderr)
+
+
+def one_size(tasks: int, lines: int, rounds: int, keep: Path | None = None, stages: bool = False) -> None:
     """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median.
     With `keep`, the generated files stay in that folder (to profile the same build)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -213,6 +231,8 @@ def one_size(tasks: int, lines: int, rounds: int, keep: Path | None = None) -> N
                   file=sys.stderr)
         seconds, cpu, peak = sorted(runs)[len(runs) // 2]
         print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {cpu:.1f} | {peak:,.0f} |")
+        if stages:
+            stage_times(inventory, [bill.with_suffix(".parquet")] if lines else [], folder / "stages.xlsx")
 
 
 def main() -> None:
@@ -222,9 +242,10 @@ def main() -> None:
     parser.add_argument("--lines", type=int, help="one size only: this many bill lines (Parquet)")
     parser.add_argument("--rounds", type=int, default=1, help="with --tasks: builds to take the median of")
     parser.add_argument("--keep", type=Path, help="with --tasks: generate into this folder and keep the files")
+    parser.add_argument("--stages", action="store_true", help="with --tasks: then one build in process, by stage")
     args = parser.parse_args()
     if args.tasks:
-        one_size(args.tasks, args.lines or 0, args.rounds, args.keep)
+        one_size(args.tasks, args.lines or 0, args.rounds, args.keep, args.stages)
         return
     task_sizes = (100, 1_000) if args.quick else (100, 1_000, 10_000)
     bill_sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
