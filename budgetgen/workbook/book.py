@@ -72,13 +72,13 @@ class ColumnBlock:
     row, written a whole row at a time. Only for a workbook in constant_memory mode, as budgetgen writes them.
 
     Each cell comes out exactly as xlsxwriter writes it (`write_string`, `write_number`, `write_boolean`,
-    `write_blank` with a format, `store_formula`), byte for byte, but a row of cells costs one string join instead of, per cell, a
-    named tuple, a dimension check, an attribute list, the escaping of a formula thousands of characters long and
-    a file write: with 150,000 Candidates rows of 39 cells each that per-cell work was most of the build. Each
-    column's formula is escaped once and split where its row number goes; a cell's format index is looked up when
-    the first row is written, the moment xlsxwriter looks it up, so the styles are numbered as before. Private
-    xlsxwriter API (the row table, `_write_cell` in `Sheet`, its text escaping), like `store_formula`; xlsxwriter
-    is pinned below 4 in setup.cfg.
+    `write_blank` with a format, `store_formula`), byte for byte, but a row of cells costs one string join
+    instead of, per cell, a named tuple, a dimension check, an attribute list, the escaping of a formula
+    thousands of characters long and a file write: with 150,000 Candidates rows of 39 cells each that per-cell
+    work was most of the build. Each column's formula is escaped once and split where its row number goes; a
+    cell's format index is looked up when the first row is written, the moment xlsxwriter looks it up, so the
+    styles are numbered as before. Private xlsxwriter API (the row table, `_write_cell` in `Sheet`, its text
+    escaping), like `store_formula`; xlsxwriter is pinned below 4 in setup.cfg.
     """
 
     def __init__(self, columns: Sequence[tuple[int, str, str | None, object]]):
@@ -113,7 +113,7 @@ class ColumnBlock:
         for head, style, formula, value in zip(self._heads, self._styles, self._formulas, values, strict=True):
             if formula is not None:
                 kind = value.__class__
-                if kind is int or kind is float and math.isfinite(value):  # most cells: a number, no type
+                if kind is int or (kind is float and math.isfinite(value)):  # most cells: a number, no type
                     out.append(f"{head}{number}{style}><f>{number.join(formula)}</f><v>{value}</v></c>")
                 else:
                     out.append(_formula_cell(head + number + style, number.join(formula), cached(value)))
@@ -123,10 +123,10 @@ class ColumnBlock:
                 out.append(_string_cell(head + number + style, value))
             elif isinstance(value, bool):
                 out.append(f'{head}{number}{style} t="b"><v>{int(value)}</v></c>')
-            elif value.__class__ in (int, float):
+            elif value.__class__ in (int, float) and math.isfinite(value):
                 out.append(f"{head}{number}{style}><v>{value:.16G}</v></c>")
             else:
-                raise TypeError(f"a {type(value).__name__} in a value column: {value!r}")
+                raise TypeError(f"not a value xlsxwriter writes to a cell: {value!r}")  # as write_number: no NaN
         return "".join(out)
 
 
