@@ -3,12 +3,16 @@
     python benchmarks/bench_build.py            # 100 / 1,000 / 10,000 tasks; 10k / 100k / 1M bill lines
     python benchmarks/bench_build.py --quick    # 100 / 1,000 tasks; 10k / 100k lines
     python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --rounds 3   # one size, the median
+    python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --keep /tmp/b10k   # and keep its files
+    python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --stages   # then one build's stages
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
 process with its peak memory, and times the floors on the same data:
-- workbook: xlsxwriter alone (constant_memory, through the same fast formula path budgetgen uses) writing
-  exactly the formulas (with their cached values) and the values budgetgen's workbook package wrote, in a
-  plain grid;
+- workbook: xlsxwriter alone (constant_memory, each formula through `store_formula`, each value through
+  `write_string`/`write_number`, zipped at xlsxwriter's level) writing exactly the formulas (with their cached
+  values) and the values budgetgen's workbook package wrote, in a plain grid. budgetgen writes the Tasks and
+  Candidates rows a row at a time (`ColumnBlock`) instead of through xlsxwriter's cell writer, and zips at a
+  lower level, so it can be faster than this floor;
 - bill: DuckDB's bare aggregation of the same CSV or Parquet file (focus_bills.floor).
 """
 
@@ -22,19 +26,21 @@ import tempfile
 import time
 from pathlib import Path
 from typing import ClassVar
+from xml.sax.saxutils import unescape
 
 import numpy as np
 import pandas as pd
 import xlsxwriter
 from focus_bills import floor
-from xlsxwriter.worksheet import Worksheet
 
+from budgetgen.api import build_budget
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
 from budgetgen.recon.bill_sums import BillSource, sum_bills
 from budgetgen.workbook import write_workbook
-from budgetgen.workbook.book import store_formula
+from budgetgen.workbook.book import Sheet, store_formula
+from budgetgen.workbook.formats import cached
 
 KINDS = ("finetune", "pretrain", "inference", "batch")
 MONTHS = ("2026-07", "2026-08", "2026-09")
@@ -104,19 +110,21 @@ BUILD = [sys.executable, "-m", "budgetgen", "build"]
 """The build of the budgetgen this script imports (PYTHONPATH), not whichever `budgetgen` is on PATH."""
 
 
-def timed_process(args: list[str]) -> tuple[float, float]:
-    """Seconds and peak resident memory (MB) of one command, measured in a fresh parent process."""
+def timed_process(args: list[str]) -> tuple[float, float, float]:
+    """Seconds, CPU seconds (user + system) and peak resident memory (MB) of one command, measured in a fresh
+    parent process."""
     probe = ("import resource,subprocess,sys,time;t=time.perf_counter();"
              "r=subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL);"
-             "print(time.perf_counter()-t,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,r.returncode)")
+             "u=resource.getrusage(resource.RUSAGE_CHILDREN);"
+             "print(time.perf_counter()-t,u.ru_utime+u.ru_stime,u.ru_maxrss,r.returncode)")
     out = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True).stdout
-    seconds, rss_kb, code = out.split()
+    seconds, cpu, rss_kb, code = out.split()
     if code != "0":
         raise SystemExit(f"build failed: {' '.join(args)}")
-    return float(seconds), int(rss_kb) / 1024
+    return float(seconds), float(cpu), int(rss_kb) / 1024
 
 
-class RecordingSheet(Worksheet):
+class RecordingSheet(Sheet):
     """Records every formula and value cell as it goes into the file, so the floor can write the same cells."""
 
     formulas: ClassVar[list] = []
@@ -124,7 +132,14 @@ class RecordingSheet(Worksheet):
 
     def _write_cell(self, row, col, cell):
         kind = type(cell).__name__
-        if kind == "Formula":
+        if kind == "BlockRow":  # a row of budgetgen's ColumnBlock: its value and formula cells
+            number = str(cell.row + 1)
+            for formula, value in zip(cell.block._formulas, cell.values, strict=True):
+                if formula is not None:
+                    RecordingSheet.formulas.append((unescape(number.join(formula)), cached(value)))
+                elif value is not None and value != "":
+                    RecordingSheet.values.append(value)
+        elif kind == "Formula":
             RecordingSheet.formulas.append((cell.formula, cell.value))
         elif kind == "Number":
             RecordingSheet.values.append(cell.number)
@@ -153,6 +168,7 @@ def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> 
     """xlsxwriter alone writing the same formulas (with their cached values) and the same values in a grid."""
     start = time.perf_counter()
     wb = xlsxwriter.Workbook(str(out), {"constant_memory": True})
+    wb.use_zip64()  # 10,000 tasks' formulas in one sheet pass 4 GB of XML
     ws = wb.add_worksheet("Floor")
     i = 0
     for formula, value in formulas:
@@ -180,10 +196,28 @@ def bill_part(bill: Path) -> tuple[float, float]:
     return time.perf_counter() - start, floor_s
 
 
-def one_size(tasks: int, lines: int, rounds: int) -> None:
-    """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median."""
+def stage_times(inventory: Path, bills: list[Path], out: Path) -> None:
+    """One build in this process, wall and CPU seconds of each stage (between build_budget's progress messages)."""
+    last = [time.perf_counter(), time.process_time(), "start"]
+
+    def progress(message: str) -> None:
+        now, cpu = time.perf_counter(), time.process_time()
+        print(f"  {last[2][:40]:40s} {now - last[0]:6.1f} s wall {cpu - last[1]:6.1f} s CPU", file=sys.stderr)
+        last[:] = [now, cpu, message]
+
+    start, cpu = time.perf_counter(), time.process_time()
+    build_budget(inventory, out, bills=bills, progress=progress)
+    progress("end")
+    print(f"  in process: {time.perf_counter() - start:.1f} s wall, {time.process_time() - cpu:.1f} s CPU",
+          file=sys.stderr)
+
+
+def one_size(tasks: int, lines: int, rounds: int, keep: Path | None = None, stages: bool = False) -> None:
+    """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median.
+    With `keep`, the generated files stay in that folder (to profile the same build)."""
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+        folder = Path(tmp) if keep is None else keep
+        folder.mkdir(parents=True, exist_ok=True)
         inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
         make_inventory(inventory, tasks)
         bills = []
@@ -192,10 +226,13 @@ def one_size(tasks: int, lines: int, rounds: int) -> None:
             bills = ["--bills", str(bill.with_suffix(".parquet"))]
         runs = [timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), *bills, "--quiet"])
                 for _ in range(rounds)]
-        for seconds, peak in runs:
-            print(f"  {tasks:,} tasks + {lines:,} lines: {seconds:.1f} s, peak {peak:,.0f} MB", file=sys.stderr)
-        seconds, peak = sorted(runs)[len(runs) // 2]
-        print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} |")
+        for seconds, cpu, peak in runs:
+            print(f"  {tasks:,} tasks + {lines:,} lines: {seconds:.1f} s, CPU {cpu:.1f} s, peak {peak:,.0f} MB",
+                  file=sys.stderr)
+        seconds, cpu, peak = sorted(runs)[len(runs) // 2]
+        print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {cpu:.1f} | {peak:,.0f} |")
+        if stages:
+            stage_times(inventory, [bill.with_suffix(".parquet")] if lines else [], folder / "stages.xlsx")
 
 
 def main() -> None:
@@ -204,9 +241,11 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, help="one size only: this many tasks (with --lines)")
     parser.add_argument("--lines", type=int, help="one size only: this many bill lines (Parquet)")
     parser.add_argument("--rounds", type=int, default=1, help="with --tasks: builds to take the median of")
+    parser.add_argument("--keep", type=Path, help="with --tasks: generate into this folder and keep the files")
+    parser.add_argument("--stages", action="store_true", help="with --tasks: then one build in process, by stage")
     args = parser.parse_args()
     if args.tasks:
-        one_size(args.tasks, args.lines or 0, args.rounds)
+        one_size(args.tasks, args.lines or 0, args.rounds, args.keep, args.stages)
         return
     task_sizes = (100, 1_000) if args.quick else (100, 1_000, 10_000)
     bill_sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
@@ -218,7 +257,7 @@ def main() -> None:
             inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
             make_inventory(inventory, tasks)
             make_bill(bill, lines, tasks)
-            seconds, peak = timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"),
+            seconds, _, peak = timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"),
                                            "--bills", str(bill.with_suffix(".parquet")), "--quiet"])
             write_s, formulas, values = workbook_part(inventory, folder / "w.xlsx")
             floor_s = workbook_floor(folder / "f.xlsx", formulas, values)

@@ -443,12 +443,30 @@ MODEL_FIELDS = ("total_params_b", "active_params_b", "layers", "hidden", "attn_h
                 "kv_latent", "native_context")  # the Models sheet's named columns a formula may look up
 
 
-def evaluate(inputs: Row, settings, gpu, model=None) -> Row:
-    """Run every calculated column for one task on one GPU (and its catalog model, or None); returns inputs,
-    the model's figures as `model.<field>` (the formulas' `{model.field}`) and the results."""
+# The leading columns that do not depend on the GPU: worked out once per task, not once per catalog GPU.
+TASK_CALCS = tuple(c for c in CALCS if c.key in {
+    "params_used", "active_used", "training", "mfu_used", "bytes_per_param", "weights_gb", "kv_bytes_per_token",
+    "prompt_used", "context_used", "vram_gb", "flops_per_token_used", "flops_per_run", "deadline_used"})
+GPU_CALCS = CALCS[len(TASK_CALCS):]
+assert CALCS[:len(TASK_CALCS)] == TASK_CALCS, "the GPU-independent columns lead CALCS"
+
+
+def evaluate_task(inputs: Row, settings, model=None) -> Row:
+    """The columns that do not depend on the GPU (TASK_CALCS) for one task and its catalog model (or None);
+    returns inputs, the model's figures as `model.<field>` (the formulas' `{model.field}`) and those results."""
     row = dict(inputs)
-    row["gpu"] = gpu.name
     row.update({f"model.{f}": getattr(model, f) if model is not None else None for f in MODEL_FIELDS})
-    for calc in CALCS:
+    for calc in TASK_CALCS:
+        row[calc.key] = calc.py(row, settings, None)
+    return row
+
+
+def evaluate(inputs: Row, settings, gpu, model=None, task_row: Row | None = None) -> Row:
+    """Run every calculated column for one task on one GPU (and its catalog model, or None); returns inputs,
+    the model's figures as `model.<field>` and the results. `task_row` is evaluate_task's result for the same
+    inputs, when the caller has it (one per task rather than one per GPU)."""
+    row = dict(task_row if task_row is not None else evaluate_task(inputs, settings, model))
+    row["gpu"] = gpu.name
+    for calc in GPU_CALCS:
         row[calc.key] = calc.py(row, settings, gpu)
     return row

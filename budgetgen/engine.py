@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from . import rules, serving
-from .columns import evaluate
+from .columns import evaluate, evaluate_task
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
@@ -46,7 +47,15 @@ class Exclusion(Enum):
                   Exclusion.OVER_MAX_CARDS: {"cards_min": row["cards_min"], "gpu": row["gpu"], "max_cards": max_cards},
                   Exclusion.TOO_SLOW: slow,
                   Exclusion.NO_PRICE: {"tier": row["tier"]}}[self]
-        return Message(self.value, **params)
+        # the type in the key too: 2 and 2.0 are equal, but print differently
+        return _exclusion_message(self.value, tuple((k, v.__class__, v) for k, v in params.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _exclusion_message(key: str, params: tuple) -> Message:
+    """One Message per distinct reason: many tasks are excluded from a GPU for the same reason, and formatting a
+    Message takes as long as evaluating a candidate's columns."""
+    return Message(key, **{k: v for k, _, v in params})
 
 
 @dataclass(frozen=True)
@@ -119,12 +128,17 @@ class Plan:
         return sum(t.total for t in self.month_totals.values())
 
 
-def _candidate(task: Task, gpu: Gpu, inputs: Inputs) -> Candidate:
+def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candidate:
+    """`task_rows`: evaluate_task's rows of this task so far, by the card count given (they differ in no other
+    input)."""
     s = inputs.settings
-    values = dict(task.values)
+    values = task.values
     if task.values["gpu"] not in (None, gpu.name):
-        values["cards"] = None  # a user's card count belongs to the GPU the user named
-    row = evaluate(values, s, gpu, inputs.model(values.get("model")))
+        values = {**values, "cards": None}  # a user's card count belongs to the GPU the user named
+    task_row = task_rows.get(values["cards"])
+    if task_row is None:
+        task_row = task_rows[values["cards"]] = evaluate_task(values, s, inputs.model(values.get("model")))
+    row = evaluate(values, s, gpu, task_row=task_row)
     given = values["cards"]
     exclusion = None
     if given is not None and given < row["cards_min"]:
@@ -233,7 +247,8 @@ def _serving_input_warnings(inputs: Inputs) -> list[Message]:
 
 def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice)."""
-    candidates = [_candidate(task, g, inputs) for g in inputs.gpus]
+    task_rows: dict = {}
+    candidates = [_candidate(task, g, inputs, task_rows) for g in inputs.gpus]
     if task.values["gpu"]:
         pick = [c for c in candidates if c.gpu == task.values["gpu"] and c.exclusion is None]
         chosen = pick[0] if pick else None

@@ -7,12 +7,15 @@ each other only through workbook-scoped names. `write_workbook` is the entry poi
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import xlsxwriter
+import xlsxwriter.workbook
 
 from .. import __version__, rules
 from ..engine import Plan
@@ -22,7 +25,7 @@ from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from .about import write_about
 from .assumptions import write_assumptions
-from .book import SAFE_FUNCTIONS, Book
+from .book import SAFE_FUNCTIONS, Book, Sheet
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
 from .checks import plan_checks, tie_outs, write_checks
@@ -77,10 +80,10 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     layout = plan_layout(plan, recon)
     wb = _open(plan, path, tmpdir)
     book = Book(wb, Formats(wb, plan.inputs.settings.currency), lang, plan.inputs.settings.currency)
-    ws = {name: wb.add_worksheet(name) for name in SHEETS}
+    ws = {name: wb.add_worksheet(name, Sheet) for name in SHEETS}
     for at in layout.recon.values():
-        ws[at.sheet] = wb.add_worksheet(at.sheet)
-    ws["About"] = wb.add_worksheet("About")
+        ws[at.sheet] = wb.add_worksheet(at.sheet, Sheet)
+    ws["About"] = wb.add_worksheet("About", Sheet)
     order = plan_order(plan)
     checks = plan_checks(plan, order) + [recon_check(at, billed_input[m], recon[m].billed_total)
                                   for m, at in layout.recon.items()]
@@ -115,7 +118,25 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         sheet.protect("", {"autofilter": True, "sort": True, "format_columns": True, "format_rows": True})
     ws["Summary"].activate()
     progress("compressing the workbook")
-    wb.close()
+    _close(wb)
+
+
+ZIP_LEVEL = 3  # zlib's level for the file's parts: a third of the default level's (6) time, about a fifth larger
+_ZIP_LEVEL_LOCK = threading.Lock()
+
+
+def _close(wb: xlsxwriter.Workbook) -> None:
+    """Close (zip) the workbook at ZIP_LEVEL. xlsxwriter always zips at zlib's default level, which took a third of
+    a large build's time (the Candidates sheet of 10,000 tasks is 2 GB of XML). It has no option for the level, so
+    its module's ZipFile is replaced while it closes (a lock keeps threads from seeing each other's replacement);
+    xlsxwriter is pinned below 4 in setup.cfg for this."""
+    with _ZIP_LEVEL_LOCK:
+        original = xlsxwriter.workbook.ZipFile
+        xlsxwriter.workbook.ZipFile = functools.partial(original, compresslevel=ZIP_LEVEL)
+        try:
+            wb.close()
+        finally:
+            xlsxwriter.workbook.ZipFile = original
 
 
 def why_not_writable(exc: OSError, folder: Path) -> str:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from xlsxwriter.utility import xl_col_to_name
-from xlsxwriter.worksheet import CellFormulaTuple
+from xlsxwriter.utility import _preserve_whitespace, _utf16_len, _utf16_truncate, xl_col_to_name
+from xlsxwriter.worksheet import CellFormulaTuple, Worksheet
+from xlsxwriter.xmlwriter import XMLwriter
 
 from ..i18n import name, tr, word
 from .formats import Formats, cached
@@ -31,6 +34,124 @@ def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> N
         ws._write_single_row(row)
     ws._check_dimensions(row, col)
     ws.table[row][col] = CellFormulaTuple(formula, cell_format, value)
+
+
+XLS_STRMAX = 32_767  # UTF-16 units of text a cell holds; xlsxwriter truncates longer strings
+# The cached values xlsxwriter writes as errors (t="e") rather than as text.
+ERROR_VALUES = frozenset(("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!"))
+
+
+def _xml_text(text: str) -> str:
+    """Text escaped for an XML element the way xlsxwriter escapes a formula and its cached text."""
+    if "&" in text or "<" in text or ">" in text:
+        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text
+
+
+class BlockRow(NamedTuple):
+    """One row of a ColumnBlock, kept in xlsxwriter's row table (at the block's first column) until the row is
+    written out."""
+
+    block: ColumnBlock
+    row: int
+    values: list
+
+
+class Sheet(Worksheet):
+    """xlsxwriter's worksheet, which also writes a BlockRow as the cells of its block's columns."""
+
+    def _write_cell(self, row, col, cell) -> None:
+        if cell.__class__ is BlockRow:
+            self.fh.write(cell.block.render(cell.row, cell.values))
+        else:
+            super()._write_cell(row, col, cell)
+
+
+class ColumnBlock:
+    """Adjacent columns of a table sheet (the Tasks and Candidates sheets), each a value or one formula down every
+    row, written a whole row at a time. Only for a workbook in constant_memory mode, as budgetgen writes them.
+
+    Each cell comes out exactly as xlsxwriter writes it (`write_string`, `write_number`, `write_boolean`,
+    `write_blank` with a format, `store_formula`), byte for byte, but a row of cells costs one string join
+    instead of, per cell, a named tuple, a dimension check, an attribute list, the escaping of a formula
+    thousands of characters long and a file write: with 150,000 Candidates rows of 39 cells each that per-cell
+    work was most of the build. Each column's formula is escaped once and split where its row number goes; a
+    cell's format index is looked up when the first row is written, the moment xlsxwriter looks it up, so the
+    styles are numbered as before. Private xlsxwriter API (the row table, `_write_cell` in `Sheet`, its text
+    escaping), like `store_formula`; xlsxwriter is pinned below 4 in setup.cfg.
+    """
+
+    def __init__(self, columns: Sequence[tuple[int, str, str | None, object]]):
+        """`columns`: (column, key of its value, formula without `=` and with `{r}` for the 1-based row or None
+        for a value column, format), in column order. A formula column caches the value (the engine's result)."""
+        cols = [col for col, _, _, _ in columns]
+        if cols != list(range(cols[0], cols[0] + len(cols))):
+            raise ValueError(f"block columns must be adjacent: {cols}")
+        self.first, self.last = cols[0], cols[-1]
+        self.keys = [key for _, key, _, _ in columns]
+        self._heads = [f'<c r="{xl_col_to_name(col)}' for col in cols]
+        self._formulas = [None if formula is None else _xml_text(formula).split("{r}") for _, _, formula, _ in columns]
+        self._formats = [fmt for _, _, _, fmt in columns]
+        self._styles: list[str] | None = None
+
+    def store(self, ws, row: int, values: Mapping) -> None:
+        """Row `row` (0-based) of every column, `values[key]` in each cell (a formula's cached value)."""
+        if not ws.constant_memory:
+            raise ValueError("a ColumnBlock writes rows of a constant_memory workbook only")
+        if row > ws.previous_row:
+            ws._write_single_row(row)
+        ws._check_dimensions(row, self.first)
+        ws._check_dimensions(row, self.last)
+        ws.table[row][self.first] = BlockRow(self, row, [values[key] for key in self.keys])
+
+    def render(self, row: int, values: list) -> str:
+        """The XML of the row's cells, as xlsxwriter writes them."""
+        if self._styles is None:
+            self._styles = [f'" s="{fmt._get_xf_index()}"' for fmt in self._formats]
+        number = str(row + 1)
+        out = []
+        for head, style, formula, value in zip(self._heads, self._styles, self._formulas, values, strict=True):
+            if formula is not None:
+                kind = value.__class__
+                if kind is int or (kind is float and math.isfinite(value)):  # most cells: a number, no type
+                    out.append(f"{head}{number}{style}><f>{number.join(formula)}</f><v>{value}</v></c>")
+                else:
+                    out.append(_formula_cell(head + number + style, number.join(formula), cached(value)))
+            elif value is None or value == "":
+                out.append(f"{head}{number}{style}/>")
+            elif isinstance(value, str):
+                out.append(_string_cell(head + number + style, value))
+            elif isinstance(value, bool):
+                out.append(f'{head}{number}{style} t="b"><v>{int(value)}</v></c>')
+            elif value.__class__ in (int, float) and math.isfinite(value):
+                out.append(f"{head}{number}{style}><v>{value:.16G}</v></c>")
+            else:
+                raise TypeError(f"not a value xlsxwriter writes to a cell: {value!r}")  # as write_number: no NaN
+        return "".join(out)
+
+
+def _formula_cell(start: str, formula: str, value) -> str:
+    """`<c` with its reference and style, then as xlsxwriter writes a formula (escaped) with its cached value."""
+    kind = value.__class__
+    if kind is float or kind is int:
+        return f"{start}><f>{formula}</f><v>{value}</v></c>"
+    if isinstance(value, bool):
+        return f'{start} t="b"><f>{formula}</f><v>{int(value)}</v></c>'
+    if isinstance(value, str):
+        kind = "" if value == "" else ' t="e"' if value in ERROR_VALUES else ' t="str"'
+        return f"{start}{kind}><f>{formula}</f><v>{_xml_text(value)}</v></c>"
+    return f"{start}><f>{formula}</f><v>{value}</v></c>"
+
+
+def _string_cell(start: str, text: str) -> str:
+    """`<c` with its reference and style, then as xlsxwriter writes an in-line string in constant_memory mode."""
+    if len(text) > XLS_STRMAX // 2 and _utf16_len(text) > XLS_STRMAX:
+        text = _utf16_truncate(text, XLS_STRMAX)
+    text = XMLwriter._escape_control_characters(text)
+    if text.startswith("<r>") and text.endswith("</r>"):
+        return f'{start} t="inlineStr"><is>{text}</is></c>'
+    space = ' xml:space="preserve"' if _preserve_whitespace(text) else ""
+    return f'{start} t="inlineStr"><is><t{space}>{_xml_text(text)}</t></is></c>'
 
 
 def column_range(sheet: str, first_row: int, last_row: int, first_col: int, last_col: int | None = None) -> str:

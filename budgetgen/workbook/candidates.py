@@ -6,9 +6,8 @@ from xlsxwriter.utility import xl_col_to_name
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
-from .book import Book, store_formula
-from .formats import cached
-from .layout import Table
+from .book import Book, ColumnBlock
+from .layout import CANDIDATE_LEAD, Table
 from .printing import print_setup
 from .tasks import column_headers, compile_formula
 
@@ -19,17 +18,18 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
                                      "task_row": "task row #"})
     task_row = xl_col_to_name(table.columns["task_row"])
-    compiled = [(c.key, table.columns[c.key], compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
+    formulas = [(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
                 for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
+    values = [(table.columns[key], key, None, book.f.get(_VALUE_ROLES.get(key, "calc"), "general"))
+              for key in CANDIDATE_LEAD]
+    block = ColumnBlock(sorted(values + formulas, key=lambda column: column[0]))
+    chosen = book.t("chosen")
     r = table.first
     for i, tp in enumerate(plan.tasks, start=1):
         for c in tp.candidates:
-            lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "chosen": book.t("chosen") if c.chosen else "",
+            lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "chosen": chosen if c.chosen else "",
                     "excluded": c.excluded, "cards": c.row["cards"], "task_row": i}
-            for key, value in lead.items():
-                book.value(ws, r, table.columns[key], value, _VALUE_ROLES.get(key, "calc"), "general")
-            for key, col, formula, fmt in compiled:
-                store_formula(ws, r, col, formula(r=r + 1), fmt, cached(c.row[key]))
+            block.store(ws, r, c.row | lead)
             r += 1
     ws.set_column(table.columns["excluded"], table.columns["excluded"], 40)
     widths[table.columns["excluded"]] = 40

@@ -6,7 +6,6 @@ Every Tasks column is a workbook-scoped name (`task_name`), the way every other 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from xlsxwriter.utility import xl_col_to_name
 
@@ -14,8 +13,7 @@ from ..columns import CALCS
 from ..engine import Plan
 from ..i18n import name as input_name
 from ..schema import TASK_COLUMNS
-from .book import Book, store_formula
-from .formats import cached
+from .book import Book, ColumnBlock
 from .layout import GPU_NAMES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
 
@@ -25,8 +23,8 @@ INPUT_FORMATS = {c.name: ("percent" if c.type == "percent" else "text" if c.type
                           else "echo") for c in TASK_COLUMNS}
 
 
-def compile_formula(template: str, table: Table, task_row: str | None = None) -> Callable[..., str]:
-    """A column's formula (without `=`) as a function of the 1-based row `r`.
+def compile_formula(template: str, table: Table, task_row: str | None = None) -> str:
+    """A column's formula (without `=`), `{r}` standing for the 1-based row.
 
     `{col}` is the same row's cell, `{gpu.x}` a lookup on the GPUs sheet, `{model.x}` one on the Models sheet
     (blank when the row names no model or the catalog lacks the figure). With `task_row` (the column
@@ -46,7 +44,7 @@ def compile_formula(template: str, table: Table, task_row: str | None = None) ->
             figure = f"INDEX({MODEL_NAMES[field]},MATCH({model},ModelName,0))"
             return f'IF({model}="","",IF({figure}="","",{figure}))'
         return cell(name)
-    return _PLACEHOLDER.sub(sub, template.removeprefix("=")).format
+    return _PLACEHOLDER.sub(sub, template.removeprefix("="))
 
 
 def column_headers(book: Book, ws, table: Table, labels: dict[str, str]) -> list[float]:
@@ -81,15 +79,14 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     headers = plan.inputs.extra_headers
     for j, header in enumerate(headers):
         ws.write_string(0, extra_col + j, header, book.f.header)
-    compiled = [(calc.key, table.columns[calc.key], compile_formula(calc.excel, table),
-                 book.f.get("calc", calc.fmt)) for calc in CALCS]
+    formulas = [(table.columns[calc.key], calc.key, compile_formula(calc.excel, table), book.f.get("calc", calc.fmt))
+                for calc in CALCS]
+    inputs = [(table.columns[c.name], c.name, None, book.f.get("input", INPUT_FORMATS[c.name])) for c in TASK_COLUMNS]
+    block = ColumnBlock(sorted(inputs + formulas, key=lambda column: column[0]))
+    blank = dict.fromkeys(c.name for c in TASK_COLUMNS)
     for i, tp in enumerate(plan.tasks):
         r = table.first + i
-        row = {**tp.task.values, **tp.row}
-        for column in TASK_COLUMNS:
-            book.value(ws, r, table.columns[column.name], row.get(column.name), "input", INPUT_FORMATS[column.name])
-        for key, col, formula, fmt in compiled:
-            store_formula(ws, r, col, formula(r=r + 1), fmt, cached(row[key]))
+        block.store(ws, r, {**blank, **tp.task.values, **tp.row})
         for j, header in enumerate(headers):
             value = tp.task.extra.get(header)
             book.value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
