@@ -98,6 +98,7 @@ def make_bill(path: Path, lines: int, tasks: int, seed: int = 2) -> None:
         "ServiceCategory": np.where(gpu, "Compute", "Storage"),
         "ChargeCategory": "Usage",
         "ChargeDescription": np.where(gpu, "USD 1.006 per On Demand Linux g5.xlarge Instance Hour", "S3 storage"),
+        "SkuId": np.where(gpu, "SKU-G5XLARGE", "SKU-S3"),
         "ConsumedQuantity": 1.0,
         "ConsumedUnit": np.where(gpu, "Hours", "GB-Mo"),
         "Tags": np.where(tagged, [f'{{"task_id": "T{r % max(tasks, 1):05d}"}}' for r in resource], "NULL"),

@@ -124,7 +124,7 @@ def floor(source: str, memory_limit: str = "1GB") -> dict:
     started = time.perf_counter()
     con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2})
     rows = con.execute(f"""
-        SELECT strftime(ChargePeriodStart, '%Y-%m') AS month, ResourceId,
+        SELECT strftime(CAST(ChargePeriodStart AS TIMESTAMP), '%Y-%m') AS month, ResourceId,
                json_extract_string(NULLIF(Tags, 'NULL'), '$.task_id') AS task_id,
                regexp_matches(coalesce(ChargeDescription, '') || ' ' || coalesce(SkuId, ''), '{GPU_PATTERN}') AS gpu,
                ServiceCategory,
