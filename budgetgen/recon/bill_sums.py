@@ -37,7 +37,7 @@ from ..i18n import Message
 from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
 from ..values import LARGEST
 from .columns import BILL_INPUT_COLUMNS, match_headers
-from .table import MAX_ROW_PROBLEMS, listed_problems, shown
+from .table import MAX_ROW_PROBLEMS, listed_problems, sheet_frame, shown
 
 SUM_KEYS = ("month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit")
 """The keys of the sums (pipeline.LINE_GROUP_KEYS)."""
@@ -349,17 +349,8 @@ def _xlsx_sheets(path: Path) -> Iterator[tuple[pd.DataFrame, str]]:
         workbook.close()
     sheets = [(title, rows) for title, rows in sheets if rows]
     for title, rows in sheets:
-        yield _sheet_frame(rows), path.name if len(sheets) == 1 else f"{path.name}[{title}]"
+        yield sheet_frame(rows), path.name if len(sheets) == 1 else f"{path.name}[{title}]"
 
-
-def _sheet_frame(rows: list[tuple[int, tuple]]) -> pd.DataFrame:
-    """A sheet's rows as a frame: its first row the header, indexed by sheet row."""
-    width = max(len(values) for _, values in rows)
-    header = [*rows[0][1], *[None] * width][:width]
-    columns = [f"column {get_column_letter(i + 1)}" if h is None else str(h) for i, h in enumerate(header)]
-    body = [(*values, *[None] * (width - len(values))) for _, values in rows[1:]]
-    index = pd.Index([number for number, _ in rows[1:]], name="row")
-    return pd.DataFrame(body, columns=columns, index=index, dtype=object)
 
 
 def _check_headers(parts: list[tuple[int, _Part]]) -> None:

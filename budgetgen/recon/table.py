@@ -264,8 +264,11 @@ def _read_xlsx(path: Path) -> pd.DataFrame:
         rows = list(iter_rows(workbook.worksheets[0], max_rows=EXCEL_MAX_ROWS))
     finally:
         workbook.close()
-    if not rows:
-        return pd.DataFrame()
+    return sheet_frame(rows) if rows else pd.DataFrame()
+
+
+def sheet_frame(rows: list[tuple[int, tuple]]) -> pd.DataFrame:
+    """A sheet's (row number, values) rows as a frame: its first row the header, indexed by sheet row."""
     width = max(len(values) for _, values in rows)
     header = [*rows[0][1], *[None] * width][:width]
     columns = [f"column {get_column_letter(i + 1)}" if h is None else str(h) for i, h in enumerate(header)]
