@@ -1,0 +1,60 @@
+"""Same outputs: the sample plan built now equals the baseline committed before the structure change
+(tests/data/baseline, written by make_baseline.py): the JSON results and every cell's cached value."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+BASELINE = Path(__file__).parent / "data" / "baseline"
+sys.path.insert(0, str(BASELINE))
+import make_baseline
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def _differences(old, new, path=""):
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new)):
+            if key not in new:
+                yield f"{path}/{key}: gone"
+            elif key not in old:
+                yield f"{path}/{key}: new"
+            else:
+                yield from _differences(old[key], new[key], f"{path}/{key}")
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new)):
+            yield from _differences(a, b, f"{path}[{i}]")
+    elif not _close(old, new):
+        yield f"{path}: {old!r} -> {new!r}"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[dict, dict]:
+    results, cells = make_baseline.build_sample(tmp_path_factory.mktemp("baseline"))
+    return json.loads(json.dumps(results, sort_keys=True, default=str)), cells
+
+
+@pytest.fixture(scope="module")
+def baseline() -> dict:
+    with gzip.open(BASELINE / "q3.json.gz", "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def test_results_json_unchanged(built, baseline):
+    assert list(_differences(baseline["results"], built[0])) == []
+
+
+def test_every_cell_unchanged(built, baseline):
+    assert list(_differences(baseline["cells"], built[1])) == []
