@@ -9,10 +9,22 @@ From Python:
 
 __version__ = "0.1.0"
 
-from .api import Result, build_budget  # after __version__, which the writer reads
-from .engine import Plan, plan_budget
-from .errors import BudgetgenError, InputError, OutputError
-from .reader import read_inputs
+# The public names load on first use (PEP 562), so that `budgetgen.records` can be imported, and a record added,
+# before the modules that derive from the records are imported.
+_PUBLIC = {"Result": "api", "build_budget": "api", "Plan": "engine", "plan_budget": "engine",
+           "BudgetgenError": "errors", "InputError": "errors", "OutputError": "errors", "read_inputs": "reader"}
 
 __all__ = ["BudgetgenError", "InputError", "OutputError", "Plan", "Result", "__version__", "build_budget",
            "plan_budget", "read_inputs"]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -12,7 +12,7 @@ from importlib import resources
 
 from .i18n import Message
 from .model import Gpu, Settings
-from .schema import PRICE_COLUMN, TIERS
+from .schema import REFERENCE_TIER, TIERS
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
@@ -37,7 +37,7 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         form_factor=str(rec.get("form_factor") or ""),
         interconnect=str(rec.get("interconnect") or "pcie"),
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
-        prices={t: rec.get(PRICE_COLUMN[t]) for t in TIERS},
+        prices={t.name: rec.get(t.price_column) for t in TIERS},
         purchase_price=rec.get("purchase_price"),
         power_w=rec.get("power_w"),
         source=str(rec.get("source") or ""),
@@ -111,17 +111,19 @@ def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Ma
     out = []
     for g in gpus:
         where = (cells or {}).get(g.name.lower(), {})
-        on_demand, monthly = g.prices.get("on_demand"), g.prices.get("monthly")
-        if on_demand is not None and monthly is not None and monthly > settings.hours_per_month * on_demand:
-            out.append(Message("catalog_monthly_over_on_demand", gpu=g.name, monthly=monthly,
-                               hours=settings.hours_per_month, on_demand=on_demand,
-                               around_the_clock=settings.hours_per_month * on_demand,
-                               place=_place(where, "monthly_per_card", "on_demand_per_hour")))
-        for tier, key in (("idle", "catalog_idle_over_on_demand"), ("spot", "catalog_spot_over_on_demand")):
-            price = g.prices.get(tier)
-            if on_demand is not None and price is not None and price > on_demand:
-                out.append(Message(key, gpu=g.name, price=price, on_demand=on_demand,
-                                   place=_place(where, PRICE_COLUMN[tier], "on_demand_per_hour")))
+        on_demand, reference = g.prices.get(REFERENCE_TIER.name), REFERENCE_TIER.price_column
+        for tier in TIERS:
+            price = g.prices.get(tier.name)
+            if on_demand is None or price is None:
+                continue
+            if tier.per_card_month and price > settings.hours_per_month * on_demand:
+                out.append(Message("catalog_monthly_over_on_demand", gpu=g.name, monthly=price,
+                                   hours=settings.hours_per_month, on_demand=on_demand,
+                                   around_the_clock=settings.hours_per_month * on_demand,
+                                   place=_place(where, tier.price_column, reference)))
+            elif tier.over_reference_message and price > on_demand:
+                out.append(Message(tier.over_reference_message, gpu=g.name, price=price, on_demand=on_demand,
+                                   place=_place(where, tier.price_column, reference)))
         dated = _as_of_date(g.as_of)
         priced = g.purchase_price is not None or any(p is not None for p in g.prices.values())
         if priced and dated and build and _months_later(dated, PRICES_FRESH_MONTHS) < build:

@@ -22,7 +22,7 @@ from .i18n import LANGS, say, tr
 from .models import format_models_table
 from .reader import read_inputs
 from .safefile import check_outputs, staged_outputs
-from .schema import TIERS
+from .schema import TIER_NAMES
 from .template import write_template
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -232,11 +232,11 @@ def _progress(quiet: bool):
 def catalog() -> None:
     """Show the built-in GPU catalog (prices in CNY)."""
     header = f"{'gpu':<12}{'class':<13}{'GB':>6}{'GB/s':>7}{'TFLOP/s':>9}  {'link':<7}" + \
-        "".join(f"{t:>11}" for t in TIERS) + f"{'purchase':>10}"
+        "".join(f"{t:>11}" for t in TIER_NAMES) + f"{'purchase':>10}"
     click.echo(f"Built-in catalog, prices in {CATALOG_CURRENCY} (edit on your GPUs sheet):")
     click.echo(header)
     for g in builtin_catalog():
-        prices = "".join(f"{g.prices[t]:>11,.1f}" if g.prices[t] is not None else f"{'-':>11}" for t in TIERS)
+        prices = "".join(f"{g.prices[t]:>11,.1f}" if g.prices[t] is not None else f"{'-':>11}" for t in TIER_NAMES)
         purchase = f"{g.purchase_price:>10,.0f}" if g.purchase_price else f"{'-':>10}"
         click.echo(f"{g.name:<12}{g.gpu_class:<13}{g.vram_gb:>6g}{g.bandwidth_gbs:>7g}{g.tflops:>9g}  "
                    f"{g.interconnect:<7}{prices}{purchase}")

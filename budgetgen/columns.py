@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from . import serving
-from .schema import CONSTANT_VALUES, KIND, TASK_KINDS, TIERS
+from .records import excel_is
+from .schema import CONSTANT_VALUES, KIND, PER_CARD_MONTH_TIER, RERUN_TIER, TASK_KINDS, TIER, TIERS
 from .serving import sheet_ceil
 
 Row = dict[str, object]
@@ -43,8 +44,7 @@ def _online(r: Row) -> bool:
 
 def _kind_is(names) -> str:
     """An Excel test that the row's kind is one of `names` (the kinds of one sort, from the schema's records)."""
-    tests = [f'{{kind}}="{name}"' for name in names]
-    return tests[0] if len(tests) == 1 else f"OR({','.join(tests)})"
+    return excel_is("{kind}", names)
 
 
 _TRAINING_KIND = _kind_is(k.name for k in TASK_KINDS if k.training)
@@ -209,25 +209,26 @@ def _base_hours(r: Row, s, g) -> float:
     return r["gpu_hours_per_run"] * r["runs_per_month"]
 
 
-def _spot_factor(r: Row, s) -> float:
+def _rerun_factor(r: Row, s) -> float:
+    """GPU-hours are multiplied by this on an interruptible tier: work that is not online reruns."""
     return 1 if _online(r) else 1 + s.spot_overhead
 
 
-def _tier_cost(tier: str) -> Callable[[Row, object, object], object]:
+def _tier_cost(tier) -> Callable[[Row, object, object], object]:
     def cost(r: Row, s, g):
-        price = g.prices.get(tier)
+        price = g.prices.get(tier.name)
         if price is None:
             return None
-        if tier == "monthly":
+        if tier.per_card_month:
             return r["monthly_cards"] * price
-        factor = _spot_factor(r, s) if tier == "spot" else 1
+        factor = _rerun_factor(r, s) if tier.reruns else 1
         return r["base_gpu_hours_per_month"] * factor * price
     return cost
 
 
 def _cheapest_tier(r: Row, s, g):
     suited = KIND[r["kind"]].suited_tiers
-    costs = [(r[f"cost_{t}"], t) for t in TIERS if t in suited and r[f"cost_{t}"] is not None]
+    costs = [(r[f"cost_{t}"], t) for t in suited if r[f"cost_{t}"] is not None]
     if not costs:
         return None
     low = min(c for c, _ in costs)
@@ -241,21 +242,35 @@ def _tier_saving(r: Row, s, g) -> float:
 
 
 _GPU_ROW = "MATCH({gpu},GpuName,0)"
-_TIER_COSTS = "{cost_monthly},{cost_on_demand},{cost_idle},{cost_spot}"
+_TIER_COSTS = ",".join(f"{{cost_{t.name}}}" for t in TIERS)  # in TierList order, for CHOOSE
 
 
-def _tier_cost_excel(tier: str, price_name: str) -> str:
-    price = f"INDEX({price_name},{_GPU_ROW})"
-    if tier == "monthly":
+def _tier_cost_excel(tier) -> str:
+    price = f"INDEX({tier.price_name},{_GPU_ROW})"
+    if tier.per_card_month:
         amount = f"{{monthly_cards}}*{price}"
-    elif tier == "spot":
+    elif tier.reruns:
         amount = f"{{base_gpu_hours_per_month}}*IF({_ONLINE_KIND},1,1+SpotOverhead)*{price}"
     else:
         amount = f"{{base_gpu_hours_per_month}}*{price}"
     return f'=IF(ISNUMBER({price}),{amount},"")'
 
 
-TIER_PRICE_NAMES = {"monthly": "GpuMonthly", "on_demand": "GpuOnDemand", "idle": "GpuIdle", "spot": "GpuSpot"}
+def _cheapest_tier_excel() -> str:
+    """The first of the row's kind's suited tiers whose cost is the lowest ("" when none is priced): for each
+    set of suited tiers, the kinds that have it; MIN skips the blank costs, and "" never equals a number."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for kind in TASK_KINDS:
+        groups.setdefault(kind.suited_tiers, []).append(kind.name)
+    formula = '""'
+    for suited, kinds in reversed(list(groups.items())):
+        low = f"MIN({','.join(f'{{cost_{t}}}' for t in suited)})"
+        pick = '""'
+        for t in reversed(suited):
+            pick = f'IF({{cost_{t}}}={low},"{t}",{pick})'
+        formula = pick if formula == '""' else f"IF({_kind_is(kinds)},{pick},{formula})"
+    return "=" + formula
+
 
 def _fits_shape_excel() -> str:
     """The smallest replica shape of §D (1, 2, 4, 8 cards) that divides the heads and holds the minimum batch;
@@ -396,23 +411,19 @@ CALCS: tuple[Calc, ...] = (
          "=IF(" + _ONLINE_KIND + ',{cards_held}*{serving_hours_per_day}*DaysPerMonth,'
          '{gpu_hours_per_run}*{runs_per_month})', _base_hours),
     Calc("gpu_hours_per_month", "GPU-hours a month", "GPU-h", "number",
-         '={base_gpu_hours_per_month}*IF({tier}="spot",IF(' + _ONLINE_KIND + ',1,1+SpotOverhead),1)',
-         lambda r, s, g: r["base_gpu_hours_per_month"] * (_spot_factor(r, s) if r["tier"] == "spot" else 1)),
+         f"={{base_gpu_hours_per_month}}*IF({RERUN_TIER},IF({_ONLINE_KIND},1,1+SpotOverhead),1)",
+         lambda r, s, g: r["base_gpu_hours_per_month"] * (_rerun_factor(r, s) if TIER[r["tier"]].reruns else 1)),
     Calc("monthly_cards", "cards on a monthly contract", "cards", "int",
          "=MAX({cards_held},CEILING({base_gpu_hours_per_month}/HoursPerMonth,1))",
          lambda r, s, g: max(r["cards_held"], sheet_ceil(r["base_gpu_hours_per_month"] / s.hours_per_month))),
-    Calc("cards_billed", "cards billed", "cards", "int", '=IF({tier}="monthly",{monthly_cards},{cards_held})',
-         lambda r, s, g: r["monthly_cards"] if r["tier"] == "monthly" else r["cards_held"]),
-    *(Calc(f"cost_{t}", f"cost if {t}", "currency/month", "money", _tier_cost_excel(t, TIER_PRICE_NAMES[t]),
-           _tier_cost(t)) for t in TIERS),
+    Calc("cards_billed", "cards billed", "cards", "int", f"=IF({PER_CARD_MONTH_TIER},{{monthly_cards}},{{cards_held}})",
+         lambda r, s, g: r["monthly_cards"] if TIER[r["tier"]].per_card_month else r["cards_held"]),
+    *(Calc(f"cost_{t.name}", f"cost if {t.name}", "currency/month", "money", _tier_cost_excel(t), _tier_cost(t))
+      for t in TIERS),
     Calc("monthly_cost", "cost a month", "currency/month", "money",
          f"=CHOOSE(MATCH({{tier}},TierList,0),{_TIER_COSTS})",
          lambda r, s, g: r[f"cost_{r['tier']}"]),
-    Calc("cheapest_tier", "cheapest suited tier", "tier", "text",
-         "=IFERROR(IF(" + _ONLINE_KIND + ",INDEX"
-         '(TierList,MATCH(MIN({cost_monthly}:{cost_on_demand}),'
-         '{cost_monthly}:{cost_on_demand},0)),INDEX(TierList,MATCH(MIN({cost_monthly}:{cost_spot}),'
-         '{cost_monthly}:{cost_spot},0))),"")', _cheapest_tier),
+    Calc("cheapest_tier", "cheapest suited tier", "tier", "text", _cheapest_tier_excel(), _cheapest_tier),
     Calc("tier_saving", "saving on cheapest tier", "currency/month", "money",
          f'=IF(OR({{cheapest_tier}}="",{{monthly_cost}}=""),0,'
          f'{{monthly_cost}}-CHOOSE(MATCH({{cheapest_tier}},TierList,0),{_TIER_COSTS}))',

@@ -28,7 +28,7 @@ from .i18n import canonical_name
 from .model import Gpu, Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMN, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIERS
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER, TIERS
 from .values import add_months
 from .workbook import CHECK_TOLERANCE, Formats
 
@@ -108,8 +108,8 @@ def _settings_rows(ws) -> list[tuple[int, tuple]]:
         key, value = canonical_name(values[0]) if values else None, values[1] if len(values) > 1 else None
         if key in SETTINGS_BY_KEY:
             rows.append((row_no, (key, value)))
-        elif key in TIERS:
-            rows.append((row_no, (f"tier_cap_{key}", value)))
+        elif key in TIER:
+            rows.append((row_no, (TIER[key].cap_setting, value)))
     return rows
 
 
@@ -211,7 +211,7 @@ def _gpu_fields(g: Gpu) -> dict[str, object]:
               "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
               "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
               "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
-    fields.update({PRICE_COLUMN[t]: g.prices.get(t) for t in TIERS})
+    fields.update({t.price_column: g.prices.get(t.name) for t in TIERS})
     return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 

@@ -12,7 +12,7 @@ from .columns import evaluate, evaluate_task
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
-from .schema import CONSTANT_VALUES, KIND, TIERS
+from .schema import CONSTANT_VALUES, KIND, REFERENCE_TIER, TIER, TIER_NAMES, TIERS
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
@@ -221,7 +221,7 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]
     if row["cards_per_run"] > row["cards_min"] and gpu.interconnect == "pcie":
         out.append(Message("pcie_scaling", tid=tid, cards=row["cards_per_run"], cards_min=row["cards_min"],
                            gpu=gpu.name, speedup=row["speedup"]))
-    if kind.online and task.values["tier"] == "spot":
+    if kind.online and TIER[task.values["tier"]].reruns:
         out.append(Message("inference_on_spot", tid=tid))
     if kind.online and row["replicas"] == 1:
         out.append(Message("no_failover", tid=tid))
@@ -272,7 +272,7 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
             continue
         daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price)
         energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w or 0)
-        break_even = rules.BREAK_EVEN(s, on_demand=gpu.prices.get("on_demand") or 0, energy=energy,
+        break_even = rules.BREAK_EVEN(s, on_demand=gpu.prices.get(REFERENCE_TIER.name) or 0, energy=energy,
                                       daily_fixed=daily_fixed)
         per_day = rules.PLAN_HOURS_PER_DAY(
             s, gpu_hour_months=sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine),
@@ -312,11 +312,11 @@ def plan_budget(inputs: Inputs) -> Plan:
     extras_by_month = {m: [e.monthly_cost if e.start_month <= m <= e.end_month else 0.0 for e in inputs.extras]
                        for m in months}
     month_totals = {}
-    tier_totals = {t: {} for t in TIERS}
+    tier_totals = {t: {} for t in TIER_NAMES}
     for i, month in enumerate(months, start=1):
         gpu = math.fsum(t.cost_in(i) for t in tasks)
         month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]), rules.BUFFER(s, gpu=gpu))
-        for tier in TIERS:
+        for tier in TIER_NAMES:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
     warnings.extend(_serving_input_warnings(inputs))
@@ -326,9 +326,9 @@ def plan_budget(inputs: Inputs) -> Plan:
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:
         warnings.append(Message("buffer_outside_guidance", rate=s.hidden_cost_buffer))
     for tier in TIERS:
-        cap = getattr(s, f"tier_cap_{tier}")
-        over = [m for m in months if cap is not None and tier_totals[tier][m] > cap]
+        cap = getattr(s, tier.cap_setting)
+        over = [m for m in months if cap is not None and tier_totals[tier.name][m] > cap]
         if over:
-            warnings.append(Message("tier_over_cap", tier=tier, cap=cap, months=", ".join(over)))
+            warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
     return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
                 tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import string
 
-from .schema import Column, normalise_header
+from .schema import TASK_KINDS, TIERS, Column, normalise_header
 
 LANGS = ("en", "zh")
 
@@ -21,8 +21,8 @@ SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "
 NAMES_ZH = {
     "setting": "设置项", "value": "值", "note": "备注",
     "gpu": "GPU型号", "class": "卡类别", "vram_gb": "显存GB", "bandwidth_gbs": "显存带宽GBs", "tflops": "算力TFLOPS",
-    "interconnect": "互联", "scaling": "扩展效率", "on_demand_per_hour": "按需单价每小时",
-    "monthly_per_card": "包月单价每卡", "idle_per_hour": "闲置单价每小时", "spot_per_hour": "竞价单价每小时",
+    "interconnect": "互联", "scaling": "扩展效率",
+    **{t.price_column: t.price_zh for t in TIERS}, **{t.cap_setting: t.zh + "上限" for t in TIERS},
     "purchase_price": "购买价格", "power_w": "功耗W", "source": "来源", "as_of": "价格日期",
     "task_id": "任务编号", "task": "任务描述", "kind": "类型", "model_params_b": "模型参数量B", "method": "方法",
     "train_tokens": "训练token数", "epochs": "轮数", "runs_per_month": "每月运行次数", "requests_per_day": "每日请求数",
@@ -40,8 +40,7 @@ NAMES_ZH = {
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
     "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
-    "upkeep_per_year": "每年维护费", "tier_cap_monthly": "包月上限", "tier_cap_on_demand": "按需上限",
-    "tier_cap_idle": "闲置上限", "tier_cap_spot": "竞价上限",
+    "upkeep_per_year": "每年维护费",
     "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
     "model": "模型", "active_params_b": "激活参数量B", "deadline_days": "截止天数", "prompt_tokens": "输入token数",
     "context_tokens": "上下文token数", "min_replicas": "最少副本数",
@@ -58,8 +57,7 @@ NAMES_ZH = {
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
 # entry (lora, qlora, fp16, int8, int4, nvlink, pcie) read the same in both languages.
 VALUES_ZH = {
-    "finetune": "微调", "pretrain": "预训练", "inference": "推理", "batch": "批量",
-    "monthly": "包月", "on_demand": "按需", "idle": "闲置", "spot": "竞价",
+    **{k.name: k.zh for k in TASK_KINDS}, **{t.name: t.zh for t in TIERS},
     "full": "全量",
     "consumer": "消费级", "workstation": "工作站", "datacenter": "数据中心",
     "storage": "存储", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
@@ -93,7 +91,7 @@ TEXT_ZH = {
     "load in card-days": "负载（卡日）", "replicas": "副本数", "cards held": "占用卡数",
     "GPU-hours per run": "每次运行GPU小时", "GPU-hours a month before spot reruns": "每月GPU小时（竞价重跑前）",
     "GPU-hours a month": "每月GPU小时", "cards on a monthly contract": "包月卡数", "cards billed": "计费卡数",
-    "cost if monthly": "包月成本", "cost if on_demand": "按需成本", "cost if idle": "闲置成本", "cost if spot": "竞价成本",
+    **{f"cost if {t.name}": f"{t.zh}成本" for t in TIERS},
     "cost a month": "月成本", "cheapest suited tier": "最便宜的适用计费方式", "saving on cheapest tier": "最便宜计费方式可省",
     "tier advice": "计费建议", "first plan month #": "首个计划月序号", "last plan month #": "末个计划月序号",
     "active months": "活跃月数", "cost over the plan": "计划期成本",
@@ -233,10 +231,7 @@ TEXT_ZH = {
     "稠密BF16/FP16张量峰值（FP32累加，不用稀疏值）",
     "link between cards": "卡间互联",
     "efficiency of each added card: speedup(n) = 1 + (n-1) x scaling": "每增加一张卡的效率：加速比(n) = 1 + (n-1) × 扩展效率",
-    "on-demand price; blank: not offered": "按需价格；空白：不提供",
-    "reserved/monthly rent; blank: not offered": "包月/预留租金；空白：不提供",
-    "off-peak / idle-capacity price; blank: not offered": "闲时/闲置资源价格；空白：不提供",
-    "interruptible price; blank: not offered": "可中断（竞价）价格；空白：不提供",
+    **{t.meaning: t.meaning_zh for t in TIERS},
     "all-in price of an owned machine per card; blank: not for sale": "自购机器每卡的全包价格；空白：不出售",
     "wall power of an owned machine per card under load": "自购机器每卡满载时的整机功耗",
     "where the prices came from": "价格来源", "date of the prices": "价格日期",
@@ -304,10 +299,7 @@ TEXT_ZH = {
     "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB",
     "electricity price for owned machines": "自购机器的电价", "write-off period of an owned machine": "自购机器的折旧年限",
     "cooling, disks, repairs per owned machine": "每台自购机器的散热、磁盘、维修费用",
-    "optional monthly budget cap for the monthly tier": "包月计费的可选月度预算上限",
-    "optional monthly budget cap for on-demand": "按需计费的可选月度预算上限",
-    "optional monthly budget cap for idle capacity": "闲置资源的可选月度预算上限",
-    "optional monthly budget cap for spot": "竞价实例的可选月度预算上限",
+    **{t.cap_help: f"{t.zh}计费的可选月度预算上限" for t in TIERS},
     " (structure: change it in the input workbook and rebuild)": "（结构性设置：在输入工作簿中修改并重新生成）",
     "billing days in a month = hours_per_month / 24": "每月计费天数 = 每月小时数 / 24",
     "optional budget cap for the {tier} tier (blank: none)": "{tier}的可选预算上限（空白：无）",

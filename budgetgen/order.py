@@ -8,11 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import rules
-from .schema import TIERS
-
-# What a tier's price applies to: card-months on the monthly tier, GPU-hours on every other tier.
-QUANTITY_COLUMN = {"monthly": "cards_billed"}
-QUANTITY_UNIT = {"monthly": "card-months"}
+from .schema import TIER, TIER_NAMES
 
 
 @dataclass(frozen=True)
@@ -34,13 +30,13 @@ class OrderLine:
 
     @property
     def quantity_unit(self) -> str:
-        return QUANTITY_UNIT.get(self.tier, "GPU-hours")
+        return TIER[self.tier].quantity_unit
 
 
 def order_keys(plan) -> tuple[tuple[str, str], ...]:
     """The (GPU, tier) pairs the plan uses, in catalog order, then tier order."""
     used = {(tp.row["gpu"], tp.row["tier"]) for tp in plan.tasks}
-    return tuple((g.name, t) for g in plan.inputs.gpus for t in TIERS if (g.name, t) in used)
+    return tuple((g.name, t) for g in plan.inputs.gpus for t in TIER_NAMES if (g.name, t) in used)
 
 
 def plan_order(plan) -> tuple[OrderLine, ...]:
@@ -57,7 +53,7 @@ def plan_order(plan) -> tuple[OrderLine, ...]:
                          for j in range(1, len(plan.months) + 1))
         over_plan = {k: rules.ORDER_OVER_PLAN(s, **sel, active_months=columns["active_months"], amounts=columns[k])
                      for k in ("cards_billed", "gpu_hours_per_month")}
-        quantity = over_plan[QUANTITY_COLUMN.get(tier, "gpu_hours_per_month")]
+        quantity = over_plan[TIER[tier].quantity_column]
         price = plan.inputs.gpu(gpu).prices[tier]
         lines.append(OrderLine(
             gpu, tier, by_month, rules.ORDER_PEAK(s, by_month=by_month),

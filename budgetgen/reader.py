@@ -22,9 +22,9 @@ from .schema import (
     EXTRA_COLUMNS,
     GPU_COLUMNS,
     KIND,
-    PRICE_COLUMN,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
+    TIERS,
     Column,
     normalise_header,
 )
@@ -218,7 +218,7 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
     warnings: list[str] = []
     sheet_cells: dict[str, dict[str, str]] = {}  # per GPUs sheet row: the cell of each column typed there
     records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records()}
-    price_columns = set(PRICE_COLUMN.values()) | {"purchase_price"}
+    price_columns = {t.price_column for t in TIERS} | {"purchase_price"}
     if settings.currency != CATALOG_CURRENCY:
         fx = settings.catalog_fx
         unpriced = []

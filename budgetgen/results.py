@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .engine import Plan, TaskPlan
-from .schema import CONSTANT_VALUES, TIERS
+from .schema import CONSTANT_VALUES, TIER_NAMES
 
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
 
@@ -27,7 +27,7 @@ def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
     out.update({key: r[column] for key, column in SERVING_FIELDS.items()})
     out["deadline_hours"] = None if r["deadline_used"] is None else r["deadline_used"] * HOURS_PER_DAY
     out["cost_by_month"] = {m: tp.cost_in(i) for i, m in enumerate(months, start=1)}
-    out["tier_costs"] = {t: r[f"cost_{t}"] for t in TIERS}
+    out["tier_costs"] = {t: r[f"cost_{t}"] for t in TIER_NAMES}
     out["tier_advice"] = r["tier_advice"] or None
     out["candidates"] = [{"gpu": c.gpu, "cards": c.row["cards_held"], "gpu_hours_per_month": c.row["gpu_hours_per_month"],
                           "monthly_cost": None if c.excluded else c.row["monthly_cost"], "chosen": c.chosen,

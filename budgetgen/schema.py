@@ -8,56 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-TRAINING_METHODS = ("full", "lora", "qlora")
-SERVING_METHODS = ("fp16", "bf16", "fp8", "int8", "int4", "fp4")  # bf16 is sized as fp16
-TIERS = ("monthly", "on_demand", "idle", "spot")
-HOURLY_TIERS = ("on_demand", "idle", "spot")
+from .records import SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, excel_is
 
-
-@dataclass(frozen=True)
-class TaskKind:
-    """One kind of task: how it runs, which methods and tiers suit it, which Tasks columns it needs or ignores.
-
-    A new kind is one record here plus its formulas in `columns.py`.
-    """
-
-    name: str
-    training: bool  # trains a model (FLOPs per run) rather than generating tokens
-    online: bool  # serves live traffic: replicas sized for the peak, billed for the serving hours, no reruns
-    methods: tuple[str, ...]
-    default_method: str
-    default_tier: str
-    suited_tiers: tuple[str, ...]  # tiers the cheapest-tier advice considers
-    requires: tuple[str, ...]  # Tasks columns a row of this kind must fill in
-    ignores: tuple[str, ...]  # Tasks columns that mean nothing for it: blanked so the echo shows what was used
-    requests: str | None = None  # the column of requests that, x tokens_per_request, gives the tokens to generate
-    meaning: str = ""  # said after the name in the kind column's help, where the name alone is unclear
-
-    @property
-    def described(self) -> str:
-        return f"{self.name} ({self.meaning})" if self.meaning else self.name
-
-
-_TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
-                     "tokens_per_sec", "concurrency", "kv_cache_gb", "prompt_tokens", "context_tokens",
-                     "min_replicas")
-TASK_KINDS: tuple[TaskKind, ...] = (
-    TaskKind("finetune", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
-             default_tier="on_demand", suited_tiers=TIERS, requires=("train_tokens",), ignores=_TRAINING_IGNORES),
-    TaskKind("pretrain", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
-             default_tier="on_demand", suited_tiers=TIERS, requires=("train_tokens",), ignores=_TRAINING_IGNORES),
-    TaskKind("inference", training=False, online=True, methods=SERVING_METHODS, default_method="fp16",
-             default_tier="monthly", suited_tiers=("monthly", "on_demand"),
-             requires=("requests_per_day", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests", "deadline_days"),
-             requests="requests_per_day",
-             meaning="online serving"),
-    TaskKind("batch", training=False, online=False, methods=SERVING_METHODS, default_method="fp16",
-             default_tier="idle", suited_tiers=TIERS, requires=("batch_requests", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day", "min_replicas"),
-             requests="batch_requests",
-             meaning="offline batch inference"),
-)
+TIER = {t.name: t for t in TIERS}
+TIER_NAMES = tuple(TIER)
+REFERENCE_TIER = next(t for t in TIERS if t.reference)  # on-demand: the list price the others are checked against
+# Excel tests of a `{tier}` placeholder against the records: billed per card-month; interruptible (reruns).
+PER_CARD_MONTH_TIER = excel_is("{tier}", (t.name for t in TIERS if t.per_card_month))
+RERUN_TIER = excel_is("{tier}", (t.name for t in TIERS if t.reruns))
 KIND = {k.name: k for k in TASK_KINDS}
 KINDS = tuple(KIND)
 TRAINING_KINDS = tuple(k.name for k in TASK_KINDS if k.training)
@@ -230,16 +188,12 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       unit="years", minimum=0.1),
     S("upkeep_per_year", "number", 2000, "UpkeepPerYear",
       "cooling, disks, repairs per owned machine", unit="currency/year", minimum=0),
-    S("tier_cap_monthly", "number", None, "TierCapMonthly", "optional monthly budget cap for the monthly tier",
-      unit="currency/month", minimum=0),
-    S("tier_cap_on_demand", "number", None, "TierCapOnDemand", "optional monthly budget cap for on-demand",
-      unit="currency/month", minimum=0),
-    S("tier_cap_idle", "number", None, "TierCapIdle", "optional monthly budget cap for idle capacity",
-      unit="currency/month", minimum=0),
-    S("tier_cap_spot", "number", None, "TierCapSpot", "optional monthly budget cap for spot",
-      unit="currency/month", minimum=0),
 )
-SETTINGS: tuple[Setting, ...] = _BASE_SETTINGS + SERVING_SETTINGS
+# One optional monthly cap per tier, from the tier records.
+TIER_CAP_SETTINGS: tuple[Setting, ...] = tuple(
+    S(t.cap_setting, "number", None, t.cap_name, t.cap_help,
+      unit="currency/month", minimum=0) for t in TIERS)
+SETTINGS: tuple[Setting, ...] = _BASE_SETTINGS + TIER_CAP_SETTINGS + SERVING_SETTINGS
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
 
 # Fixed conversion factors and byte counts: named cells on Assumptions, never constants in formulas.
@@ -283,17 +237,13 @@ GPU_COLUMNS: tuple[Column, ...] = (
     *GPU_PRECISION_COLUMNS,
     C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
     C("scaling", "percent", default=0.5, minimum=0, maximum=1, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
-    C("on_demand_per_hour", "number", "currency/card-hour", minimum=0, help="on-demand price; blank: not offered"),
-    C("monthly_per_card", "number", "currency/card-month", minimum=0, help="reserved/monthly rent; blank: not offered"),
-    C("idle_per_hour", "number", "currency/card-hour", minimum=0, help="off-peak / idle-capacity price; blank: not offered"),
-    C("spot_per_hour", "number", "currency/card-hour", minimum=0, help="interruptible price; blank: not offered"),
+    *(C(t.price_column, "number", t.price_unit, minimum=0, help=t.meaning)
+      for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
     C("purchase_price", "number", "currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
     C("source", "text", help="where the prices came from"),
     C("as_of", "text", help="date of the prices"),
 )
-PRICE_COLUMN = {"monthly": "monthly_per_card", "on_demand": "on_demand_per_hour",
-                "idle": "idle_per_hour", "spot": "spot_per_hour"}
 
 TASK_COLUMNS: tuple[Column, ...] = (
     C("task_id", "text", required=True, help="unique key", example="T01"),
@@ -336,7 +286,7 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="extra memory per replica on top of the estimated KV cache"),
     C("gpu", "text", help="a catalog GPU name; blank: the engine chooses"),
     C("cards", "count", "cards", positive=True, maximum=MAX_CARDS, help="cards per run/replica; blank: the fewest that fit"),
-    C("tier", "choice", choices=TIERS,
+    C("tier", "choice", choices=TIER_NAMES,
       help="price tier; default: inference monthly, batch idle, training on_demand"),
     C("mfu", "percent", help="overrides the mfu setting for this task"),
     C("start_month", "month", "YYYY-MM", help="first active month; blank: plan start"),

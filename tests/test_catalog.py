@@ -13,7 +13,7 @@ from conftest import SAMPLE, TEST_CATALOG
 import budgetgen
 from budgetgen import catalog
 from budgetgen.cli import main
-from budgetgen.schema import GPU_COLUMNS, GPU_PRECISION_COLUMNS, TIERS
+from budgetgen.schema import GPU_COLUMNS, GPU_PRECISION_COLUMNS, TIER_NAMES
 
 SHIPPED = resources.files("budgetgen") / "data" / "gpus.csv"
 
@@ -64,5 +64,5 @@ def test_the_shipped_catalog_is_package_data_every_row_usable(monkeypatch):
     assert len(names) == len(set(names)) and names
     for gpu in catalog.builtin_catalog():
         assert min(gpu.vram_gb, gpu.bandwidth_gbs, gpu.tflops) > 0 and 0 < gpu.scaling <= 1, gpu
-        prices = [gpu.prices[t] for t in TIERS if gpu.prices[t] is not None]  # a card may have none (H200)
+        prices = [gpu.prices[t] for t in TIER_NAMES if gpu.prices[t] is not None]  # a card may have none (H200)
         assert all(math.isfinite(p) and p > 0 for p in prices), gpu

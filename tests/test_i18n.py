@@ -25,7 +25,7 @@ from budgetgen.schema import (
     KINDS,
     SETTINGS,
     TASK_COLUMNS,
-    TIERS,
+    TIER_NAMES,
 )
 
 SAMPLE_ZH = REPO / "inputs" / "q3-zh.xlsx"
@@ -252,7 +252,7 @@ def test_reader_accepts_chinese_sheet_names(tmp_path):
 def test_every_input_name_and_value_has_one_unambiguous_chinese_word():
     names = {c.name for c in (*TASK_COLUMNS, *GPU_COLUMNS, *EXTRA_COLUMNS)} | {s.key for s in SETTINGS}
     assert names <= set(NAMES_ZH)
-    assert set(KINDS + TIERS + GPU_CLASSES + EXTRA_CATEGORIES + GPU_CHOICES) <= set(VALUES_ZH)
+    assert set(KINDS + TIER_NAMES + GPU_CLASSES + EXTRA_CATEGORIES + GPU_CHOICES) <= set(VALUES_ZH)
     for table in (NAMES_ZH, VALUES_ZH, SHEETS_ZH):
         assert len(set(table.values())) == len(table), "two names share a Chinese word: the reader could not tell"
 

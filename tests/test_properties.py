@@ -18,7 +18,7 @@ from budgetgen.engine import Plan, plan_budget, plan_task
 from budgetgen.errors import Code, InputError
 from budgetgen.model import Inputs
 from budgetgen.reader import read_inputs
-from budgetgen.schema import KINDS, SERVING_METHODS, TIERS, TRAINING_KINDS, TRAINING_METHODS
+from budgetgen.schema import KINDS, SERVING_METHODS, TIER_NAMES, TRAINING_KINDS, TRAINING_METHODS
 from budgetgen.values import add_months
 from budgetgen.workbook import write_workbook
 
@@ -80,7 +80,7 @@ def tasks_strategy(draw, task_id: str, months: int, gpu_names: tuple[str, ...]) 
         row["kv_cache_gb"] = draw(maybe(st.sampled_from([0, 2, 16, 40]), 3))
     row["gpu"] = draw(maybe(st.sampled_from(gpu_names), 3))
     row["cards"] = draw(maybe(st.integers(1, 8), 4))
-    row["tier"] = draw(maybe(st.sampled_from(TIERS)))
+    row["tier"] = draw(maybe(st.sampled_from(TIER_NAMES)))
     row["mfu"] = draw(maybe(st.sampled_from([0.2, 0.35, 0.5, 0.7]), 3))
     first = draw(st.integers(0, months - 1))
     last = draw(st.integers(first, months - 1))
@@ -196,14 +196,14 @@ def test_engine_invariants(workdir, inventory):
         r = tp.row
         gpu = plan.inputs.gpu(r["gpu"])
         assert r["monthly_cost"] >= 0 and r["period_cost"] >= 0 and r["gpu_hours_per_month"] > 0
-        assert all(r[f"cost_{t}"] is None or r[f"cost_{t}"] >= 0 for t in TIERS)
+        assert all(r[f"cost_{t}"] is None or r[f"cost_{t}"] >= 0 for t in TIER_NAMES)
         assert r["cards_held"] >= r["cards_per_run"] >= r["cards_min"] >= 1
         assert r["cards_billed"] >= r["cards_held"]
         assert r["vram_gb"] <= r["cards_per_run"] * gpu.vram_gb * s.usable_vram * (1 + 1e-12)
         if tp.task.kind == "inference":  # the replicas serve the peak traffic in the serving hours
             capacity = r["replicas"] * r["tokens_per_sec_used"] * 3600 * r["serving_hours_per_day"]
             assert capacity >= r["tokens_per_day"] * s.peak_factor * (1 - 1e-12)
-        suited = ("monthly", "on_demand") if tp.task.kind == "inference" else TIERS
+        suited = ("monthly", "on_demand") if tp.task.kind == "inference" else TIER_NAMES
         priced = [r[f"cost_{t}"] for t in suited if r[f"cost_{t}"] is not None]
         assert r[f"cost_{r['cheapest_tier']}"] == min(priced) if priced else r["cheapest_tier"] is None
         if tp.task.values["gpu"] is None:
@@ -227,7 +227,7 @@ def test_engine_invariants(workdir, inventory):
         assert _close(t.extras, math.fsum(extras))
         assert _close(t.buffer, s.hidden_cost_buffer * t.gpu)
         assert _close(t.total, t.gpu + t.extras + t.buffer)
-        assert _close(math.fsum(plan.tier_totals[tier][month] for tier in TIERS), t.gpu)
+        assert _close(math.fsum(plan.tier_totals[tier][month] for tier in TIER_NAMES), t.gpu)
     assert _close(plan.period_total, math.fsum(t.total for t in plan.month_totals.values()))
 
 

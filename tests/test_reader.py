@@ -15,7 +15,7 @@ from budgetgen import reader
 from budgetgen.errors import Code, InputError
 from budgetgen.reader import read_inputs
 from budgetgen.safefile import formulas_without_result
-from budgetgen.schema import KINDS, TASK_COLUMNS, TASK_KINDS, TIERS, Column
+from budgetgen.schema import KINDS, TASK_COLUMNS, TASK_KINDS, TIER_NAMES, Column
 from budgetgen.template import EXAMPLE_TASKS
 from budgetgen.values import BadValue, parse_number
 
@@ -142,7 +142,7 @@ def test_kind_records_name_real_columns_methods_and_tiers():
         assert set(kind.requires) <= names and set(kind.ignores) <= names, kind.name
         assert not set(kind.requires) & set(kind.ignores), kind.name
         assert kind.default_method in kind.methods and set(kind.methods) <= set(column("method").choices)
-        assert set(kind.suited_tiers) <= set(TIERS) and kind.default_tier in TIERS
+        assert set(kind.suited_tiers) <= set(TIER_NAMES) and kind.default_tier in TIER_NAMES
         assert kind.requests is None or kind.requests in kind.requires
     assert all(kind.name in EXAMPLE_KINDS for kind in TASK_KINDS)  # `init` shows an example row of every kind
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ..schema import CONSTANT_VALUES
+from ..schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, TIER
 
 K = SimpleNamespace(**CONSTANT_VALUES)
 Values = Mapping[str, object]
@@ -226,11 +226,11 @@ def _usage_variance(v: Values, s: Limits) -> float | None:
 
 
 def _planned_hours(v: Values, s: Limits) -> float:
-    """The GPU hours the plan buys in the month: monthly rent bills every card all month, other tiers the
-    task's GPU-hours; none in a month without planned cost."""
+    """The GPU hours the plan buys in the month: a tier priced per card-month bills every card all month, the
+    other tiers the task's GPU-hours; none in a month without planned cost."""
     if v["planned"] == 0:
         return 0.0
-    return v["cards_billed"] * v["hours_per_month"] if v["tier"] == "monthly" else v["gpu_hours"]
+    return v["cards_billed"] * v["hours_per_month"] if TIER[v["tier"]].per_card_month else v["gpu_hours"]
 
 
 def _buffer_share(v: Values, s: Limits) -> float:
@@ -272,7 +272,7 @@ BUFFER_SHARE = Rule("buffer_share", "buffer share", "money", "IF({planned_total}
                     _buffer_share)
 _BY_HOURS = "AND(ISNUMBER({hours}),ISNUMBER({planned_hours}),N({planned_hours})>0)"
 PLANNED_HOURS = Rule("planned_hours", "planned GPU hours", "number",
-                     'IF({planned}=0,0,IF({tier}="monthly",{cards_billed}*{hours_per_month},{gpu_hours}))',
+                     f'IF({{planned}}=0,0,IF({PER_CARD_MONTH_TIER},{{cards_billed}}*{{hours_per_month}},{{gpu_hours}}))',
                      _planned_hours)
 RATE_VARIANCE = Rule("rate_variance", "rate variance", "money",
                      f'IF({_BY_HOURS},{{billed}}-{{planned}}/{{planned_hours}}*{{hours}},"")', _rate_variance)

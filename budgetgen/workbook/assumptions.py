@@ -58,13 +58,13 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
     book.header(ws, at.tiers_header, ["tier", "cap a month", "unit", "meaning", "name"])
     for i, tier in enumerate(TIERS):
         row = at.tiers_first + i
-        ws.write_string(row, 0, tier, book.f.get("input", "text"))
-        book.value(ws, row, 1, getattr(s, f"tier_cap_{tier}"), "input", "money")
+        ws.write_string(row, 0, tier.name, book.f.get("input", "text"))
+        book.value(ws, row, 1, getattr(s, tier.cap_setting), "input", "money")
         ws.write_string(row, 2, t("currency/month"))
         ws.write_string(row, 3, t("optional budget cap for the {tier} tier (blank: none)").format(
-            tier=word(tier, book.lang)))
-        ws.write_string(row, 4, f"TierCap{camel(tier)}")
-        book.define(f"TierCap{camel(tier)}", SHEET, row, 1)
+            tier=word(tier.name, book.lang)))
+        ws.write_string(row, 4, tier.cap_name)
+        book.define(tier.cap_name, SHEET, row, 1)
     last_tier = at.tiers_first + len(TIERS) - 1
     book.define_range("TierList", SHEET, at.tiers_first, last_tier, 0)
     book.define_range("TierCaps", SHEET, at.tiers_first, last_tier, 1)

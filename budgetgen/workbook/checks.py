@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from .. import rules
 from ..engine import Plan
 from ..order import OrderLine
-from ..schema import KINDS, TIERS
+from ..schema import KINDS, TIER_NAMES
 from .book import Book
 from .layout import (
     ALL_CHECKS,
@@ -46,7 +46,7 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
     gpu = math.fsum(t.gpu for t in totals)
     extras = math.fsum(t.extras for t in totals)
     buffer = math.fsum(t.buffer for t in totals)
-    by_tier = math.fsum(v for tier in TIERS for v in plan.tier_totals[tier].values())
+    by_tier = math.fsum(v for tier in TIER_NAMES for v in plan.tier_totals[tier].values())
 
     def group_sum(key: str, groups) -> float:
         return math.fsum(tp.row["period_cost"] for tp in plan.tasks if tp.task.values[key] in groups)

@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 from ..i18n import name as input_name
-from ..schema import GPU_COLUMNS
+from ..schema import GPU_COLUMNS, TIERS
 from .book import Book
 from .layout import GPU_NAMES
 from .printing import print_setup
 
 SHEET = "GPUs"
-_FORMATS = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_card": "money",
-            "idle_per_hour": "price", "spot_per_hour": "price", "purchase_price": "money"}
+# Column widths by column (9 for the rest): a price column is 12 wide for the reference and card-month prices.
+_WIDTHS = {"gpu": 14, "class": 12, "bandwidth_gbs": 12, "form_factor": 10, "interconnect": 10, "scaling": 8,
+           "purchase_price": 12, "power_w": 8, "source": 44,
+           **{t.price_column: 12 if t.reference or t.per_card_month else 11 for t in TIERS}}
+_FORMATS = {"scaling": "percent", "purchase_price": "money",
+            **{t.price_column: "money" if t.per_card_month else "price" for t in TIERS}}
 
 
 def write_gpus(book: Book, ws, gpus) -> None:
     cols = [c.name for c in GPU_COLUMNS]
-    widths = [14, 12, 9, 12, 9, 9, 9, 10, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
+    widths = [_WIDTHS.get(c, 9) for c in cols]
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
     ws.set_row(0, 30)
     for i, g in enumerate(gpus, start=1):
         values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
                   "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
                   "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
-                  "on_demand_per_hour": g.prices["on_demand"], "monthly_per_card": g.prices["monthly"],
-                  "idle_per_hour": g.prices["idle"], "spot_per_hour": g.prices["spot"],
+                  **{t.price_column: g.prices.get(t.name) for t in TIERS},
                   "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
         for col, key in enumerate(cols):
             book.value(ws, i, col, values[key], "input", _FORMATS.get(key, "general"))

@@ -8,24 +8,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ..columns import CALCS, CANDIDATE_FROM_TASKS, TIER_PRICE_NAMES
+from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
 from ..models import MODEL_COLUMNS
 from ..order import order_keys
 from ..recon import ACTIONS
-from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIERS
-
-
-def camel(key: str) -> str:
-    return "".join(part.capitalize() for part in key.split("_"))
-
+from ..records import camel
+from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIER_NAMES, TIERS
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
-             "on_demand_per_hour": TIER_PRICE_NAMES["on_demand"], "monthly_per_card": TIER_PRICE_NAMES["monthly"],
-             "idle_per_hour": TIER_PRICE_NAMES["idle"], "spot_per_hour": TIER_PRICE_NAMES["spot"],
+             **{t.price_column: t.price_name for t in TIERS},
              "purchase_price": "GpuPurchase", "power_w": "GpuPowerW"}
 # The Models sheet's columns: ModelName, ModelTotalParamsB, ModelLayers, ...
 MODEL_NAMES = {c.name: "ModelName" if c.name == "model" else f"Model{camel(c.name)}" for c in MODEL_COLUMNS}
@@ -47,7 +42,7 @@ ORDER_TOTALS, ALL_CHECKS = "OrderTotals", "AllChecks"
 
 # Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
 WORD_KEYS, WORD_SHOWN = "WordKey", "WordShown"
-SHOWN_WORDS = KINDS + TIERS + GPU_CLASSES + ("OVER", "ok", "buy", "rent")
+SHOWN_WORDS = KINDS + TIER_NAMES + GPU_CLASSES + ("OVER", "ok", "buy", "rent")
 
 
 def shown(key: str) -> str:

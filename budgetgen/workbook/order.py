@@ -5,10 +5,10 @@ from __future__ import annotations
 from xlsxwriter.utility import xl_col_to_name
 
 from .. import __version__, rules
-from ..columns import TIER_PRICE_NAMES
 from ..engine import Plan
 from ..i18n import word
-from ..order import QUANTITY_COLUMN, OrderLine
+from ..order import OrderLine
+from ..schema import TIER
 from .book import Book
 from .layout import ORDER_TOTALS, OrderLayout, task_name
 from .printing import print_setup
@@ -62,10 +62,10 @@ def _lines(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLa
         book.formula(ws, r, c("average cards"), rules.ORDER_AVERAGE.formula(card_months=over_plan["cards_billed"]),
                      line.average_cards, "number")
         book.formula(ws, r, c("months"), rules.ORDER_MONTHS.formula(by_month=by_month), line.months, "int")
-        book.formula(ws, r, c("quantity"), over_plan[QUANTITY_COLUMN.get(line.tier, "gpu_hours_per_month")],
+        book.formula(ws, r, c("quantity"), over_plan[TIER[line.tier].quantity_column],
                      line.quantity, "int")
         ws.write_string(r, c("unit"), book.t(line.quantity_unit))
-        book.formula(ws, r, c("unit price"), f"INDEX({TIER_PRICE_NAMES[line.tier]},MATCH($A{n},GpuName,0))",
+        book.formula(ws, r, c("unit price"), f"INDEX({TIER[line.tier].price_name},MATCH($A{n},GpuName,0))",
                      line.unit_price, "price", "link")
         quantity, price = (f"{xl_col_to_name(c(k))}{n}" for k in ("quantity", "unit price"))
         book.formula(ws, r, c("total"), rules.ORDER_TOTAL.formula(quantity=quantity, price=price), line.total,

@@ -11,7 +11,7 @@ from .. import rules
 from ..engine import Plan
 from ..i18n import say, word
 from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
-from ..schema import TIERS
+from ..schema import TIER, TIER_NAMES, TIERS
 from .book import Book
 from .layout import (
     ALL_CHECKS,
@@ -97,7 +97,7 @@ def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
     book.header(ws, r, ["by tier", *months, book.t("period") + f" ({book.t('GPU only')})",
                         book.titled("cap a month", "currency"), "months over cap"])
     ws.set_row(r, 30)
-    for i, tier in enumerate(TIERS, start=1):
+    for i, tier in enumerate(TIER_NAMES, start=1):
         row, n = r + i, r + i + 1
         ws.write_string(row, 0, word(tier, book.lang))
         for j, month in enumerate(months):
@@ -105,7 +105,7 @@ def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
                          plan.tier_totals[tier][month], "money")
         book.formula(ws, row, period, f"SUM(B{n}:{last_month}{n})", math.fsum(plan.tier_totals[tier].values()),
                      "money", "total")
-        cap = getattr(s, f"tier_cap_{tier}")
+        cap = getattr(s, TIER[tier].cap_setting)
         lookup = f'INDEX(TierCaps,MATCH("{tier}",TierList,0))'
         book.formula(ws, row, period + 1, f'IF({lookup}="","",{lookup})', cap, "money", "link")
         cap_cell = f"{xl_col_to_name(period + 1)}{n}"
@@ -115,8 +115,8 @@ def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
     ws.write_string(total, 0, book.t("Total"), book.f.bold)
     for col in range(1, period + 1):
         name = xl_col_to_name(col)
-        value = math.fsum(plan.tier_totals[t][months[col - 1]] for t in TIERS) if col < period else \
-            math.fsum(v for t in TIERS for v in plan.tier_totals[t].values())
+        value = math.fsum(plan.tier_totals[t][months[col - 1]] for t in TIER_NAMES) if col < period else \
+            math.fsum(v for t in TIER_NAMES for v in plan.tier_totals[t].values())
         book.formula(ws, total, col, f"SUM({name}{r + 2}:{name}{total})", value, "money", "total")
     book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TIERS), period)
 
@@ -208,9 +208,9 @@ def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
                  advice.format(count=cheaper, saving=rules.WHOLE(s, value=math.fsum(savings))) if cheaper else "",
                  "text")
     over_col = xl_col_to_name(len(at.months) + 3)
-    for i, tier in enumerate(TIERS):
+    for i, tier in enumerate(TIER_NAMES):
         tier_word = word(tier, book.lang)
-        over = rules.OVER_CAP_MONTHS(s, cap=getattr(s, f"tier_cap_{tier}"),
+        over = rules.OVER_CAP_MONTHS(s, cap=getattr(s, TIER[tier].cap_setting),
                                      costs=list(plan.tier_totals[tier].values()))
         cell = f"${over_col}${at.tier_header + 2 + i}"
         text = sentence("OverCap", tier=shown(f'"{tier}"'), months=cell)

@@ -20,9 +20,10 @@ def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
                         book.titled("cap", "currency"), "over cap?"], widths)
     s = plan.inputs.settings
     r = 1
-    for tier in TIERS:
+    for record in TIERS:
+        tier = record.name
         tasks = [tp for tp in plan.tasks if tp.row["tier"] == tier]
-        cap = getattr(s, f"tier_cap_{tier}")
+        cap = getattr(s, record.cap_setting)
         for j, month in enumerate(plan.months, start=1):
             active = [tp for tp in tasks if tp.row["start_index"] <= j <= tp.row["end_index"]]
             n = r + 1

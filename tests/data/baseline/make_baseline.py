@@ -1,7 +1,8 @@
 """Writes the baseline the same-outputs test compares with: the sample plan (inputs/q3.xlsx with the FOCUS sample
 bill) built with the tests' fixed catalogs and build date, as the JSON results and every cell's cached value.
 
-Run from the repository root on the commit whose outputs are the reference: `python3 tests/data/baseline/make_baseline.py`.
+Run on the commit whose outputs are the reference: `python3 tests/data/baseline/make_baseline.py --write`
+(without --write it only builds, so that an accidental run cannot move the reference).
 """
 
 import datetime as dt
@@ -47,6 +48,8 @@ def build_sample(folder: Path) -> tuple[dict, dict]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: make_baseline.py --write  (replaces the reference the same-outputs test compares with)")
     with tempfile.TemporaryDirectory() as tmp:
         results, cells = build_sample(Path(tmp))
     with gzip.open(HERE / "q3.json.gz", "wt", encoding="utf-8") as fh:
