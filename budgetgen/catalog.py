@@ -8,8 +8,10 @@ import csv
 import datetime as dt
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from importlib import resources
 
+from .fx import FxTable, reference_rate
 from .i18n import Message
 from .model import Gpu, Settings
 from .schema import REFERENCE_TIER, TIERS
@@ -38,6 +40,9 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         interconnect=str(rec.get("interconnect") or "pcie"),
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
         prices={t.name: rec.get(t.price_column) for t in TIERS},
+        listed_prices={t.name: rec.get(t.price_column) for t in TIERS},
+        listed_purchase=rec.get("purchase_price"),
+        currency=str(rec.get("currency") or CATALOG_CURRENCY),
         purchase_price=rec.get("purchase_price"),
         power_w=rec.get("power_w"),
         source=str(rec.get("source") or ""),
@@ -50,10 +55,38 @@ def builtin_records() -> list[dict[str, object]]:
 
     A row whose memory, bandwidth or BF16 peak is blank (sources conflict) stays in the file but is not
     offered: a GPUs sheet row of that name with all three figures brings it in."""
-    text_columns = {"gpu", "class", "interconnect", "form_factor", "source", "as_of"}
+    text_columns = {"gpu", "class", "interconnect", "form_factor", "currency", "source", "as_of"}
     with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
         records = [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
+    for rec in records:
+        rec["currency"] = rec.get("currency") or CATALOG_CURRENCY
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
+
+
+QUOTE_TOLERANCE = 0.02  # a typed price this close to the catalog's (converted) is the catalog's, with its date
+
+
+def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: Mapping[str, object],
+                     on: dt.date) -> bool:
+    """Whether a GPUs sheet row's prices (by column) are the built-in ones, as `init` writes them: the same
+    prices offered, each within QUOTE_TOLERANCE of the catalog's converted at the reference rate."""
+    rate = reference_rate(str(builtin.get("currency") or CATALOG_CURRENCY), currency, on)
+    if rate is None:
+        return False
+    for column, price in typed.items():
+        listed = builtin.get(column)
+        if (price is None) != (listed is None):
+            return False
+        if price is not None and abs(price - listed * rate.rate) > QUOTE_TOLERANCE * abs(listed * rate.rate):
+            return False
+    return True
+
+
+def in_plan_currency(gpu: Gpu, fx: FxTable) -> Gpu:
+    """The GPU with its listed prices converted into the plan currency (unknown prices stay unknown)."""
+    rate = fx.rate(gpu.currency).rate
+    return replace(gpu, prices={t: fx.convert(p, gpu.currency) for t, p in gpu.listed_prices.items()},
+                   purchase_price=fx.convert(gpu.listed_purchase, gpu.currency), fx=rate)
 
 
 def builtin_catalog() -> list[Gpu]:
@@ -94,13 +127,15 @@ def _place(cells: Mapping[str, str], *columns: str) -> Message:
     return Message("catalog_cell", cell=f"GPUs!{typed[0]}") if typed else Message("catalog_builtin")
 
 
-def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Mapping[str, str]] | None = None) -> list[Message]:
+def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Mapping[str, str]] | None = None,
+                     quoted: frozenset[str] = frozenset()) -> list[Message]:
     """Prices that contradict each other or are old, at most one warning per GPU and rule, in catalog order.
 
     A monthly rent above hours_per_month x the on-demand price (on demand would then be the cheaper way to run
     a card around the clock), an idle or spot price above on-demand, and prices whose `as_of` is more than
     PRICES_FRESH_MONTHS before the build date, or before the plan's last month when that is later, are warnings, not errors: the user may know better. `cells` maps a
-    GPU's lower-case name to the GPUs sheet cell of each column typed there, so that a warning names the cell."""
+    GPU's lower-case name to the GPUs sheet cell of each column typed there, so that a warning names the cell.
+    `quoted` names the GPUs whose prices the user typed (not the catalog's): their age is the user's to judge."""
     build = dt.date.fromisoformat(settings.build_date) if settings.build_date else None
     last_month = max(settings.plan_months, default=None)
     if last_month and (build is None or dt.date.fromisoformat(f"{last_month}-01") > build):
@@ -126,7 +161,7 @@ def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Ma
                                    place=_place(where, tier.price_column, reference)))
         dated = _as_of_date(g.as_of)
         priced = g.purchase_price is not None or any(p is not None for p in g.prices.values())
-        if priced and dated and build and _months_later(dated, PRICES_FRESH_MONTHS) < build:
+        if priced and dated and build and g.name not in quoted and _months_later(dated, PRICES_FRESH_MONTHS) < build:
             out.append(Message("catalog_prices_old", gpu=g.name, as_of=g.as_of, months=PRICES_FRESH_MONTHS,
                                when=when, place=_place(where, "as_of")))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import sys
 import threading
@@ -102,15 +103,22 @@ def main() -> None:
 @main.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@click.option("--currency", default=CATALOG_CURRENCY, show_default=True,
+              help="The plan's currency (ISO code): the catalog's prices, the money defaults and the example "
+                   "extras are written converted into it at the bundled reference rate, the rate noted per row.")
+@DATE_OPTION
 @LANG_OPTION
-def init(path: Path, force: bool, lang: str) -> None:
+def init(path: Path, force: bool, currency: str, build_date, lang: str) -> None:
     """Write a fillable input workbook with notes, dropdowns and example rows."""
     with _reported(lang):
+        currency = currency.strip().upper()
+        if not re.fullmatch(r"[A-Z]{3}", currency):
+            raise OutputError(f"--currency {currency!r} is not an ISO currency code (three letters, e.g. USD)")
         if path.exists() and not force:
             raise OutputError(f"{path} exists: choose another name or pass --force")
         check_outputs([path])
         with staged_outputs([path]) as staging:
-            write_template(staging[path], lang)
+            write_template(staging[path], lang, currency, build_date and build_date.date())
     click.echo(tr("Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.", lang).format(path=path))
 
 

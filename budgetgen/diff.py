@@ -25,12 +25,13 @@ from . import rules
 from .engine import MonthTotals, Plan, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem
 from .i18n import canonical_name
-from .model import Gpu, Inputs, Settings
+from .model import Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER, TIERS
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER
 from .values import add_months
 from .workbook import CHECK_TOLERANCE, Formats
+from .workbook.layout import FX_HEADER
 
 BUILT_SHEETS = ("assumptions", "checks")  # a built budget has both; an input workbook neither
 BUILT_PLACES = {"Settings": "Assumptions"}  # where a built budget keeps what an input keeps on Settings
@@ -92,7 +93,7 @@ def _built_tables(path: Path) -> dict[str, list[tuple[int, tuple]]] | None:
         sheets = {ws.title.strip().lower(): ws for ws in wb.worksheets}
         if not all(name in sheets for name in BUILT_SHEETS):
             return None
-        tables = {"Settings": _settings_rows(sheets["assumptions"])}
+        tables = {"Settings": _settings_rows(sheets["assumptions"]), "FX": _fx_rows(sheets["assumptions"])}
         for name, width in (("GPUs", len(GPU_COLUMNS)), ("Tasks", len(TASK_COLUMNS)), ("Extras", len(EXTRA_COLUMNS))):
             if name.lower() in sheets:
                 tables[name] = _table_rows(sheets[name.lower()], width)
@@ -101,10 +102,26 @@ def _built_tables(path: Path) -> dict[str, list[tuple[int, tuple]]] | None:
         wb.close()
 
 
+def _fx_rows(ws) -> list[tuple[int, tuple]]:
+    """The FX table of Assumptions (below its FX_HEADER row) as FX sheet rows: currency and rate."""
+    rows, inside = [], False
+    for row_no, values in iter_rows(ws):
+        if values and values[0] == FX_HEADER:
+            rows.append((row_no, ("currency", "rate")))
+            inside = True
+        elif inside and values and values[0]:
+            rows.append((row_no, tuple(values[:2])))
+        elif inside:
+            break
+    return rows
+
+
 def _settings_rows(ws) -> list[tuple[int, tuple]]:
     """Settings rows from Assumptions: each setting by its key in column A, and the tier caps by tier."""
     rows = [(1, ("setting", "value"))]
     for row_no, values in iter_rows(ws):
+        if values and values[0] == FX_HEADER:
+            break
         key, value = canonical_name(values[0]) if values else None, values[1] if len(values) > 1 else None
         if key in SETTINGS_BY_KEY:
             rows.append((row_no, (key, value)))
@@ -205,18 +222,8 @@ class _State:
                                    extras=tuple(self.extras.values()))
 
 
-def _gpu_fields(g: Gpu) -> dict[str, object]:
-    """A GPU by the GPUs sheet's column names."""
-    fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
-              "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
-              "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
-              "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
-    fields.update({t.price_column: g.prices.get(t.name) for t in TIERS})
-    return {c.name: fields[c.name] for c in GPU_COLUMNS}
-
-
 def _gpu_rows(inputs: Inputs) -> dict[str, _Row]:
-    return {g.name.lower(): _Row(g.name, g, _gpu_fields(g)) for g in inputs.gpus}
+    return {g.name.lower(): _Row(g.name, g, g.as_listed()) for g in inputs.gpus}
 
 
 def _task_rows(inputs: Inputs) -> dict[str, _Row]:

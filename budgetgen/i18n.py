@@ -15,7 +15,7 @@ LANGS = ("en", "zh")
 
 # Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
 SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
-             "Usage": "用量", "Assignments": "分配", "Models": "模型"}
+             "Usage": "用量", "Assignments": "分配", "Models": "模型", "FX": "汇率"}
 
 # Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
 NAMES_ZH = {
@@ -23,7 +23,7 @@ NAMES_ZH = {
     "gpu": "GPU型号", "class": "卡类别", "vram_gb": "显存GB", "bandwidth_gbs": "显存带宽GBs", "tflops": "算力TFLOPS",
     "interconnect": "互联", "scaling": "扩展效率",
     **{t.price_column: t.price_zh for t in TIERS}, **{t.cap_setting: t.zh + "上限" for t in TIERS},
-    "purchase_price": "购买价格", "power_w": "功耗W", "source": "来源", "as_of": "价格日期",
+    "purchase_price": "购买价格", "power_w": "功耗W", "source": "来源", "as_of": "价格日期", "rate": "汇率值",
     "task_id": "任务编号", "task": "任务描述", "kind": "类型", "model_params_b": "模型参数量B", "method": "方法",
     "train_tokens": "训练token数", "epochs": "轮数", "runs_per_month": "每月运行次数", "requests_per_day": "每日请求数",
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
@@ -264,8 +264,8 @@ TEXT_ZH = {
     "setting name (see README)": "设置项名称（见README）", "setting name": "设置项名称",
     "its value; blank: the default": "取值；空白：默认值", "free text": "自由文本", "what it means": "含义",
     "ISO code of the plan's currency, shown in number formats": "计划币种的ISO代码，用于数字格式",
-    "plan currency per 1 CNY, converts the built-in catalog's CNY prices in a non-CNY plan":
-    "每1 CNY折合的计划币种，用于非CNY计划换算内置目录的CNY价格",
+    "plan currency per 1 CNY: overrides the reference rate for CNY prices (an FX sheet row does so for any currency)":
+        "每 1 人民币折合的计划币种金额：覆盖人民币价格的参考汇率（汇率表中的一行可为任何币种覆盖）",
     "the date the plan is built as (YYYY-MM-DD), for the default period and the file's properties; blank: "
     "`--date`, else today": "计划编制日期（YYYY-MM-DD），决定默认计划期和文件属性；空白：`--date`，否则今天",
     "first plan month (YYYY-MM); default: the month after the build date": "首个计划月（YYYY-MM）；默认：编制日期的下个月",
@@ -297,8 +297,21 @@ TEXT_ZH = {
     "计算账单月份所用的时区（IANA 名称，例如 Asia/Shanghai）；带偏移的时间戳换算到该时区，不带的按该时区读取",
     "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB":
     "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB",
-    "electricity price for owned machines": "自购机器的电价", "write-off period of an owned machine": "自购机器的折旧年限",
-    "cooling, disks, repairs per owned machine": "每台自购机器的散热、磁盘、维修费用",
+    "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)":
+        "自购机器的电价（默认 1.0 人民币，其他计划币种按参考汇率折算）", "write-off period of an owned machine": "自购机器的折旧年限",
+    "cooling, disks, repairs per owned machine (default 2,000 CNY, at the reference rate in another plan currency)":
+        "每台自购机器的散热、磁盘、维修费用（默认 2,000 人民币，其他计划币种按参考汇率折算）",
+    "ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. Prices in another currency are "
+    "converted at the FX rate on Assumptions": "该行价格的 ISO 币种代码（例如 USD、CNY）；空白：计划币种。其他币种的价格按假设表上的汇率折算",
+    "ISO code of a currency the GPUs sheet or the catalog prices in": "GPU表或内置目录标价所用币种的 ISO 代码",
+    "plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate":
+        "每 1 单位该币种折合的计划币种金额；无此表：使用内置的欧洲央行参考汇率",
+    "the day the rate holds for (YYYY-MM-DD)": "汇率适用的日期（YYYY-MM-DD）",
+    "where the rate came from": "汇率来源",
+    "plan currency per unit": "计划币种/单位", "FX rate": "汇率", "FX currency": "汇率币种", "rate": "汇率值",
+    "as of, source": "日期、来源", "{column} in the plan currency": "{column}（计划币种）",
+    "per card-hour, in the row's currency": "每卡时，按该行币种", "per card-month, in the row's currency": "每卡月，按该行币种",
+    "in the row's currency": "按该行币种", "plan currency": "计划币种",
     **{t.cap_help: f"{t.zh}计费的可选月度预算上限" for t in TIERS},
     " (structure: change it in the input workbook and rebuild)": "（结构性设置：在输入工作簿中修改并重新生成）",
     "billing days in a month = hours_per_month / 24": "每月计费天数 = 每月小时数 / 24",
@@ -421,10 +434,21 @@ MESSAGES = {
         ("{gpus}: no price for the tier of the {tasks} task(s) they could run, so never chosen (Candidates: "
          "\"no ... price\"); enter prices on the GPUs sheet to have them compared"),
         "{gpus}：可运行的 {tasks} 个任务所用计费方式没有价格，因此从未被选中（见候选表）；在GPU表中填写价格即可参与比较"),
-    "catalog_unpriced": (
-        ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
-         "(set catalog_fx or enter prices on the GPUs sheet)"),
-        "内置价格为CNY且目录汇率（catalog_fx）为空：{names} 没有 {currency} 价格（请设置目录汇率或在GPU表中填写价格）"),
+    "fx_unknown_builtin": (
+        ("no {currency} to {plan} rate is known, so the built-in {currency} prices of {names} are left out: add a "
+         "row for {currency} on an FX sheet (currency, rate) or type prices on the GPUs sheet"),
+        ("未知 {currency} 兑 {plan} 的汇率，{names} 的内置 {currency} 价格未被采用：请在汇率（FX）表中添加 {currency} 行"
+         "（币种、汇率值），或在GPU表中填写价格")),
+    "fx_unknown": (
+        ("no {currency} to {plan} rate is known: add a row for {currency} on an FX sheet (currency, rate), or type "
+         "the prices in {plan}"),
+        "未知 {currency} 兑 {plan} 的汇率：请在汇率（FX）表中添加 {currency} 行（币种、汇率值），或以 {plan} 填写价格"),
+    "duplicate_fx": ("{currency} is on the FX sheet twice (first at {first})", "{currency} 在汇率表中重复（首次在 {first}）"),
+    "fx_plan_currency": ("{currency} is the plan currency: its rate is 1, not {rate:g}",
+                         "{currency} 是计划币种：汇率为 1，而不是 {rate:g}"),
+    "money_default_no_rate": (
+        "{setting} has no default in {plan} (its default is {value:g} {currency} and no rate is known): type it",
+        "{setting} 在 {plan} 中没有默认值（默认值为 {value:g} {currency}，且汇率未知）：请填写"),
     # the catalog check (catalog.catalog_warnings); {place} is catalog_cell or catalog_builtin
     "catalog_monthly_over_on_demand": (
         ("{gpu}: monthly_per_card {monthly:,g} is more than {hours:,g} h x on_demand_per_hour {on_demand:,g} = "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
 
-from .schema import SETTINGS
+from .schema import GPU_COLUMNS, SETTINGS, TIERS
 
 # Every setting is a field; plan_months is derived from period_start and period_months.
 Settings = make_dataclass(
@@ -17,7 +17,10 @@ Settings.__doc__ = "The plan's settings, defaults filled in."
 
 @dataclass(frozen=True)
 class Gpu:
-    """One catalog GPU: specs, prices per tier (None: not offered) and where they came from."""
+    """One catalog GPU: specs, prices per tier (None: not offered) and where they came from.
+
+    `prices` and `purchase_price` are in the plan currency, what the engine computes with; `listed_prices` and
+    `listed_purchase` are the same figures as listed, in `currency`, converted at `fx` (plan currency per unit)."""
 
     name: str
     gpu_class: str
@@ -34,6 +37,22 @@ class Gpu:
     tflops_fp8: float | None = None  # dense FP8 peak; None: no FP8 unit
     tflops_fp4: float | None = None  # dense FP4 peak; None: no FP4 unit
     form_factor: str = ""  # sxm | pcie
+    currency: str = ""  # ISO code of the listed prices
+    listed_prices: dict[str, float | None] = field(default_factory=dict)
+    listed_purchase: float | None = None
+    fx: float = 1.0  # plan currency per 1 unit of `currency`
+
+    def as_listed(self) -> dict[str, object]:
+        """The GPU by the GPUs sheet's column names, its prices as listed (in `currency`): the one mapping of
+        fields to columns, which the GPUs sheet, `diff` and the template write."""
+        fields = {"gpu": self.name, "class": self.gpu_class, "vram_gb": self.vram_gb,
+                  "bandwidth_gbs": self.bandwidth_gbs, "tflops": self.tflops, "tflops_fp8": self.tflops_fp8,
+                  "tflops_fp4": self.tflops_fp4, "form_factor": self.form_factor or None,
+                  "interconnect": self.interconnect, "scaling": self.scaling,
+                  **{t.price_column: self.listed_prices.get(t.name) for t in TIERS},
+                  "purchase_price": self.listed_purchase, "currency": self.currency or None, "power_w": self.power_w,
+                  "source": self.source, "as_of": self.as_of}
+        return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -84,6 +103,7 @@ class Inputs:
     source_name: str = ""  # the input file's name
     source_sha256: str = ""  # and its SHA-256, shown on the About sheet
     models: object = None  # the model catalog (built-in plus the Models sheet): a models.ModelCatalog
+    fx: object = None  # the rates the prices were converted with (fx.FxTable); None: every price in the plan currency
 
     def model(self, name: str | None):
         """The catalog model a task names (None: the task names none)."""

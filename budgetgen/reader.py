@@ -6,25 +6,34 @@ import datetime as dt
 import difflib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 from openpyxl.utils import get_column_letter
 
-from .catalog import CATALOG_CURRENCY, builtin_records, catalog_warnings, gpu_from_record
+from .catalog import (
+    CATALOG_CURRENCY,
+    builtin_records,
+    catalog_warnings,
+    gpu_from_record,
+    in_plan_currency,
+    is_catalog_price,
+)
 from .errors import Code, InputError, Problem
+from .fx import Rate, fx_table, money_default
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
+    FX_COLUMNS,
     GPU_COLUMNS,
     KIND,
+    PRICE_COLUMNS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
-    TIERS,
     Column,
     normalise_header,
 )
@@ -147,6 +156,15 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
     if today is not None or not values.get("build_date"):
         values["build_date"] = (today or dt.date.today()).isoformat()
     today = dt.date.fromisoformat(values["build_date"])
+    currency = values.get("currency", SETTINGS_BY_KEY["currency"].default)
+    for setting in SETTINGS_BY_KEY.values():  # money-sized defaults follow the plan currency
+        if setting.money and setting.key not in values and setting.money != currency:
+            amount = money_default(setting.default, setting.money, currency, today)
+            if amount is None:
+                out.add(Code.REQUIRED, "Settings", "", Message("money_default_no_rate", setting=setting.key,
+                                                               plan=currency, value=setting.default,
+                                                               currency=setting.money))
+            values[setting.key] = amount
     start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
     months = int(values.get("period_months", SETTINGS_BY_KEY["period_months"].default))
     values["period_start"] = start
@@ -214,36 +232,101 @@ def _keyed_rows(ws, sheet: str, columns: tuple[Column, ...], key: str, out: Coll
         yield name, rec
 
 
-def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
+def _read_currency(value: object, sheet: str, cell: str, out: Collector) -> str | None:
+    code = str(value).strip().upper()
+    if _CURRENCY.fullmatch(code):
+        return code
+    out.add(Code.UNKNOWN_VALUE, sheet, cell, Message("currency_code", raw=str(value)))
+    return None
+
+
+def _read_fx(ws, settings: Settings, out: Collector) -> dict[str, Rate]:
+    """The rates the user gives: the FX sheet's rows, and catalog_fx for CNY (an FX row for CNY wins)."""
+    rates: dict[str, Rate] = {}
+    if settings.catalog_fx is not None and settings.currency != CATALOG_CURRENCY:
+        rates[CATALOG_CURRENCY] = Rate(CATALOG_CURRENCY, settings.catalog_fx, settings.build_date,
+                                       "Settings: catalog_fx")
+    if ws is None:
+        return rates
+    seen: dict[str, str] = {}
+    for rec in read_table(ws, "FX", FX_COLUMNS, out):
+        if "currency" not in rec.values or "rate" not in rec.values:
+            continue
+        cell = rec.cells["currency"]
+        code = _read_currency(rec.values["currency"], "FX", cell, out)
+        if code is None:
+            continue
+        if code in seen:
+            out.add(Code.DUPLICATE_GPU, "FX", cell, Message("duplicate_fx", currency=code, first=seen[code]))
+            continue
+        seen[code] = cell
+        if code == settings.currency and rec.values["rate"] != 1:
+            out.add(Code.OUT_OF_RANGE, "FX", rec.cells["rate"],
+                    Message("fx_plan_currency", currency=code, rate=rec.values["rate"]))
+            continue
+        rates[code] = Rate(code, float(rec.values["rate"]), str(rec.values.get("as_of") or settings.build_date),
+                           str(rec.values.get("source") or f"FX!{rec.cells['rate']}"))
+    return rates
+
+
+def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
+    """The built-in catalog with the GPUs sheet's rows added or overriding, every price converted into the plan
+    currency. A sheet row's prices are in its currency (blank: the plan currency); when that is not the built-in
+    prices' currency, the row's prices replace all of them: one row never mixes two currencies."""
     warnings: list[str] = []
     sheet_cells: dict[str, dict[str, str]] = {}  # per GPUs sheet row: the cell of each column typed there
     records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records()}
-    price_columns = {t.price_column for t in TIERS} | {"purchase_price"}
-    if settings.currency != CATALOG_CURRENCY:
-        fx = settings.catalog_fx
-        unpriced = []
-        for rec in records.values():
-            for col in price_columns:
-                if rec[col] is not None:
-                    rec[col] = rec[col] * fx if fx is not None else None
-                    if fx is None:
-                        unpriced.append(rec["gpu"])
-        if unpriced:
-            names = ", ".join(dict.fromkeys(unpriced))
-            warnings.append(Message("catalog_unpriced", names=names, currency=settings.currency))
+    builtin = {k: dict(v) for k, v in records.items()}
+    quoted: set[str] = set()  # GPUs whose prices the user typed
     if ws is not None:
         for name, rec in _keyed_rows(ws, "GPUs", GPU_COLUMNS, "gpu", out):
             sheet_cells[name.lower()] = {k: rec.cells[k] for k in rec.values}
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
+            typed_currency = settings.currency if "currency" not in rec.values else \
+                _read_currency(rec.values["currency"], "GPUs", rec.cells["currency"], out)
+            if ("currency" in rec.values or any(c in rec.values for c in PRICE_COLUMNS)) \
+                    and typed_currency != merged.get("currency"):
+                # prices in another currency than the built-in ones replace them all: never mixed in one row
+                merged.update(dict.fromkeys((*PRICE_COLUMNS, "source", "as_of")))
             merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
+            if "currency" in rec.values or any(c in rec.values for c in PRICE_COLUMNS):
+                merged["currency"] = typed_currency
+            catalog = builtin.get(name.lower(), {})
+            if any(c in rec.values for c in PRICE_COLUMNS) and merged["currency"] and not (
+                    catalog and is_catalog_price({c: merged.get(c) for c in PRICE_COLUMNS}, merged["currency"],
+                                                 catalog, dt.date.fromisoformat(settings.build_date))) \
+                    and not ("as_of" in rec.values and rec.values["as_of"] != catalog.get("as_of")):
+                quoted.add(merged["gpu"])  # the user's quote: dated by the user only if they typed a date of theirs
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
                             Message("gpu_required", column=col, gpu=str(name)))
-    gpus = [gpu_from_record(rec) for rec in records.values()
-            if all(rec.get(c) is not None for c in ("vram_gb", "bandwidth_gbs", "tflops"))]
-    warnings.extend(catalog_warnings(gpus, settings, sheet_cells))
-    return gpus, warnings
+    priced = [rec for rec in records.values() if rec.get("currency") and any(rec.get(c) is not None
+                                                                             for c in PRICE_COLUMNS)]
+    fx, missing = fx_table(settings.currency, (rec["currency"] for rec in priced), _read_fx(fx_ws, settings, out),
+                           dt.date.fromisoformat(settings.build_date))
+    unpriced = []
+    for rec in priced:
+        if rec["currency"] not in missing:
+            continue
+        cell = sheet_cells.get(rec["gpu"].lower(), {}).get("currency")
+        if cell:
+            out.add(Code.UNKNOWN_VALUE, "GPUs", cell, Message("fx_unknown", currency=rec["currency"],
+                                                              plan=settings.currency))
+        else:  # a built-in price: unknown in the plan currency, so not offered (never read as another currency)
+            unpriced.append(rec["gpu"])
+            rec.update(dict.fromkeys(PRICE_COLUMNS), currency=settings.currency)
+    if unpriced:
+        warnings.append(Message("fx_unknown_builtin", names=", ".join(unpriced), currency=CATALOG_CURRENCY,
+                                plan=settings.currency))
+    gpus = [in_plan_currency(gpu_from_record({**rec, "currency": rec.get("currency") or settings.currency}), fx)
+            for rec in records.values() if all(rec.get(c) is not None for c in ("vram_gb", "bandwidth_gbs", "tflops"))
+            and (rec.get("currency") or settings.currency) in fx.rates]
+    # a GPU without prices has nothing to convert: its currency is the plan's (the workbook shows rate 1)
+    gpus = [g if any(p is not None for p in (*g.listed_prices.values(), g.listed_purchase))
+            else replace(g, currency=settings.currency, fx=1.0) for g in gpus]
+    warnings.extend(catalog_warnings(gpus, settings, sheet_cells, frozenset(quoted)))
+    return gpus, warnings, fx
 
 
 # ---------------------------------------------------------------- Models
@@ -437,7 +520,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
             for cell in cells:
                 out.add(Code.FORMULA_WITHOUT_VALUE, canonical_sheet(title), cell, Message("formula_without_value"))
         settings = _read_settings(sheets.get("settings"), out, today)
-        gpus, warnings = _read_gpus(sheets.get("gpus"), settings, out)
+        gpus, warnings, fx = _read_gpus(sheets.get("gpus"), sheets.get("fx"), settings, out)
         models = _read_models(sheets.get("models"), out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, models, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
@@ -450,7 +533,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         raise InputError(out.problems)
     warnings += example_rows_left(tasks)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models)
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

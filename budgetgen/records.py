@@ -59,7 +59,14 @@ class Tier:
 
     @property
     def price_unit(self) -> str:
+        """Its price's unit in the plan currency."""
         return "currency/card-month" if self.per_card_month else "currency/card-hour"
+
+    @property
+    def listed_unit(self) -> str:
+        """Its price's unit as listed on the GPUs sheet, in the row's own currency."""
+        return "per card-month, in the row's currency" if self.per_card_month else \
+            "per card-hour, in the row's currency"
 
     @property
     def price_zh(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .models import MODEL_COLUMNS
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+from .schema import EXTRA_COLUMNS, FX_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
 
 BEGIN = "<!-- input-reference:begin -->"
 END = "<!-- input-reference:end -->"
@@ -32,7 +32,8 @@ def input_reference() -> str:
     for title, columns in (("Tasks (required)", TASK_COLUMNS), ("GPUs (optional, merged over the built-in catalog)",
                                                                  GPU_COLUMNS),
                            ("Models (optional, merged over the built-in model catalog: `budgetgen models`)",
-                            MODEL_COLUMNS), ("Extras (optional)", EXTRA_COLUMNS)):
+                            MODEL_COLUMNS), ("Extras (optional)", EXTRA_COLUMNS),
+                           ("FX (optional: rates that replace the bundled reference rates)", FX_COLUMNS)):
         lines += ["", f"#### {title}", "", *_columns_table(columns)]
     lines += ["", END]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from .records import SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, excel_is
 
 TIER = {t.name: t for t in TIERS}
+PRICE_COLUMNS = tuple(t.price_column for t in TIERS) + ("purchase_price",)  # a GPUs row's money, in its currency
 TIER_NAMES = tuple(TIER)
 REFERENCE_TIER = next(t for t in TIERS if t.reference)  # on-demand: the list price the others are checked against
 # Excel tests of a `{tier}` placeholder against the records: billed per card-month; interruptible (reruns).
@@ -58,6 +59,7 @@ class Setting:
     minimum: float | None = None
     maximum: float | None = None
     positive: bool = False  # must be > 0 when given
+    money: str | None = None  # a money amount whose default is in this currency: converted for another plan currency
 
 
 MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
@@ -125,7 +127,7 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
     S("currency", "text", "CNY", "Currency", "ISO code of the plan's currency, shown in number formats",
       structural=True),
     S("catalog_fx", "number", None, "CatalogFx",
-      "plan currency per 1 CNY, converts the built-in catalog's CNY prices in a non-CNY plan",
+      "plan currency per 1 CNY: overrides the reference rate for CNY prices (an FX sheet row does so for any currency)",
       unit="plan currency per CNY", structural=True, positive=True),
     S("build_date", "date", None, "BuildDate",
       "the date the plan is built as (YYYY-MM-DD), for the default period and the file's properties; "
@@ -182,12 +184,14 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       "are converted to it, those without are read in it", structural=True),
     S("recon_memory_limit", "text", "1GB", "ReconMemoryLimit",
       "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB", structural=True),
-    S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh", "electricity price for owned machines",
-      unit="currency/kWh", minimum=0),
+    S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh",
+      "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)",
+      unit="currency/kWh", minimum=0, money="CNY"),
     S("depreciation_years", "number", 3, "DepreciationYears", "write-off period of an owned machine",
       unit="years", minimum=0.1),
     S("upkeep_per_year", "number", 2000, "UpkeepPerYear",
-      "cooling, disks, repairs per owned machine", unit="currency/year", minimum=0),
+      "cooling, disks, repairs per owned machine (default 2,000 CNY, at the reference rate in another plan currency)",
+      unit="currency/year", minimum=0, money="CNY"),
 )
 # One optional monthly cap per tier, from the tier records.
 TIER_CAP_SETTINGS: tuple[Setting, ...] = tuple(
@@ -237,10 +241,12 @@ GPU_COLUMNS: tuple[Column, ...] = (
     *GPU_PRECISION_COLUMNS,
     C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
     C("scaling", "percent", default=0.5, minimum=0, maximum=1, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
-    *(C(t.price_column, "number", t.price_unit, minimum=0, help=t.meaning)
+    *(C(t.price_column, "number", t.listed_unit, minimum=0, help=t.meaning)
       for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
-    C("purchase_price", "number", "currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
+    C("purchase_price", "number", "in the row's currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
+    C("currency", "text", help="ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. "
+      "Prices in another currency are converted at the FX rate on Assumptions"),
     C("source", "text", help="where the prices came from"),
     C("as_of", "text", help="date of the prices"),
 )
@@ -302,6 +308,15 @@ EXTRA_COLUMNS: tuple[Column, ...] = (
     C("end_month", "month", "YYYY-MM", help="last month; blank: plan end"),
 )
 
+FX_COLUMNS: tuple[Column, ...] = (
+    C("currency", "text", required=True, help="ISO code of a currency the GPUs sheet or the catalog prices in",
+      example="CNY"),
+    C("rate", "number", "plan currency per unit", required=True, positive=True,
+      help="plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate"),
+    C("as_of", "text", help="the day the rate holds for (YYYY-MM-DD)"),
+    C("source", "text", help="where the rate came from"),
+)
+
 SETTINGS_COLUMNS: tuple[Column, ...] = (
     C("setting", "text", required=True, help="setting name (see README)"),
     C("value", "text", help="its value; blank: the default"),
@@ -313,6 +328,7 @@ SHEETS: dict[str, tuple[Column, ...]] = {
     "GPUs": GPU_COLUMNS,
     "Tasks": TASK_COLUMNS,
     "Extras": EXTRA_COLUMNS,
+    "FX": FX_COLUMNS,
 }
 REQUIRED_SHEETS = ("Tasks",)
 

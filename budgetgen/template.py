@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import xlsxwriter
 
-from .catalog import builtin_records
+from .catalog import CATALOG_CURRENCY, builtin_records
+from .errors import OutputError
+from .fx import money_default, reference_rate
 from .i18n import Message, describe, name, sheet_name, tr, word
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMNS, SETTINGS, TASK_COLUMNS, Column
 
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
@@ -64,21 +67,63 @@ def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt, lang: str) -> N
     ws.freeze_panes(1, 1)
 
 
-def write_template(path: Path, lang: str = "en") -> Path:
-    """Write a blank input workbook with every sheet, header notes, dropdowns and example rows, in `lang`."""
+def _in_currency(value, rate):
+    return None if value is None else value * rate.rate
+
+
+def catalog_rows(currency: str, today: dt.date) -> list[dict[str, object]]:
+    """The built-in catalog as GPUs sheet rows priced in `currency`: each price converted at the reference rate,
+    which the row's source names with its date; where no rate is known, the prices blank and the catalog's
+    figures named in the source as a hint (never a number under another currency's label)."""
+    rows = []
+    for rec in builtin_records():
+        row = dict(rec)
+        listed = str(rec["currency"])
+        priced = [c for c in PRICE_COLUMNS if rec.get(c) is not None]
+        if listed != currency and priced:
+            rate = reference_rate(listed, currency, today)
+            figures = ", ".join(f"{c} {rec[c]:,g}" for c in priced)
+            if rate is None:
+                row.update(dict.fromkeys(priced))
+                row["source"] = f"{rec['source']}; no {listed} to {currency} rate: the catalog lists {figures} {listed}"
+            else:
+                row.update({c: _in_currency(rec[c], rate) for c in priced})
+                row["source"] = (f"{rec['source']}; converted from {figures} {listed} at {rate.rate:.6g} {currency} per "
+                                 f"{listed} ({rate.source}, {rate.as_of})")
+        row["currency"] = currency
+        rows.append(row)
+    return rows
+
+
+def write_template(path: Path, lang: str = "en", currency: str = CATALOG_CURRENCY, today: dt.date | None = None) \
+        -> Path:
+    """Write a blank input workbook with every sheet, header notes, dropdowns and example rows, in `lang`, for a
+    plan in `currency` (catalog prices, money defaults and the example extras converted into it)."""
     path = Path(path)
+    today = today or dt.date.today()
+    rate = reference_rate(CATALOG_CURRENCY, currency, today)
+    if rate is None:
+        raise OutputError(f"no {CATALOG_CURRENCY} to {currency} reference rate is known: choose another currency "
+                          "(the plan's currency can be changed on Settings afterwards)")
     path.parent.mkdir(parents=True, exist_ok=True)
     wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False,
                                          "tmpdir": str(path.parent)})
     fmt = {"header": wb.add_format({"bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF"}),
            "input": wb.add_format({"font_color": "#0000FF", "bg_color": "#FFF2CC"})}
-    settings_rows = [{"setting": name(s.key, lang), "value": word(s.default, lang) if s.choices else s.default,
-                      "note": tr(s.help, lang) + (f" ({tr(s.unit, lang)})" if s.unit else "")} for s in SETTINGS]
+    defaults = {s.key: s.default for s in SETTINGS}
+    defaults["currency"] = currency
+    defaults.update({s.key: money_default(s.default, s.money, currency, today) for s in SETTINGS if s.money})
+    settings_rows = [{"setting": name(s.key, lang), "value": word(defaults[s.key], lang) if s.choices else
+                      defaults[s.key], "note": tr(s.help, lang) + (f" ({tr(s.unit, lang)})" if s.unit else "")}
+                     for s in SETTINGS]
+    extras = [{**e, "monthly_cost": money_default(e["monthly_cost"], CATALOG_CURRENCY, currency, today)}
+              for e in EXAMPLE_EXTRAS]
     settings_columns = (Column("setting", "text", help="setting name"),
                         Column("value", "text", help="its value; blank: the default"),
                         Column("note", "text", help="what it means"))
     for sheet, columns, rows in (("Settings", settings_columns, settings_rows), ("Tasks", TASK_COLUMNS, EXAMPLE_TASKS),
-                                 ("GPUs", GPU_COLUMNS, builtin_records()), ("Extras", EXTRA_COLUMNS, EXAMPLE_EXTRAS)):
+                                 ("GPUs", GPU_COLUMNS, catalog_rows(currency, today)),
+                                 ("Extras", EXTRA_COLUMNS, extras)):
         _write_table(wb, wb.add_worksheet(sheet_name(sheet, lang)), columns, rows, fmt, lang)
     wb.get_worksheet_by_name(sheet_name("Settings", lang)).set_column(2, 2, 90)
     wb.close()

@@ -552,7 +552,7 @@ ROUND_TWO = {
         ('Error: GPUs!F2 scaling: "-100%" must be at least 0 (efficiency of each added card: speedup(n) = 1 + (n-1) '
         "x scaling)")]),
     "negative_gpu_price": ([SERVICE], None, [{**CARD, "monthly_per_card": -500}], None, [
-        "Error: GPUs!E2 monthly_per_card: -500 must be at least 0 (currency/card-month)"]),
+        "Error: GPUs!E2 monthly_per_card: -500 must be at least 0 (per card-month, in the row's currency)"]),
     "negative_extras_cost": ([SERVICE], None, None, [{"item": "disk", "monthly_cost": -400}], [
         "Error: Extras!B2 monthly_cost: -400 must be at least 0 (currency/month)"]),
     "catalog_fx_0": ([SERVICE], {"currency": "USD", "catalog_fx": 0}, None, None, [

@@ -20,6 +20,7 @@ import xlsxwriter.workbook
 from .. import __version__, rules
 from ..engine import Plan
 from ..errors import OutputError
+from ..fx import plan_rates
 from ..models import builtin_models
 from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
@@ -91,7 +92,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     n = len(plan.tasks)
     stages = [
         ("Assumptions", lambda: write_assumptions(book, ws["Assumptions"], plan.inputs.settings, plan.months,
-                                                  layout.assumptions)),
+                                                  layout.assumptions, plan_rates(plan.inputs))),
         ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus)),
         ("Models", lambda: write_models(book, ws["Models"], plan.inputs.models or builtin_models())),
         (f"Tasks ({n:,} rows)", lambda: write_tasks(book, ws["Tasks"], plan, layout.tasks)),

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from .. import serving
+from ..fx import Rate
 from ..i18n import name as input_name
 from ..i18n import word
 from ..recon import ACTIONS
 from ..rules import CHECK_TOLERANCE
 from ..schema import CONSTANTS, SETTINGS_BY_KEY, TIERS
 from .book import Book
-from .layout import AssumptionsLayout, camel
+from .layout import FX_CURRENCY, FX_HEADER, FX_RATE, AssumptionsLayout, camel
 from .printing import print_setup
 
 SHEET = "Assumptions"
 _WIDTHS = [22, 14, 16, 60, 20]
 
 
-def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: AssumptionsLayout) -> None:
+def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: AssumptionsLayout, rates: tuple[Rate, ...]) \
+        -> None:
     t = book.t
     book.header(ws, 0, ["setting", "value", "unit", "meaning", "name"], _WIDTHS)
     for key, row in at.settings.items():
@@ -81,5 +83,15 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         ws.write_string(row, 1, t(action), book.f.get("input", "text"))
         ws.write_string(row, 4, f"Action{camel(flag)}")
         book.define(f"Action{camel(flag)}", SHEET, row, 1)
+    book.header(ws, at.fx_header, [FX_HEADER, "rate", "unit", "as of, source", "name"])
+    for row, rate in enumerate(rates, start=at.fx_first):
+        ws.write_string(row, 0, rate.currency)
+        book.value(ws, row, 1, rate.rate, "input", "General")
+        ws.write_string(row, 2, f"{s.currency}/{rate.currency}")
+        ws.write_string(row, 3, f"{rate.as_of}, {t(rate.source)}")
+        ws.write_string(row, 4, rate.name)
+        book.define(rate.name, SHEET, row, 1)
+    book.define_range(FX_CURRENCY, SHEET, at.fx_first, at.last_row, 0)
+    book.define_range(FX_RATE, SHEET, at.fx_first, at.last_row, 1)
     ws.freeze_panes(1, 0)
     print_setup(ws, book.lang, _WIDTHS, at.last_row, header_rows=(0, 0), blocks=at.blocks)

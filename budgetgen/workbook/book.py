@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -175,7 +176,7 @@ class Book:
 
     def unit(self, unit: str) -> str:
         """A unit in the workbook's language, `currency` in it as the plan's currency."""
-        return self.t(unit).replace("currency", self.currency)
+        return re.sub(r"^currency\b", lambda _: self.currency, self.t(unit))
 
     def titled(self, title: str, unit: str = "") -> str:
         """A header `title (unit)` in the workbook's language, `currency` in a unit as the plan's currency."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from xlsxwriter.utility import xl_col_to_name
+
 from ..i18n import name as input_name
 from ..schema import GPU_COLUMNS, TIERS
 from .book import Book
-from .layout import GPU_NAMES
+from .layout import FX_CURRENCY, FX_RATE, GPU_NAMES
 from .printing import print_setup
 
 SHEET = "GPUs"
@@ -15,27 +17,48 @@ _WIDTHS = {"gpu": 14, "class": 12, "bandwidth_gbs": 12, "form_factor": 10, "inte
            **{t.price_column: 12 if t.reference or t.per_card_month else 11 for t in TIERS}}
 _FORMATS = {"scaling": "percent", "purchase_price": "money",
             **{t.price_column: "money" if t.per_card_month else "price" for t in TIERS}}
+# As listed, a price is a plain number: its currency is the row's `currency`, never the plan's label.
+_LISTED_FORMATS = {"scaling": "percent", "purchase_price": "int",
+                   **{t.price_column: "int" if t.per_card_month else "number" for t in TIERS}}
 
 
 def write_gpus(book: Book, ws, gpus) -> None:
+    """The inputs as listed (each row's prices in its own currency), then the same prices in the plan currency:
+    the listed price times the row's FX rate from Assumptions, the columns the other sheets read by name."""
     cols = [c.name for c in GPU_COLUMNS]
     widths = [_WIDTHS.get(c, 9) for c in cols]
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
     ws.set_row(0, 30)
+    at = {c: i for i, c in enumerate(cols)}
+    rate_col = len(cols)
+    converted = [(t.price_name, t.price_column, t.name, t.price_unit, _FORMATS[t.price_column]) for t in TIERS]
+    converted.append(("GpuPurchase", "purchase_price", None, "currency", "money"))
+    book.header(ws, 0, [book.titled("FX rate", "plan currency per unit")]
+                + [book.titled(book.t("{column} in the plan currency").format(column=input_name(column, book.lang)),
+                               unit) for _, column, _, unit, _ in converted],
+                [10] + [12] * len(converted), first_col=rate_col)
     for i, g in enumerate(gpus, start=1):
-        values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
-                  "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
-                  "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
-                  **{t.price_column: g.prices.get(t.name) for t in TIERS},
-                  "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
+        n = i + 1
+        values = g.as_listed()
         for col, key in enumerate(cols):
-            book.value(ws, i, col, values[key], "input", _FORMATS.get(key, "general"))
+            book.value(ws, i, col, values[key], "input", _LISTED_FORMATS.get(key, "general"))
+        rate = f"{xl_col_to_name(rate_col)}{n}"
+        book.formula(ws, i, rate_col, f"INDEX({FX_RATE},MATCH({xl_col_to_name(at['currency'])}{n},{FX_CURRENCY},0))",
+                     g.fx, "General")
+        for j, (_, column, tier, _, fmt) in enumerate(converted, start=rate_col + 1):
+            listed = f"{xl_col_to_name(at[column])}{n}"
+            value = g.prices.get(tier) if tier is not None else g.purchase_price
+            book.formula(ws, i, j, f'IF(ISNUMBER({listed}),{listed}*{rate},"")', value, fmt)
     for col, key in enumerate(cols):
         if key in GPU_NAMES:
             book.define_range(GPU_NAMES[key], SHEET, 1, len(gpus), col)
+    for j, (name, *_) in enumerate(converted, start=rate_col + 1):
+        book.define_range(name, SHEET, 1, len(gpus), j)
+    last_col = rate_col + len(converted)
     ws.freeze_panes(1, 1)
-    ws.autofilter(0, 0, len(gpus), len(cols) - 1)
+    ws.autofilter(0, 0, len(gpus), last_col)
     for col, column in enumerate(GPU_COLUMNS):
         if column.choices:
             book.dropdown(ws, 1, max(1, len(gpus)), col, column.name, column.choices)
-    print_setup(ws, book.lang, widths, len(gpus), header_rows=(0, 0), repeat_cols=(0, 0))
+    print_setup(ws, book.lang, widths + [10] + [12] * len(converted), len(gpus), header_rows=(0, 0),
+                repeat_cols=(0, 0))

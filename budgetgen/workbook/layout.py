@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
+from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import order_keys
 from ..recon import ACTIONS
@@ -20,8 +21,10 @@ from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIER
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
-             **{t.price_column: t.price_name for t in TIERS},
-             "purchase_price": "GpuPurchase", "power_w": "GpuPowerW"}
+             "power_w": "GpuPowerW"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
+# The FX table on Assumptions: each currency and its rate in plan currency per unit.
+FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
+FX_HEADER = "FX currency"  # the first header of the table, which `diff` reads a built budget's rates below
 # The Models sheet's columns: ModelName, ModelTotalParamsB, ModelLayers, ...
 MODEL_NAMES = {c.name: "ModelName" if c.name == "model" else f"Model{camel(c.name)}" for c in MODEL_COLUMNS}
 # Tasks columns with a short name of their own; every other Tasks column is named Task + its key in CamelCase.
@@ -133,16 +136,25 @@ class AssumptionsLayout:
     months_first: int
     actions_header: int
     actions_first: int
+    fx_rates: int  # rows of the FX table: the plan currency and every currency a price is listed in
+
+    @property
+    def fx_header(self) -> int:
+        return self.actions_first + len(ACTIONS) + 1
+
+    @property
+    def fx_first(self) -> int:
+        return self.fx_header + 1
 
     @property
     def last_row(self) -> int:
-        return self.actions_first + len(ACTIONS) - 1
+        return self.fx_first + self.fx_rates - 1
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
         return ((0, self.days_row), (self.constants_header, self.tiers_header - 2),
                 (self.tiers_header, self.months_header - 2), (self.months_header, self.actions_header - 2),
-                (self.actions_header, self.last_row))
+                (self.actions_header, self.fx_header - 2), (self.fx_header, self.last_row))
 
 
 @dataclass(frozen=True)
@@ -342,8 +354,9 @@ EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "
 CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
 
 
-def _assumptions(months: int) -> AssumptionsLayout:
-    keys = [s.key for s in SETTINGS if not s.key.startswith("tier_cap_")]
+def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
+    caps = {t.cap_setting for t in TIERS}  # in the tier table
+    keys = [s.key for s in SETTINGS if s.key not in caps]
     settings = {k: 1 + i for i, k in enumerate(keys)}
     days_row = 1 + len(keys)
     constants_header = days_row + 3
@@ -354,7 +367,7 @@ def _assumptions(months: int) -> AssumptionsLayout:
     actions_header = months_header + months + 2
     return AssumptionsLayout(MappingProxyType(settings), days_row, days_row + 1, constants_header, MappingProxyType(constants),
                              tiers_header, tiers_header + 1, months_header, months_header + 1, actions_header,
-                             actions_header + 1)
+                             actions_header + 1, fx_rates)
 
 
 # Warnings the Summary writes as formulas over the numbers, so that they follow an edit.
@@ -394,7 +407,7 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     candidates = Table(MappingProxyType({k: i for i, k in enumerate(candidate_keys)}), 1, max(1, candidate_rows))
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
-    return Layout(_assumptions(len(plan.months)), tasks, candidates, candidate_rows, monthly, extras,
+    return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
                   len(TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
                   OrderLayout(order_keys(plan), plan.months),
                   MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
