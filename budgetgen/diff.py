@@ -24,7 +24,7 @@ import xlsxwriter
 from . import rules
 from .engine import MonthTotals, Plan, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem
-from .i18n import canonical_name
+from .i18n import LANGS, canonical_name, tr
 from .model import Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
@@ -93,7 +93,9 @@ def _built_tables(path: Path) -> dict[str, list[tuple[int, tuple]]] | None:
         sheets = {ws.title.strip().lower(): ws for ws in wb.worksheets}
         if not all(name in sheets for name in BUILT_SHEETS):
             return None
-        tables = {"Settings": _settings_rows(sheets["assumptions"]), "FX": _fx_rows(sheets["assumptions"])}
+        tables = {"Settings": _settings_rows(sheets["assumptions"])}
+        if fx := _fx_rows(sheets["assumptions"]):
+            tables["FX"] = fx
         for name, width in (("GPUs", len(GPU_COLUMNS)), ("Tasks", len(TASK_COLUMNS)), ("Extras", len(EXTRA_COLUMNS))):
             if name.lower() in sheets:
                 tables[name] = _table_rows(sheets[name.lower()], width)
@@ -102,15 +104,18 @@ def _built_tables(path: Path) -> dict[str, list[tuple[int, tuple]]] | None:
         wb.close()
 
 
+_FX_HEADERS = {tr(FX_HEADER, lang) for lang in LANGS}
+
+
 def _fx_rows(ws) -> list[tuple[int, tuple]]:
-    """The FX table of Assumptions (below its FX_HEADER row) as FX sheet rows: currency and rate."""
+    """The FX table of Assumptions (below its FX_HEADER row) as an FX sheet from row 1: currency and rate."""
     rows, inside = [], False
     for row_no, values in iter_rows(ws):
-        if values and values[0] == FX_HEADER:
-            rows.append((row_no, ("currency", "rate")))
+        if values and values[0] in _FX_HEADERS:
+            rows.append((1, ("currency", "rate")))
             inside = True
         elif inside and values and values[0]:
-            rows.append((row_no, tuple(values[:2])))
+            rows.append((len(rows) + 1, tuple(values[:2])))
         elif inside:
             break
     return rows
@@ -120,7 +125,7 @@ def _settings_rows(ws) -> list[tuple[int, tuple]]:
     """Settings rows from Assumptions: each setting by its key in column A, and the tier caps by tier."""
     rows = [(1, ("setting", "value"))]
     for row_no, values in iter_rows(ws):
-        if values and values[0] == FX_HEADER:
+        if values and values[0] in _FX_HEADERS:
             break
         key, value = canonical_name(values[0]) if values else None, values[1] if len(values) > 1 else None
         if key in SETTINGS_BY_KEY:
