@@ -1,5 +1,6 @@
-"""The built-in GPU catalog (package data `budgetgen/data/gpus.csv`), prices in CNY, and the consistency check
-every catalog (built-in or a GPUs sheet) gets at load."""
+"""The built-in GPU catalog: specs from package data `budgetgen/data/gpus.csv`, prices from the offers of
+`budgetgen/data/prices.csv` (prices.py, one chosen per GPU), and the consistency check every catalog (built-in
+or a GPUs sheet) gets at load."""
 
 from __future__ import annotations
 
@@ -7,17 +8,20 @@ import calendar
 import csv
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import resources
 
+from . import prices
 from .i18n import Message
 from .model import Gpu, Settings
+from .prices import OFFER_FIELDS, choose_offer
 from .schema import REFERENCE_TIER, TIERS
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
-CATALOG_CURRENCY = "CNY"
+CATALOG_CURRENCY = "CNY"  # the currency `catalog_fx` converts from: that of the Chinese-market offers
 SPEC_COLUMNS = ("vram_gb", "bandwidth_gbs", "tflops")  # a GPU needs all three to be sized
+LEFT_OUT = "offer_left_out"  # a record's key: the currency of its chosen offer, when that could not be used
 
 
 def _number(text: str) -> float | None:
@@ -42,11 +46,14 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         power_w=rec.get("power_w"),
         source=str(rec.get("source") or ""),
         as_of=str(rec.get("as_of") or ""),
+        provider=str(rec.get("provider") or ""),
+        region=str(rec.get("region") or ""),
+        currency=str(rec.get("currency") or ""),
     )
 
 
-def builtin_records() -> list[dict[str, object]]:
-    """The built-in catalog as records with numbers parsed (prices in CNY).
+def spec_records() -> list[dict[str, object]]:
+    """The rows of gpus.csv with numbers parsed: specs, and the source and date of the specs.
 
     A row whose memory, bandwidth or BF16 peak is blank (sources conflict) stays in the file but is not
     offered: a GPUs sheet row of that name with all three figures brings it in."""
@@ -56,9 +63,48 @@ def builtin_records() -> list[dict[str, object]]:
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
 
 
-def builtin_catalog() -> list[Gpu]:
-    """The built-in catalog as Gpu values (prices in CNY)."""
-    return [gpu_from_record(rec) for rec in builtin_records()]
+def builtin_records(currency: str | None = None, convertible: Iterable[str] = (), provider: str | None = None,
+                    region: str | None = None) -> list[dict[str, object]]:
+    """The built-in catalog as records: each GPU's specs and the offer chosen for it (`prices.choose_offer`):
+    one in `currency`, else one in a `convertible` currency (in their order), else the market offer.
+
+    With a `currency`, an offer in neither it nor a convertible currency is not used: the GPU has no price (its
+    specs' source and date stay) and the record's LEFT_OUT key names the offer's currency."""
+    offers = prices.builtin_offers()
+    out = []
+    for rec in spec_records():
+        offer = _chosen(offers, str(rec["gpu"]), currency, tuple(convertible), provider, region)
+        usable = offer is not None and (currency is None or offer.currency in (currency, *convertible))
+        rec = {**rec, **dict.fromkeys(OFFER_FIELDS[:-2]), LEFT_OUT: None}
+        if usable:
+            rec.update(offer.fields())
+        elif offer is not None:
+            rec[LEFT_OUT] = offer.currency
+        out.append(rec)
+    return out
+
+
+def _chosen(offers, gpu: str, currency: str | None, convertible: tuple[str, ...], provider: str | None,
+            region: str | None):
+    if provider or region or currency is None:
+        return choose_offer(offers, gpu, currency, provider, region)
+    for cur in (currency, *convertible):
+        offer = choose_offer([o for o in offers if o.currency == cur], gpu, cur)
+        if offer is not None:
+            return offer
+    return choose_offer(offers, gpu, currency)
+
+
+def builtin_catalog(currency: str | None = None, provider: str | None = None, region: str | None = None) -> list[Gpu]:
+    """The built-in catalog as Gpu values, each priced by its chosen offer in that offer's currency
+    (`Gpu.currency`); with a `currency`, GPUs whose offer is in another have no price."""
+    return [gpu_from_record(rec) for rec in builtin_records(currency, (), provider, region)]
+
+
+def catalog_classes() -> dict[str, str]:
+    """Catalog GPU name -> its class, in catalog order (every row of gpus.csv, sized or not)."""
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+        return {row["gpu"]: row["class"] or "datacenter" for row in csv.DictReader(fh)}
 
 
 # ---------------------------------------------------------------- the consistency check

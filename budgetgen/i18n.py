@@ -23,7 +23,8 @@ NAMES_ZH = {
     "gpu": "GPU型号", "class": "卡类别", "vram_gb": "显存GB", "bandwidth_gbs": "显存带宽GBs", "tflops": "算力TFLOPS",
     "interconnect": "互联", "scaling": "扩展效率",
     **{t.price_column: t.price_zh for t in TIERS}, **{t.cap_setting: t.zh + "上限" for t in TIERS},
-    "purchase_price": "购买价格", "power_w": "功耗W", "source": "来源", "as_of": "价格日期",
+    "purchase_price": "购买价格", "power_w": "功耗W", "provider": "供应商", "region": "区域", "source": "来源",
+    "as_of": "价格日期",
     "task_id": "任务编号", "task": "任务描述", "kind": "类型", "model_params_b": "模型参数量B", "method": "方法",
     "train_tokens": "训练token数", "epochs": "轮数", "runs_per_month": "每月运行次数", "requests_per_day": "每日请求数",
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
@@ -102,6 +103,12 @@ TEXT_ZH = {
     "sequences": "序列", "currency/card-hour": "currency/卡时", "currency/card-month": "currency/卡月",
     "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
     "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
+    # offers: help texts of the GPUs columns that say whose prices a row holds
+    "whose offer the prices are (built-in: market = the median over providers, cn-market = the Chinese market); a "
+    "row that names one replaces the built-in offer, its blank prices not offered":
+        "价格来自哪家供应商的报价（内置：market = 各供应商中位数，cn-market = 国内市场）；填写供应商的行替换内置报价，其空白价格视为不提供",
+    "the provider's region; any: not regional": "供应商的区域；any：不分区域",
+    "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
     "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
     "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
@@ -422,9 +429,9 @@ MESSAGES = {
          "\"no ... price\"); enter prices on the GPUs sheet to have them compared"),
         "{gpus}：可运行的 {tasks} 个任务所用计费方式没有价格，因此从未被选中（见候选表）；在GPU表中填写价格即可参与比较"),
     "catalog_unpriced": (
-        ("built-in prices are CNY and catalog_fx is blank: {names} have no {currency} price "
-         "(set catalog_fx or enter prices on the GPUs sheet)"),
-        "内置价格为CNY且目录汇率（catalog_fx）为空：{names} 没有 {currency} 价格（请设置目录汇率或在GPU表中填写价格）"),
+        ("{names}: the built-in prices are in {offered}, not {currency}, and no rate converts them, so they are left "
+         "out (catalog_fx converts CNY prices only): enter {currency} prices on the GPUs sheet"),
+        "{names}：内置价格为 {offered} 而非 {currency}，且没有汇率可换算，因此未使用（目录汇率 catalog_fx 只换算CNY价格）：请在GPU表中填写 {currency} 价格"),
     # the catalog check (catalog.catalog_warnings); {place} is catalog_cell or catalog_builtin
     "catalog_monthly_over_on_demand": (
         ("{gpu}: monthly_per_card {monthly:,g} is more than {hours:,g} h x on_demand_per_hour {on_demand:,g} = "
@@ -533,6 +540,19 @@ PROBLEMS = {
     "setting_at_least": ("{setting}: {value:g} must be at least {lo:g}", "{setting}：{value:g} 必须不小于 {lo:g}"),
     "gpu_required": ("{column}: required for a GPU that is not in the built-in catalog ({gpu})",
                      "{column}：不在内置目录中的 GPU 必须填写（{gpu}）"),
+    "gpu_currency": (
+        ("currency: the row's prices are in {currency}, the plan is in {plan}: enter them in {plan} "
+         "(or make the plan {currency})"),
+        "currency：本行价格为 {currency}，计划币种为 {plan}：请以 {plan} 填写价格（或将计划币种改为 {currency}）"),
+    "price_file_format": (
+        ("is neither a price snapshot (columns {snapshot!l}) nor a quote sheet (columns {quotes!l}): "
+         "check the header row"),
+        "既不是价格快照（列 {snapshot!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+    "quote_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU or a known label ({hint})',
+                          'gpu："{gpu}" 不是目录中的GPU或已知标签（{hint}）'),
+    "quote_duplicate": ("tier: {tier} of {gpu} from {provider} in {region} is already quoted at {first}: keep one row",
+                        "tier：{provider}（{region}）的 {gpu} {tier} 价格已在 {first} 报出：只保留一行"),
+    "see_catalog": ("`budgetgen catalog` lists the GPUs", "`budgetgen catalog` 列出目录中的GPU"),
     "required": ("{column}: required ({help!n})", "{column}：必填（{help!n}）"),
     "required_for_kind": ("{column}: required for {kind!t} tasks ({unit!n}): fill it in",
                           "{column}：{kind!t}任务必填（{unit!n}）：请填写"),

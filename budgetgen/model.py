@@ -34,6 +34,9 @@ class Gpu:
     tflops_fp8: float | None = None  # dense FP8 peak; None: no FP8 unit
     tflops_fp4: float | None = None  # dense FP4 peak; None: no FP4 unit
     form_factor: str = ""  # sxm | pcie
+    provider: str = ""  # whose offer the prices are ("market": a median over providers); blank: not said
+    region: str = ""  # the offer's region ("any": not regional)
+    currency: str = ""  # the prices' currency (ISO code); blank: the plan currency
 
 
 @dataclass(frozen=True)

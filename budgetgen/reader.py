@@ -12,11 +12,12 @@ from pathlib import Path
 import pandas as pd
 from openpyxl.utils import get_column_letter
 
-from .catalog import CATALOG_CURRENCY, builtin_records, catalog_warnings, gpu_from_record
+from .catalog import CATALOG_CURRENCY, LEFT_OUT, builtin_records, catalog_warnings, gpu_from_record
 from .errors import Code, InputError, Problem
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
+from .prices import OFFER_FIELDS
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
@@ -82,7 +83,12 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
 
 def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
     """Every non-blank row of a table sheet, cells parsed by their column's declaration."""
-    rows: Iterator = iter_rows(ws, max_rows=MAX_TABLE_ROWS)
+    return read_rows(iter_rows(ws, max_rows=MAX_TABLE_ROWS), sheet, columns, out)
+
+
+def read_rows(rows: Iterator[tuple[int, tuple]], sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
+    """Every non-blank row of a table, from (row number, values) pairs whose first is the header (a sheet's rows
+    or a CSV file's): cells parsed by their column's declaration, problems at `sheet`!A1-style cells."""
     first = next(rows, None)
     if first is None:
         if any(c.required for c in columns):
@@ -217,25 +223,28 @@ def _keyed_rows(ws, sheet: str, columns: tuple[Column, ...], key: str, out: Coll
 def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
     warnings: list[str] = []
     sheet_cells: dict[str, dict[str, str]] = {}  # per GPUs sheet row: the cell of each column typed there
-    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records()}
+    fx = settings.catalog_fx
+    records = {rec["gpu"].lower(): dict(rec) for rec in
+               builtin_records(settings.currency, (CATALOG_CURRENCY,) if fx is not None else ())}
     price_columns = {t.price_column for t in TIERS} | {"purchase_price"}
-    if settings.currency != CATALOG_CURRENCY:
-        fx = settings.catalog_fx
-        unpriced = []
-        for rec in records.values():
-            for col in price_columns:
-                if rec[col] is not None:
-                    rec[col] = rec[col] * fx if fx is not None else None
-                    if fx is None:
-                        unpriced.append(rec["gpu"])
-        if unpriced:
-            names = ", ".join(dict.fromkeys(unpriced))
-            warnings.append(Message("catalog_unpriced", names=names, currency=settings.currency))
+    for rec in records.values():
+        if rec["currency"] not in (None, settings.currency):  # a CNY offer in another plan: catalog_fx converts it
+            rec.update({col: rec[col] * fx for col in price_columns if rec[col] is not None}, currency=settings.currency)
+    unpriced = [rec["gpu"] for rec in records.values() if rec[LEFT_OUT]]
+    if unpriced:
+        warnings.append(Message("catalog_unpriced", names=", ".join(unpriced), currency=settings.currency,
+                                offered=", ".join(dict.fromkeys(rec[LEFT_OUT] for rec in records.values()
+                                                                if rec[LEFT_OUT]))))
     if ws is not None:
         for name, rec in _keyed_rows(ws, "GPUs", GPU_COLUMNS, "gpu", out):
             sheet_cells[name.lower()] = {k: rec.cells[k] for k in rec.values}
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
+            if "provider" in rec.values:  # the row is that provider's offer: none of the built-in one is kept
+                merged.update(dict.fromkeys(OFFER_FIELDS))
             merged.update({k: v for k, v in rec.values.items() if k != "gpu" or merged["gpu"] is None})
+            _check_currency(rec, settings, out)
+            if any(merged.get(col) is not None for col in price_columns):
+                merged["currency"] = settings.currency
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
@@ -244,6 +253,18 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
             if all(rec.get(c) is not None for c in ("vram_gb", "bandwidth_gbs", "tflops"))]
     warnings.extend(catalog_warnings(gpus, settings, sheet_cells))
     return gpus, warnings
+
+
+def _check_currency(rec: Record, settings: Settings, out: Collector) -> None:
+    """A GPUs row's currency: blank or the plan's; another is a problem at its cell, never relabelled."""
+    if "currency" not in rec.values:
+        return
+    currency = str(rec.values["currency"]).strip().upper()
+    if not _CURRENCY.fullmatch(currency):
+        out.add(Code.UNKNOWN_VALUE, "GPUs", rec.cells["currency"], Message("currency_code", raw=rec.values["currency"]))
+    elif currency != settings.currency:
+        out.add(Code.CURRENCY, "GPUs", rec.cells["currency"],
+                Message("gpu_currency", currency=currency, plan=settings.currency))
 
 
 # ---------------------------------------------------------------- Models

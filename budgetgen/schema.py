@@ -241,6 +241,10 @@ GPU_COLUMNS: tuple[Column, ...] = (
       for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
     C("purchase_price", "number", "currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
+    C("provider", "text", help="whose offer the prices are (built-in: market = the median over providers, "
+      "cn-market = the Chinese market); a row that names one replaces the built-in offer, its blank prices not offered"),
+    C("region", "text", help="the provider's region; any: not regional"),
+    C("currency", "text", help="ISO code of the row's prices (e.g. USD); blank: the plan currency"),
     C("source", "text", help="where the prices came from"),
     C("as_of", "text", help="date of the prices"),
 )

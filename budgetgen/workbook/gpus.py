@@ -11,7 +11,7 @@ from .printing import print_setup
 SHEET = "GPUs"
 # Column widths by column (9 for the rest): a price column is 12 wide for the reference and card-month prices.
 _WIDTHS = {"gpu": 14, "class": 12, "bandwidth_gbs": 12, "form_factor": 10, "interconnect": 10, "scaling": 8,
-           "purchase_price": 12, "power_w": 8, "source": 44,
+           "purchase_price": 12, "power_w": 8, "provider": 12, "region": 10, "source": 44,
            **{t.price_column: 12 if t.reference or t.per_card_month else 11 for t in TIERS}}
 _FORMATS = {"scaling": "percent", "purchase_price": "money",
             **{t.price_column: "money" if t.per_card_month else "price" for t in TIERS}}
@@ -27,7 +27,8 @@ def write_gpus(book: Book, ws, gpus) -> None:
                   "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
                   "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
                   **{t.price_column: g.prices.get(t.name) for t in TIERS},
-                  "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
+                  "purchase_price": g.purchase_price, "power_w": g.power_w, "provider": g.provider or None,
+                  "region": g.region or None, "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
         for col, key in enumerate(cols):
             book.value(ws, i, col, values[key], "input", _FORMATS.get(key, "general"))
     for col, key in enumerate(cols):
