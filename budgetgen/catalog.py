@@ -15,7 +15,7 @@ from . import prices
 from .i18n import Message
 from .model import Gpu, Settings
 from .prices import OFFER_FIELDS, choose_offer
-from .schema import REFERENCE_TIER, TIERS
+from .schema import GPU_COLUMNS, REFERENCE_TIER, TIERS
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
@@ -50,6 +50,17 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         region=str(rec.get("region") or ""),
         currency=str(rec.get("currency") or ""),
     )
+
+
+def gpu_record(g: Gpu) -> dict[str, object]:
+    """A Gpu by the GPUs sheet's column names, in their order (blank texts None): gpu_from_record's inverse."""
+    fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
+              "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
+              "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
+              **{t.price_column: g.prices.get(t.name) for t in TIERS},
+              "purchase_price": g.purchase_price, "power_w": g.power_w, "provider": g.provider or None,
+              "region": g.region or None, "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
+    return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 
 def spec_records() -> list[dict[str, object]]:

@@ -230,8 +230,10 @@ def _read_gpus(ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[
     for rec in records.values():
         if rec["currency"] not in (None, settings.currency):  # a CNY offer in another plan: catalog_fx converts it
             rec.update({col: rec[col] * fx for col in price_columns if rec[col] is not None}, currency=settings.currency)
+    # In a CNY plan, the GPUs priced only in USD stay unpriced as before the offers came (the gpus_unpriced warning
+    # names those a task could use); in any other plan, every built-in price left out is named.
     unpriced = [rec["gpu"] for rec in records.values() if rec[LEFT_OUT]]
-    if unpriced:
+    if unpriced and settings.currency != CATALOG_CURRENCY:
         warnings.append(Message("catalog_unpriced", names=", ".join(unpriced), currency=settings.currency,
                                 offered=", ".join(dict.fromkeys(rec[LEFT_OUT] for rec in records.values()
                                                                 if rec[LEFT_OUT]))))

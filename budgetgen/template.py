@@ -8,8 +8,11 @@ import xlsxwriter
 
 from .catalog import builtin_records
 from .i18n import Message, describe, name, sheet_name, tr, word
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, Column
 
+# The template's plan currency (the currency setting's default): its GPUs rows carry the offers in it, each row
+# naming its currency, so that a plan switched to another currency is told, not relabelled.
+PLAN_CURRENCY = SETTINGS_BY_KEY["currency"].default
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
 EXAMPLE_TASKS = (
@@ -78,7 +81,7 @@ def write_template(path: Path, lang: str = "en") -> Path:
                         Column("value", "text", help="its value; blank: the default"),
                         Column("note", "text", help="what it means"))
     for sheet, columns, rows in (("Settings", settings_columns, settings_rows), ("Tasks", TASK_COLUMNS, EXAMPLE_TASKS),
-                                 ("GPUs", GPU_COLUMNS, builtin_records()), ("Extras", EXTRA_COLUMNS, EXAMPLE_EXTRAS)):
+                                 ("GPUs", GPU_COLUMNS, builtin_records(PLAN_CURRENCY)), ("Extras", EXTRA_COLUMNS, EXAMPLE_EXTRAS)):
         _write_table(wb, wb.add_worksheet(sheet_name(sheet, lang)), columns, rows, fmt, lang)
     wb.get_worksheet_by_name(sheet_name("Settings", lang)).set_column(2, 2, 90)
     wb.close()

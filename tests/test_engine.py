@@ -150,15 +150,15 @@ def test_balanced_takes_the_middle_of_five(tmp_path):
 def test_balanced_with_two_options_takes_the_cheapest(tmp_path):
     plan2 = plan_for(tmp_path, [{"task_id": "B", "kind": "finetune", "model_params_b": 1, "method": "lora",
                                  "train_tokens": "10M", "tier": "spot", "cards": None}],
-                     settings={"gpu_choice": "balanced", "max_cards": 1, "currency": "USD"},
+                     settings={"gpu_choice": "balanced", "max_cards": 1, "currency": "EUR"},
                      gpus=[{"gpu": "Only1", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300, "spot_per_hour": 1},
                            {"gpu": "Only2", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300,
                             "spot_per_hour": 2}])
-    # USD plan, blank catalog_fx: the built-in CNY prices are left out, two options remain
+    # EUR plan, blank catalog_fx: the built-in prices (CNY and USD offers) are left out, two options remain
     options2 = [c for c in plan2.tasks[0].candidates if not c.excluded]
     assert sorted(c.gpu for c in options2) == ["Only1", "Only2"]
     assert plan2.tasks[0].row["gpu"] == "Only1"
-    assert any("catalog_fx is blank" in w for w in plan2.warnings)
+    assert any(getattr(w, "key", "") == "catalog_unpriced" and "CNY" in w and "USD" in w for w in plan2.warnings)
 
 
 def test_cheapest_takes_the_lowest_cost(tmp_path):

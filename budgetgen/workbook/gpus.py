@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..catalog import gpu_record
 from ..i18n import name as input_name
 from ..schema import GPU_COLUMNS, TIERS
 from .book import Book
@@ -23,12 +24,7 @@ def write_gpus(book: Book, ws, gpus) -> None:
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
     ws.set_row(0, 30)
     for i, g in enumerate(gpus, start=1):
-        values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
-                  "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
-                  "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
-                  **{t.price_column: g.prices.get(t.name) for t in TIERS},
-                  "purchase_price": g.purchase_price, "power_w": g.power_w, "provider": g.provider or None,
-                  "region": g.region or None, "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
+        values = gpu_record(g)
         for col, key in enumerate(cols):
             book.value(ws, i, col, values[key], "input", _FORMATS.get(key, "general"))
     for col, key in enumerate(cols):
