@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import openpyxl
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from .catalog import catalog_classes
 from .i18n import canonical_name, canonical_sheet
 from .price_files import PriceFile, read_price_file
-from .prices import OFFER_FIELDS, Offer, catalog_name, choose_offer
+from .prices import OFFER_FIELDS, Offer, choose_offer
 from .safefile import check_outputs, load_input_workbook, read_input_file, staged_outputs
 from .schema import normalise_header
 
@@ -36,7 +37,7 @@ def default_priced(path: Path) -> Path:
 def import_prices(price_path: Path, input_path: Path, output: Path | None = None, provider: str | None = None,
                   region: str | None = None) -> Imported:
     """Write the offer chosen for each catalog GPU (`prices.choose_offer` with `provider`, `region`) into the GPUs
-    sheet of a copy of `input_path`: an existing row of that GPU (its name or an alias, any case) gets the offer's
+    sheet of a copy of `input_path`: an existing row of that GPU (its name, any case) gets the offer's
     columns (provider, region, currency, tier prices, purchase price, source, as_of; a tier not offered is
     cleared), a GPU not on the sheet gets a new row. Every other sheet and cell is kept."""
     input_path = Path(input_path)
@@ -64,10 +65,11 @@ def _write_offers(wb, offers: tuple[Offer, ...], classes) -> None:
             ws.cell(1, column, name)
             header[normalise_header(name)] = column
     gpu_column = header[normalise_header("gpu")]
+    names = {name.lower(): name for name in classes}  # matched as the reader matches them: by name, any case
     rows = {}
     for row in range(2, ws.max_row + 1):
         value = ws.cell(row, gpu_column).value
-        if value is not None and (name := catalog_name(str(value), classes)):
+        if value is not None and (name := names.get(str(value).strip().lower())):
             rows.setdefault(name, row)
     for offer in offers:
         row = rows.get(offer.gpu)
@@ -75,4 +77,11 @@ def _write_offers(wb, offers: tuple[Offer, ...], classes) -> None:
             row = rows[offer.gpu] = ws.max_row + 1
             ws.cell(row, gpu_column, offer.gpu)
         for name, value in offer.fields().items():
-            ws.cell(row, header[normalise_header(name)]).value = value
+            ws.cell(row, header[normalise_header(name)]).value = _cell_text(value)
+
+
+def _cell_text(value: object) -> object:
+    """A value a cell can hold: control characters of a text (a terminal escape in a provider's name) as escapes."""
+    if not isinstance(value, str):
+        return value
+    return ILLEGAL_CHARACTERS_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)
