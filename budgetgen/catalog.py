@@ -1,5 +1,6 @@
-"""The built-in GPU catalog (package data `budgetgen/data/gpus.csv`), prices in CNY, and the consistency check
-every catalog (built-in or a GPUs sheet) gets at load."""
+"""The built-in GPU catalog: specs from package data `budgetgen/data/gpus.csv`, prices from the offers of
+`budgetgen/data/prices.csv` (prices.py, one chosen per GPU), and the consistency check every catalog (built-in
+or a GPUs sheet) gets at load."""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
 
+from . import prices
 from .fx import FxTable, reference_rate
 from .i18n import Message
 from .model import Gpu, Settings
-from .schema import REFERENCE_TIER, TIERS
+from .prices import OFFER_FIELDS, choose_offer
+from .schema import GPU_COLUMNS, REFERENCE_TIER, TIERS
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
-CATALOG_CURRENCY = "CNY"
+CATALOG_CURRENCY = "CNY"  # the currency `catalog_fx` sets the rate of, and money defaults are declared in
 SPEC_COLUMNS = ("vram_gb", "bandwidth_gbs", "tflops")  # a GPU needs all three to be sized
 
 
@@ -41,26 +44,60 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
         prices={t.name: rec.get(t.price_column) for t in TIERS},
         listed_prices={t.name: rec.get(t.price_column) for t in TIERS},
-        listed_purchase=rec.get("purchase_price"),
-        currency=str(rec.get("currency") or CATALOG_CURRENCY),
         purchase_price=rec.get("purchase_price"),
+        listed_purchase=rec.get("purchase_price"),
         power_w=rec.get("power_w"),
         source=str(rec.get("source") or ""),
         as_of=str(rec.get("as_of") or ""),
+        provider=str(rec.get("provider") or ""),
+        region=str(rec.get("region") or ""),
+        currency=str(rec.get("currency") or ""),
     )
 
 
-def builtin_records() -> list[dict[str, object]]:
-    """The built-in catalog as records with numbers parsed (prices in CNY).
+def gpu_record(g: Gpu) -> dict[str, object]:
+    """A Gpu by the GPUs sheet's column names, in their order (blank texts None), its prices as listed (in its
+    `currency`): gpu_from_record's inverse, and the one mapping of fields to columns (GPUs sheet, diff)."""
+    fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
+              "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
+              "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
+              **{t.price_column: g.listed_prices.get(t.name) for t in TIERS},
+              "purchase_price": g.listed_purchase, "power_w": g.power_w, "provider": g.provider or None,
+              "region": g.region or None, "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
+    return {c.name: fields[c.name] for c in GPU_COLUMNS}
+
+
+def spec_records() -> list[dict[str, object]]:
+    """The rows of gpus.csv with numbers parsed: specs, and the source and date of the specs.
 
     A row whose memory, bandwidth or BF16 peak is blank (sources conflict) stays in the file but is not
     offered: a GPUs sheet row of that name with all three figures brings it in."""
-    text_columns = {"gpu", "class", "interconnect", "form_factor", "currency", "source", "as_of"}
+    text_columns = {"gpu", "class", "interconnect", "form_factor", "source", "as_of"}
     with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
         records = [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
-    for rec in records:
-        rec["currency"] = rec.get("currency") or CATALOG_CURRENCY
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
+
+
+def builtin_records(currency: str | None = None, provider: str | None = None, region: str | None = None) \
+        -> list[dict[str, object]]:
+    """The built-in catalog as records: each GPU's specs and the offer chosen for it (`prices.choose_offer`): one
+    in `currency` first, else the market offer; with a provider or region, only theirs. The offer's prices stay
+    in its own currency (the reader converts them with the plan's FX table); a GPU without an offer has none."""
+    offers = prices.builtin_offers()
+    out = []
+    for rec in spec_records():
+        offer = choose_offer(offers, str(rec["gpu"]), currency, provider, region)
+        rec = {**rec, **dict.fromkeys(OFFER_FIELDS[:-2])}
+        if offer is not None:
+            rec.update(offer.fields())
+        out.append(rec)
+    return out
+
+
+def builtin_catalog(currency: str | None = None, provider: str | None = None, region: str | None = None) -> list[Gpu]:
+    """The built-in catalog as Gpu values, each priced by its chosen offer in that offer's currency
+    (`Gpu.currency`), not converted."""
+    return [gpu_from_record(rec) for rec in builtin_records(currency, provider, region)]
 
 
 QUOTE_TOLERANCE = 0.02  # a typed price this close to the catalog's (converted) is the catalog's, with its date
@@ -70,7 +107,8 @@ def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: 
                      on: dt.date) -> bool:
     """Whether a GPUs sheet row's prices (by column) are the built-in ones, as `init` writes them: the same
     prices offered, each within QUOTE_TOLERANCE of the catalog's converted at the reference rate."""
-    rate = reference_rate(str(builtin.get("currency") or CATALOG_CURRENCY), currency, on)
+    listed_in = builtin.get("currency")
+    rate = reference_rate(str(listed_in), currency, on) if listed_in else None
     if rate is None:
         return False
     for column, price in typed.items():
@@ -89,9 +127,10 @@ def in_plan_currency(gpu: Gpu, fx: FxTable) -> Gpu:
                    purchase_price=fx.convert(gpu.listed_purchase, gpu.currency), fx=rate)
 
 
-def builtin_catalog() -> list[Gpu]:
-    """The built-in catalog as Gpu values (prices in CNY)."""
-    return [gpu_from_record(rec) for rec in builtin_records()]
+def catalog_classes() -> dict[str, str]:
+    """Catalog GPU name -> its class, in catalog order (every row of gpus.csv, sized or not)."""
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+        return {row["gpu"]: row["class"] or "datacenter" for row in csv.DictReader(fh)}
 
 
 # ---------------------------------------------------------------- the consistency check

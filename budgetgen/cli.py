@@ -1,4 +1,4 @@
-"""The command line: init, validate, build, diff, catalog. The only module that imports click."""
+"""The command line: init, validate, build, diff, models, catalog (and catalog import). The only module that imports click."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError
 from .i18n import LANGS, say, tr
 from .models import format_models_table
+from .price_import import SUFFIX, import_prices
+from .prices import builtin_offers
 from .reader import read_inputs
 from .safefile import check_outputs, staged_outputs
 from .schema import TIER_NAMES
@@ -236,15 +238,61 @@ def _progress(quiet: bool):
     return say
 
 
-@main.command()
-def catalog() -> None:
-    """Show the built-in GPU catalog (prices in CNY)."""
-    header = f"{'gpu':<12}{'class':<13}{'GB':>6}{'GB/s':>7}{'TFLOP/s':>9}  {'link':<7}" + \
-        "".join(f"{t:>11}" for t in TIER_NAMES) + f"{'purchase':>10}"
-    click.echo(f"Built-in catalog, prices in {CATALOG_CURRENCY} (edit on your GPUs sheet):")
-    click.echo(header)
+@main.group(invoke_without_command=True)
+@click.pass_context
+def catalog(ctx: click.Context) -> None:
+    """Show the built-in GPU catalog and its price offers (`catalog import` writes offers into an input)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    click.echo("Built-in catalog (specs; a plan prices each GPU with one of the offers below):")
+    click.echo(f"{'gpu':<12}{'class':<13}{'GB':>6}{'GB/s':>7}{'TFLOP/s':>9}  {'link':<7}")
     for g in builtin_catalog():
-        prices = "".join(f"{g.prices[t]:>11,.1f}" if g.prices[t] is not None else f"{'-':>11}" for t in TIER_NAMES)
-        purchase = f"{g.purchase_price:>10,.0f}" if g.purchase_price else f"{'-':>10}"
         click.echo(f"{g.name:<12}{g.gpu_class:<13}{g.vram_gb:>6g}{g.bandwidth_gbs:>7g}{g.tflops:>9g}  "
-                   f"{g.interconnect:<7}{prices}{purchase}")
+                   f"{g.interconnect:<7}")
+    click.echo("\nOffers (each in its own currency: per card-hour, monthly per card-month; - not offered; market = "
+               "the median over providers):")
+    click.echo(f"{'gpu':<12}{'provider':<16}{'region':<20}{'cur':<5}" + "".join(f"{t:>11}" for t in TIER_NAMES) +
+               f"{'purchase':>10}  as_of")
+    names = {g.name for g in builtin_catalog()}
+    for o in builtin_offers():
+        if o.gpu not in names:
+            continue
+        tiers = "".join(f"{_price(o.prices.get(t)):>11}" for t in TIER_NAMES)
+        purchase = f"{o.purchase_price:>10,.0f}" if o.purchase_price else f"{'-':>10}"
+        click.echo(f"{o.gpu:<12}{o.provider:<16}{o.region[:19]:<20}{o.currency:<5}{tiers}{purchase}  {o.as_of}")
+
+
+@catalog.command("import")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--into", "into", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The input workbook whose GPUs sheet gets the prices (it is not changed: a copy is written).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help=f"The priced copy (default: INTO with {SUFFIX} before .xlsx).")
+@click.option("--provider", help="Take this provider's offers only (default: the market offer, else the first).")
+@click.option("--region", help="Take offers for this region (or the provider's \"any\"-region offer) only.")
+def import_prices_command(path: Path, into: Path, output: Path | None, provider: str | None,
+                          region: str | None) -> None:
+    """Read a price snapshot (gpu_prices.csv's columns) or a quote sheet (gpu, provider, region, tier, price,
+    currency, as_of), CSV or xlsx, and write the offer chosen per GPU into the GPUs sheet of a copy of INTO."""
+    with _reported():
+        done = import_prices(path, into, output, provider, region)
+    found = done.found
+    click.echo(f"Read {shown(str(path))}: a {'price snapshot' if found.kind == 'snapshot' else 'quote sheet'}, "
+               f"{len(found.offers)} offer(s)" + (f"; flags from {shown(found.flags)}" if found.flags else "") +
+               (f"; labels not in the catalog, skipped: {shown(', '.join(found.skipped))}" if found.skipped else ""))
+    for o in done.written:
+        tiers = ", ".join(f"{t} {o.prices[t]:g}" for t in TIER_NAMES if o.prices.get(t) is not None) or "no price"
+        click.echo(shown(f"  {o.gpu}: {o.provider} ({o.region}) {o.currency} {tiers}; as_of {o.as_of}"))
+    if done.not_offered:
+        click.echo(shown(f"  not offered: {', '.join(done.not_offered)}"))
+    click.echo(f"Wrote {shown(str(done.output))} (GPUs sheet, {len(done.written)} GPU(s))")
+
+
+def _price(value: float | None) -> str:
+    """A price as listed: thousands grouped, up to four decimals, no trailing zeros; - for none."""
+    return "-" if value is None else f"{value:,.4f}".rstrip("0").rstrip(".")
+
+
+def shown(text: str) -> str:
+    """Text from a file as printable: control characters (terminal escapes, newlines) shown as escapes."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)

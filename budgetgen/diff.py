@@ -22,6 +22,7 @@ from pathlib import Path
 import xlsxwriter
 
 from . import rules
+from .catalog import gpu_record
 from .engine import MonthTotals, Plan, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem
 from .i18n import LANGS, canonical_name, tr
@@ -228,7 +229,7 @@ class _State:
 
 
 def _gpu_rows(inputs: Inputs) -> dict[str, _Row]:
-    return {g.name.lower(): _Row(g.name, g, g.as_listed()) for g in inputs.gpus}
+    return {g.name.lower(): _Row(g.name, g, gpu_record(g)) for g in inputs.gpus}
 
 
 def _task_rows(inputs: Inputs) -> dict[str, _Row]:

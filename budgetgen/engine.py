@@ -246,7 +246,32 @@ def _serving_input_warnings(inputs: Inputs) -> list[Message]:
 
 
 def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
-    """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice)."""
+    """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice).
+
+    A task whose tier was left blank takes its kind's default tier; when no card that would run it has a price for
+    that tier (a plan priced on-demand and spot only), it takes the suited tier whose choice costs least, and a
+    warning says so. A tier the user typed is kept: a card without its price is an error."""
+    try:
+        return _plan_task(task, inputs)
+    except InputError as exc:
+        if "tier" not in task.defaulted or not all(p.code is Code.NO_PRICE for p in exc.problems):
+            raise
+        plans = []
+        for tier in KIND[task.kind].suited_tiers:
+            if tier == task.values["tier"]:
+                continue
+            try:
+                plans.append(_plan_task(replace(task, values={**task.values, "tier": tier}), inputs))
+            except InputError:
+                continue
+        if not plans:
+            raise
+        best = min(plans, key=lambda p: p.row["monthly_cost"])
+        note = Message("default_tier_unpriced", tid=task.task_id, default=task.values["tier"], tier=best.row["tier"])
+        return replace(best, warnings=(note, *best.warnings))
+
+
+def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     task_rows: dict = {}
     candidates = [_candidate(task, g, inputs, task_rows) for g in inputs.gpus]
     if task.values["gpu"]:

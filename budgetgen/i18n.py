@@ -23,7 +23,8 @@ NAMES_ZH = {
     "gpu": "GPU型号", "class": "卡类别", "vram_gb": "显存GB", "bandwidth_gbs": "显存带宽GBs", "tflops": "算力TFLOPS",
     "interconnect": "互联", "scaling": "扩展效率",
     **{t.price_column: t.price_zh for t in TIERS}, **{t.cap_setting: t.zh + "上限" for t in TIERS},
-    "purchase_price": "购买价格", "power_w": "功耗W", "source": "来源", "as_of": "价格日期", "rate": "汇率值",
+    "purchase_price": "购买价格", "power_w": "功耗W", "provider": "供应商", "region": "区域", "source": "来源",
+    "as_of": "价格日期", "rate": "汇率值",
     "task_id": "任务编号", "task": "任务描述", "kind": "类型", "model_params_b": "模型参数量B", "method": "方法",
     "train_tokens": "训练token数", "epochs": "轮数", "runs_per_month": "每月运行次数", "requests_per_day": "每日请求数",
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
@@ -102,6 +103,12 @@ TEXT_ZH = {
     "sequences": "序列", "currency/card-hour": "currency/卡时", "currency/card-month": "currency/卡月",
     "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
     "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
+    # offers: help texts of the GPUs columns that say whose prices a row holds
+    "whose offer the prices are (built-in: market = the median over providers, cn-market = the Chinese market); a "
+    "row that names one replaces the built-in offer, its blank prices not offered":
+        "价格来自哪家供应商的报价（内置：market = 各供应商中位数，cn-market = 国内市场）；填写供应商的行替换内置报价，其空白价格视为不提供",
+    "the provider's region; any: not regional": "供应商的区域；any：不分区域",
+    "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
     "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
     "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
@@ -434,6 +441,11 @@ MESSAGES = {
         ("{gpus}: no price for the tier of the {tasks} task(s) they could run, so never chosen (Candidates: "
          "\"no ... price\"); enter prices on the GPUs sheet to have them compared"),
         "{gpus}：可运行的 {tasks} 个任务所用计费方式没有价格，因此从未被选中（见候选表）；在GPU表中填写价格即可参与比较"),
+    "default_tier_unpriced": (
+        ("{tid}: no card that runs it has a {default!t} price (its kind's default tier): planned on {tier!t}, the "
+         "cheapest priced; type a tier, or prices, to change it"),
+        ("{tid}：能运行它的显卡都没有{default!t}价格（该类型的默认计费方式）：已按最便宜的有价计费方式{tier!t}规划；"
+         "可填写计费方式或价格来更改")),
     "fx_unknown_builtin": (
         ("no {currency} to {plan} rate is known, so the built-in {currency} prices of {names} are left out: add a "
          "row for {currency} on an FX sheet (currency, rate) or type prices on the GPUs sheet"),
@@ -557,6 +569,19 @@ PROBLEMS = {
     "setting_at_least": ("{setting}: {value:g} must be at least {lo:g}", "{setting}：{value:g} 必须不小于 {lo:g}"),
     "gpu_required": ("{column}: required for a GPU that is not in the built-in catalog ({gpu})",
                      "{column}：不在内置目录中的 GPU 必须填写（{gpu}）"),
+    "gpu_currency": (
+        ("currency: the row's prices are in {currency}, the plan is in {plan}: enter them in {plan} "
+         "(or make the plan {currency})"),
+        "currency：本行价格为 {currency}，计划币种为 {plan}：请以 {plan} 填写价格（或将计划币种改为 {currency}）"),
+    "price_file_format": (
+        ("is neither a price snapshot (columns {snapshot!l}) nor a quote sheet (columns {quotes!l}): "
+         "check the header row"),
+        "既不是价格快照（列 {snapshot!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+    "quote_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU or a known label ({hint})',
+                          'gpu："{gpu}" 不是目录中的GPU或已知标签（{hint}）'),
+    "quote_duplicate": ("tier: {tier} of {gpu} from {provider} in {region} is already quoted at {first}: keep one row",
+                        "tier：{provider}（{region}）的 {gpu} {tier} 价格已在 {first} 报出：只保留一行"),
+    "see_catalog": ("`budgetgen catalog` lists the GPUs", "`budgetgen catalog` 列出目录中的GPU"),
     "required": ("{column}: required ({help!n})", "{column}：必填（{help!n}）"),
     "required_for_kind": ("{column}: required for {kind!t} tasks ({unit!n}): fill it in",
                           "{column}：{kind!t}任务必填（{unit!n}）：请填写"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
 
-from .schema import GPU_COLUMNS, SETTINGS, TIERS
+from .schema import SETTINGS
 
 # Every setting is a field; plan_months is derived from period_start and period_months.
 Settings = make_dataclass(
@@ -37,22 +37,12 @@ class Gpu:
     tflops_fp8: float | None = None  # dense FP8 peak; None: no FP8 unit
     tflops_fp4: float | None = None  # dense FP4 peak; None: no FP4 unit
     form_factor: str = ""  # sxm | pcie
+    provider: str = ""  # whose offer the prices are ("market": a median over providers); blank: not said
+    region: str = ""  # the offer's region ("any": not regional)
     currency: str = ""  # ISO code of the listed prices
     listed_prices: dict[str, float | None] = field(default_factory=dict)
     listed_purchase: float | None = None
     fx: float = 1.0  # plan currency per 1 unit of `currency`
-
-    def as_listed(self) -> dict[str, object]:
-        """The GPU by the GPUs sheet's column names, its prices as listed (in `currency`): the one mapping of
-        fields to columns, which the GPUs sheet, `diff` and the template write."""
-        fields = {"gpu": self.name, "class": self.gpu_class, "vram_gb": self.vram_gb,
-                  "bandwidth_gbs": self.bandwidth_gbs, "tflops": self.tflops, "tflops_fp8": self.tflops_fp8,
-                  "tflops_fp4": self.tflops_fp4, "form_factor": self.form_factor or None,
-                  "interconnect": self.interconnect, "scaling": self.scaling,
-                  **{t.price_column: self.listed_prices.get(t.name) for t in TIERS},
-                  "purchase_price": self.listed_purchase, "currency": self.currency or None, "power_w": self.power_w,
-                  "source": self.source, "as_of": self.as_of}
-        return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 
 @dataclass(frozen=True)
@@ -63,6 +53,7 @@ class Task:
     row: int
     cells: dict[str, str]  # column name -> A1 cell of this row on the Tasks sheet
     extra: dict[str, object] = field(default_factory=dict)  # unknown columns, echoed
+    defaulted: frozenset[str] = frozenset()  # input columns left blank and given their default (e.g. tier)
 
     @property
     def task_id(self) -> str:

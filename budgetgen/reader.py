@@ -25,6 +25,7 @@ from .fx import Rate, fx_table, money_default
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
+from .prices import OFFER_FIELDS
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
@@ -91,7 +92,12 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
 
 def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
     """Every non-blank row of a table sheet, cells parsed by their column's declaration."""
-    rows: Iterator = iter_rows(ws, max_rows=MAX_TABLE_ROWS)
+    return read_rows(iter_rows(ws, max_rows=MAX_TABLE_ROWS), sheet, columns, out)
+
+
+def read_rows(rows: Iterator[tuple[int, tuple]], sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
+    """Every non-blank row of a table, from (row number, values) pairs whose first is the header (a sheet's rows
+    or a CSV file's): cells parsed by their column's declaration, problems at `sheet`!A1-style cells."""
     first = next(rows, None)
     if first is None:
         if any(c.required for c in columns):
@@ -275,13 +281,15 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
     prices' currency, the row's prices replace all of them: one row never mixes two currencies."""
     warnings: list[str] = []
     sheet_cells: dict[str, dict[str, str]] = {}  # per GPUs sheet row: the cell of each column typed there
-    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records()}
+    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records(settings.currency)}
     builtin = {k: dict(v) for k, v in records.items()}
     quoted: set[str] = set()  # GPUs whose prices the user typed
     if ws is not None:
         for name, rec in _keyed_rows(ws, "GPUs", GPU_COLUMNS, "gpu", out):
             sheet_cells[name.lower()] = {k: rec.cells[k] for k in rec.values}
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
+            if "provider" in rec.values:  # the row is that provider's offer: none of the built-in one is kept
+                merged.update(dict.fromkeys(OFFER_FIELDS))
             typed_currency = settings.currency if "currency" not in rec.values else \
                 _read_currency(rec.values["currency"], "GPUs", rec.cells["currency"], out)
             if ("currency" in rec.values or any(c in rec.values for c in PRICE_COLUMNS)) \
@@ -350,6 +358,8 @@ def _read_models(ws, out: Collector) -> ModelCatalog:
 
 # ---------------------------------------------------------------- Tasks
 
+_TIER_DEFAULTED = "\0tier defaulted"  # a transient key of a task's values: its tier is the kind's default
+
 def _resolve_model(v: dict, rec: Record, models: ModelCatalog, out: Collector) -> None:
     """The task's `model` as its catalog name; a near miss a problem at the cell with the nearest name."""
     if v.get("model") is None:
@@ -393,6 +403,7 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: 
         v.setdefault(column.name, None)
     if v["tier"] is None:
         v["tier"] = kind.default_tier
+        v[_TIER_DEFAULTED] = True
     if v["mfu"] is not None and not 0 < v["mfu"] <= 1:
         out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu"), Message("mfu_range", mfu=v["mfu"]))
     if v["gpu"] is not None:
@@ -456,7 +467,8 @@ def _read_tasks(ws, settings: Settings, gpus: list[Gpu], models: ModelCatalog,
                         Message("duplicate_task_id", task_id=task_id, first=seen[key]))
             seen.setdefault(key, rec.cells["task_id"])
         if values is not None:
-            tasks.append(Task(values, rec.row, rec.cells, rec.extra))
+            defaulted = frozenset({"tier"}) if values.pop(_TIER_DEFAULTED, False) else frozenset()
+            tasks.append(Task(values, rec.row, rec.cells, rec.extra, defaulted))
     if not tasks and not out.problems:
         out.add(Code.REQUIRED, "Tasks", "A2", Message("no_tasks"))
     return tasks, list(headers)

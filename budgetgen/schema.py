@@ -245,6 +245,9 @@ GPU_COLUMNS: tuple[Column, ...] = (
       for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
     C("purchase_price", "number", "in the row's currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
+    C("provider", "text", help="whose offer the prices are (built-in: market = the median over providers, "
+      "cn-market = the Chinese market); a row that names one replaces the built-in offer, its blank prices not offered"),
+    C("region", "text", help="the provider's region; any: not regional"),
     C("currency", "text", help="ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. "
       "Prices in another currency are converted at the FX rate on Assumptions"),
     C("source", "text", help="where the prices came from"),

@@ -23,7 +23,7 @@ EXAMPLE_TASKS = (
      "method": "full", "train_tokens": "20B", "runs_per_month": 0.5, "cost_center": "research"},
     {"task_id": f"{EXAMPLE_PREFIX}03", "task": "Knowledge-base chat service", "kind": "inference", "model": "Qwen2.5-7B",
      "method": "int4", "requests_per_day": 10000, "prompt_tokens": 1500, "tokens_per_request": 500,
-     "serving_hours_per_day": 8, "gpu": "RTX 4090", "tier": "monthly", "cost_center": "knowledge-base"},
+     "serving_hours_per_day": 8, "gpu": "RTX 4090", "cost_center": "knowledge-base"},
     {"task_id": f"{EXAMPLE_PREFIX}04", "task": "Nightly document summaries", "kind": "batch", "model": "Qwen2.5-14B",
      "method": "int8", "batch_requests": 200000, "prompt_tokens": 800, "tokens_per_request": 300,
      "runs_per_month": 30, "cost_center": "knowledge-base"},
@@ -76,7 +76,7 @@ def catalog_rows(currency: str, today: dt.date) -> list[dict[str, object]]:
     which the row's source names with its date; where no rate is known, the prices blank and the catalog's
     figures named in the source as a hint (never a number under another currency's label)."""
     rows = []
-    for rec in builtin_records():
+    for rec in builtin_records(currency):  # an offer in the plan currency where there is one, else the market's
         row = dict(rec)
         listed = str(rec["currency"])
         priced = [c for c in PRICE_COLUMNS if rec.get(c) is not None]

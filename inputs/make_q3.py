@@ -50,6 +50,12 @@ EXTRAS = [
     ("Egress to users", "egress", 600, None, None),
     ("Container registry and images", "images", 150, "2026-08", None),
 ]
+# The rate the plan converts the catalog's USD offers with, typed so that the sample's numbers do not move with
+# the bundled reference rates: the ECB's of 2026-10-30 (1 USD = 6.6529 CNY).
+FX = [
+    ("currency", "rate", "as_of", "source"),
+    ("USD", 6.6529, "2026-10-30", "ECB reference rate"),
+]
 
 
 CHOICE_TASK_COLUMNS = {c.name for c in TASK_COLUMNS if c.type == "choice"}
@@ -84,6 +90,7 @@ def write(path: Path, lang: str = "en") -> None:
     sheet(ws, [tuple(name(h, lang) for h in ("setting", "value", "note")), *settings])
     sheet(wb.create_sheet(sheet_name("Tasks", lang)), [headers, *tasks])
     sheet(wb.create_sheet(sheet_name("Extras", lang)), extras)
+    sheet(wb.create_sheet(sheet_name("FX", lang)), [tuple(name(h, lang) for h in FX[0]), *FX[1:]])
     wb.save(path)
 
 

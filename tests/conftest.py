@@ -15,12 +15,13 @@ import openpyxl
 import pytest
 
 import budgetgen
-from budgetgen import catalog, models
+from budgetgen import catalog, models, prices
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "inputs" / "q3.xlsx"
 DATA = Path(__file__).resolve().parent / "data"
 TEST_CATALOG = DATA / "gpus.csv"  # the built-in catalog as the tests know it (see tests/data/NOTICE.md)
+TEST_PRICES = DATA / "prices.csv"  # the built-in offers as the tests know them
 TEST_MODELS = DATA / "models.csv"  # the built-in model catalog as the tests know it
 FOCUS_SAMPLE = DATA / "focus_sample.csv"  # the FinOps Foundation's FOCUS 1.0 sample bill, CC BY 4.0
 
@@ -34,10 +35,11 @@ def pytest_report_header() -> str:
 def fixed_catalog() -> Iterator[Path]:
     """Every test (and every module-scoped fixture: hence the session scope) sees the fixed test catalog as the
     built-in one, so adding a GPU to the product breaks no test. A test running budgetgen in another
-    interpreter sets `catalog.CATALOG_RESOURCE` there too (see `test_bad_input.ISOLATED`). The model catalog
-    likewise is the fixed `TEST_MODELS`."""
+    interpreter sets `catalog.CATALOG_RESOURCE` there too (see `test_bad_input.ISOLATED`). The offers (prices) and
+    the model catalog likewise are the fixed `TEST_PRICES` and `TEST_MODELS`."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(catalog, "CATALOG_RESOURCE", TEST_CATALOG)
+        patch.setattr(prices, "OFFERS_RESOURCE", TEST_PRICES)
         patch.setattr(models, "MODELS_RESOURCE", TEST_MODELS)
         models.builtin_models.cache_clear()
         yield TEST_CATALOG

@@ -434,9 +434,10 @@ def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
 ISOLATED = """
 import json, pathlib, resource, sys, time
 from click.testing import CliRunner
-from budgetgen import catalog, models
+from budgetgen import catalog, models, prices
 from budgetgen.cli import main
 catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalogs, as in conftest
+prices.OFFERS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("prices.csv")
 models.MODELS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("models.csv")
 start = time.process_time()
 result = CliRunner().invoke(main, sys.argv[2:])

@@ -9,7 +9,7 @@ from importlib import resources
 import pytest
 from conftest import TODAY, make_input
 
-from budgetgen import catalog
+from budgetgen import catalog, prices
 from budgetgen.catalog import catalog_warnings
 from budgetgen.model import Gpu, Settings
 from budgetgen.reader import read_inputs
@@ -148,30 +148,46 @@ def test_old_prices_on_the_gpus_sheet_name_the_as_of_cell(tmp_path):
 
 # ------------------------------------------------------------------ the shipped catalog
 
-def shipped_warnings(monkeypatch, build_date: str) -> list:
+def shipped(monkeypatch, currency: str | None = "CNY") -> list:
+    """The shipped catalog priced by its offers in `currency` (CNY: the Chinese-market rows)."""
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", SHIPPED)
-    return catalog_warnings(catalog.builtin_catalog(), Settings(build_date=build_date))
+    monkeypatch.setattr(prices, "OFFERS_RESOURCE", SHIPPED.with_name("prices.csv"))
+    return catalog.builtin_catalog(currency)
+
+
+def shipped_warnings(monkeypatch, build_date: str, currency: str | None = "CNY") -> list:
+    return catalog_warnings(shipped(monkeypatch, currency), Settings(build_date=build_date))
 
 
 def test_the_shipped_catalog_has_no_price_contradiction(monkeypatch):
     assert shipped_warnings(monkeypatch, "2026-07-01") == []
+    assert shipped_warnings(monkeypatch, "2026-12-03", currency=None) == []  # the USD market offers
+
+
+def test_the_shipped_usd_offers_age_from_the_snapshot_date(monkeypatch):
+    """Retrieved 2026-12-03: fresh until 2027-06-03, then every GPU priced in USD is flagged once."""
+    usd = [g.name for g in shipped(monkeypatch, "USD") if g.currency == "USD"]
+    assert {"H100 80G", "H200", "B200", "MI300X", "L4", "A10"} <= set(usd)
+    assert [w for w in shipped_warnings(monkeypatch, "2027-06-03", "USD") if w.params["gpu"] in usd] == []
+    old = shipped_warnings(monkeypatch, "2027-06-04", "USD")
+    assert [w.params["gpu"] for w in old if w.key == "catalog_prices_old" and w.params["as_of"] == "2026-12-03"] == usd
 
 
 def test_the_shipped_rtx_4090_rent_is_below_on_demand_around_the_clock(monkeypatch):
     """The decision written in its `source`: on demand 3 an hour (market mid-point) stays, the monthly rent is the
     catalog's rule 0.85 x 730 x 3 = 1,861.5, rounded to the hundred as the other rows: 1,900 < 2,190."""
-    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", SHIPPED)
-    g = next(g for g in catalog.builtin_catalog() if g.name == "RTX 4090")
+    g = next(g for g in shipped(monkeypatch) if g.name == "RTX 4090")
     assert g.prices["on_demand"] == 3 and g.prices["monthly"] == round(0.85 * 730 * 3, -2) == 1900
     assert "monthly 1900 is the assumption 0.85x730x hourly" in g.source and g.as_of == "2026-07"
 
 
 def test_the_shipped_prices_are_dated_2026_07_and_age_honestly(monkeypatch):
-    """Dated 2026-07: fine until 2027-01-31, then every priced GPU is flagged once."""
+    """The Chinese-market prices are dated 2026-07: fine until 2027-01-31, then every GPU priced by them is flagged
+    once; the snapshot's USD offers (the other GPUs' prices in a CNY plan) are dated 2026-12-03, not old yet."""
     assert shipped_warnings(monkeypatch, "2027-01-31") == []
     old = shipped_warnings(monkeypatch, "2027-02-01")
-    priced = [g.name for g in catalog.builtin_catalog()
-              if g.purchase_price is not None or any(p is not None for p in g.prices.values())]
+    priced = [g.name for g in shipped(monkeypatch) if g.as_of == "2026-07"
+              and (g.purchase_price is not None or any(p is not None for p in g.prices.values()))]
     assert [w.key for w in old] == ["catalog_prices_old"] * len(priced)
     assert [w.params["gpu"] for w in old] == priced and len(priced) >= 5
 

@@ -99,7 +99,10 @@ def test_output_equal_to_input_is_refused(tmp_path):
 def test_catalog_lists_builtin_gpus():
     result = run("catalog")
     assert result.exit_code == 0
-    assert "RTX 4090" in result.output and "H100 80G" in result.output and "27,900.0" in result.output
+    assert "RTX 4090" in result.output and "H100 80G" in result.output and "27,900" in result.output
+    offers = result.output.split("\n\n")[1].splitlines()
+    assert offers[1].split()[:4] == ["gpu", "provider", "region", "cur"]
+    assert any(line.split()[:6] == ["H100", "80G", "market", "any", "USD", "-"] for line in offers)
 
 
 @pytest.mark.parametrize("command", ["init", "validate", "build", "diff", "catalog"])

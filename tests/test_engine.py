@@ -141,10 +141,10 @@ def test_balanced_takes_the_middle_of_five(tmp_path):
     plan = plan_for(tmp_path, [{"task_id": "B", "kind": "finetune", "model_params_b": 1, "method": "lora",
                                 "train_tokens": "10M", "tier": "on_demand"}], settings={"gpu_choice": "balanced"})
     options = sorted((c for c in plan.tasks[0].candidates if not c.excluded), key=lambda c: c.row["monthly_cost"])
-    assert len(options) == 5   # H200 and L4 have no price
-    # drop the dearest and the cheapest, take the middle one of the remaining three = the 3rd cheapest
-    assert plan.tasks[0].row["gpu"] == options[2].gpu
-    assert [c.gpu for c in plan.tasks[0].candidates if c.chosen] == [options[2].gpu]
+    assert len(options) == 7   # the five Chinese-market offers, and H200 and L4 by their USD offers converted
+    # drop the dearest and the cheapest, take the middle one of the remaining five = the 4th cheapest
+    assert plan.tasks[0].row["gpu"] == options[3].gpu
+    assert [c.gpu for c in plan.tasks[0].candidates if c.chosen] == [options[3].gpu]
 
 
 def test_balanced_with_two_options_takes_the_cheapest(tmp_path):

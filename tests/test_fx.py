@@ -1,7 +1,8 @@
 """Money in the plan's currency: prices carry their currency, a dated rate converts them, nothing is relabelled.
 
 Expected rates are read from the ECB data set directly (the `currency_converter` package), independently of
-budgetgen's own lookup; amounts are worked out here from the test catalog's CNY prices.
+budgetgen's own lookup; amounts are worked out here from the test catalog's offers (tests/data/prices.csv): the
+A100 80G's Chinese-market offer (12 CNY on demand, 8,250 a month) and its USD market offer (1.765 on demand).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from budgetgen.api import build_budget
 from budgetgen.cli import main
 from budgetgen.errors import Code
 
-A100_CNY = 12.0  # the test catalog's A100 80G on-demand price per card-hour, in CNY (tests/data/gpus.csv)
+A100_CNY = 12.0  # the A100 80G's cn-market on-demand price per card-hour, in CNY
 A100_MONTHLY_CNY = 8250.0
+A100_USD = 1.765  # its USD market offer, on demand (no monthly rent)
+A6000_CNY = 5.0  # the RTX A6000 has a cn-market offer only
 DAY = dt.date(2026, 12, 3)
 BATCH = {"task_id": "T1", "kind": "batch", "model_params_b": "7B", "batch_requests": 1000, "tokens_per_request": 100,
          "gpu": "A100 80G", "tier": "on_demand"}
@@ -39,16 +42,17 @@ def test_init_plan_left_as_written_is_priced_in_its_currency(tmp_path, currency)
     result = CliRunner().invoke(main, ["init", str(book), "--currency", currency, "--date", DAY.isoformat()])
     assert result.exit_code == 0, result.output
     inputs = read_inputs(book, today=DAY)
-    rate = ecb("CNY", currency, DAY)
-    a100 = inputs.gpu("A100 80G")
-    assert inputs.settings.currency == currency and a100.currency == currency
-    assert a100.prices["on_demand"] == pytest.approx(A100_CNY * rate, rel=1e-12)
-    assert a100.prices["monthly"] == pytest.approx(A100_MONTHLY_CNY * rate, rel=1e-12)
+    rate, usd = ecb("CNY", currency, DAY), ecb("USD", currency, DAY)
+    a100, a6000 = inputs.gpu("A100 80G"), inputs.gpu("RTX A6000")
+    assert inputs.settings.currency == currency and a100.currency == a6000.currency == currency
+    # the A100's USD market offer (USD x 1 in a USD plan), the A6000's CNY offer, each times the bundled rate
+    assert a100.prices["on_demand"] == pytest.approx(A100_USD * usd, rel=1e-12) and a100.prices["monthly"] is None
+    assert a6000.prices["on_demand"] == pytest.approx(A6000_CNY * rate, rel=1e-12)
     # the row says what it was converted from, at which rate and on which day
     sheet = openpyxl.load_workbook(book, read_only=True)["GPUs"]
     rows = list(sheet.iter_rows(values_only=True))
     header = rows[0]
-    row = next(r for r in rows if r[0] == "A100 80G")
+    row = next(r for r in rows if r[0] == "RTX A6000")
     source = row[header.index("source")]
     assert "converted from" in source and "CNY" in source and f"{rate:.6g} {currency} per CNY" in source
     assert row[header.index("currency")] == currency
@@ -61,10 +65,12 @@ def test_init_plan_left_as_written_is_priced_in_its_currency(tmp_path, currency)
 def test_builtin_cny_prices_in_a_usd_plan_are_converted_not_relabelled(tmp_path):
     book = make_input(tmp_path / "in.xlsx", [BATCH], settings={"currency": "USD", "build_date": DAY.isoformat()})
     inputs = read_inputs(book, today=DAY)
-    a100 = inputs.gpu("A100 80G")
-    assert a100.currency == "CNY" and a100.listed_prices["on_demand"] == A100_CNY
-    assert a100.prices["on_demand"] == pytest.approx(A100_CNY * ecb("CNY", "USD", DAY), rel=1e-12)
+    a6000 = inputs.gpu("RTX A6000")
+    assert a6000.currency == "CNY" and a6000.listed_prices["on_demand"] == A6000_CNY
+    assert a6000.prices["on_demand"] == pytest.approx(A6000_CNY * ecb("CNY", "USD", DAY), rel=1e-12)
     assert inputs.fx.rate("CNY").as_of <= DAY.isoformat()
+    # a USD offer where there is one: the A100 80G's, as it is
+    assert inputs.gpu("A100 80G").prices["on_demand"] == A100_USD
 
 
 def test_a_gpus_row_typed_in_cny_in_a_usd_plan_is_converted(tmp_path):
@@ -72,8 +78,8 @@ def test_a_gpus_row_typed_in_cny_in_a_usd_plan_is_converted(tmp_path):
     book = make_input(tmp_path / "in.xlsx", [BATCH], settings={"currency": "USD"}, gpus=gpus,
                       extra_sheets={"FX": [["currency", "rate", "as_of", "source"], ["CNY", 0.5, "2026-06-01", "bank"]]})
     a100 = read_inputs(book, today=TODAY).gpu("A100 80G")
-    # the typed rate, not the reference one; the row's other built-in prices (CNY as well) stay
-    assert a100.prices["on_demand"] == 5.0 and a100.prices["monthly"] == A100_MONTHLY_CNY * 0.5
+    # the typed rate, not the reference one; the built-in USD offer's spot price is not mixed into a CNY row
+    assert a100.prices["on_demand"] == 5.0 and a100.prices["spot"] is None and a100.currency == "CNY"
 
 
 def test_a_gpus_row_without_currency_is_in_the_plan_currency_and_never_mixed_with_cny(tmp_path):
@@ -114,6 +120,7 @@ def test_builtin_prices_without_a_rate_are_left_out_with_a_true_warning(tmp_path
 
 
 def test_typed_quotes_are_not_called_old_but_catalog_prices_are(tmp_path):
+    # A CNY plan: the A100 80G and H100 80G are priced by their Chinese-market offers, dated 2026-07
     late = dt.date(2027, 9, 1)  # the test catalog's prices are dated 2026-07: old by then
     gpus = [{"gpu": "A100 80G", "on_demand_per_hour": 9.5, "as_of": "2026-07"}]  # a fresh quote, stale date left
     book = make_input(tmp_path / "in.xlsx", [BATCH], settings={"period_start": "2027-10"}, gpus=gpus)
@@ -123,7 +130,8 @@ def test_typed_quotes_are_not_called_old_but_catalog_prices_are(tmp_path):
 
 
 def test_the_workbook_converts_with_a_named_rate_it_shows(tmp_path):
-    book = make_input(tmp_path / "in.xlsx", [BATCH], settings={"currency": "USD", "build_date": DAY.isoformat()})
+    book = make_input(tmp_path / "in.xlsx", [BATCH], settings={"currency": "USD", "build_date": DAY.isoformat()},
+                      gpus=[{"gpu": "A100 80G", "on_demand_per_hour": A100_CNY, "currency": "CNY"}])
     result = build_budget(book, tmp_path / "out.xlsx", build_date=DAY)
     wb = openpyxl.load_workbook(result.workbook)
     values = openpyxl.load_workbook(result.workbook, data_only=True)

@@ -64,7 +64,7 @@ def builds(tmp_path_factory):
 def test_chinese_sample_builds_to_the_numbers_of_the_english_one(builds):
     _, en, _ = builds["en"]
     _, zh, _ = builds["zh"]
-    assert en["period_total"] == pytest.approx(154_427, abs=1)  # the README's worked example
+    assert en["period_total"] == pytest.approx(153_792, abs=1)  # the sample on the tests' catalog and FX sheet
     assert zh == en  # every number, key and canonical value; warnings in the JSON stay English
 
 
@@ -97,13 +97,13 @@ def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
 def test_diff_reads_a_chinese_budget_like_an_english_one(builds):
     result = run("diff", builds["en"][0], builds["zh"][0], *DATE)
     assert result.exit_code == 0, result.output
-    assert "no changes" in result.output and "154,427 -> 154,427" in result.output
+    assert "no changes" in result.output and "153,792 -> 153,792" in result.output
 
 
 def test_cli_prints_chinese_summary_lines(builds):
     output = builds["zh"][2]
     assert output.startswith("已写入 ")
-    assert "计划期合计 2026-07 至 2026-09：154,427 CNY" in output
+    assert "计划期合计 2026-07 至 2026-09：153,792 CNY" in output
     assert "  2026-07：GPU 30,349 CNY + 额外费用 1,000 CNY + 缓冲 7,587 CNY = 38,936 CNY" in output
     assert "警告：KB01：按需比包月每月便宜 4,540" in output
     assert "Warning:" not in output and "Period total" not in output

@@ -24,10 +24,11 @@ def test_readme_worked_example_prints_what_the_build_prints(tmp_path, monkeypatc
     from click.testing import CliRunner
     from conftest import SAMPLE
 
-    from budgetgen import catalog, models
+    from budgetgen import catalog, models, prices
     from budgetgen.cli import main
 
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
+    monkeypatch.setattr(prices, "OFFERS_RESOURCE", files("budgetgen") / "data" / "prices.csv")
     monkeypatch.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
     models.builtin_models.cache_clear()
 

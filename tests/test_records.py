@@ -34,8 +34,9 @@ records.TASK_KINDS += (TaskKind("evaluation", training=False, online=False, meth
                                 ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day",
                                          "min_replicas"),
                                 zh="评测", requests="batch_requests", meaning="offline model evaluation"),)
-from budgetgen import catalog, models
+from budgetgen import catalog, models, prices
 catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])
+prices.OFFERS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("prices.csv")
 models.MODELS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("models.csv")
 import budgetgen
 result = budgetgen.build_budget(sys.argv[2], sys.argv[3], json_path=sys.argv[4])
@@ -50,12 +51,14 @@ def fifth(tmp_path_factory):
     # A catalog of one card, priced on the new tier too (the catalog reads each tier's price column), keeps the
     # Candidates sheet, and so the recalculation below, small.
     card = {"gpu": "TestCard", "class": "datacenter", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300,
-            "interconnect": "nvlink", "scaling": 0.9, "on_demand_per_hour": ON_DEMAND,
-            "reserved_1y_per_hour": RESERVED, "monthly_per_card": MONTHLY, "source": "test", "as_of": "2026-06-01"}
-    with (folder / "gpus.csv").open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(card))
-        writer.writeheader()
-        writer.writerow(card)
+            "interconnect": "nvlink", "scaling": 0.9, "source": "test", "as_of": "2026-06-01"}
+    offer = {"gpu": "TestCard", "provider": "test", "region": "any", "currency": "CNY", "on_demand_per_hour": ON_DEMAND,
+             "reserved_1y_per_hour": RESERVED, "monthly_per_card": MONTHLY, "source": "test", "as_of": "2026-06-01"}
+    for name, row in (("gpus.csv", card), ("prices.csv", offer)):
+        with (folder / name).open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(row))
+            writer.writeheader()
+            writer.writerow(row)
     shutil.copy(TEST_CATALOG.with_name("models.csv"), folder / "models.csv")
     tasks = [{"task_id": "EV1", "kind": "evaluation", "model_params_b": "7B", "batch_requests": 20000,
               "tokens_per_request": 300, "gpu": "TestCard"},

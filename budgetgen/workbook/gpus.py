@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name
 
+from ..catalog import gpu_record
 from ..i18n import name as input_name
 from ..schema import GPU_COLUMNS, TIERS
 from .book import Book
@@ -13,7 +14,7 @@ from .printing import print_setup
 SHEET = "GPUs"
 # Column widths by column (9 for the rest): a price column is 12 wide for the reference and card-month prices.
 _WIDTHS = {"gpu": 14, "class": 12, "bandwidth_gbs": 12, "form_factor": 10, "interconnect": 10, "scaling": 8,
-           "purchase_price": 12, "power_w": 8, "source": 44,
+           "purchase_price": 12, "power_w": 8, "provider": 12, "region": 10, "source": 44,
            **{t.price_column: 12 if t.reference or t.per_card_month else 11 for t in TIERS}}
 _FORMATS = {"scaling": "percent", "purchase_price": "money",
             **{t.price_column: "money" if t.per_card_month else "price" for t in TIERS}}
@@ -39,7 +40,7 @@ def write_gpus(book: Book, ws, gpus) -> None:
                 [10] + [12] * len(converted), first_col=rate_col)
     for i, g in enumerate(gpus, start=1):
         n = i + 1
-        values = g.as_listed()
+        values = gpu_record(g)
         for col, key in enumerate(cols):
             book.value(ws, i, col, values[key], "input", _LISTED_FORMATS.get(key, "general"))
         rate = f"{xl_col_to_name(rate_col)}{n}"

@@ -17,7 +17,7 @@ import openpyxl
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from budgetgen import api, catalog, models
+from budgetgen import api, catalog, models, prices
 
 BUILD_DATE = dt.date(2026, 6, 15)
 HERE = Path(__file__).parent
@@ -41,6 +41,7 @@ def cell_values(path: Path) -> dict[str, dict[str, object]]:
 def build_sample(folder: Path) -> tuple[dict, dict]:
     catalog.CATALOG_RESOURCE = ROOT / "tests" / "data" / "gpus.csv"
     models.MODELS_RESOURCE = ROOT / "tests" / "data" / "models.csv"
+    prices.OFFERS_RESOURCE = ROOT / "tests" / "data" / "prices.csv"
     models.builtin_models.cache_clear()
     result = api.build_budget(ROOT / "inputs" / "q3.xlsx", folder / "q3.xlsx", json_path=folder / "q3.json",
                               bills=[HERE / "bill_cny.csv"], build_date=BUILD_DATE)

@@ -1,0 +1,294 @@
+"""Price offers: who rents a GPU at which tier prices, where, in which currency, as of when, on whose word.
+
+The built-in offers are package data (`budgetgen/data/prices.csv`, one row per offer); `choose_offer` picks the
+one a plan uses for each GPU. The USD offers there are derived from a dated snapshot of public list prices by
+`derive_offers` (run by `tools/make_prices.py`); the snapshot's GPU labels map to catalog names through
+`budgetgen/data/gpu_aliases.csv`, and which providers count towards a "market" price is
+`budgetgen/data/providers.csv`. Reading such files (the snapshot's format, a quote sheet) is `price_files.py`.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from .records import TIERS
+
+DATA = resources.files("budgetgen") / "data"
+OFFERS_RESOURCE = DATA / "prices.csv"
+ALIASES_RESOURCE = DATA / "gpu_aliases.csv"
+PROVIDERS_RESOURCE = DATA / "providers.csv"
+
+MARKET = "market"  # the provider name of an offer that stands for a market (a median over providers)
+ANY_REGION = "any"  # an offer's region when it is not regional
+# The price columns in the order of the GPUs sheet: the reference (list) price first.
+PRICE_COLUMNS = tuple(t.price_column for t in sorted(TIERS, key=lambda t: not t.reference))
+OFFER_COLUMNS = ("gpu", "provider", "region", "currency", *PRICE_COLUMNS, "purchase_price", "source", "as_of")
+# The columns an offer fills on a GPUs row (everything but the GPU's name and its specs).
+OFFER_FIELDS = OFFER_COLUMNS[1:]
+
+# Derived offers' sources start with this, so that regenerating prices.csv keeps the hand-entered rows.
+SNAPSHOT_SOURCE = "price snapshot"
+# Words in a row_flags.csv flag that make a row unusable: a suspected catalog error, columns swapped in the
+# source, a price missing its host VM, a spot price equal to on-demand. Other flags say how a value was derived.
+SUSPECT_FLAG_WORDS = ("suspect", "swapped", "accelerator-only", "spot equals on-demand")
+# Snapshot regions that mean "every region the provider lists, at one price".
+ALL_REGIONS = ("all-listed-regions", "default", "unspecified", "")
+_RETRIEVED = re.compile(r"retrieved:(\d{4}-\d{2}-\d{2})")
+_SNAPSHOT_COMMIT = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)@(?P<commit>[0-9a-f]{7,40}):(?P<path>\S+)$")
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One provider's prices for one GPU: per tier (None: not offered), in `currency`, dated and sourced."""
+
+    gpu: str
+    provider: str
+    region: str
+    currency: str
+    prices: Mapping[str, float | None] = field(default_factory=dict)  # tier name -> price in the tier's unit
+    purchase_price: float | None = None
+    source: str = ""
+    as_of: str = ""
+
+    def fields(self) -> dict[str, object]:
+        """The GPUs columns it fills, by name: provider, region, currency, the tier prices, purchase, source, date."""
+        return {"provider": self.provider, "region": self.region, "currency": self.currency,
+                **{t.price_column: self.prices.get(t.name) for t in TIERS},
+                "purchase_price": self.purchase_price, "source": self.source, "as_of": self.as_of}
+
+    @property
+    def priced(self) -> bool:
+        return self.purchase_price is not None or any(p is not None for p in self.prices.values())
+
+
+@dataclass(frozen=True)
+class ListedPrice:
+    """One row of a price snapshot (gpu_prices.csv): an instance type's price per GPU-hour, in USD."""
+
+    provider: str
+    region: str
+    instance_type: str
+    label: str  # the snapshot's GPU label, e.g. A100-80GB
+    on_demand: float | None  # USD per GPU-hour
+    spot: float | None
+    source: str = ""
+    as_of: str = ""
+    row: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """How row_flags.csv names the row."""
+        return (self.provider, self.region, self.instance_type, self.label)
+
+
+@dataclass(frozen=True)
+class Provider:
+    """A provider of the snapshot: its kind and the GPU classes whose market price its rows count towards."""
+
+    name: str
+    kind: str  # cloud | aggregator | marketplace
+    counts_for: tuple[str, ...]
+    note: str = ""
+
+
+def _rows(resource) -> list[dict[str, str]]:
+    with resource.open("r", newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _number(text: str | None) -> float | None:
+    return float(text) if text and text.strip() else None
+
+
+# ---------------------------------------------------------------- the built-in offers
+
+def offer_from_record(rec: Mapping[str, object]) -> Offer:
+    """An Offer from a record keyed by OFFER_COLUMNS (prices already numbers or None)."""
+    return Offer(gpu=str(rec["gpu"]), provider=str(rec.get("provider") or ""),
+                 region=str(rec.get("region") or ANY_REGION), currency=str(rec.get("currency") or ""),
+                 prices={t.name: rec.get(t.price_column) for t in TIERS},
+                 purchase_price=rec.get("purchase_price"), source=str(rec.get("source") or ""),
+                 as_of=str(rec.get("as_of") or ""))
+
+
+def read_offers(resource) -> list[Offer]:
+    """Offers from a prices.csv (the package's, or a fixed copy in the tests)."""
+    numbers = set(PRICE_COLUMNS) | {"purchase_price"}
+    return [offer_from_record({k: (_number(v) if k in numbers else v) for k, v in row.items()})
+            for row in _rows(resource)]
+
+
+def builtin_offers() -> list[Offer]:
+    """The built-in offers, in file order: each in its source currency, with its source and date."""
+    return read_offers(OFFERS_RESOURCE)
+
+
+def write_offers(offers: Iterable[Offer], path: Path) -> None:
+    """Write offers as a prices.csv (what tools/make_prices.py does)."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, OFFER_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for offer in offers:
+            writer.writerow({k: "" if v is None else f"{v:g}" if isinstance(v, float) else v
+                             for k, v in {"gpu": offer.gpu, **offer.fields()}.items()})
+
+
+def choose_offer(offers: Iterable[Offer], gpu: str, currency: str | None = None, provider: str | None = None,
+                 region: str | None = None) -> Offer | None:
+    """The one offer a plan uses for `gpu` (None: no offer fits).
+
+    A provider or region asked for: only its offers (a region also accepts the provider's "any"-region offer,
+    the regional one first). Else offers in `currency` first, so that a CNY plan keeps its CNY prices; among
+    several, the "market" offer, else the first listed. Else the "market" offer, else the first listed."""
+    mine = [o for o in offers if o.gpu.lower() == gpu.lower()]
+    if provider or region:
+        mine = [o for o in mine if (not provider or o.provider.lower() == provider.lower())
+                and (not region or o.region.lower() in (region.lower(), ANY_REGION))]
+        mine.sort(key=lambda o: o.region == ANY_REGION)
+        return mine[0] if mine else None
+    if currency:
+        same = [o for o in mine if o.currency.upper() == currency.upper()]
+        mine = same or mine
+    market = [o for o in mine if o.provider == MARKET]
+    return (market or mine or [None])[0]
+
+
+# ---------------------------------------------------------------- the snapshot's labels and providers
+
+@cache
+def gpu_aliases() -> dict[str, str]:
+    """Snapshot label (upper case) -> catalog GPU name (budgetgen/data/gpu_aliases.csv)."""
+    return {row["label"].strip().upper(): row["gpu"].strip() for row in _rows(ALIASES_RESOURCE)}
+
+
+@cache
+def providers() -> dict[str, Provider]:
+    """The snapshot's providers by name (budgetgen/data/providers.csv)."""
+    return {row["provider"]: Provider(row["provider"], row["kind"], tuple(row["counts_for"].split()), row["note"])
+            for row in _rows(PROVIDERS_RESOURCE)}
+
+
+def catalog_name(label: str, names: Iterable[str] = ()) -> str | None:
+    """The catalog GPU a label stands for: a catalog name (any case) or an alias; None for neither."""
+    text = label.strip()
+    by_lower = {n.lower(): n for n in names}
+    return by_lower.get(text.lower()) or gpu_aliases().get(text.upper())
+
+
+def is_suspect(flag: str) -> bool:
+    """Whether a row_flags.csv flag makes its row unusable (SUSPECT_FLAG_WORDS)."""
+    return any(word in flag.lower() for word in SUSPECT_FLAG_WORDS)
+
+
+# ---------------------------------------------------------------- offers derived from a snapshot
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 4) if values else None
+
+
+def _retrieved(rows: Iterable[ListedPrice]) -> str:
+    """The snapshot's retrieval date (YYYY-MM-DD) from the rows' as_of, the latest if they differ."""
+    dates = [m[1] for r in rows if (m := _RETRIEVED.search(r.as_of))]
+    return max(dates, default="")
+
+
+def _commits(rows: Iterable[ListedPrice]) -> str:
+    """The distinct files and commits the rows cite, as `repo@commit:path` joined by spaces."""
+    return " ".join(dict.fromkeys(r.source for r in rows if _SNAPSHOT_COMMIT.match(r.source))) or "(no commit given)"
+
+
+def _provider_offer(gpu: str, provider: str, rows: list[ListedPrice], left_out: int) -> Offer:
+    on_demand = [r.on_demand for r in rows if r.on_demand is not None]
+    spot = [r.spot for r in rows if r.spot is not None]
+    regions = {r.region for r in rows}
+    region = regions.pop() if len(regions) == 1 and not {r.lower() for r in regions} & set(ALL_REGIONS) else ANY_REGION
+    labels = "/".join(dict.fromkeys(r.label for r in rows))
+    text = (f"{SNAPSHOT_SOURCE} (gpu_prices.csv) retrieved {_retrieved(rows)}: {provider} {labels}, median USD per "
+            f"GPU-hour of {len(rows)} row(s) (on-demand {len(on_demand)}, spot {len(spot)})")
+    if provider in providers() and providers()[provider].note:
+        text += f"; {providers()[provider].note}"
+    if left_out:
+        text += f"; {left_out} row(s) flagged suspect in row_flags.csv left out"
+    return Offer(gpu, provider, region, "USD", {**dict.fromkeys(t.name for t in TIERS),
+                                                **_tier_prices(_median(on_demand), _median(spot))},
+                 source=f"{text}; {_commits(rows)}", as_of=_retrieved(rows))
+
+
+def _tier_prices(on_demand: float | None, spot: float | None) -> dict[str, float | None]:
+    """A snapshot's two prices as tier prices: on-demand is the reference tier, spot the tier that reruns."""
+    reference = next(t.name for t in TIERS if t.reference)
+    interruptible = next(t.name for t in TIERS if t.reruns)
+    return {reference: on_demand, interruptible: spot}
+
+
+def _market_offer(gpu: str, gpu_class: str, offers: list[Offer], rows: dict[str, list[ListedPrice]],
+                  left_out: dict[str, int]) -> Offer | None:
+    known = providers()
+    counted = [o for o in offers if o.provider in known and gpu_class in known[o.provider].counts_for]
+    if not counted:
+        return None
+    reference = next(t.name for t in TIERS if t.reference)
+    interruptible = next(t.name for t in TIERS if t.reruns)
+
+    def listing(tier: str) -> str:
+        return ", ".join(f"{o.provider} {o.prices[tier]:g} ({sum(getattr(r, _FIELD[tier]) is not None for r in rows[o.provider])} rows)"
+                         for o in counted if o.prices[tier] is not None) or "none"
+
+    kinds = "/".join(dict.fromkeys(known[o.provider].kind for o in counted))
+    others = [o.provider for o in offers if o not in counted]
+    suspect = [f"{p} {n}" for p, n in sorted(left_out.items()) if n]
+    used = [r for o in counted for r in rows[o.provider]]
+    text = (f"{SNAPSHOT_SOURCE} (gpu_prices.csv) retrieved {_retrieved(used)}: median of the provider medians (USD per GPU-hour) of "
+            f"the {kinds} providers whose rows count for {gpu_class} cards; on-demand: {listing(reference)}; "
+            f"spot: {listing(interruptible)}")
+    if others:
+        text += f"; not counted: {', '.join(f'{p} ({known[p].kind})' if p in known else p for p in others)}"
+    if suspect:
+        text += f"; rows flagged suspect in row_flags.csv left out: {', '.join(suspect)}"
+    return Offer(gpu, MARKET, ANY_REGION, "USD",
+                 {**dict.fromkeys(t.name for t in TIERS),
+                  **_tier_prices(_median([o.prices[reference] for o in counted if o.prices[reference] is not None]),
+                                 _median([o.prices[interruptible] for o in counted
+                                          if o.prices[interruptible] is not None]))},
+                 source=f"{text}; {_commits(used)}", as_of=_retrieved(used))
+
+
+_FIELD = {t.name: "on_demand" if t.reference else "spot" for t in TIERS if t.reference or t.reruns}
+
+
+def derive_offers(listed: Iterable[ListedPrice], classes: Mapping[str, str],
+                  suspect: Iterable[tuple[str, str, str, str]] = ()) -> list[Offer]:
+    """Offers from snapshot rows, for each catalog GPU (`classes`: name -> GPU class, in catalog order) that a
+    label maps to: a "market" offer (the median of the provider medians of the providers that count for the
+    GPU's class, on-demand and spot apart) and one offer per provider (the median of its rows), in USD.
+
+    Rows whose label maps to no catalog GPU are skipped; rows in `suspect` (row_flags keys) are left out and
+    counted in the sources."""
+    suspect = set(suspect)
+    by_gpu: dict[str, dict[str, list[ListedPrice]]] = defaultdict(lambda: defaultdict(list))
+    left_out: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in listed:
+        gpu = catalog_name(row.label, classes)
+        if gpu is None:
+            continue
+        if row.key in suspect:
+            left_out[gpu][row.provider] += 1
+        else:
+            by_gpu[gpu][row.provider].append(row)
+    out: list[Offer] = []
+    for gpu, gpu_class in classes.items():
+        rows = by_gpu.get(gpu)
+        if not rows:
+            continue
+        offers = [_provider_offer(gpu, p, rows[p], left_out[gpu][p]) for p in sorted(rows)]
+        market = _market_offer(gpu, gpu_class, offers, rows, left_out[gpu])
+        out.extend([market, *offers] if market else offers)
+    return out
