@@ -23,6 +23,7 @@ from ..errors import OutputError
 from ..models import builtin_models
 from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
+from ..safefile import EXCEL_MAX_ROWS, why_not_writable
 from .about import write_about
 from .assumptions import write_assumptions
 from .book import SAFE_FUNCTIONS, Book, Sheet
@@ -45,7 +46,6 @@ from .tiers import write_tiers
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-EXCEL_MAX_ROWS = 1_048_576
 SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
           "Checks")
 
@@ -137,14 +137,6 @@ def _close(wb: xlsxwriter.Workbook) -> None:
             wb.close()
         finally:
             xlsxwriter.workbook.ZipFile = original
-
-
-def why_not_writable(exc: OSError, folder: Path) -> str:
-    """An OSError on an output folder in words a finance user can act on."""
-    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
-    if blocked is not None:
-        return f"{blocked} is a file, not a folder; choose another path"
-    return exc.strerror or str(exc)
 
 
 def write_workbook(plan: Plan, out: Path, recon: Mapping | None = None, billed_input: Mapping | None = None,
