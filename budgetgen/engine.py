@@ -245,9 +245,27 @@ def _serving_input_warnings(inputs: Inputs) -> list[Message]:
     return [Message("serving_without_model", tids=", ".join(vague), prompt=inputs.settings.default_prompt_tokens)]
 
 
+def _deadline_problem(task: Task, deadline: float | None, s) -> Problem | None:
+    """A training or batch run whose deadline is no longer than the setup every run starts with: no GPU and no
+    number of cards or replicas finishes it. Named at deadline_days, or at runs_per_month when the deadline is the
+    run's share of the month."""
+    if deadline is None or serving.run_window(deadline, s.setup_hours) > 0:
+        return None
+    hours = deadline * HOURS_PER_DAY
+    if task.values["deadline_days"] is not None:
+        return Problem(Code.DEADLINE_WITHIN_SETUP, "Tasks", task.cell("deadline_days"),
+                       Message("deadline_within_setup", days=deadline, hours=hours, setup=s.setup_hours))
+    return Problem(Code.DEADLINE_WITHIN_SETUP, "Tasks", task.cell("runs_per_month"),
+                   Message("runs_within_setup", runs=task.values["runs_per_month"], hours=hours, setup=s.setup_hours))
+
+
 def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice)."""
-    task_rows: dict = {}
+    row = evaluate_task(task.values, inputs.settings, inputs.model(task.values.get("model")))
+    problem = _deadline_problem(task, row["deadline_used"], inputs.settings)
+    if problem is not None:
+        raise InputError([problem])
+    task_rows: dict = {task.values["cards"]: row}
     candidates = [_candidate(task, g, inputs, task_rows) for g in inputs.gpus]
     if task.values["gpu"]:
         pick = [c for c in candidates if c.gpu == task.values["gpu"] and c.exclusion is None]

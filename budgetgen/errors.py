@@ -37,6 +37,7 @@ class Code(str, Enum):
     BAD_DATE = "bad_date"
     MONTH_OUTSIDE_PLAN = "month_outside_plan"
     DOES_NOT_FIT = "does_not_fit"
+    DEADLINE_WITHIN_SETUP = "deadline_within_setup"
     NO_PRICE = "no_price"
     TOO_MANY_CARDS = "too_many_cards"
     FORMULA = "formula"

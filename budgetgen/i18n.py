@@ -521,6 +521,17 @@ PROBLEMS = {
     "excluded_too_slow": ("needs {cards} x {gpu} to finish in {days:g} days, max_cards is {max_cards}",
                           "需要 {cards} × {gpu} 才能在 {days:g} 天内完成，max_cards 为 {max_cards}"),
     "named_gpu_excluded": ("gpu: {reason}", "gpu：{reason}"),
+    "deadline_within_setup": (
+        ("deadline_days: {days:g} days ({hours:g} h) is no longer than the {setup:g} h of setup_hours every run "
+         "starts with, so no GPU finishes a run: lengthen deadline_days or lower setup_hours on Settings"),
+        ("deadline_days：{days:g} 天（{hours:g} 小时）不长于每次运行开始前的 {setup:g} 小时 setup_hours，"
+         "没有显卡能完成一次运行：请延长 deadline_days 或在 Settings 中降低 setup_hours")),
+    "runs_within_setup": (
+        ("runs_per_month: {runs:g} runs a month leave {hours:g} h a run, no longer than the {setup:g} h of "
+         "setup_hours every run starts with, so no GPU finishes a run: run less often, give deadline_days or lower "
+         "setup_hours on Settings"),
+        ("runs_per_month：每月 {runs:g} 次运行，每次只有 {hours:g} 小时，不长于每次运行开始前的 {setup:g} 小时 "
+         "setup_hours，没有显卡能完成一次运行：请减少运行次数、填写 deadline_days 或在 Settings 中降低 setup_hours")),
     "no_gpu_in_time": (
         ("no GPU finishes a run within {days:g} days on at most {max_cards} cards: the fastest option is {cards} x "
          "{gpu}; raise max_cards, lengthen deadline_days or shorten the run"),
