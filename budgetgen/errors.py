@@ -104,3 +104,12 @@ class InputError(BudgetgenError):
 
 class OutputError(BudgetgenError):
     """The output could not be written where asked."""
+
+
+class CellWriteError(BudgetgenError):
+    """xlsxwriter refused a cell, or would cut or drop it: an internal error of budgetgen's writer."""
+
+    def __init__(self, sheet: str, cell: str, method: str, code: int, reason: str):
+        self.sheet, self.cell, self.method, self.code = sheet, cell, method, code
+        super().__init__(f"{sheet}!{cell} was not written: {reason} (xlsxwriter's {method} returned {code}); "
+                         "this is an internal error of budgetgen's writer, please report it")
