@@ -99,12 +99,13 @@ class MonthTotals:
 
 @dataclass(frozen=True)
 class BuyVsRent:
-    """§3.7 for one GPU type the plan uses; without a purchase price the owning side is None and the verdict
-    `rules.NO_PURCHASE_PRICE`."""
+    """§3.7 for one GPU type the plan uses. A figure missing on GPUs stays None, never 0: without a purchase price
+    the owning side is None and the verdict `rules.NO_PURCHASE_PRICE`; without an on-demand price or a power figure
+    the break-even is None and the verdict `rules.NO_ON_DEMAND_PRICE` or `rules.NO_POWER`."""
 
     gpu: str
     daily_fixed: float | None
-    energy_per_hour: float
+    energy_per_hour: float | None
     break_even_hours_per_day: float | None
     plan_hours_per_day: float
     verdict: str
@@ -289,14 +290,15 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         if not mine:
             continue
         daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price)
-        energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w or 0)
-        break_even = rules.BREAK_EVEN(s, on_demand=gpu.prices.get("on_demand") or 0, energy=energy,
-                                      daily_fixed=daily_fixed)
+        energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w)
+        on_demand = gpu.prices.get("on_demand")
+        break_even = rules.BREAK_EVEN(s, on_demand=on_demand, energy=energy, daily_fixed=daily_fixed)
         per_day = rules.PLAN_HOURS_PER_DAY(
             s, gpu_hour_months=sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine),
             card_months=sum(t.row["cards_held"] * t.row["active_months"] for t in mine))
-        verdict = rules.VERDICT(s, daily_fixed=daily_fixed, break_even=break_even, plan_hours=per_day,
-                                no_price=rules.NO_PURCHASE_PRICE)
+        verdict = rules.VERDICT(s, daily_fixed=daily_fixed, on_demand=on_demand, energy=energy, break_even=break_even,
+                                plan_hours=per_day, no_price=rules.NO_PURCHASE_PRICE,
+                                no_on_demand=rules.NO_ON_DEMAND_PRICE, no_power=rules.NO_POWER)
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict))
     return out
 

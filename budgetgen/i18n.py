@@ -166,6 +166,10 @@ TEXT_ZH = {
     "/card": "/卡", "/day": "/日", "/h": "/小时",
     "enter purchase_price on GPUs to compare": "在GPUs表填写购买价格（purchase_price）以比较",
     "verdict without a purchase price:": "没有购买价格时的结论：",
+    "enter on_demand_per_hour on GPUs to compare": "在GPUs表填写按需价格（on_demand_per_hour）以比较",
+    "verdict without an on-demand price:": "没有按需价格时的结论：",
+    "enter power_w on GPUs to compare": "在GPUs表填写功耗（power_w）以比较",
+    "verdict without a power figure:": "没有功耗数据时的结论：",
     "Buy when each owned card would be used more hours a day than the break-even; owning pays only for steady, "
     "long daily use.": "每张自有卡每天使用小时数超过盈亏平衡点时才值得购买；只有稳定、长时间的日常使用才适合自购。",
     "GPU budget": "GPU预算", "to": "至", "Period total": "计划期合计", "GPU": "GPU", "extras": "额外费用",
