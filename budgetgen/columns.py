@@ -396,7 +396,7 @@ CALCS: tuple[Calc, ...] = (
     Calc("replicas", "replicas", "replicas", "int",
          f'=IF({{training}}=1,"",IF({_ONLINE_KIND},MAX({_MIN_REPLICAS},CEILING({{requests_per_day}}*PeakFactor'
          '/({serving_hours_per_day}*SecondsPerHour*{requests_per_sec}),1)),'
-         'CEILING({replica_hours}/({deadline_used}*HoursPerDay-SetupHours),1)))', _replicas),
+         + serving.BATCH_REPLICAS_EXCEL.removeprefix("=") + "))", _replicas),
     Calc("cards_held", "cards held", "cards", "int",
          '=IF({training}=1,{cards_per_run},{replicas}*{cards_per_run})',
          lambda r, s, g: r["cards_per_run"] if _training(r) else r["replicas"] * r["cards_per_run"]),

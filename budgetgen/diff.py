@@ -32,6 +32,7 @@ from .safefile import iter_rows, load_input_workbook
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER
 from .values import add_months
 from .workbook import CHECK_TOLERANCE, Formats
+from .workbook.book import Sheet
 from .workbook.layout import FX_HEADER
 
 BUILT_SHEETS = ("assumptions", "checks")  # a built budget has both; an input workbook neither
@@ -153,7 +154,7 @@ def _write_tables(tables: dict[str, list[tuple[int, tuple]]], path: Path) -> Pat
                                          "strings_to_urls": False})
     date = wb.add_format({"num_format": "yyyy-mm-dd"})
     for name, rows in tables.items():
-        ws = wb.add_worksheet(name)
+        ws = wb.add_worksheet(name, Sheet)
         for row_no, values in rows:
             for col, value in enumerate(values):
                 if isinstance(value, (dt.date, dt.datetime)):
@@ -511,7 +512,7 @@ def _write_diff_sheet(diff: Diff, target: io.BytesIO) -> None:
     wb = xlsxwriter.Workbook(target, {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False,
                                       "strings_to_urls": False})
     f = Formats(wb, diff.currency)
-    ws = wb.add_worksheet("Diff")
+    ws = wb.add_worksheet("Diff", Sheet)
     headers = ["change", "item", "detail", f"effect on the period total ({diff.currency})", "note"]
     for col, (text, width) in enumerate(zip(headers, (16, 24, 70, 18, 60))):
         ws.write_string(0, col, text, f.header)

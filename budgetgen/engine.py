@@ -99,12 +99,13 @@ class MonthTotals:
 
 @dataclass(frozen=True)
 class BuyVsRent:
-    """§3.7 for one GPU type the plan uses; without a purchase price the owning side is None and the verdict
-    `rules.NO_PURCHASE_PRICE`."""
+    """§3.7 for one GPU type the plan uses. A figure missing on GPUs stays None, never 0: without a purchase price
+    the owning side is None and the verdict `rules.NO_PURCHASE_PRICE`; without an on-demand price or a power figure
+    the break-even is None and the verdict `rules.NO_ON_DEMAND_PRICE` or `rules.NO_POWER`."""
 
     gpu: str
     daily_fixed: float | None
-    energy_per_hour: float
+    energy_per_hour: float | None
     break_even_hours_per_day: float | None
     plan_hours_per_day: float
     verdict: str
@@ -245,6 +246,20 @@ def _serving_input_warnings(inputs: Inputs) -> list[Message]:
     return [Message("serving_without_model", tids=", ".join(vague), prompt=inputs.settings.default_prompt_tokens)]
 
 
+def _deadline_problem(task: Task, deadline: float | None, s) -> Problem | None:
+    """A training or batch run whose deadline is no longer than the setup every run starts with: no GPU and no
+    number of cards or replicas finishes it. Named at deadline_days, or at runs_per_month when the deadline is the
+    run's share of the month."""
+    if deadline is None or serving.run_window(deadline, s.setup_hours) > 0:
+        return None
+    hours = deadline * HOURS_PER_DAY
+    if task.values["deadline_days"] is not None:
+        return Problem(Code.DEADLINE_WITHIN_SETUP, "Tasks", task.cell("deadline_days"),
+                       Message("deadline_within_setup", days=deadline, hours=hours, setup=s.setup_hours))
+    return Problem(Code.DEADLINE_WITHIN_SETUP, "Tasks", task.cell("runs_per_month"),
+                   Message("runs_within_setup", runs=task.values["runs_per_month"], hours=hours, setup=s.setup_hours))
+
+
 def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     """Evaluate every catalog GPU for a task and choose one (the named GPU, or by gpu_choice).
 
@@ -272,7 +287,11 @@ def plan_task(task: Task, inputs: Inputs) -> TaskPlan:
 
 
 def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
-    task_rows: dict = {}
+    row = evaluate_task(task.values, inputs.settings, inputs.model(task.values.get("model")))
+    problem = _deadline_problem(task, row["deadline_used"], inputs.settings)
+    if problem is not None:
+        raise InputError([problem])
+    task_rows: dict = {task.values["cards"]: row}
     candidates = [_candidate(task, g, inputs, task_rows) for g in inputs.gpus]
     if task.values["gpu"]:
         pick = [c for c in candidates if c.gpu == task.values["gpu"] and c.exclusion is None]
@@ -296,14 +315,15 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         if not mine:
             continue
         daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price)
-        energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w or 0)
-        break_even = rules.BREAK_EVEN(s, on_demand=gpu.prices.get(REFERENCE_TIER.name) or 0, energy=energy,
-                                      daily_fixed=daily_fixed)
+        energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w)
+        on_demand = gpu.prices.get(REFERENCE_TIER.name)
+        break_even = rules.BREAK_EVEN(s, on_demand=on_demand, energy=energy, daily_fixed=daily_fixed)
         per_day = rules.PLAN_HOURS_PER_DAY(
             s, gpu_hour_months=sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine),
             card_months=sum(t.row["cards_held"] * t.row["active_months"] for t in mine))
-        verdict = rules.VERDICT(s, daily_fixed=daily_fixed, break_even=break_even, plan_hours=per_day,
-                                no_price=rules.NO_PURCHASE_PRICE)
+        verdict = rules.VERDICT(s, daily_fixed=daily_fixed, on_demand=on_demand, energy=energy, break_even=break_even,
+                                plan_hours=per_day, no_price=rules.NO_PURCHASE_PRICE,
+                                no_on_demand=rules.NO_ON_DEMAND_PRICE, no_power=rules.NO_POWER)
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict))
     return out
 

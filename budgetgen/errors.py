@@ -37,6 +37,7 @@ class Code(str, Enum):
     BAD_DATE = "bad_date"
     MONTH_OUTSIDE_PLAN = "month_outside_plan"
     DOES_NOT_FIT = "does_not_fit"
+    DEADLINE_WITHIN_SETUP = "deadline_within_setup"
     NO_PRICE = "no_price"
     TOO_MANY_CARDS = "too_many_cards"
     FORMULA = "formula"
@@ -103,3 +104,12 @@ class InputError(BudgetgenError):
 
 class OutputError(BudgetgenError):
     """The output could not be written where asked."""
+
+
+class CellWriteError(BudgetgenError):
+    """xlsxwriter refused a cell, or would cut or drop it: an internal error of budgetgen's writer."""
+
+    def __init__(self, sheet: str, cell: str, method: str, code: int, reason: str):
+        self.sheet, self.cell, self.method, self.code = sheet, cell, method, code
+        super().__init__(f"{sheet}!{cell} was not written: {reason} (xlsxwriter's {method} returned {code}); "
+                         "this is an internal error of budgetgen's writer, please report it")

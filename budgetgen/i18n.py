@@ -171,6 +171,10 @@ TEXT_ZH = {
     "/card": "/卡", "/day": "/日", "/h": "/小时",
     "enter purchase_price on GPUs to compare": "在GPUs表填写购买价格（purchase_price）以比较",
     "verdict without a purchase price:": "没有购买价格时的结论：",
+    "enter on_demand_per_hour on GPUs to compare": "在GPUs表填写按需价格（on_demand_per_hour）以比较",
+    "verdict without an on-demand price:": "没有按需价格时的结论：",
+    "enter power_w on GPUs to compare": "在GPUs表填写功耗（power_w）以比较",
+    "verdict without a power figure:": "没有功耗数据时的结论：",
     "Buy when each owned card would be used more hours a day than the break-even; owning pays only for steady, "
     "long daily use.": "每张自有卡每天使用小时数超过盈亏平衡点时才值得购买；只有稳定、长时间的日常使用才适合自购。",
     "GPU budget": "GPU预算", "to": "至", "Period total": "计划期合计", "GPU": "GPU", "extras": "额外费用",
@@ -549,6 +553,17 @@ PROBLEMS = {
     "excluded_too_slow": ("needs {cards} x {gpu} to finish in {days:g} days, max_cards is {max_cards}",
                           "需要 {cards} × {gpu} 才能在 {days:g} 天内完成，max_cards 为 {max_cards}"),
     "named_gpu_excluded": ("gpu: {reason}", "gpu：{reason}"),
+    "deadline_within_setup": (
+        ("deadline_days: {days:g} days ({hours:g} h) is no longer than the {setup:g} h of setup_hours every run "
+         "starts with, so no GPU finishes a run: lengthen deadline_days or lower setup_hours on Settings"),
+        ("deadline_days：{days:g} 天（{hours:g} 小时）不长于每次运行开始前的 {setup:g} 小时 setup_hours，"
+         "没有显卡能完成一次运行：请延长 deadline_days 或在 Settings 中降低 setup_hours")),
+    "runs_within_setup": (
+        ("runs_per_month: {runs:g} runs a month leave {hours:g} h a run, no longer than the {setup:g} h of "
+         "setup_hours every run starts with, so no GPU finishes a run: run less often, give deadline_days or lower "
+         "setup_hours on Settings"),
+        ("runs_per_month：每月 {runs:g} 次运行，每次只有 {hours:g} 小时，不长于每次运行开始前的 {setup:g} 小时 "
+         "setup_hours，没有显卡能完成一次运行：请减少运行次数、填写 deadline_days 或在 Settings 中降低 setup_hours")),
     "no_gpu_in_time": (
         ("no GPU finishes a run within {days:g} days on at most {max_cards} cards: the fastest option is {cards} x "
          "{gpu}; raise max_cards, lengthen deadline_days or shorten the run"),

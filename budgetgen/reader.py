@@ -26,6 +26,7 @@ from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
 from .prices import OFFER_FIELDS
+from .recon.table import sheet_frame
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import (
     EXTRA_COLUMNS,
@@ -495,15 +496,10 @@ ASSIGNMENT_COLUMNS = (Column("resource_id", "text", required=True, help="billed 
                       Column("task_id", "text", required=True, help="the task it serves"))
 
 
-def sheet_frame(ws) -> pd.DataFrame | None:
-    """A table sheet as a DataFrame: header row 1 as columns, index the 1-based sheet row."""
+def _table_sheet(ws) -> pd.DataFrame | None:
+    """A Bills or Usage sheet as recon reads a bill file (its header on row 1), or None for an empty one."""
     rows = list(iter_rows(ws))
-    if not rows or rows[0][0] != 1:
-        return None
-    header = [str(h) if h is not None else f"column{i + 1}" for i, h in enumerate(rows[0][1])]
-    width = len(header)
-    body = [tuple(values[:width]) + (None,) * (width - len(values)) for _, values in rows[1:]]
-    return pd.DataFrame(body, columns=header, index=[r for r, _ in rows[1:]], dtype=object)
+    return sheet_frame(rows) if rows and rows[0][0] == 1 else None
 
 
 def _read_assignments(ws, out: Collector) -> tuple[tuple[str, str], ...]:
@@ -536,8 +532,8 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         models = _read_models(sheets.get("models"), out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, models, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
-        bills_sheet = sheet_frame(sheets["bills"]) if "bills" in sheets else None
-        usage_sheet = sheet_frame(sheets["usage"]) if "usage" in sheets else None
+        bills_sheet = _table_sheet(sheets["bills"]) if "bills" in sheets else None
+        usage_sheet = _table_sheet(sheets["usage"]) if "usage" in sheets else None
         assignments = _read_assignments(sheets.get("assignments"), out)
     finally:
         wb.close()

@@ -56,28 +56,37 @@ MONTH_TOTAL = Rule("month_total", "a month's total: GPU, extras and the hidden-c
                    "{gpu}+{extras}+{buffer}", lambda s, gpu, extras, buffer: gpu + extras + buffer)
 
 # --------------------------------------------------------------- buy versus rent (§3.7)
-# Every GPU type the plan uses has a row; without a purchase price the owning side is blank and the verdict is
-# `no_price`: NO_PURCHASE_PRICE in the engine, in the workbook a named cell holding the prompt to type one.
+# Every GPU type the plan uses has a row. A figure the comparison needs and the GPUs sheet leaves blank stays
+# unknown, never 0 (a blank on-demand price read as 0 made renting free, so the verdict said "rent"): the sides it
+# feeds are blank and the verdict names what is missing. In the engine the verdict is one of the NO_* words; in
+# the workbook a named cell holding the prompt to type it (workbook/buy_vs_rent.py).
 NO_PURCHASE_PRICE = "no purchase price"
+NO_ON_DEMAND_PRICE = "no on-demand price"
+NO_POWER = "no power figure"
 DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: depreciation and upkeep (blank: no purchase price)",
                    'IF(ISNUMBER({purchase}),{purchase}/(DepreciationYears*DaysPerYear)+UpkeepPerYear/DaysPerYear,"")',
                    lambda s, purchase: None if purchase is None
                    else purchase / (s.depreciation_years * K.DaysPerYear) + s.upkeep_per_year / K.DaysPerYear)
-ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour",
-                       "{power_w}/WattsPerKw*ElectricityPerKwh",
-                       lambda s, power_w: power_w / K.WattsPerKw * s.electricity_per_kwh)
+ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour (blank: no power figure)",
+                       'IF(ISNUMBER({power_w}),{power_w}/WattsPerKw*ElectricityPerKwh,"")',
+                       lambda s, power_w: None if power_w is None else power_w / K.WattsPerKw * s.electricity_per_kwh)
 BREAK_EVEN = Rule("break_even_hours_per_day",
-                  "daily use above which owning beats renting on demand (blank: never, or no purchase price)",
-                  'IF(AND(ISNUMBER({daily_fixed}),{on_demand}-{energy}>0),{daily_fixed}/({on_demand}-{energy}),"")',
+                  "daily use above which owning beats renting on demand (blank: never, or a figure missing)",
+                  'IF(AND(ISNUMBER({daily_fixed}),ISNUMBER({on_demand}),ISNUMBER({energy})),'
+                  'IF({on_demand}-{energy}>0,{daily_fixed}/({on_demand}-{energy}),""),"")',
                   lambda s, on_demand, energy, daily_fixed: daily_fixed / (on_demand - energy)
-                  if daily_fixed is not None and on_demand - energy > 0 else None)
+                  if None not in (daily_fixed, on_demand, energy) and on_demand - energy > 0 else None)
 PLAN_HOURS_PER_DAY = Rule("plan_hours_per_day", "hours a day each held card of this GPU is busy over the plan",
                           "{gpu_hour_months}/PeriodMonths/DaysPerMonth/({card_months}/PeriodMonths)",
                           lambda s, gpu_hour_months, card_months: gpu_hour_months / s.period_months
                           / _days_per_month(s) / (card_months / s.period_months))
-VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; without a purchase price, no_price",
-               'IF(ISNUMBER({daily_fixed}),IF(AND({break_even}<>"",{plan_hours}>{break_even}),"buy","rent"),{no_price})',
-               lambda s, daily_fixed, break_even, plan_hours, no_price: no_price if daily_fixed is None
+VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; without a purchase price, an "
+               "on-demand price or a power figure, the word saying which",
+               'IF(ISNUMBER({daily_fixed}),IF(ISNUMBER({on_demand}),IF(ISNUMBER({energy}),'
+               'IF(AND({break_even}<>"",{plan_hours}>{break_even}),"buy","rent"),{no_power}),{no_on_demand}),'
+               '{no_price})',
+               lambda s, daily_fixed, on_demand, energy, break_even, plan_hours, no_price, no_on_demand, no_power:
+               no_price if daily_fixed is None else no_on_demand if on_demand is None else no_power if energy is None
                else "buy" if break_even is not None and plan_hours > break_even else "rent")
 
 # --------------------------------------------------------------- what to order (Order)

@@ -331,9 +331,14 @@ BATCH_REPLICAS_EXCEL = ('=IF({deadline_used}*HoursPerDay>SetupHours,'
                         'CEILING({replica_hours}/({deadline_used}*HoursPerDay-SetupHours),1),"")')
 
 
+def run_window(deadline: float, setup_hours: float) -> float:
+    """Hours a training or batch run has for its work: its deadline less the setup every run starts with."""
+    return deadline * K.HoursPerDay - setup_hours
+
+
 def batch_replicas(hours: float, *, deadline: float, setup_hours: float) -> int | None:
     """Replicas a batch run needs to finish by its deadline; None when the deadline is shorter than the setup."""
-    window = deadline * K.HoursPerDay - setup_hours
+    window = run_window(deadline, setup_hours)
     return sheet_ceil(hours / window) if window > 0 else None
 
 
@@ -370,7 +375,7 @@ def cards_for_deadline(single_card_hours: float, *, run_overhead: float, deadlin
     """n_needed of §F: the cards whose wall clock, compute_hours(n)·(1 + RunOverhead) + SetupHours with
     speedup 1 + (n − 1)·scaling, meets the deadline; `impossible` when no number of cards does."""
     work = single_card_hours * (1 + run_overhead)
-    window = deadline * K.HoursPerDay - setup_hours
+    window = run_window(deadline, setup_hours)
     if work <= window:
         return 1
     if window <= 0 or scaling <= 0:

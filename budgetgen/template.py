@@ -12,6 +12,7 @@ from .errors import OutputError
 from .fx import money_default, reference_rate
 from .i18n import Message, describe, name, sheet_name, tr, word
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+from .workbook.book import Sheet
 
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
@@ -124,7 +125,7 @@ def write_template(path: Path, lang: str = "en", currency: str = CATALOG_CURRENC
     for sheet, columns, rows in (("Settings", settings_columns, settings_rows), ("Tasks", TASK_COLUMNS, EXAMPLE_TASKS),
                                  ("GPUs", GPU_COLUMNS, catalog_rows(currency, today)),
                                  ("Extras", EXTRA_COLUMNS, extras)):
-        _write_table(wb, wb.add_worksheet(sheet_name(sheet, lang)), columns, rows, fmt, lang)
+        _write_table(wb, wb.add_worksheet(sheet_name(sheet, lang), Sheet), columns, rows, fmt, lang)
     wb.get_worksheet_by_name(sheet_name("Settings", lang)).set_column(2, 2, 90)
     wb.close()
     return path

@@ -28,6 +28,7 @@ from budgetgen.reader import MAX_TABLE_ROWS
 SERVICE = {"task_id": "T1", "task": "chat", "kind": "inference", "model_params_b": 7, "requests_per_day": 1000,
            "tokens_per_request": 200, "cost_center": "kb"}
 TRAINING = {"task_id": "F1", "kind": "finetune", "model_params_b": 7, "train_tokens": "5M"}
+BATCH = {**SERVICE, "kind": "batch", "requests_per_day": None, "batch_requests": 5000}
 EARLIER = b"the budget built last month"
 CPU_SECONDS = 10  # each untrusted file is refused (or built) within this much work (not wall time: a busy
 # machine stretches that, never the CPU time the build itself spends)
@@ -212,6 +213,18 @@ INPUT_CASES = {
         "Error: Tasks!E2 requests_per_day: required for inference tasks (requests/day): fill it in"]),
     "batch_without_requests": ([{**SERVICE, "kind": "batch", "requests_per_day": None}], None, [
         "Error: Tasks!A2 batch_requests: required for batch tasks (requests/run): fill it in"]),
+    # a run whose deadline is no longer than the 0.5 h of setup_hours it starts with: 0.01 days = 0.24 h
+    "batch_deadline_within_setup": ([{**BATCH, "deadline_days": 0.01}], None, [
+        ("Error: Tasks!I2 deadline_days: 0.01 days (0.24 h) is no longer than the 0.5 h of setup_hours every run "
+         "starts with, so no GPU finishes a run: lengthen deadline_days or lower setup_hours on Settings")]),
+    "training_deadline_within_setup": ([{**TRAINING, "deadline_days": 0.01}], None, [
+        ("Error: Tasks!E2 deadline_days: 0.01 days (0.24 h) is no longer than the 0.5 h of setup_hours every run "
+         "starts with, so no GPU finishes a run: lengthen deadline_days or lower setup_hours on Settings")]),
+    # no deadline_days: a run's share of the month, 730 h / 2,000 runs = 0.365 h
+    "runs_within_setup": ([{**TRAINING, "runs_per_month": 2000}], None, [
+        ("Error: Tasks!E2 runs_per_month: 2000 runs a month leave 0.365 h a run, no longer than the 0.5 h of "
+         "setup_hours every run starts with, so no GPU finishes a run: run less often, give deadline_days or lower "
+         "setup_hours on Settings")]),
     # 2,000B fp16: 4,400 GB with runtime + 8 sequences of 1,000 + 100 tokens x 40,000 x sqrt(2000) bytes = 17.2 GB
     "fits_no_gpu": ([{**SERVICE, "model_params_b": 2000}], None, [
         ("Error: Tasks!D2 model_params_b: needs 4,417.2 GB of GPU memory, more than 64 x the largest card "
@@ -242,6 +255,19 @@ def test_every_problem_of_a_workbook_at_once_sorted_by_row_then_column(tmp_path)
         {**SERVICE, "model_params_b": "seven"}, {**SERVICE, "tier": "sometimes"}, {**TRAINING, "train_tokens": -1}])
     cells = [line.split()[1] for line in refused(book)]
     assert cells == ["Tasks!D2", "Tasks!A3", "Tasks!H3", "Tasks!I4"]  # row by row, left to right
+
+
+def test_validate_names_a_deadline_no_longer_than_the_setup(tmp_path):
+    """`validate` on a batch run due in 0.01 days (0.24 h, under the 0.5 h setup) says so at its cell, where it
+    raised a TypeError; the same task due in 0.03 days (0.72 h: 0.22 h of work a replica) is fine."""
+    book = make_input(tmp_path / "q3.xlsx", [{**BATCH, "task_id": "B1", "deadline_days": 0.03},
+                                             {**BATCH, "task_id": "B2", "deadline_days": 0.01}])
+    result = CliRunner().invoke(main, ["validate", str(book)])
+    assert error_lines(result) == [
+        ("Error: Tasks!I3 deadline_days: 0.01 days (0.24 h) is no longer than the 0.5 h of setup_hours every run "
+         "starts with, so no GPU finishes a run: lengthen deadline_days or lower setup_hours on Settings")]
+    fine = make_input(tmp_path / "fine.xlsx", [{**BATCH, "task_id": "B1", "deadline_days": 0.03}])
+    assert CliRunner().invoke(main, ["validate", str(fine)]).exit_code == 0
 
 
 @pytest.mark.parametrize(("name", "content", "expected"), [

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import FOCUS_SAMPLE
+from conftest import FOCUS_SAMPLE, make_input
 
 from budgetgen.errors import Code, InputError
+from budgetgen.reader import read_inputs
 from budgetgen.recon import (
     DEFAULT_GPU_LINE_PATTERN,
     MAX_ROW_PROBLEMS,
@@ -337,3 +338,16 @@ def test_unusable_paths(tmp_path, name, code):
     with pytest.raises(InputError) as caught:
         bills(path)
     assert [p.code for p in caught.value.problems] == [code]
+
+
+def test_bills_sheet_of_the_input_is_framed_as_a_bill_file(tmp_path):
+    """A Bills sheet in the input workbook is framed as a bill file is: a blank header named by its column letter,
+    a value right of the header kept under a named column, indexed by sheet row."""
+    rows = [["ChargePeriodStart", None, "BilledCost"], ["2026-07-01", "x", 1.25], ["2026-08-01", None, 2.0, "extra"]]
+    task = {"task_id": "T1", "kind": "inference", "model_params_b": 7, "requests_per_day": 1000,
+            "tokens_per_request": 200}
+    sheet = read_inputs(make_input(tmp_path / "in.xlsx", [task], extra_sheets={"Bills": rows})).bills_sheet
+    assert list(sheet.columns) == ["ChargePeriodStart", "column B", "BilledCost", "column D"]
+    assert sheet.index.tolist() == [2, 3]
+    assert sheet.loc[2].tolist() == ["2026-07-01", "x", 1.25, None]
+    assert sheet.loc[3].tolist() == ["2026-08-01", None, 2.0, "extra"]

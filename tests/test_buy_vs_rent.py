@@ -44,10 +44,10 @@ def sheet_rows(values: dict, book: openpyxl.Workbook) -> dict[str, list]:
             for r in rows if values.get(("BUYVSRENT", f"A{r}"))}
 
 
-def purchase_cell(book: openpyxl.Workbook, gpu: str, lang: str) -> str:
-    """The GPUs sheet's purchase_price input cell of `gpu`, found by its header and its name."""
+def purchase_cell(book: openpyxl.Workbook, gpu: str, lang: str, column: str = "purchase_price") -> str:
+    """The GPUs sheet's purchase_price (or other `column`) input cell of `gpu`, found by its header and its name."""
     ws = book["GPUs"]
-    col = next(c for c in ws[1] if str(c.value).startswith(i18n.name("purchase_price", lang))).column_letter
+    col = next(c for c in ws[1] if str(c.value).startswith(i18n.name(column, lang))).column_letter
     row = next(c.row for c in ws["A"] if c.value == gpu)
     return f"GPUs!{col}{row}"
 
@@ -98,6 +98,42 @@ def test_the_price_typed_in_the_workbook_and_in_the_input_agree(tmp_path):
     ws = openpyxl.load_workbook(out, data_only=True)["BuyVsRent"]
     cached = next([c.value for c in row[1:9]] for row in ws.iter_rows(min_row=2) if row[0].value == "A100 80G")
     assert all(same(a, b) for a, b in zip(recalculated, cached)) and recalculated[-1] == cached[-1] == "buy"
+
+
+# Two GPUs of the input's own, owned at PRICE, busy 24 h a day: one rented only by the month (no on-demand price),
+# one with no power figure. A blank read as 0 made renting free ("rent") or electricity free (OWN-2: break-even
+# 233.79 / 12 = 19.5 h a day < 24, "buy").
+OWN = {"class": "datacenter", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300, "purchase_price": PRICE}
+OWN_GPUS = [{**OWN, "gpu": "OWN-1", "monthly_per_card": 6000, "power_w": 700},
+            {**OWN, "gpu": "OWN-2", "on_demand_per_hour": 12}]
+OWN_TASKS = [{**SERVICE, "task_id": "RESERVED", "gpu": "OWN-1", "tier": "monthly", "serving_hours_per_day": 24},
+             {**SERVICE, "task_id": "ONDEMAND", "gpu": "OWN-2", "serving_hours_per_day": 24}]
+
+
+def test_a_blank_on_demand_price_or_power_figure_stays_unknown(tmp_path):
+    path = make_input(tmp_path / "in.xlsx", OWN_TASKS, settings=OWNING, gpus=OWN_GPUS)
+    out, js = tmp_path / "out.xlsx", tmp_path / "out.json"
+    result = budgetgen.build_budget(path, out, json_path=js, build_date=TODAY)
+    rows = {b.gpu: b for b in result.plan.buy_vs_rent}
+    assert (rows["OWN-1"].break_even_hours_per_day, rows["OWN-1"].verdict) == (None, "no on-demand price")
+    assert rows["OWN-1"].energy_per_hour == pytest.approx(0.7)  # 700 W at 1.0 a kWh
+    assert (rows["OWN-2"].energy_per_hour, rows["OWN-2"].break_even_hours_per_day) == (None, None)
+    assert rows["OWN-2"].verdict == "no power figure"
+    assert json.loads(js.read_text(encoding="utf-8"))["buy_vs_rent"]["OWN-2"] == {
+        "purchase_price": PRICE, "daily_fixed": pytest.approx(DAILY_FIXED), "energy_per_hour": None,
+        "break_even_hours_per_day": None, "plan_hours_per_day": pytest.approx(24), "verdict": "no power figure"}
+
+    book = openpyxl.load_workbook(out)
+    sheet = sheet_rows(recalc_formulas(out), book)  # the workbook's formulas agree, blanks and all
+    assert sheet["OWN-1"] == [PRICE, 700, "", pytest.approx(DAILY_FIXED), pytest.approx(0.7), "", pytest.approx(24),
+                              "enter on_demand_per_hour on GPUs to compare"]
+    assert sheet["OWN-2"] == [PRICE, "", 12, pytest.approx(DAILY_FIXED), "", "", pytest.approx(24),
+                              "enter power_w on GPUs to compare"]
+    # typing 1,000 W: 1.0 an hour, break-even 233.79 / (12 - 1) = 21.25 h a day < 24: buy
+    typed = sheet_rows(recalc_formulas(out, changes={purchase_cell(book, "OWN-2", "en", "power_w"): 1000}), book)
+    assert typed["OWN-2"] == [PRICE, 1000, 12, pytest.approx(DAILY_FIXED), pytest.approx(1.0),
+                              pytest.approx(DAILY_FIXED / 11), pytest.approx(24), "buy"]
+    assert round(DAILY_FIXED / 11, 2) == 21.25
 
 
 @pytest.mark.slow

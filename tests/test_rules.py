@@ -17,20 +17,31 @@ SETTINGS_USED = SimpleNamespace(hidden_cost_buffer=0.25, depreciation_years=5, u
 NAMED = {**{s.name: getattr(SETTINGS_USED, s.key) for s in SETTINGS if hasattr(SETTINGS_USED, s.key)},
          **CONSTANT_VALUES, "CheckTolerance": rules.CHECK_TOLERANCE, "DaysPerMonth": 720 / 24}
 
+VERDICT_INPUTS = {"daily_fixed": 22, "on_demand": 2.2, "energy": 0.2, "break_even": 11, "plan_hours": 24,
+                  "no_price": "type a purchase price", "no_on_demand": "type an on-demand price",
+                  "no_power": "type a power figure"}
 CASES = [
     (rules.BUFFER, {"gpu": 1000}, 250),
     (rules.MONTH_TOTAL, {"gpu": 100, "extras": 20, "buffer": 25}, 145),
     (rules.DAILY_FIXED, {"purchase": 36500}, 22),                   # 36,500 / (5 × 365) + 730 / 365
     (rules.DAILY_FIXED, {"purchase": None}, None),                    # no purchase price: nothing to own
     (rules.ENERGY_PER_HOUR, {"power_w": 400}, 0.2),                  # 0.4 kW × 0.5 a kWh
+    (rules.ENERGY_PER_HOUR, {"power_w": None}, None),                 # no power figure: unknown, not free
     (rules.BREAK_EVEN, {"on_demand": 2.2, "energy": 0.2, "daily_fixed": 22}, 11),
     (rules.BREAK_EVEN, {"on_demand": 0.1, "energy": 0.2, "daily_fixed": 22}, None),
     (rules.BREAK_EVEN, {"on_demand": 2.2, "energy": 0.2, "daily_fixed": None}, None),
+    (rules.BREAK_EVEN, {"on_demand": None, "energy": 0.2, "daily_fixed": 22}, None),   # not 22 / (0 - 0.2)
+    (rules.BREAK_EVEN, {"on_demand": 2.2, "energy": None, "daily_fixed": 22}, None),   # not 22 / 2.2 = 10
     (rules.PLAN_HOURS_PER_DAY, {"gpu_hour_months": 2160, "card_months": 3}, 24),   # 720 h a month on one card
-    (rules.VERDICT, {"daily_fixed": 22, "break_even": 11, "plan_hours": 24, "no_price": "type one"}, "buy"),
-    (rules.VERDICT, {"daily_fixed": 22, "break_even": 11, "plan_hours": 5, "no_price": "type one"}, "rent"),
-    (rules.VERDICT, {"daily_fixed": 22, "break_even": None, "plan_hours": 24, "no_price": "type one"}, "rent"),
-    (rules.VERDICT, {"daily_fixed": None, "break_even": None, "plan_hours": 24, "no_price": "type one"}, "type one"),
+    (rules.VERDICT, {**VERDICT_INPUTS}, "buy"),                                        # 24 h a day > 11
+    (rules.VERDICT, {**VERDICT_INPUTS, "plan_hours": 5}, "rent"),
+    (rules.VERDICT, {**VERDICT_INPUTS, "break_even": None}, "rent"),  # energy dearer than renting: never buy
+    (rules.VERDICT, {**VERDICT_INPUTS, "daily_fixed": None, "break_even": None}, "type a purchase price"),
+    # a blank on-demand price said "rent" (free renting); a blank power figure made electricity free
+    (rules.VERDICT, {**VERDICT_INPUTS, "on_demand": None, "break_even": None}, "type an on-demand price"),
+    (rules.VERDICT, {**VERDICT_INPUTS, "energy": None, "break_even": None}, "type a power figure"),
+    (rules.VERDICT, {**VERDICT_INPUTS, "daily_fixed": None, "on_demand": None, "energy": None, "break_even": None},
+     "type a purchase price"),
     (rules.TIES_OUT, {"computed": 100 + 1e-8, "expected": 100}, True),
     (rules.TIES_OUT, {"computed": 100.001, "expected": 100}, False),
     (rules.TIES_OUT, {"computed": 1e-10, "expected": 0}, True),

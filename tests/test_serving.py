@@ -12,6 +12,7 @@ import pytest
 
 from budgetgen import serving
 from budgetgen.catalog import builtin_catalog
+from budgetgen.columns import CALCS
 from budgetgen.models import ModelSpec, builtin_models
 from budgetgen.schema import CONSTANTS, SETTINGS, Setting
 from budgetgen.serving import default_settings, estimate_replica
@@ -254,6 +255,16 @@ def test_batch_run_spreads_over_replicas_to_meet_its_deadline():
     assert _excel_value(serving.BATCH_REPLICAS_EXCEL, {"deadline_used": 0.01, "replica_hours": hours}) == ""
     assert serving.deadline_days(None, hours_per_month=730, runs_per_month=2) == pytest.approx(730 / 24 / 2)
     assert serving.deadline_days(3, hours_per_month=730, runs_per_month=2) == 3
+
+
+@pytest.mark.parametrize(("deadline", "expected"), [(1, 2), (0.01, "")])  # 27.78 h over 23.5 h: 2; 0.24 h: none
+def test_the_replicas_column_that_ships_leaves_a_run_due_within_its_setup_blank(deadline, expected):
+    """The Tasks column's formula, not only serving's: a batch run due before its setup ends has no replica count
+    (Python: None), where CEILING of a negative window gave a negative count."""
+    formula = next(c for c in CALCS if c.key == "replicas").excel
+    row = {"training": 0, "kind": "batch", "deadline_used": deadline, "replica_hours": 1e6 / 36_000,
+           "min_replicas": None, "requests_per_day": None, "serving_hours_per_day": None, "requests_per_sec": 10}
+    assert _excel_value(formula, row) == expected
 
 
 # ---------------------------------------------------------------- SPEC-models §E training

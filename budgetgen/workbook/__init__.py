@@ -7,15 +7,12 @@ each other only through workbook-scoped names. `write_workbook` is the entry poi
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import os
 import tempfile
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import xlsxwriter
-import xlsxwriter.workbook
 
 from .. import __version__, rules
 from ..engine import Plan
@@ -24,6 +21,7 @@ from ..fx import plan_rates
 from ..models import builtin_models
 from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
+from ..safefile import EXCEL_MAX_ROWS, why_not_writable
 from ..schema import TIERS
 from .about import write_about
 from .assumptions import write_assumptions
@@ -43,11 +41,11 @@ from .summary import write_reforecast, write_summary
 from .task_list import write_task_list
 from .tasks import write_tasks
 from .tiers import write_tiers
+from .xlsx_private import zip_level
 
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-EXCEL_MAX_ROWS = 1_048_576
 SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
           "Checks")
 
@@ -124,29 +122,14 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
 
 
 ZIP_LEVEL = 3  # zlib's level for the file's parts: a third of the default level's (6) time, about a fifth larger
-_ZIP_LEVEL_LOCK = threading.Lock()
 
 
 def _close(wb: xlsxwriter.Workbook) -> None:
     """Close (zip) the workbook at ZIP_LEVEL. xlsxwriter always zips at zlib's default level, which took a third of
-    a large build's time (the Candidates sheet of 10,000 tasks is 2 GB of XML). It has no option for the level, so
-    its module's ZipFile is replaced while it closes (a lock keeps threads from seeing each other's replacement);
-    xlsxwriter is pinned below 4 in setup.cfg for this."""
-    with _ZIP_LEVEL_LOCK:
-        original = xlsxwriter.workbook.ZipFile
-        xlsxwriter.workbook.ZipFile = functools.partial(original, compresslevel=ZIP_LEVEL)
-        try:
-            wb.close()
-        finally:
-            xlsxwriter.workbook.ZipFile = original
-
-
-def why_not_writable(exc: OSError, folder: Path) -> str:
-    """An OSError on an output folder in words a finance user can act on."""
-    blocked = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
-    if blocked is not None:
-        return f"{blocked} is a file, not a folder; choose another path"
-    return exc.strerror or str(exc)
+    a large build's time (the Candidates sheet of 10,000 tasks is 2 GB of XML), and has no option for the level:
+    xlsx_private.zip_level replaces its ZipFile while it closes."""
+    with zip_level(ZIP_LEVEL):
+        wb.close()
 
 
 def write_workbook(plan: Plan, out: Path, recon: Mapping | None = None, billed_input: Mapping | None = None,

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
-from xlsxwriter.utility import _preserve_whitespace, _utf16_len, _utf16_truncate, xl_col_to_name
-from xlsxwriter.worksheet import CellFormulaTuple, Worksheet
-from xlsxwriter.xmlwriter import XMLwriter
+from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name, xl_rowcol_to_cell
+from xlsxwriter.worksheet import Worksheet
 
+from ..errors import CellWriteError
 from ..i18n import name, tr, word
+from ..safefile import EXCEL_MAX_ROWS
 from .formats import Formats, cached
+from .xlsx_private import (
+    RowCells,
+    StreamedSheet,
+    escape_control_characters,
+    extend_dimensions,
+    formula_cell,
+    place_cell,
+    preserve_whitespace,
+    row_written_out,
+    style_index,
+    utf16_len,
+    writes_rows_in_order,
+)
 
 # Every function budgetgen writes; all exist in Excel 2010+, LibreOffice 7.4 and `formulas`, none needs
 # xlsxwriter's `_xlfn.` future-function prefix (a test holds every generated formula to this list).
@@ -22,24 +36,80 @@ SAFE_FUNCTIONS = frozenset({"IF", "AND", "OR", "INDEX", "MATCH", "MIN", "MAX", "
                             "ROUND", "ROUNDDOWN", "N", "DATE", "DAY", "MONTH", "YEAR", "SUBSTITUTE",
                             "FLOOR", "POWER", "LOG", "SQRT", "MOD", "FIXED"})
 
-
-def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> None:
-    """Store one of budgetgen's formulas (written without `=`) with its cached value.
-
-    Private xlsxwriter API, on purpose: the public write_formula runs some 40 regular expressions over
-    every formula (dynamic-array and future-function prefixes) that budgetgen's formulas never need
-    (SAFE_FUNCTIONS), and on the Tasks and Candidates sheets of a large inventory (millions of formulas)
-    that rewriting dominated the build time. xlsxwriter is pinned below 4 in setup.cfg for this call.
-    """
-    if ws.constant_memory and row > ws.previous_row:
-        ws._write_single_row(row)
-    ws._check_dimensions(row, col)
-    ws.table[row][col] = CellFormulaTuple(formula, cell_format, value)
-
-
-XLS_STRMAX = 32_767  # UTF-16 units of text a cell holds; xlsxwriter truncates longer strings
+XLS_STRMAX = 32_767  # UTF-16 units of text a cell holds; xlsxwriter cuts longer strings (and returns -2)
+EXCEL_MAX_COLS = 16_384
 # The cached values xlsxwriter writes as errors (t="e") rather than as text.
 ERROR_VALUES = frozenset(("#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!"))
+
+# The worksheet methods that return a code, negative when xlsxwriter refuses, cuts or drops what was asked
+# (after a warning at most): a Sheet raises CellWriteError on each instead.
+CHECKED_METHODS = ("write", "write_string", "write_number", "write_blank", "write_boolean", "write_formula",
+                   "write_array_formula", "write_dynamic_array_formula", "write_datetime", "write_url",
+                   "write_rich_string", "write_row", "write_column", "write_comment", "merge_range",
+                   "data_validation", "conditional_format", "autofilter", "insert_chart", "insert_image",
+                   "insert_textbox", "add_table", "add_sparkline", "print_area", "set_row", "set_column")
+_TEXT_METHODS = frozenset({"write", "write_string", "write_rich_string", "write_row", "write_column",
+                           "merge_range"})
+
+
+def refused(ws, method: str, code: int, row: int, col: int, cell: str | None = None) -> CellWriteError:
+    """The error for a write xlsxwriter answered with a negative `code` at row, col (0-based) of `ws`."""
+    inside = 0 <= row < EXCEL_MAX_ROWS and 0 <= col < EXCEL_MAX_COLS
+    if cell is None:
+        cell = xl_rowcol_to_cell(row, col) if inside else f"row {row + 1:,}, column {col + 1:,}"
+    if not inside:
+        reason = f"outside the sheet (Excel has {EXCEL_MAX_ROWS:,} rows and {EXCEL_MAX_COLS:,} columns)"
+    elif row_written_out(ws, row):
+        reason = "its row was already written out (a constant_memory sheet is written row by row, in order)"
+    elif code == -2 and method in _TEXT_METHODS:
+        reason = f"a text longer than the {XLS_STRMAX:,} characters a cell holds, which xlsxwriter cuts"
+    else:
+        reason = "xlsxwriter refused it (a warning may say why)"
+    return CellWriteError(ws.name, cell, method, code, reason)
+
+
+def _position(method: str, args: tuple) -> tuple[int, int, str | None]:
+    """Row, column (0-based) and, when given so, the A1 text of where a worksheet method was asked to write."""
+    if not args:
+        return 0, 0, "?"
+    first = args[0]
+    if method == "set_row":
+        return first, 0, f"row {first + 1:,}"
+    if method == "set_column":
+        return 0, first, None if isinstance(first, str) else f"column {first + 1:,}"
+    if isinstance(first, str):  # A1 notation: a cell or a range
+        row, col = xl_cell_to_rowcol(first.split(":")[0])
+        return row, col, first
+    return first, args[1] if len(args) > 1 else 0, None
+
+
+def _checked(method):
+    """`method` of a worksheet, raising CellWriteError where xlsxwriter returns a negative code."""
+    @functools.wraps(method)
+    def write(self, *args, **kwargs):
+        code = method(self, *args, **kwargs)
+        if code.__class__ is int and code < 0:
+            raise refused(self, method.__name__, code, *_position(method.__name__, args))
+        return code
+    return write
+
+
+class Sheet(StreamedSheet):
+    """xlsxwriter's worksheet with every write checked: a cell xlsxwriter refuses, cuts or drops (its write_*
+    returns a negative code and goes on) raises CellWriteError naming the sheet and the cell. Every sheet
+    budgetgen writes is one (`wb.add_worksheet(name, Sheet)`)."""
+
+
+for _name in CHECKED_METHODS:
+    setattr(Sheet, _name, _checked(getattr(Worksheet, _name)))
+
+
+def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> None:
+    """Store one of budgetgen's formulas (written without `=`) with its cached value, checked as a Sheet's writes
+    are. Not write_formula: see xlsx_private (its regular-expression rewriting dominated a large build)."""
+    code = place_cell(ws, row, col, formula_cell(formula, cell_format, value))
+    if code:
+        raise refused(ws, "store_formula", code, row, col)
 
 
 def _xml_text(text: str) -> str:
@@ -47,25 +117,6 @@ def _xml_text(text: str) -> str:
     if "&" in text or "<" in text or ">" in text:
         return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return text
-
-
-class BlockRow(NamedTuple):
-    """One row of a ColumnBlock, kept in xlsxwriter's row table (at the block's first column) until the row is
-    written out."""
-
-    block: ColumnBlock
-    row: int
-    values: list
-
-
-class Sheet(Worksheet):
-    """xlsxwriter's worksheet, which also writes a BlockRow as the cells of its block's columns."""
-
-    def _write_cell(self, row, col, cell) -> None:
-        if cell.__class__ is BlockRow:
-            self.fh.write(cell.block.render(cell.row, cell.values))
-        else:
-            super()._write_cell(row, col, cell)
 
 
 class ColumnBlock:
@@ -78,8 +129,8 @@ class ColumnBlock:
     thousands of characters long and a file write: with 150,000 Candidates rows of 39 cells each that per-cell
     work was most of the build. Each column's formula is escaped once and split where its row number goes; a
     cell's format index is looked up when the first row is written, the moment xlsxwriter looks it up, so the
-    styles are numbered as before. Private xlsxwriter API (the row table, `_write_cell` in `Sheet`, its text
-    escaping), like `store_formula`; xlsxwriter is pinned below 4 in setup.cfg.
+    styles are numbered as before. The row table and the escaping are xlsxwriter's private API (xlsx_private).
+    A row that cannot be written (outside the sheet, written out already, a text too long) raises CellWriteError.
     """
 
     def __init__(self, columns: Sequence[tuple[int, str, str | None, object]]):
@@ -94,21 +145,24 @@ class ColumnBlock:
         self._formulas = [None if formula is None else _xml_text(formula).split("{r}") for _, _, formula, _ in columns]
         self._formats = [fmt for _, _, _, fmt in columns]
         self._styles: list[str] | None = None
+        self._sheet = ""
 
     def store(self, ws, row: int, values: Mapping) -> None:
         """Row `row` (0-based) of every column, `values[key]` in each cell (a formula's cached value)."""
-        if not ws.constant_memory:
+        if not writes_rows_in_order(ws):
             raise ValueError("a ColumnBlock writes rows of a constant_memory workbook only")
-        if row > ws.previous_row:
-            ws._write_single_row(row)
-        ws._check_dimensions(row, self.first)
-        ws._check_dimensions(row, self.last)
-        ws.table[row][self.first] = BlockRow(self, row, [values[key] for key in self.keys])
+        self._sheet = ws.name
+        code = extend_dimensions(ws, row, self.last)
+        if code:
+            raise refused(ws, "ColumnBlock.store", code, row, self.last)
+        code = place_cell(ws, row, self.first, RowCells(self, row, [values[key] for key in self.keys]))
+        if code:
+            raise refused(ws, "ColumnBlock.store", code, row, self.first)
 
     def render(self, row: int, values: list) -> str:
         """The XML of the row's cells, as xlsxwriter writes them."""
         if self._styles is None:
-            self._styles = [f'" s="{fmt._get_xf_index()}"' for fmt in self._formats]
+            self._styles = [f'" s="{style_index(fmt)}"' for fmt in self._formats]
         number = str(row + 1)
         out = []
         for head, style, formula, value in zip(self._heads, self._styles, self._formulas, values, strict=True):
@@ -121,6 +175,10 @@ class ColumnBlock:
             elif value is None or value == "":
                 out.append(f"{head}{number}{style}/>")
             elif isinstance(value, str):
+                if len(value) > XLS_STRMAX // 2 and utf16_len(value) > XLS_STRMAX:  # xlsxwriter would cut it
+                    cell = head.removeprefix('<c r="') + number
+                    raise CellWriteError(self._sheet, cell, "ColumnBlock.store", -2,
+                                         f"a text longer than the {XLS_STRMAX:,} characters a cell holds")
                 out.append(_string_cell(head + number + style, value))
             elif isinstance(value, bool):
                 out.append(f'{head}{number}{style} t="b"><v>{int(value)}</v></c>')
@@ -145,13 +203,12 @@ def _formula_cell(start: str, formula: str, value) -> str:
 
 
 def _string_cell(start: str, text: str) -> str:
-    """`<c` with its reference and style, then as xlsxwriter writes an in-line string in constant_memory mode."""
-    if len(text) > XLS_STRMAX // 2 and _utf16_len(text) > XLS_STRMAX:
-        text = _utf16_truncate(text, XLS_STRMAX)
-    text = XMLwriter._escape_control_characters(text)
+    """`<c` with its reference and style, then as xlsxwriter writes an in-line string (no longer than a cell
+    holds) in constant_memory mode."""
+    text = escape_control_characters(text)
     if text.startswith("<r>") and text.endswith("</r>"):
         return f'{start} t="inlineStr"><is>{text}</is></c>'
-    space = ' xml:space="preserve"' if _preserve_whitespace(text) else ""
+    space = ' xml:space="preserve"' if preserve_whitespace(text) else ""
     return f'{start} t="inlineStr"><is><t{space}>{_xml_text(text)}</t></is></c>'
 
 
