@@ -29,7 +29,7 @@ def write_gpus(book: Book, ws, gpus) -> None:
     cols = [c.name for c in GPU_COLUMNS]
     widths = [_WIDTHS.get(c, 9) for c in cols]
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
-    ws.set_row(0, 30)
+    ws.set_row(0, 45)  # three lines: the converted columns' headers name their unit
     at = {c: i for i, c in enumerate(cols)}
     rate_col = len(cols)
     converted = [(t.price_name, t.price_column, t.name, t.price_unit, _FORMATS[t.price_column]) for t in TIERS]
