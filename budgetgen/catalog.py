@@ -35,6 +35,8 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         tflops_fp8=rec.get("tflops_fp8"),
         tflops_fp4=rec.get("tflops_fp4"),
         form_factor=str(rec.get("form_factor") or ""),
+        bandwidth_efficiency=rec.get("bandwidth_efficiency"),
+        matmul_efficiency=rec.get("matmul_efficiency"),
         interconnect=str(rec.get("interconnect") or "pcie"),
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
         prices={t: rec.get(PRICE_COLUMN[t]) for t in TIERS},

@@ -209,7 +209,8 @@ def _gpu_fields(g: Gpu) -> dict[str, object]:
     """A GPU by the GPUs sheet's column names."""
     fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
               "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
-              "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
+              "form_factor": g.form_factor or None, "bandwidth_efficiency": g.bandwidth_efficiency,
+              "matmul_efficiency": g.matmul_efficiency, "interconnect": g.interconnect, "scaling": g.scaling,
               "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
     fields.update({PRICE_COLUMN[t]: g.prices.get(t) for t in TIERS})
     return {c.name: fields[c.name] for c in GPU_COLUMNS}

@@ -34,6 +34,8 @@ class Gpu:
     tflops_fp8: float | None = None  # dense FP8 peak; None: no FP8 unit
     tflops_fp4: float | None = None  # dense FP4 peak; None: no FP4 unit
     form_factor: str = ""  # sxm | pcie
+    bandwidth_efficiency: float | None = None  # share of bandwidth decode reaches; None: the decode_efficiency setting
+    matmul_efficiency: float | None = None  # multiplies every MFU on this card; None: 1
 
 
 @dataclass(frozen=True)

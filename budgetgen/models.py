@@ -29,6 +29,10 @@ MODEL_COLUMNS: tuple[Column, ...] = (
     C("kv_latent", "count", "elements", positive=True,
       help="MLA models: elements cached per layer per token (e.g. 576); blank otherwise"),
     C("native_context", "count", "tokens", positive=True, help="context length the model was trained for"),
+    C("experts", "count", "experts", positive=True,
+      help="mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model"),
+    C("experts_per_token", "count", "experts", positive=True,
+      help="mixture of experts: routed experts each token uses (top-k), fewer than experts"),
     C("source", "text", help="where the figures came from"),
 )
 _TEXT = {"model", "source"}
@@ -48,6 +52,8 @@ class ModelSpec:
     head_dim: int | None = None
     kv_latent: int | None = None
     native_context: int | None = None
+    experts: int | None = None  # routed experts per MoE layer
+    experts_per_token: int | None = None  # routed experts a token uses
     source: str = ""
 
     @property
@@ -107,6 +113,11 @@ def _check_architecture(name: str, rec: dict[str, object]) -> None:
         raise ModelRecordError(f'model "{name}": layers is required with {", ".join(per_layer)}')
     if rec.get("head_dim") is not None and rec.get("attn_heads") is None:
         raise ModelRecordError(f'model "{name}": attn_heads is required with head_dim')
+    experts, top_k = rec.get("experts"), rec.get("experts_per_token")
+    if (experts is None) != (top_k is None):
+        raise ModelRecordError(f'model "{name}": experts and experts_per_token go together')
+    if experts is not None and top_k >= experts:
+        raise ModelRecordError(f'model "{name}": experts_per_token {top_k:g} is not fewer than experts {experts:g}')
     kv_heads, attn_heads = rec.get("kv_heads"), rec.get("attn_heads")
     if kv_heads is not None and attn_heads is not None and attn_heads % kv_heads:
         raise ModelRecordError(f'model "{name}": kv_heads {kv_heads:g} does not divide attn_heads {attn_heads:g} '

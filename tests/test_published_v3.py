@@ -9,33 +9,16 @@ import math
 from pathlib import Path
 
 import pytest
-from test_serving_engine import SHIPPED_GPUS, _gpu_sheet, _plan, _rows, _rows_by_id
+from test_serving_engine import _gpu_sheet, _models_sheet, _plan, _rows, _rows_by_id
 
 DATA = Path(__file__).parent / "data"
-SHIPPED_MODELS = SHIPPED_GPUS.parent / "models.csv"
 FIT = _rows(DATA / "published_v3_fit.csv")
 BANDS = {"serve": (0.67, 1.5), "train": (0.75, 1.35), "mem": (0.75, 1.35)}
 # Rows the model does not hold in their band, each with the reason. A row listed here that lands in its band
 # fails the test too: the list says what the model cannot do, no more.
-KNOWN_MISSES: dict[str, str] = {
-    "F03": "LoRA on one card at the pretraining MFU (0.40): torchtune runs hotter (1.49x too long)",
-    "F04": "QLoRA billed 6 FLOPs a parameter against LoRA's 4 at the pretraining MFU (1.75x too long)",
-    "F05": "FP8 training divided by the BF16 peak (1.80x too long)",
-    "F11": "H20 decode at the 0.70 bandwidth share every card gets (1.77x too fast)",
-    "F12": "H20 decode at the 0.70 bandwidth share every card gets (1.97x too fast)",
-    "F13": "H20 decode at 0.70 of its bandwidth, no MoE kernel cost per layer (2.11x too fast)",
-    "F14": "H20 bandwidth, no per-layer all-reduce or MoE kernel cost in a 4-card replica (3.39x too fast)",
-}
+KNOWN_MISSES: dict[str, str] = {}
 # Rows that are shown but not counted: the published figure is a bound, not a measurement.
 BOUNDS = {"F19": "48 GB is the card the QLoRA paper ran on: an upper bound (test_serving_engine holds it)"}
-
-
-def _models_sheet(names) -> list[list]:
-    """A Models sheet with the shipped catalog's rows for `names` (the tests' fixed catalog may predate them)."""
-    rows = {r["model"]: r for r in _rows(SHIPPED_MODELS)}
-    columns = [c for c in rows[next(iter(names))] if c != "source"]
-    return [columns] + [[float(rows[n][c]) if c != "model" and rows[n][c] else rows[n][c] or None for c in columns]
-                        for n in sorted(names)]
 
 
 def _size(row: dict) -> dict:
@@ -53,7 +36,7 @@ def _train_precision(row: dict) -> str:
 
 def _training_task(row: dict) -> dict:
     return {"task_id": row["id"], "kind": "pretrain" if row["method"] == "full" else "finetune", **_size(row),
-            "method": row["method"], "gpu": row["gpu"],
+            "method": row["method"], "train_precision": _train_precision(row), "gpu": row["gpu"],
             "cards": int(row["cards"] or 1), "train_tokens": float(row["train_tokens"]), "deadline_days": 3650}
 
 

@@ -9,19 +9,20 @@ from .layout import GPU_NAMES
 from .printing import print_setup
 
 SHEET = "GPUs"
-_FORMATS = {"scaling": "percent", "on_demand_per_hour": "price", "monthly_per_card": "money",
+_FORMATS = {"scaling": "percent", "bandwidth_efficiency": "percent", "matmul_efficiency": "percent", "on_demand_per_hour": "price", "monthly_per_card": "money",
             "idle_per_hour": "price", "spot_per_hour": "price", "purchase_price": "money"}
 
 
 def write_gpus(book: Book, ws, gpus) -> None:
     cols = [c.name for c in GPU_COLUMNS]
-    widths = [14, 12, 9, 12, 9, 9, 9, 10, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
+    widths = [14, 12, 9, 12, 9, 9, 9, 10, 11, 11, 10, 8, 12, 12, 11, 11, 12, 8, 44, 9]
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
     ws.set_row(0, 30)
     for i, g in enumerate(gpus, start=1):
         values = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
                   "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
-                  "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
+                  "form_factor": g.form_factor or None, "bandwidth_efficiency": g.bandwidth_efficiency,
+                  "matmul_efficiency": g.matmul_efficiency, "interconnect": g.interconnect, "scaling": g.scaling,
                   "on_demand_per_hour": g.prices["on_demand"], "monthly_per_card": g.prices["monthly"],
                   "idle_per_hour": g.prices["idle"], "spot_per_hour": g.prices["spot"],
                   "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}

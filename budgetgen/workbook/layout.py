@@ -23,7 +23,8 @@ def camel(key: str) -> str:
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
-             "form_factor": "GpuFormFactor", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
+             "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
+             "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
              "on_demand_per_hour": TIER_PRICE_NAMES["on_demand"], "monthly_per_card": TIER_PRICE_NAMES["monthly"],
              "idle_per_hour": TIER_PRICE_NAMES["idle"], "spot_per_hour": TIER_PRICE_NAMES["spot"],
              "purchase_price": "GpuPurchase", "power_w": "GpuPowerW"}
