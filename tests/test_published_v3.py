@@ -9,7 +9,12 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import TODAY, formula_cells, make_input, recalc_formulas, same
 from test_serving_engine import _gpu_sheet, _models_sheet, _plan, _rows, _rows_by_id
+
+from budgetgen.engine import plan_budget
+from budgetgen.reader import read_inputs
+from budgetgen.workbook import write_workbook
 
 DATA = Path(__file__).parent / "data"
 FIT = _rows(DATA / "published_v3_fit.csv")
@@ -116,3 +121,34 @@ def test_the_fit_set_is_the_published_one():
     assert len(FIT) == 19
     assert {r["kind"] for r in FIT} == set(BANDS)
     assert all(r["source"] and float(r["published"]) > 0 for r in FIT)
+
+
+# One workbook that takes every branch model v3 added: an FP8 MoE pretraining run and a QLoRA fine-tune, MoE decode
+# with expert counts on a card of its own bandwidth share (H20) in one and four cards, a card of its own matmul
+# efficiency (MI300X), and a PCIe pair. Its every formula cell must recalculate to the engine's cached value.
+V3_BRANCHES = ("F04", "F06", "F13", "F14", "F15")
+PCIE_PAIR = {"task_id": "PCIE", "kind": "inference", "model": "Llama-3.1-8B", "gpu": "L40S", "cards": 2,
+             "method": "fp8", "prompt_tokens": 800, "tokens_per_request": 200, "concurrency": 32,
+             "requests_per_day": 1000, "tier": "on_demand"}
+
+
+@pytest.mark.slow
+def test_model_v3_formulas_recalculate_to_the_engine_values(tmp_path):
+    rows = [r for r in FIT if r["id"] in V3_BRANCHES]
+    tasks = [_serving_task(r) if r["kind"] == "serve" else _training_task(r) for r in rows] + [PCIE_PAIR]
+    gpus = _gpu_sheet(sorted({r["gpu"] for r in rows} | {"L40S"}))
+    models = _models_sheet({r["model"] for r in rows} | {"Llama-3.1-8B"})
+    path = make_input(tmp_path / "in.xlsx", tasks, settings={"max_cards": 4096}, gpus=gpus,
+                      extra_sheets={"Models": models})
+    plan = plan_budget(read_inputs(path, today=TODAY))
+    by_id = _rows_by_id(plan)
+    # the branches are taken: the expert exchange, the card's shares, the all-reduce over PCIe
+    assert by_id["F06"]["mfu_run"] < by_id["F06"]["mfu_used"]
+    assert by_id["F13"]["bandwidth_share"] == 0.34 and by_id["F13"]["weights_read"] < by_id["F13"]["params_used"]
+    assert by_id["F15"]["peak_tflops"] == pytest.approx(2615 * 0.80 * 0.65)
+    assert by_id["PCIE"]["tp"] == 0.80 and by_id["PCIE"]["t_layers"] > 0
+    out = write_workbook(plan, tmp_path / "out.xlsx")
+    cells = formula_cells(out)
+    recalculated = recalc_formulas(out)
+    wrong = [(k, f, v, recalculated.get(k)) for k, (f, v) in cells.items() if not same(recalculated.get(k), v)]
+    assert wrong == []
