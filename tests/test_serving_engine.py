@@ -273,3 +273,21 @@ def test_a_models_sheet_row_missing_a_figure_its_formulas_need_is_refused_at_its
     assert set(problems) == {("Models", "A2"), ("Models", "C3"), ("Tasks", "C2")}
     assert "layers is required with kv_heads, head_dim" in problems[("Models", "A2")]
     assert '"forty" is not a number' in problems[("Models", "C3")]
+
+
+def test_a_models_sheet_row_with_half_an_expert_count_or_too_many_experts_a_token_is_refused(tmp_path):
+    models = [["model", "total_params_b", "active_params_b", "layers", "experts", "experts_per_token"],
+              ["House-20B", 20, 3, 40, 64, None], ["House-MoE", 20, 3, 40, 8, 8]]
+    problems = _models_sheet_problems(tmp_path, models)
+    assert "experts and experts_per_token go together" in problems[("Models", "A2")]
+    assert "experts_per_token 8 is not fewer than experts 8" in problems[("Models", "A3")]
+
+
+def test_the_catalog_counts_the_experts_of_its_mixtures_of_experts():
+    """Every shipped mixture of experts states its expert counts (the decode reads and the training exchange
+    need them); no dense model does."""
+    for row in _rows(SHIPPED_MODELS):
+        moe = float(row["active_params_b"]) < float(row["total_params_b"])
+        assert bool(row["experts"]) == moe == bool(row["experts_per_token"]), row["model"]
+    deepseek = next(r for r in _rows(SHIPPED_MODELS) if r["model"] == "DeepSeek-V3")
+    assert (deepseek["experts"], deepseek["experts_per_token"]) == ("256", "8")
