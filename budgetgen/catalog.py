@@ -12,7 +12,7 @@ from importlib import resources
 
 from .i18n import Message
 from .model import Gpu, Settings
-from .schema import PRICE_COLUMN, TIERS
+from .schema import GPU_COLUMNS, PRICE_COLUMN, TIERS
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
@@ -45,6 +45,17 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         source=str(rec.get("source") or ""),
         as_of=str(rec.get("as_of") or ""),
     )
+
+
+def gpu_record(g: Gpu) -> dict[str, object]:
+    """A GPU by the GPUs sheet's column names, in their order: gpu_from_record's inverse."""
+    fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
+              "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
+              "form_factor": g.form_factor or None, "bandwidth_efficiency": g.bandwidth_efficiency,
+              "matmul_efficiency": g.matmul_efficiency, "interconnect": g.interconnect, "scaling": g.scaling,
+              "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
+    fields.update({PRICE_COLUMN[t]: g.prices.get(t) for t in TIERS})
+    return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 
 def builtin_records() -> list[dict[str, object]]:

@@ -22,13 +22,14 @@ from pathlib import Path
 import xlsxwriter
 
 from . import rules
+from .catalog import gpu_record
 from .engine import MonthTotals, Plan, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem
 from .i18n import canonical_name
-from .model import Gpu, Inputs, Settings
+from .model import Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMN, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIERS
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIERS
 from .values import add_months
 from .workbook import CHECK_TOLERANCE, Formats
 
@@ -205,19 +206,8 @@ class _State:
                                    extras=tuple(self.extras.values()))
 
 
-def _gpu_fields(g: Gpu) -> dict[str, object]:
-    """A GPU by the GPUs sheet's column names."""
-    fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
-              "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
-              "form_factor": g.form_factor or None, "bandwidth_efficiency": g.bandwidth_efficiency,
-              "matmul_efficiency": g.matmul_efficiency, "interconnect": g.interconnect, "scaling": g.scaling,
-              "purchase_price": g.purchase_price, "power_w": g.power_w, "source": g.source, "as_of": g.as_of}
-    fields.update({PRICE_COLUMN[t]: g.prices.get(t) for t in TIERS})
-    return {c.name: fields[c.name] for c in GPU_COLUMNS}
-
-
 def _gpu_rows(inputs: Inputs) -> dict[str, _Row]:
-    return {g.name.lower(): _Row(g.name, g, _gpu_fields(g)) for g in inputs.gpus}
+    return {g.name.lower(): _Row(g.name, g, gpu_record(g)) for g in inputs.gpus}
 
 
 def _task_rows(inputs: Inputs) -> dict[str, _Row]:

@@ -310,7 +310,7 @@ GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
     C("form_factor", "choice", choices=FORM_FACTORS, help="sxm (or OAM) module or pcie card"),
     C("bandwidth_efficiency", "percent", minimum=0.01, maximum=1,
       help="share of the memory bandwidth decode reads reach on this card; blank: the decode_efficiency setting"),
-    C("matmul_efficiency", "percent", minimum=0.01, maximum=1,
+    C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5,
       help="multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than "
       "H100/A100 kernels reach of theirs; blank: 1"),
 )
