@@ -183,7 +183,7 @@ def format_models_table(catalog: ModelCatalog | None = None) -> str:
     catalog = builtin_models() if catalog is None else catalog
     width = max(len(m.name) for m in catalog.models) + 2
     header = (f"{'model':<{width}}{'total B':>9}{'active B':>10}{'layers':>8}{'hidden':>8}{'heads':>7}"
-              f"{'kv heads':>10}{'head dim':>10}{'latent':>8}{'context':>10}")
+              f"{'kv heads':>10}{'head dim':>10}{'latent':>8}{'context':>10}{'experts':>9}{'top-k':>7}")
     lines = ["Built-in model catalog (add or override rows on a Models sheet):", header]
 
     def cell(value, w):
@@ -192,5 +192,6 @@ def format_models_table(catalog: ModelCatalog | None = None) -> str:
     for m in catalog.models:
         lines.append(f"{m.name:<{width}}{m.total_params_b:>9g}{m.active_params_b:>10g}{cell(m.layers, 8)}"
                      f"{cell(m.hidden, 8)}{cell(m.attn_heads, 7)}{cell(m.kv_heads, 10)}{cell(m.head_dim, 10)}"
-                     f"{cell(m.kv_latent, 8)}{cell(m.native_context, 10)}")
+                     f"{cell(m.kv_latent, 8)}{cell(m.native_context, 10)}{cell(m.experts, 9)}"
+                     f"{cell(m.experts_per_token, 7)}")
     return "\n".join(lines) + "\n"
