@@ -1,10 +1,11 @@
-"""`budgetgen calibrate`: fit each GPU's bandwidth and matmul efficiency to a user's measured runs (reads their
-CSV, writes the fitted GPUs sheet).
+"""`budgetgen calibrate`: fit each GPU's bandwidth and matmul efficiency, and the MFU settings, to a user's
+measured runs (reads their CSV, writes the fitted GPUs and Settings rows).
 
 A run is pushed through the same calculated columns as a Tasks row (columns.evaluate), so a fitted figure means
 what it means in a plan. Per GPU, the two efficiencies minimise the sum of squared log ratios (engine /
-measured) of that GPU's runs, by coordinate descent over a grid: a figure the runs do not constrain (no
-bandwidth-bound run, say) stays where it was.
+measured) of that GPU's serving runs; then `mfu` and `lora_mfu` minimise those of the training runs on the fitted
+cards. Coordinate descent over a grid: a figure the runs do not constrain (no bandwidth-bound run, say) stays
+where it was.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from .columns import evaluate, evaluate_task
 from .errors import Code, InputError, Problem
 from .model import Gpu, Settings
 from .models import ModelCatalog
-from .schema import GPU_COLUMNS, TASK_COLUMNS
+from .schema import GPU_COLUMNS, SETTINGS_BY_KEY, TASK_COLUMNS
 
 KINDS = ("serve", "train")
 MEASURED_COLUMNS = ("kind", "model", "gpu", "cards", "method", "train_precision", "kv_cache_dtype", "prompt",
@@ -58,6 +60,8 @@ class Fit:
     runs: tuple[MeasuredRun, ...]
     before: tuple[float, ...]
     after: tuple[float, ...]
+    settings: dict[str, float] = dataclasses.field(default_factory=dict)  # the MFU settings that moved
+    settings_source: str = ""
 
     @staticmethod
     def error(ratios) -> float:
@@ -135,40 +139,72 @@ def _ratios(runs, gpu: Gpu, settings: Settings, models: ModelCatalog) -> list[fl
     return [predict(r, gpu, settings, models) / r.measured for r in runs]
 
 
-def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog) -> Gpu:
-    """Coordinate descent over the two efficiencies on a coarse, then a fine grid; a move must lower the error."""
-    best = gpu
-    best_error = Fit.error(_ratios(runs, gpu, settings, models))
+def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
+             error: Callable[[dict[str, float]], float]) -> dict[str, float]:
+    """The figures (from `start`, within `bounds`) that minimise `error`: coordinate descent over a coarse, then a
+    fine grid. A move must lower the error, so a figure the runs do not constrain stays at its start."""
+    best, best_error = dict(start), error(start)
     for step in GRID_STEPS:
-        for _ in range(3):  # passes: each figure given the other
+        for _ in range(3):  # passes: each figure given the others
             moved = False
-            for field, (low, high) in BOUNDS.items():
-                current = getattr(best, field) or (settings.decode_efficiency if field == "bandwidth_efficiency"
-                                                   else 1.0)
-                span = 10 * step if step != GRID_STEPS[0] else high - low
-                candidates = {round(min(high, max(low, current + i * step)), 4)
-                              for i in range(-round(span / step), round(span / step) + 1)}
-                for value in sorted(candidates):
-                    trial = dataclasses.replace(best, **{field: value})
-                    error = Fit.error(_ratios(runs, trial, settings, models))
-                    if error < best_error - 1e-12:
-                        best, best_error, moved = trial, error, True
+            for name, (low, high) in bounds.items():
+                span = high - low if step == GRID_STEPS[0] else 10 * step
+                reach = round(span / step)
+                for value in sorted({round(min(high, max(low, best[name] + i * step)), 4)
+                                     for i in range(-reach, reach + 1)}):
+                    trial = best | {name: value}
+                    trial_error = error(trial)
+                    if trial_error < best_error - 1e-12:
+                        best, best_error, moved = trial, trial_error, True
             if not moved:
                 break
-    return best
+    return {name: value for name, value in best.items() if value != start[name]}
+
+
+def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog) -> Gpu:
+    """A GPU's bandwidth and matmul efficiency fitted to its serving runs (blank figures start at what they stand
+    for: decode_efficiency and 1)."""
+    start = {"bandwidth_efficiency": gpu.bandwidth_efficiency or settings.decode_efficiency,
+             "matmul_efficiency": gpu.matmul_efficiency or 1.0}
+
+    def error(values):
+        return Fit.error(_ratios(runs, dataclasses.replace(gpu, **values), settings, models))
+    return dataclasses.replace(gpu, **_descend(start, BOUNDS, error))
+
+
+def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog) -> dict[str, float]:
+    """The MFU settings fitted to the training runs, on the fitted cards: `mfu` to full training and pretraining,
+    `lora_mfu` to LoRA/QLoRA; only those the runs exercise."""
+    trained = [r for r in runs if r.kind == "train"]
+    keys = {"lora_mfu" if r.method in ("lora", "qlora") else "mfu" for r in trained}
+    if not keys:
+        return {}
+    start = {k: getattr(settings, k) for k in sorted(keys)}
+    bounds = {k: (SETTINGS_BY_KEY[k].minimum, SETTINGS_BY_KEY[k].maximum) for k in start}
+
+    def error(values):
+        s = dataclasses.replace(settings, **values)
+        return Fit.error(predict(r, gpus[r.gpu], s, models) / r.measured for r in trained)
+    return _descend(start, bounds, error)
 
 
 def calibrate(runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog,
               source: str) -> Fit:
-    """Fit each GPU the runs name; `source` becomes the fitted GPUs' source ("calibrated from N runs on DATE")."""
+    """Fit each GPU the serving runs name, then the MFU settings to the training runs on those GPUs; `source`
+    becomes the fitted rows' source ("calibrated from {n} runs on DATE")."""
     before = [predict(r, gpus[r.gpu.lower()], settings, models) / r.measured for r in runs]
-    fitted = {}
-    for name in dict.fromkeys(r.gpu for r in runs):
-        own = [r for r in runs if r.gpu == name]
-        gpu = _fit_gpu(gpus[name.lower()], own, settings, models)
-        fitted[name] = dataclasses.replace(gpu, source=f"{source.format(n=len(own))}; {gpu.source}".strip("; "))
-    after = [predict(r, fitted[r.gpu], settings, models) / r.measured for r in runs]
-    return Fit(tuple(fitted.values()), tuple(runs), tuple(before), tuple(after))
+    fitted = {name: gpus[name.lower()] for name in dict.fromkeys(r.gpu for r in runs)}
+    for name, gpu in fitted.items():
+        served = [r for r in runs if r.gpu == name and r.kind == "serve"]
+        if served:
+            fit = _fit_gpu(gpu, served, settings, models)
+            fitted[name] = dataclasses.replace(fit, source=f"{source.format(n=len(served))}; {gpu.source}".strip("; "))
+    tuned = _fit_settings(runs, fitted, settings, models)
+    final = dataclasses.replace(settings, **tuned)
+    after = [predict(r, fitted[r.gpu], final, models) / r.measured for r in runs]
+    trained = sum(r.kind == "train" for r in runs)
+    return Fit(tuple(fitted.values()), tuple(runs), tuple(before), tuple(after), tuned,
+               source.format(n=trained))
 
 
 def format_fit(fit: Fit) -> str:
@@ -180,11 +216,14 @@ def format_fit(fit: Fit) -> str:
     for g in fit.gpus:
         lines.append(f"{g.name}: bandwidth_efficiency {g.bandwidth_efficiency if g.bandwidth_efficiency else '-'}, "
                      f"matmul_efficiency {g.matmul_efficiency if g.matmul_efficiency else '-'}")
+    for key, value in fit.settings.items():
+        lines.append(f"setting {key}: {value:g}")
     return "\n".join(lines) + "\n"
 
 
 def write_fit(fit: Fit, path: Path) -> None:
-    """The fitted GPUs as a GPUs sheet: rows an input workbook's GPUs sheet can take as they are."""
+    """The fitted GPUs as a GPUs sheet and the fitted settings as a Settings sheet: rows an input workbook's
+    sheets of those names take as they are."""
     import xlsxwriter
 
     book = xlsxwriter.Workbook(str(path))
@@ -197,4 +236,9 @@ def write_fit(fit: Fit, path: Path) -> None:
             value = record[name]
             if value is not None:
                 sheet.write(row, col, value)
+    settings = book.add_worksheet("Settings")
+    for col, name in enumerate(("setting", "value", "note")):
+        settings.write_string(0, col, name, header)
+    for row, (key, value) in enumerate(fit.settings.items(), start=1):
+        settings.write_row(row, 0, (key, value, fit.settings_source))
     book.close()

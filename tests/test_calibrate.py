@@ -80,20 +80,26 @@ def test_calibrating_on_the_published_sets_lowers_the_fit_error_and_writes_paste
     rows = [dict(zip(header, (c.value for c in row), strict=True)) for row in sheet.iter_rows(min_row=2)]
     assert {r["gpu"] for r in rows} == {r["gpu"] for r in runs}
     assert all(r["source"].startswith("calibrated from ") and " runs on 2026-12-03" in r["source"] for r in rows)
+    settings = {r[0].value: r[1].value for r in openpyxl.load_workbook(out)["Settings"].iter_rows(min_row=2)}
+    assert set(settings) == {"mfu", "lora_mfu"}   # full and LoRA/QLoRA training runs: both fitted, both moved
     moved = next(r for r in rows if r["bandwidth_efficiency"] not in (None, 0.70))
     task = {"task_id": "S", "kind": "inference", "model": "Llama-3.1-8B", "gpu": moved["gpu"], "cards": 1,
             "requests_per_day": 1000, "tokens_per_request": 200, "tier": "on_demand"}
-    plan = plan_budget(read_inputs(make_input(tmp_path / "in.xlsx", [task], gpus=[moved]), today=TODAY))
+    path = make_input(tmp_path / "in.xlsx", [task], gpus=[moved], settings=settings)
+    plan = plan_budget(read_inputs(path, today=TODAY))
     assert plan.tasks[0].row["bandwidth_share"] == moved["bandwidth_efficiency"]
+    assert plan.inputs.settings.lora_mfu == settings["lora_mfu"]
 
 
-@pytest.mark.parametrize(("bandwidth", "matmul"), [(0.50, None), (0.85, 0.60)])
-def test_calibration_recovers_the_efficiencies_that_made_the_runs(bandwidth, matmul, tmp_path):
+@pytest.mark.parametrize(("bandwidth", "matmul", "lora_mfu"), [(0.50, None, 0.55), (0.85, 0.60, 0.55),
+                                                               (0.70, None, 0.42)])
+def test_calibration_recovers_the_efficiencies_that_made_the_runs(bandwidth, matmul, lora_mfu, tmp_path):
     """Runs 'measured' on an H100 that reaches `bandwidth` of its memory bandwidth and `matmul` of the matmul
-    peak: a single stream (bandwidth-bound), a big batch and a training run (matmul-bound). The fit starts from the
-    catalog's blank figures and finds the true ones."""
+    peak, and LoRA at `lora_mfu`: a single stream (bandwidth-bound), a big batch (matmul-bound) and a LoRA run.
+    The fit starts from the catalog's blank figures and the default settings and finds the true ones."""
     gpus = {g.name.lower(): g for g in catalog.builtin_catalog()}
     truth = dataclasses.replace(gpus["h100 80g"], bandwidth_efficiency=bandwidth, matmul_efficiency=matmul)
+    made = dataclasses.replace(Settings(), lora_mfu=lora_mfu)
     catalog_models = models.builtin_models()
     shapes = [{"kind": "serve", "method": "fp16", "prompt": 100, "output": 500, "concurrency": 1, "cards": 1},
               {"kind": "serve", "method": "fp8", "prompt": 2000, "output": 200, "concurrency": 256, "cards": 1},
@@ -101,14 +107,15 @@ def test_calibration_recovers_the_efficiencies_that_made_the_runs(bandwidth, mat
     runs = []
     for line, shape in enumerate(shapes, start=2):
         run = calibrate.MeasuredRun(line=line, model="Llama-3.1-8B", gpu="H100 80G", measured=1, **shape)
-        value = calibrate.predict(run, truth, Settings(), catalog_models)
+        value = calibrate.predict(run, truth, made, catalog_models)
         runs.append(dataclasses.replace(run, measured=value))
     fit = calibrate.calibrate(runs, gpus, Settings(), catalog_models, "calibrated from {n} runs")
     (fitted,) = fit.gpus
-    assert fitted.bandwidth_efficiency == pytest.approx(bandwidth, abs=0.011)
+    assert (fitted.bandwidth_efficiency or Settings().decode_efficiency) == pytest.approx(bandwidth, abs=0.011)
     assert (fitted.matmul_efficiency or 1.0) == pytest.approx(matmul or 1.0, abs=0.011)
+    assert fit.settings.get("lora_mfu", 0.55) == pytest.approx(lora_mfu, abs=0.011)
     assert max(abs(math.log(r)) for r in fit.after) < 0.02 < max(abs(math.log(r)) for r in fit.before)
-    assert fitted.source.startswith("calibrated from 3 runs")
+    assert fitted.source.startswith("calibrated from 2 runs")   # the serving runs fit the card
 
 
 def test_a_measured_run_that_cannot_be_read_is_a_problem_at_its_row(tmp_path):
