@@ -132,23 +132,44 @@ PCIE_PAIR = {"task_id": "PCIE", "kind": "inference", "model": "Llama-3.1-8B", "g
              "requests_per_day": 1000, "tier": "on_demand"}
 
 
-@pytest.mark.slow
-def test_model_v3_formulas_recalculate_to_the_engine_values(tmp_path):
+@pytest.fixture(scope="module")
+def v3_book(tmp_path_factory) -> tuple[dict, Path]:
+    """The plan's rows by task id and its workbook."""
+    tmp = tmp_path_factory.mktemp("v3book")
     rows = [r for r in FIT if r["id"] in V3_BRANCHES]
     tasks = [_serving_task(r) if r["kind"] == "serve" else _training_task(r) for r in rows] + [PCIE_PAIR]
     gpus = _gpu_sheet(sorted({r["gpu"] for r in rows} | {"L40S"}))
     models = _models_sheet({r["model"] for r in rows} | {"Llama-3.1-8B"})
-    path = make_input(tmp_path / "in.xlsx", tasks, settings={"max_cards": 4096}, gpus=gpus,
+    path = make_input(tmp / "in.xlsx", tasks, settings={"max_cards": 4096}, gpus=gpus,
                       extra_sheets={"Models": models})
     plan = plan_budget(read_inputs(path, today=TODAY))
-    by_id = _rows_by_id(plan)
-    # the branches are taken: the expert exchange, the card's shares, the all-reduce over PCIe
+    return _rows_by_id(plan), write_workbook(plan, tmp / "out.xlsx")
+
+
+def test_the_v3_workbook_takes_every_new_branch(v3_book):
+    """The expert exchange, the card's own shares, distinct experts and the all-reduce over PCIe."""
+    by_id, _ = v3_book
     assert by_id["F06"]["mfu_run"] < by_id["F06"]["mfu_used"]
     assert by_id["F13"]["bandwidth_share"] == 0.34 and by_id["F13"]["weights_read"] < by_id["F13"]["params_used"]
     assert by_id["F15"]["peak_tflops"] == pytest.approx(2615 * 0.80 * 0.65)
     assert by_id["PCIE"]["tp"] == 0.80 and by_id["PCIE"]["t_layers"] > 0
-    out = write_workbook(plan, tmp_path / "out.xlsx")
+
+
+@pytest.mark.slow
+def test_model_v3_formulas_recalculate_to_the_engine_values(v3_book):
+    _, out = v3_book
     cells = formula_cells(out)
     recalculated = recalc_formulas(out)
     wrong = [(k, f, v, recalculated.get(k)) for k, (f, v) in cells.items() if not same(recalculated.get(k), v)]
     assert wrong == []
+
+
+@pytest.mark.slow
+def test_libreoffice_recalculates_the_v3_workbook_to_the_engine_values(v3_book, tmp_path):
+    from lo_recalc import recalc_with_libreoffice, soffice_path
+
+    if soffice_path() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    from test_libreoffice import lo_mismatches
+    _, out = v3_book
+    assert lo_mismatches(formula_cells(out), recalc_with_libreoffice(out, tmp_path)) == []
