@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import TODAY, formula_cells, make_input, recalc_formulas, same
+from conftest import TODAY, formula_cells, make_input
 from test_serving_engine import _gpu_sheet, _models_sheet, _plan, _rows, _rows_by_id
 
 from budgetgen.engine import plan_budget
@@ -125,7 +125,8 @@ def test_the_fit_set_is_the_published_one():
 
 # One workbook that takes every branch model v3 added: an FP8 MoE pretraining run and a QLoRA fine-tune, MoE decode
 # with expert counts on a card of its own bandwidth share (H20) in one and four cards, a card of its own matmul
-# efficiency (MI300X), and a PCIe pair. Its every formula cell must recalculate to the engine's cached value.
+# efficiency (MI300X), and a PCIe pair. Its every formula cell must recalculate to the engine's cached value (the
+# `formulas` package checks each new formula on its own in test_serving.py, faster than on a whole workbook).
 V3_BRANCHES = ("F04", "F06", "F13", "F14", "F15")
 PCIE_PAIR = {"task_id": "PCIE", "kind": "inference", "model": "Llama-3.1-8B", "gpu": "L40S", "cards": 2,
              "method": "fp8", "prompt_tokens": 800, "tokens_per_request": 200, "concurrency": 32,
@@ -153,15 +154,6 @@ def test_the_v3_workbook_takes_every_new_branch(v3_book):
     assert by_id["F13"]["bandwidth_share"] == 0.34 and by_id["F13"]["weights_read"] < by_id["F13"]["params_used"]
     assert by_id["F15"]["peak_tflops"] == pytest.approx(2615 * 0.80 * 0.65)
     assert by_id["PCIE"]["tp"] == 0.80 and by_id["PCIE"]["t_layers"] > 0
-
-
-@pytest.mark.slow
-def test_model_v3_formulas_recalculate_to_the_engine_values(v3_book):
-    _, out = v3_book
-    cells = formula_cells(out)
-    recalculated = recalc_formulas(out)
-    wrong = [(k, f, v, recalculated.get(k)) for k, (f, v) in cells.items() if not same(recalculated.get(k), v)]
-    assert wrong == []
 
 
 @pytest.mark.slow
