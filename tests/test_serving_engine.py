@@ -93,7 +93,7 @@ def test_published_serving_benchmarks_through_the_engine(tmp_path, capsys):
     inside = [i for i, r in ratios.items() if 0.67 <= r <= 1.5]
     with capsys.disabled():
         print(f"{len(inside)} of {len(ratios)} within 0.67-1.5x")
-    assert len(inside) >= 30, {i: round(r, 2) for i, r in ratios.items() if i not in inside}
+    assert len(inside) == 33, {i: round(r, 2) for i, r in ratios.items() if i not in inside}   # model v3: every one
 
 
 # ---------------------------------------------------------------- SPEC-models §D worked values
