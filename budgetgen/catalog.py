@@ -40,6 +40,8 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         tflops_fp8=rec.get("tflops_fp8"),
         tflops_fp4=rec.get("tflops_fp4"),
         form_factor=str(rec.get("form_factor") or ""),
+        bandwidth_efficiency=rec.get("bandwidth_efficiency"),
+        matmul_efficiency=rec.get("matmul_efficiency"),
         interconnect=str(rec.get("interconnect") or "pcie"),
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
         prices={t.name: rec.get(t.price_column) for t in TIERS},
@@ -60,7 +62,8 @@ def gpu_record(g: Gpu) -> dict[str, object]:
     `currency`): gpu_from_record's inverse, and the one mapping of fields to columns (GPUs sheet, diff)."""
     fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
               "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
-              "form_factor": g.form_factor or None, "interconnect": g.interconnect, "scaling": g.scaling,
+              "form_factor": g.form_factor or None, "bandwidth_efficiency": g.bandwidth_efficiency,
+              "matmul_efficiency": g.matmul_efficiency, "interconnect": g.interconnect, "scaling": g.scaling,
               **{t.price_column: g.listed_prices.get(t.name) for t in TIERS},
               "purchase_price": g.listed_purchase, "power_w": g.power_w, "provider": g.provider or None,
               "region": g.region or None, "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
@@ -78,15 +81,19 @@ def spec_records() -> list[dict[str, object]]:
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
 
 
-def builtin_records(currency: str | None = None, provider: str | None = None, region: str | None = None) \
-        -> list[dict[str, object]]:
+def builtin_records(currency: str | None = None, provider: str | None = None, region: str | None = None,
+                    first: str | None = None) -> list[dict[str, object]]:
     """The built-in catalog as records: each GPU's specs and the offer chosen for it (`prices.choose_offer`): one
-    in `currency` first, else the market offer; with a provider or region, only theirs. The offer's prices stay
-    in its own currency (the reader converts them with the plan's FX table); a GPU without an offer has none."""
+    in `first` (a currency asked for before the plan's: CNY when `catalog_fx` is set), else in `currency`, else the
+    market offer; with a provider or region, only theirs. The offer's prices stay in its own currency (the reader
+    converts them with the plan's FX table); a GPU without an offer has none."""
     offers = prices.builtin_offers()
     out = []
     for rec in spec_records():
-        offer = choose_offer(offers, str(rec["gpu"]), currency, provider, region)
+        offer = None
+        if first and not (provider or region):
+            offer = choose_offer([o for o in offers if o.currency == first], str(rec["gpu"]), first)
+        offer = offer or choose_offer(offers, str(rec["gpu"]), currency, provider, region)
         rec = {**rec, **dict.fromkeys(OFFER_FIELDS[:-2])}
         if offer is not None:
             rec.update(offer.fields())

@@ -1,7 +1,9 @@
-"""The command line: init, validate, build, diff, models, catalog (and catalog import). The only module that imports click."""
+"""The command line: init, validate, build, diff, models, catalog (and catalog import), calibrate. The only module that
+imports click."""
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import signal
 import sys
@@ -15,12 +17,15 @@ from pathlib import Path
 import click
 
 from .api import build_budget, default_output
+from .calibrate import calibrate as fit_runs
+from .calibrate import format_fit, read_measured, write_fit
 from .catalog import CATALOG_CURRENCY, builtin_catalog
 from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError
 from .i18n import LANGS, say, tr
-from .models import format_models_table
+from .model import Settings
+from .models import builtin_models, format_models_table
 from .price_import import SUFFIX, import_prices
 from .prices import builtin_offers
 from .reader import read_inputs
@@ -236,6 +241,30 @@ def _progress(quiet: bool):
         if not quiet:
             click.echo(f"[{time.monotonic() - start:6.1f}s] {message}", err=True)
     return say
+
+
+@main.command()
+@click.argument("measured", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the fitted GPUs as a GPUs sheet an input workbook can take.")
+@click.option("--date", "build_date", type=click.DateTime(formats=["%Y-%m-%d"]),
+              help="The date the fitted rows' source names (YYYY-MM-DD). Default: today.")
+def calibrate(measured: Path, output: Path | None, build_date) -> None:
+    """Fit each GPU's bandwidth and matmul efficiency to your measured runs (CSV: kind, model, gpu, cards, method,
+    train_precision, kv_cache_dtype, prompt, output, concurrency, tokens, measured)."""
+    with _reported():
+        check_outputs([output], [measured])
+        gpus = {g.name.lower(): g for g in builtin_catalog()}
+        catalog_models = builtin_models()
+        runs = read_measured(measured, catalog_models, gpus)
+        day = (build_date or dt.datetime.now()).date().isoformat()
+        fit = fit_runs(runs, gpus, Settings(), catalog_models, f"calibrated from {{n}} runs on {day}")
+        with staged_outputs([output]) as staging:
+            if output:
+                write_fit(fit, staging[output])
+    click.echo(format_fit(fit), nl=False)
+    if output:
+        click.echo(f"Wrote {output}: paste its rows on your input's GPUs sheet")
 
 
 @main.group(invoke_without_command=True)

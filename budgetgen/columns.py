@@ -154,10 +154,33 @@ def _batch(r: Row, s, g) -> float:
 
 def _t_mem(r: Row, s, g) -> float:
     return serving.decode_memory_seconds(
-        params_b=r["params_used"], active_params_b=r["active_used"], batch=r["batch"],
-        bytes_per_param=r["bytes_per_param"], kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"],
-        output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
-        decode_efficiency=s.decode_efficiency, tp=r["tp"])
+        weights_b=r["weights_read"], batch=r["batch"], bytes_per_param=r["bytes_per_param"],
+        kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"], output=r["tokens_per_request"],
+        cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs, decode_efficiency=r["bandwidth_share"], tp=r["tp"])
+
+
+def _peak_tflops(r: Row, s, g) -> float:
+    training = _training(r)
+    return serving.peak_tflops(r["train_precision"] if training else r["method"], tflops=g.tflops,
+                               tflops_fp8=g.tflops_fp8, tflops_fp4=g.tflops_fp4,
+                               fp8_efficiency=s.train_fp8_efficiency if training else s.fp8_efficiency,
+                               matmul_efficiency=g.matmul_efficiency)
+
+
+def _run_mfu(r: Row, s, g):
+    if not _training(r):
+        return None
+    return serving.run_mfu(r["mfu_used"], task_mfu=r["mfu"], params_b=r["params_used"],
+                           active_params_b=r["active_used"], k=r["flops_per_token_used"],
+                           experts_per_token=_model(r, "experts_per_token"), hidden=_model(r, "hidden"),
+                           layers=_model(r, "layers"), peak_tflops=r["peak_tflops"],
+                           moe_network_gbs=s.moe_network_gbs, moe_comm_exposed=s.moe_comm_exposed)
+
+
+def _t_layers(r: Row, s, g) -> float:
+    return serving.layer_overhead_seconds(
+        layers=_model(r, "layers"), hidden=_model(r, "hidden"), moe=r["active_used"] < r["params_used"],
+        cards=r["cards_per_run"], batch=r["batch"], interconnect=g.interconnect, s=s)
 
 
 def _t_pre(r: Row, s, g) -> float:
@@ -306,8 +329,9 @@ CALCS: tuple[Calc, ...] = (
     Calc("training", "training?", "1 = yes", "int", f"=IF({_TRAINING_KIND},1,0)",
          lambda r, s, g: 1 if KIND[r["kind"]].training else 0),
     Calc("mfu_used", "MFU used", "share", "percent", serving.MFU_USED_EXCEL,
-         lambda r, s, g: serving.mfu_used(r["mfu"], params_b=r["params_used"], active_params_b=r["active_used"],
-                                          mfu=s.mfu, moe_mfu=s.moe_mfu)),
+         lambda r, s, g: serving.mfu_used(r["mfu"], method=r["method"], params_b=r["params_used"],
+                                          active_params_b=r["active_used"], mfu=s.mfu, moe_mfu=s.moe_mfu,
+                                          lora_mfu=s.lora_mfu, experts=_model(r, "experts"))),
     _serving_calc("bytes_per_param", "bytes per weight", "bytes", "number", serving.BYTES_PER_PARAM_EXCEL,
                   lambda r, s, g: serving.bytes_per_param(r["method"])),
     Calc("weights_gb", "weights", "GB", "number",
@@ -336,9 +360,11 @@ CALCS: tuple[Calc, ...] = (
          f'=IF({_ONLINE_KIND},"",{serving.DEADLINE_DAYS_EXCEL.removeprefix("=")})',
          lambda r, s, g: None if _online(r) else serving.deadline_days(
              r["deadline_days"], hours_per_month=s.hours_per_month, runs_per_month=r["runs_per_month"])),
+    Calc("peak_tflops", "matmul peak used", "TFLOP/s", "number", serving.PEAK_TFLOPS_EXCEL, _peak_tflops),
+    Calc("mfu_run", "MFU of the run", "share", "percent", _training_only(serving.RUN_MFU_EXCEL), _run_mfu),
     Calc("single_card_hours", "compute hours on one card", "h", "number",
          _training_only(serving.TRAINING_GPU_HOURS_EXCEL),
-         lambda r, s, g: serving.training_gpu_hours(r["flops_per_run"], tflops=g.tflops, mfu=r["mfu_used"])
+         lambda r, s, g: serving.training_gpu_hours(r["flops_per_run"], tflops=r["peak_tflops"], mfu=r["mfu_run"])
          if _training(r) else None),
     Calc("cards_min", "cards min", "cards", "int",
          "=IF({training}=1," + serving.training_shape_excel(
@@ -352,30 +378,36 @@ CALCS: tuple[Calc, ...] = (
     Calc("speedup", "speedup", "x", "number", "=1+({cards_per_run}-1)*{gpu.scaling}",
          lambda r, s, g: 1 + (r["cards_per_run"] - 1) * g.scaling),
     Calc("compute_hours", "compute hours (wall)", "h", "number",
-         '=IF({training}=1,{flops_per_run}/({gpu.tflops}*Tera*{mfu_used}*{speedup}*SecondsPerHour),"")',
-         lambda r, s, g: r["flops_per_run"] / (g.tflops * K.Tera * r["mfu_used"] * r["speedup"] * K.SecondsPerHour)
-         if _training(r) else None),
+         '=IF({training}=1,{flops_per_run}/({peak_tflops}*Tera*{mfu_run}*{speedup}*SecondsPerHour),"")',
+         lambda r, s, g: r["flops_per_run"] / (r["peak_tflops"] * K.Tera * r["mfu_run"] * r["speedup"]
+                                               * K.SecondsPerHour) if _training(r) else None),
     Calc("compute_gpu_hours", "compute GPU-hours", "GPU-h", "number",
          '=IF({training}=1,{compute_hours}*{cards_per_run},"")',
          lambda r, s, g: r["compute_hours"] * r["cards_per_run"] if _training(r) else None),
     Calc("tokens_per_day", "output tokens per day (batch: per run)", "tokens", "int",
          _tokens_per_day_excel(), _tokens_per_day),
-    _serving_calc("peak_tflops", "matmul peak used", "TFLOP/s", "number", serving.PEAK_TFLOPS_EXCEL,
-                  lambda r, s, g: serving.peak_tflops(r["method"], tflops=g.tflops, tflops_fp8=g.tflops_fp8,
-                                                      tflops_fp4=g.tflops_fp4, fp8_efficiency=s.fp8_efficiency)),
     _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL,
-                  lambda r, s, g: serving.tp_factor(r["cards_per_run"], s.tp_efficiency)),
+                  lambda r, s, g: serving.tp_factor(r["cards_per_run"], serving.tp_efficiency_of(
+                      g.interconnect, tp_efficiency=s.tp_efficiency, tp_efficiency_nvlink=s.tp_efficiency_nvlink))),
+    _serving_calc("bandwidth_share", "bandwidth share reached", "share", "percent", serving.BANDWIDTH_SHARE_EXCEL,
+                  lambda r, s, g: serving.bandwidth_share(g.bandwidth_efficiency, s.decode_efficiency)),
     _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),
     _serving_calc("batch_mem", "sequences memory holds", "sequences", "int", serving.BATCH_MEM_EXCEL,
                   lambda r, s, g: serving.batch_by_memory(r["free_gb"], r["kv_bytes_per_token"], r["context_used"])),
     _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})", _batch),
+    _serving_calc("weights_read", "weights read per step", "B params", "number", serving.WEIGHTS_READ_EXCEL,
+                  lambda r, s, g: serving.weights_read(
+                      params_b=r["params_used"], active_params_b=r["active_used"], batch=r["batch"],
+                      experts=_model(r, "experts"), experts_per_token=_model(r, "experts_per_token"))),
     _serving_calc("t_mem", "decode step, memory", "s", "number", serving.T_MEM_EXCEL, _t_mem),
     _serving_calc("t_cmp", "decode step, compute", "s", "number", serving.T_CMP_EXCEL,
                   lambda r, s, g: serving.decode_compute_seconds(
                       active_params_b=r["active_used"], batch=r["batch"], cards=r["cards_per_run"],
                       peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])),
+    _serving_calc("t_layers", "decode step, per-layer overhead", "s", "number", serving.LAYER_OVERHEAD_EXCEL,
+                  _t_layers),
     _serving_calc("t_step", "decode step", "s", "number", serving.T_STEP_EXCEL,
-                  lambda r, s, g: serving.step_seconds(r["t_mem"], r["t_cmp"], s.step_overhead_ms)),
+                  lambda r, s, g: serving.step_seconds(r["t_mem"], r["t_cmp"], s.step_overhead_ms, r["t_layers"])),
     _serving_calc("t_pre", "prompt reading per request", "s", "number", serving.T_PRE_EXCEL, _t_pre),
     _serving_calc("requests_per_sec", "requests/s per replica", "requests/s", "number", serving.REQ_S_EXCEL,
                   lambda r, s, g: serving.requests_per_sec(t_pre=r["t_pre"], output=r["tokens_per_request"],
@@ -451,7 +483,7 @@ CANDIDATE_FROM_TASKS = frozenset({"params_used", "active_used", "mfu_used", "tra
 
 
 MODEL_FIELDS = ("total_params_b", "active_params_b", "layers", "hidden", "attn_heads", "kv_heads", "head_dim",
-                "kv_latent", "native_context")  # the Models sheet's named columns a formula may look up
+                "kv_latent", "native_context", "experts", "experts_per_token")  # the Models sheet's named columns a formula may look up
 
 
 # The leading columns that do not depend on the GPU: worked out once per task, not once per catalog GPU.

@@ -53,6 +53,12 @@ NAMES_ZH = {
     "kv_fallback_bytes": "KV缓存估算字节", "moe_mfu": "MoE算力利用率", "lora_flops_per_token": "LoRA每token浮点运算",
     "qlora_flops_per_token": "QLoRA每token浮点运算", "micro_batch_tokens": "微批token数",
     "lora_workspace_gb": "LoRA工作空间GB",
+    "train_precision": "训练精度", "bandwidth_efficiency": "带宽效率", "matmul_efficiency": "矩阵算力效率",
+    "experts": "专家数", "experts_per_token": "每token专家数",
+    "tp_efficiency_nvlink": "NVLink张量并行效率", "allreduce_us_nvlink": "NVLink全归约微秒",
+    "allreduce_us_pcie": "PCIe全归约微秒", "nvlink_gbs": "NVLink带宽GBs", "pcie_gbs": "PCIe带宽GBs",
+    "moe_layer_overhead_us": "MoE每层开销微秒", "train_fp8_efficiency": "训练FP8效率", "lora_mfu": "LoRA算力利用率",
+    "moe_network_gbs": "MoE网络带宽GBs", "moe_comm_exposed": "MoE通信暴露比例",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -78,6 +84,8 @@ TEXT_ZH = {
     "parameters used": "所用参数量", "active parameters": "激活参数量", "bytes per weight": "每权重字节",
     "KV cache per token": "每token KV缓存", "prompt used": "所用输入", "context used": "所用上下文",
     "training FLOPs per parameter and token": "每参数每token训练FLOPs", "matmul peak used": "所用矩阵峰值算力",
+    "MFU of the run": "运行MFU", "bandwidth share reached": "达到的带宽比例", "weights read per step": "每步读取权重",
+    "decode step, per-layer overhead": "解码步每层开销",
     "tensor-parallel factor": "张量并行系数", "memory for KV cache": "KV缓存可用显存",
     "sequences memory holds": "显存可容纳序列数", "sequences batched": "批量序列数", "decode step, memory": "解码步（显存）",
     "decode step, compute": "解码步（计算）", "decode step": "解码步", "prompt reading per request": "每请求预填充",
@@ -115,8 +123,8 @@ TEXT_ZH = {
     "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)":
         "LoRA 每激活参数每 token 的 FLOPs（基座冻结：无权重梯度）",
     "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation": "LoRA/QLoRA 的 CUDA 工作空间、优化器缓冲和碎片显存",
-    "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)":
-        "QLoRA 每激活参数每 token 的 FLOPs（基座冻结加激活重计算）",
+    "QLoRA FLOPs per active parameter per token: LoRA's 4 plus the 4-bit base's dequantisation, measured 22% slower "
+    "than LoRA on the same card": "QLoRA每激活参数每token的浮点运算：LoRA的4再加4位基座的反量化，同卡实测比LoRA慢22%",
     "a catalog model (`budgetgen models`, or a Models sheet row): fills the size and architecture":
         "目录中的模型（`budgetgen models`，或 Models 工作表中的一行）：填入参数量和结构",
     "dense FP4 tensor peak; blank: the card has no FP4 unit": "稠密 FP4 张量峰值；为空：该卡没有 FP4 单元",
@@ -149,7 +157,31 @@ TEXT_ZH = {
     "share of memory bandwidth reached by decode reads": "解码读取达到的显存带宽比例",
     "share of the card's peak reached by decode matmuls": "解码矩阵运算达到的显卡峰值比例",
     "share of the card's peak reached while reading prompts": "读取提示（预填充）时达到的显卡峰值比例",
-    "speed factor per doubling of the cards in one serving replica": "单个推理副本的卡数每翻一倍的速度系数",
+    "speed factor per doubling of the cards in one serving replica on PCIe cards (tp_efficiency_nvlink: "
+    "NVLink-class)": "PCIe卡上单个推理副本的卡数每翻一倍的速度系数（NVLink类见tp_efficiency_nvlink）",
+    "speed factor per doubling of the cards in one serving replica on NVLink-class cards (tp_efficiency: PCIe)":
+        "NVLink类卡上单个推理副本的卡数每翻一倍的速度系数（PCIe见tp_efficiency）",
+    "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak (1.5x BF16 on a card with twice the peak)":
+        "FP8/FP4训练按FP8/FP4峰值的这一比例达到MFU（峰值为两倍的卡上即BF16的1.5倍）",
+    "bandwidth one card sends at over NVLink-class links (H100/H200 NVLink 4: 900 GB/s both ways together)":
+        "单卡经NVLink类互联的发送带宽（H100/H200 NVLink 4：双向合计900 GB/s）",
+    "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction, about 25 reached)":
+        "单卡经PCIe在卡间的发送带宽（PCIe 4.0 x16：单向32 GB/s，实际约25）",
+    "model FLOPs utilisation of LoRA/QLoRA fine-tunes (frozen base: small optimizer step, no weight gradients)":
+        "LoRA/QLoRA微调的算力利用率（基座冻结：优化器步骤小，无权重梯度）",
+    "multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than H100/A100 "
+    "kernels reach of theirs; blank: 1": "乘到此卡的每个MFU上：其算子达到的标称峰值比例低于H100/A100时小于1；空白为1",
+    "per-card network bandwidth of the expert all-to-all in mixture-of-experts training (400 Gb/s InfiniBand)":
+        "MoE训练中专家全交换的每卡网络带宽（400 Gb/s InfiniBand）",
+    "router and expert-kernel time per layer of a mixture-of-experts decode step": "MoE解码步每层的路由与专家算子时间",
+    "share of the expert all-to-all time of MoE training not hidden behind compute": "MoE训练中未被计算掩盖的专家全交换时间比例",
+    "share of the memory bandwidth decode reads reach on this card; blank: the decode_efficiency setting":
+        "此卡解码读取达到的显存带宽比例；空白用decode_efficiency设置",
+    "time of one all-reduce of a decode step across a PCIe replica, twice per layer": "PCIe副本中解码步一次全归约的时间，每层两次",
+    "time of one all-reduce of a decode step across an NVLink-class replica, twice per layer":
+        "NVLink类副本中解码步一次全归约的时间，每层两次",
+    "training matmul precision: bf16 (blank), fp8, fp4 (the card's FP8/FP4 peak where it has one)":
+        "训练矩阵运算精度：bf16（空白）、fp8、fp4（卡有FP8/FP4单元时用其峰值）",
     "sxm (or OAM) module or pcie card": "sxm（或 OAM）模组或 pcie 板卡",
     "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)":
         "LoRA/QLoRA 一个微批的 token 数（使用检查点时的激活显存）",

@@ -43,6 +43,8 @@ class Gpu:
     listed_prices: dict[str, float | None] = field(default_factory=dict)
     listed_purchase: float | None = None
     fx: float = 1.0  # plan currency per 1 unit of `currency`
+    bandwidth_efficiency: float | None = None  # share of bandwidth decode reaches; None: the decode_efficiency setting
+    matmul_efficiency: float | None = None  # multiplies every MFU on this card; None: 1
 
 
 @dataclass(frozen=True)

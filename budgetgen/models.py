@@ -29,6 +29,10 @@ MODEL_COLUMNS: tuple[Column, ...] = (
     C("kv_latent", "count", "elements", positive=True,
       help="MLA models: elements cached per layer per token (e.g. 576); blank otherwise"),
     C("native_context", "count", "tokens", positive=True, help="context length the model was trained for"),
+    C("experts", "count", "experts", positive=True,
+      help="mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model"),
+    C("experts_per_token", "count", "experts", positive=True,
+      help="mixture of experts: routed experts each token uses (top-k), fewer than experts"),
     C("source", "text", help="where the figures came from"),
 )
 _TEXT = {"model", "source"}
@@ -48,6 +52,8 @@ class ModelSpec:
     head_dim: int | None = None
     kv_latent: int | None = None
     native_context: int | None = None
+    experts: int | None = None  # routed experts per MoE layer
+    experts_per_token: int | None = None  # routed experts a token uses
     source: str = ""
 
     @property
@@ -107,6 +113,11 @@ def _check_architecture(name: str, rec: dict[str, object]) -> None:
         raise ModelRecordError(f'model "{name}": layers is required with {", ".join(per_layer)}')
     if rec.get("head_dim") is not None and rec.get("attn_heads") is None:
         raise ModelRecordError(f'model "{name}": attn_heads is required with head_dim')
+    experts, top_k = rec.get("experts"), rec.get("experts_per_token")
+    if (experts is None) != (top_k is None):
+        raise ModelRecordError(f'model "{name}": experts and experts_per_token go together')
+    if experts is not None and top_k >= experts:
+        raise ModelRecordError(f'model "{name}": experts_per_token {top_k:g} is not fewer than experts {experts:g}')
     kv_heads, attn_heads = rec.get("kv_heads"), rec.get("attn_heads")
     if kv_heads is not None and attn_heads is not None and attn_heads % kv_heads:
         raise ModelRecordError(f'model "{name}": kv_heads {kv_heads:g} does not divide attn_heads {attn_heads:g} '
@@ -172,7 +183,7 @@ def format_models_table(catalog: ModelCatalog | None = None) -> str:
     catalog = builtin_models() if catalog is None else catalog
     width = max(len(m.name) for m in catalog.models) + 2
     header = (f"{'model':<{width}}{'total B':>9}{'active B':>10}{'layers':>8}{'hidden':>8}{'heads':>7}"
-              f"{'kv heads':>10}{'head dim':>10}{'latent':>8}{'context':>10}")
+              f"{'kv heads':>10}{'head dim':>10}{'latent':>8}{'context':>10}{'experts':>9}{'top-k':>7}")
     lines = ["Built-in model catalog (add or override rows on a Models sheet):", header]
 
     def cell(value, w):
@@ -181,5 +192,6 @@ def format_models_table(catalog: ModelCatalog | None = None) -> str:
     for m in catalog.models:
         lines.append(f"{m.name:<{width}}{m.total_params_b:>9g}{m.active_params_b:>10g}{cell(m.layers, 8)}"
                      f"{cell(m.hidden, 8)}{cell(m.attn_heads, 7)}{cell(m.kv_heads, 10)}{cell(m.head_dim, 10)}"
-                     f"{cell(m.kv_latent, 8)}{cell(m.native_context, 10)}")
+                     f"{cell(m.kv_latent, 8)}{cell(m.native_context, 10)}{cell(m.experts, 9)}"
+                     f"{cell(m.experts_per_token, 7)}")
     return "\n".join(lines) + "\n"

@@ -282,7 +282,9 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
     prices' currency, the row's prices replace all of them: one row never mixes two currencies."""
     warnings: list[str] = []
     sheet_cells: dict[str, dict[str, str]] = {}  # per GPUs sheet row: the cell of each column typed there
-    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records(settings.currency)}
+    # catalog_fx asks for the Chinese-market (CNY) offers, converted at its rate, before those in the plan currency
+    first = CATALOG_CURRENCY if settings.catalog_fx is not None else None
+    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records(settings.currency, first=first)}
     builtin = {k: dict(v) for k, v in records.items()}
     quoted: set[str] = set()  # GPUs whose prices the user typed
     if ws is not None:

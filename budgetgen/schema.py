@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from .records import SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, excel_is
 
+TRAIN_PRECISIONS = ("bf16", "fp8", "fp4")
+
 TIER = {t.name: t for t in TIERS}
 PRICE_COLUMNS = tuple(t.price_column for t in TIERS) + ("purchase_price",)  # a GPUs row's money, in its currency
 TIER_NAMES = tuple(TIER)
@@ -75,7 +77,8 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
     S("fp8_efficiency", "percent", 0.80, "Fp8Efficiency",
       "FP8/FP4 matmuls reach this share of the BF16 MFU", minimum=0.001, maximum=1),
     S("tp_efficiency", "percent", 0.80, "TpEfficiency",
-      "speed factor per doubling of the cards in one serving replica", minimum=0.001, maximum=1),
+      "speed factor per doubling of the cards in one serving replica on PCIe cards (tp_efficiency_nvlink: "
+      "NVLink-class)", minimum=0.001, maximum=1),
     S("max_batch_per_card", "count", 160, "MaxBatchPerCard",
       "sequences a serving engine batches per card when concurrency is blank", unit="sequences", minimum=1),
     S("min_batch", "count", 8, "MinBatch",
@@ -96,13 +99,43 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
     S("lora_flops_per_token", "number", 4, "LoraFlopsPerToken",
       "LoRA FLOPs per active parameter per token (frozen base: no weight gradients)",
       unit="FLOP/param/token", minimum=0.001),
-    S("qlora_flops_per_token", "number", 6, "QloraFlopsPerToken",
-      "QLoRA FLOPs per active parameter per token (frozen base plus activation recomputation)",
+    S("qlora_flops_per_token", "number", 5.1, "QloraFlopsPerToken",
+      "QLoRA FLOPs per active parameter per token: LoRA's 4 plus the 4-bit base's dequantisation, "
+      "measured 22% slower than LoRA on the same card",
       unit="FLOP/param/token", minimum=0.001),
     S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
       "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)", unit="tokens", minimum=1),
     S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
       "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
+) + (
+    # calculation model v3 (README: design decisions, model v3)
+    S("tp_efficiency_nvlink", "percent", 0.85, "TpEfficiencyNvlink",
+      "speed factor per doubling of the cards in one serving replica on NVLink-class cards (tp_efficiency: PCIe)",
+      minimum=0.001, maximum=1),
+    S("allreduce_us_nvlink", "number", 20, "AllReduceUsNvlink",
+      "time of one all-reduce of a decode step across an NVLink-class replica, twice per layer",
+      unit="µs", minimum=0),
+    S("allreduce_us_pcie", "number", 50, "AllReduceUsPcie",
+      "time of one all-reduce of a decode step across a PCIe replica, twice per layer", unit="µs", minimum=0),
+    S("nvlink_gbs", "number", 450, "NvlinkGbs",
+      "bandwidth one card sends at over NVLink-class links (H100/H200 NVLink 4: 900 GB/s both ways together)",
+      unit="GB/s", positive=True),
+    S("pcie_gbs", "number", 25, "PcieGbs",
+      "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction, about 25 reached)",
+      unit="GB/s", positive=True),
+    S("moe_layer_overhead_us", "number", 25, "MoeLayerOverheadUs",
+      "router and expert-kernel time per layer of a mixture-of-experts decode step", unit="µs", minimum=0),
+    S("train_fp8_efficiency", "percent", 0.75, "TrainFp8Efficiency",
+      "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak (1.5x BF16 on a card with twice the peak)",
+      minimum=0.001, maximum=1),
+    S("lora_mfu", "percent", 0.55, "LoraMfu",
+      "model FLOPs utilisation of LoRA/QLoRA fine-tunes (frozen base: small optimizer step, no weight gradients)",
+      minimum=0.001, maximum=1),
+    S("moe_network_gbs", "number", 50, "MoeNetworkGbs",
+      "per-card network bandwidth of the expert all-to-all in mixture-of-experts training (400 Gb/s InfiniBand)",
+      unit="GB/s", positive=True),
+    S("moe_comm_exposed", "percent", 0.5, "MoeCommExposed",
+      "share of the expert all-to-all time of MoE training not hidden behind compute", minimum=0, maximum=1),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
@@ -119,6 +152,10 @@ SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("TwoCards", 2, "cards of a two-card replica; a doubling of the cards (the tensor-parallel factor's base)"),
     ("FourCards", 4, "cards of a four-card replica or training run"),
     ("CardsPerNode", 8, "cards of one server node: the largest serving replica, the unit of larger training runs"),
+    ("Micro", 1e6, "microseconds per second"),
+    ("RingAllReduceTraffic", 2, "bytes a ring all-reduce sends per byte reduced, times (n-1)/n (scatter, gather)"),
+    ("AllReducesPerLayer", 2, "all-reduces of a tensor-parallel layer (after attention and after the MLP)"),
+    ("MoeAllToAllPasses", 4, "all-to-all passes of a trained MoE layer (dispatch, combine; forward, backward)"),
     ("GibPerGb", 2 ** 30 / 1e9,
      "GB (1e9 bytes) per GB of card memory: vendors count a card's memory in GiB (2^30 bytes)"),
 )
@@ -223,12 +260,18 @@ CONSTANT_VALUES = {name: value for name, value, _ in CONSTANTS}
 
 C = Column
 FORM_FACTORS = ("sxm", "pcie")
-# GPUs sheet columns of calculation model v2 (low-precision peaks, card form), placed after tflops in GPU_COLUMNS.
+# GPUs sheet columns of calculation models v2 (low-precision peaks, card form) and v3 (the share of bandwidth and
+# matmul peak the card's kernels reach), placed after tflops in GPU_COLUMNS.
 GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
     C("tflops_fp8", "number", "TFLOP/s", positive=True,
       help="dense FP8 tensor peak with FP32 accumulate; blank: the card has no FP8 unit"),
     C("tflops_fp4", "number", "TFLOP/s", positive=True, help="dense FP4 tensor peak; blank: the card has no FP4 unit"),
     C("form_factor", "choice", choices=FORM_FACTORS, help="sxm (or OAM) module or pcie card"),
+    C("bandwidth_efficiency", "percent", minimum=0.01, maximum=1,
+      help="share of the memory bandwidth decode reads reach on this card; blank: the decode_efficiency setting"),
+    C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5,
+      help="multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than "
+      "H100/A100 kernels reach of theirs; blank: 1"),
 )
 GPU_COLUMNS: tuple[Column, ...] = (
     C("gpu", "text", required=True, help="GPU name, the key tasks refer to", example="RTX 4090"),
@@ -268,6 +311,8 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="parameters active per token (mixture of experts); blank: the catalog model's, else all of them"),
     C("method", "choice", choices=TRAINING_METHODS + SERVING_METHODS,
       help="training: full (default), lora, qlora; serving: fp16 (default, = bf16), fp8, int8, int4, fp4"),
+    C("train_precision", "choice", choices=TRAIN_PRECISIONS,
+      help="training matmul precision: bf16 (blank), fp8, fp4 (the card's FP8/FP4 peak where it has one)"),
     C("train_tokens", "number", "tokens per epoch", positive=True, help="required for training, e.g. 5M"),
     C("epochs", "number", "epochs", default=1, positive=True, help="passes over the training tokens"),
     C("runs_per_month", "number", "runs/month", default=1, positive=True,

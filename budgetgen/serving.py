@@ -135,27 +135,51 @@ def kv_bytes_per_token(*, layers: float | None, kv_heads: float | None, head_dim
     return kv_fallback_bytes * math.sqrt(active_params_b) * kv_bytes / K.BytesFp16
 
 
-PEAK_TFLOPS_EXCEL = ('=IF(AND({method}="fp4",{gpu.tflops_fp4}<>""),{gpu.tflops_fp4}*Fp8Efficiency,'
-                     'IF(AND(OR({method}="fp8",{method}="fp4"),{gpu.tflops_fp8}<>""),{gpu.tflops_fp8}*Fp8Efficiency,'
-                     '{gpu.tflops}))')
+def _peak_excel(precision: str, efficiency: str) -> str:
+    """The datasheet peak a precision (a cell holding fp8, fp4 or another word) uses, at `efficiency` for FP8/FP4."""
+    return (f'IF(AND({precision}="fp4",{{gpu.tflops_fp4}}<>""),{{gpu.tflops_fp4}}*{efficiency},'
+            f'IF(AND(OR({precision}="fp8",{precision}="fp4"),{{gpu.tflops_fp8}}<>""),{{gpu.tflops_fp8}}*{efficiency},'
+            '{gpu.tflops}))')
 
 
-def peak_tflops(method: str | None, *, tflops: float, tflops_fp8: float | None, tflops_fp4: float | None,
-                fp8_efficiency: float) -> float:
-    """Matmul peak a serving method reaches: fp4 → fp8 → BF16 unit, whichever the card has first."""
-    if method == "fp4" and tflops_fp4 is not None:
-        return tflops_fp4 * fp8_efficiency
-    if method in ("fp8", "fp4") and tflops_fp8 is not None:
-        return tflops_fp8 * fp8_efficiency
-    return tflops
+_MATMUL_EFFICIENCY = 'IF({gpu.matmul_efficiency}<>"",{gpu.matmul_efficiency},1)'
+PEAK_TFLOPS_EXCEL = (f'=IF({{training}}=1,{_peak_excel("{train_precision}", "TrainFp8Efficiency")},'
+                     f'{_peak_excel("{method}", "Fp8Efficiency")})*{_MATMUL_EFFICIENCY}')
 
 
-TP_FACTOR_EXCEL = "=POWER(TpEfficiency,LOG({cards_per_run},TwoCards))"
+def peak_tflops(precision: str | None, *, tflops: float, tflops_fp8: float | None, tflops_fp4: float | None,
+                fp8_efficiency: float, matmul_efficiency: float | None = None) -> float:
+    """Matmul peak a precision reaches: fp4 → fp8 → BF16 unit, whichever the card has first, the FP8/FP4 units at
+    `fp8_efficiency` (Fp8Efficiency serving, TrainFp8Efficiency training); times the card's matmul_efficiency."""
+    if precision == "fp4" and tflops_fp4 is not None:
+        peak = tflops_fp4 * fp8_efficiency
+    elif precision in ("fp8", "fp4") and tflops_fp8 is not None:
+        peak = tflops_fp8 * fp8_efficiency
+    else:
+        peak = tflops
+    return peak * (1 if matmul_efficiency is None else matmul_efficiency)
+
+
+BANDWIDTH_SHARE_EXCEL = '=IF({gpu.bandwidth_efficiency}<>"",{gpu.bandwidth_efficiency},DecodeEfficiency)'
+
+
+def bandwidth_share(bandwidth_efficiency: float | None, decode_efficiency: float) -> float:
+    """Share of the card's memory bandwidth decode reads reach: the card's own, else DecodeEfficiency."""
+    return decode_efficiency if bandwidth_efficiency is None else bandwidth_efficiency
+
+
+TP_FACTOR_EXCEL = ('=POWER(IF({gpu.interconnect}="nvlink",TpEfficiencyNvlink,TpEfficiency),'
+                   'LOG({cards_per_run},TwoCards))')
 
 
 def tp_factor(cards: int, tp_efficiency: float) -> float:
-    """Speed factor of a replica spread over `cards`: TpEfficiency per doubling."""
+    """Speed factor of a replica spread over `cards`: the interconnect's tensor-parallel efficiency per doubling."""
     return tp_efficiency ** math.log2(cards)
+
+
+def tp_efficiency_of(interconnect: str, *, tp_efficiency: float, tp_efficiency_nvlink: float) -> float:
+    """Tensor-parallel efficiency per doubling of a card's interconnect: NVLink-class, else PCIe (TpEfficiency)."""
+    return tp_efficiency_nvlink if interconnect == "nvlink" else tp_efficiency
 
 
 # ---------------------------------------------------------------- memory and batch
@@ -189,18 +213,38 @@ def batch_size(concurrency: float | None, *, cards: int, max_batch_per_card: int
 
 # ---------------------------------------------------------------- time per step and per request
 
-T_MEM_EXCEL = ("=(MIN({params_used},{active_used}*{batch})*Billion*{bytes_per_param}"
+WEIGHTS_READ_EXCEL = ('=IF(AND({model.experts}<>"",{active_used}<{params_used}),'
+                      '{active_used}+({params_used}-{active_used})/({model.experts}-{model.experts_per_token})'
+                      '*({model.experts}*(1-POWER(1-{model.experts_per_token}/{model.experts},{batch}))'
+                      '-{model.experts_per_token}),'
+                      'MIN({params_used},{active_used}*{batch}))')
+
+
+def weights_read(*, params_b: float, active_params_b: float, batch: float, experts: int | None,
+                 experts_per_token: int | None) -> float:
+    """Parameters (billions) one decode step reads. A mixture of experts with E routed experts, k per token: the
+    dense part plus the expected distinct experts a batch's tokens pick, E·(1 − (1 − k/E)^batch), each expert
+    (N − Na)/(E − k) of the parameters; without the expert counts, every token's experts apart, at most all."""
+    if experts is None or active_params_b >= params_b:
+        return min(params_b, active_params_b * batch)
+    per_expert = (params_b - active_params_b) / (experts - experts_per_token)
+    distinct = experts * (1 - (1 - experts_per_token / experts) ** batch)
+    return active_params_b + per_expert * (distinct - experts_per_token)
+
+
+T_MEM_EXCEL = ("=({weights_read}*Billion*{bytes_per_param}"
                "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare))"
-               "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*DecodeEfficiency*{tp})")
+               "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*{bandwidth_share}*{tp})")
 
 
-def decode_memory_seconds(*, params_b: float, active_params_b: float, batch: float, bytes_per_param: float,
+def decode_memory_seconds(*, weights_b: float, batch: float, bytes_per_param: float,
                           kv_tok: float, prompt: float, output: float, cards: int, bandwidth_gbs: float,
                           decode_efficiency: float, tp: float) -> float:
-    """Time of one decode step spent reading weights (experts touched by the batch) and the KV cache."""
-    weights = min(params_b, active_params_b * batch) * K.Billion * bytes_per_param
+    """Time of one decode step spent reading weights (`weights_b` billions, the experts touched by the batch) and the
+    KV cache, at `decode_efficiency` of the bandwidth."""
     cache = batch * kv_tok * (prompt + output * KS.MeanOutputShare)
-    return (weights + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency * tp)
+    return (weights_b * K.Billion * bytes_per_param + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency
+                                                                 * tp)
 
 
 T_CMP_EXCEL = ("=InferenceFlopsPerToken*{active_used}*Billion*{batch}"
@@ -213,12 +257,39 @@ def decode_compute_seconds(*, active_params_b: float, batch: float, cards: int, 
     return K.InferenceFlopsPerToken * active_params_b * K.Billion * batch / (cards * peak * K.Tera * decode_mfu * tp)
 
 
-T_STEP_EXCEL = "=StepOverheadMs/Milli+MAX({t_mem},{t_cmp})"
+_NVLINK = '{gpu.interconnect}="nvlink"'
+LAYER_OVERHEAD_EXCEL = (
+    '=IF({model.layers}<>"",{model.layers}*(IF({active_used}<{params_used},MoeLayerOverheadUs/Micro,0)'
+    f'+IF({{cards_per_run}}>1,AllReducesPerLayer*(IF({_NVLINK},AllReduceUsNvlink,AllReduceUsPcie)/Micro'
+    '+IF({model.hidden}<>"",RingAllReduceTraffic*({cards_per_run}-1)/{cards_per_run}*{batch}*{model.hidden}'
+    f'*BytesActivation/(IF({_NVLINK},NvlinkGbs,PcieGbs)*Billion),0)),0)),0)')
 
 
-def step_seconds(t_mem: float, t_cmp: float, step_overhead_ms: float) -> float:
-    """One decode step: the fixed overhead plus the slower of memory and compute."""
-    return step_overhead_ms / KS.Milli + max(t_mem, t_cmp)
+def layer_overhead_seconds(*, layers: float | None, hidden: float | None, moe: bool, cards: int, batch: float,
+                           interconnect: str, s) -> float:
+    """Time a decode step spends per layer beyond reading and multiplying: router and expert kernels of a mixture
+    of experts (MoeLayerOverheadUs), and a multi-card replica's two all-reduces of the batch's hidden states over
+    its interconnect (a latency, plus a ring's twice (n-1)/n of the bytes at the link's bandwidth when the hidden
+    size is known). 0 when the layers are unknown. `s`: the settings."""
+    if layers is None:
+        return 0
+    per_layer = s.moe_layer_overhead_us / KS.Micro if moe else 0
+    if cards > 1:
+        nvlink = interconnect == "nvlink"
+        allreduce = (s.allreduce_us_nvlink if nvlink else s.allreduce_us_pcie) / KS.Micro
+        if hidden is not None:
+            allreduce += KS.RingAllReduceTraffic * (cards - 1) / cards * batch * hidden * KS.BytesActivation / (
+                (s.nvlink_gbs if nvlink else s.pcie_gbs) * K.Billion)
+        per_layer += KS.AllReducesPerLayer * allreduce
+    return layers * per_layer
+
+
+T_STEP_EXCEL = "=StepOverheadMs/Milli+{t_layers}+MAX({t_mem},{t_cmp})"
+
+
+def step_seconds(t_mem: float, t_cmp: float, step_overhead_ms: float, t_layers: float = 0) -> float:
+    """One decode step: the fixed overhead, the per-layer overhead, and the slower of memory and compute."""
+    return step_overhead_ms / KS.Milli + t_layers + max(t_mem, t_cmp)
 
 
 T_PRE_EXCEL = ('=(InferenceFlopsPerToken*{active_used}*Billion*{prompt_used}'
@@ -407,22 +478,48 @@ def training_flops(*, k: float, active_params_b: float, train_tokens: float, epo
     return k * active_params_b * K.Billion * train_tokens * epochs
 
 
-MFU_USED_EXCEL = '=IF({mfu}<>"",{mfu},IF({active_used}<{params_used},MoeMfu,MfuRate))'
+MFU_USED_EXCEL = ('=IF({mfu}<>"",{mfu},IF(OR({method}="lora",{method}="qlora"),LoraMfu,'
+                  'IF(AND({active_used}<{params_used},{model.experts}=""),MoeMfu,MfuRate)))')
 
 
-def mfu_used(task_mfu: float | None, *, params_b: float, active_params_b: float, mfu: float,
-             moe_mfu: float) -> float:
-    """The task's MFU, else MoeMfu for a mixture of experts, else MfuRate."""
+def mfu_used(task_mfu: float | None, *, method: str | None = None, params_b: float, active_params_b: float,
+             mfu: float, moe_mfu: float, lora_mfu: float | None = None, experts: int | None = None) -> float:
+    """The task's MFU, else LoraMfu for LoRA/QLoRA, else MoeMfu for a mixture of experts whose experts the
+    catalog does not count, else MfuRate (a counted mixture of experts pays its expert exchange in `run_mfu`)."""
     if task_mfu is not None:
         return task_mfu
-    return moe_mfu if active_params_b < params_b else mfu
+    if method in ("lora", "qlora") and lora_mfu is not None:
+        return lora_mfu
+    return moe_mfu if active_params_b < params_b and experts is None else mfu
 
 
-TRAINING_GPU_HOURS_EXCEL = "={flops_per_run}/({gpu.tflops}*Tera*{mfu_used}*SecondsPerHour)"
+_EXCHANGE_KNOWN = 'AND({mfu}="",{active_used}<{params_used},{model.experts}<>"",{model.hidden}<>"")'
+RUN_MFU_EXCEL = (f'=IF({_EXCHANGE_KNOWN},{{mfu_used}}/(1+MoeCommExposed*MoeAllToAllPasses*{{model.experts_per_token}}'
+                 '*{model.hidden}*BytesActivation*{model.layers}*{peak_tflops}*Tera*{mfu_used}'
+                 '/({flops_per_token_used}*{active_used}*Billion*MoeNetworkGbs*Billion)),{mfu_used})')
+
+
+def run_mfu(mfu: float, *, task_mfu: float | None, params_b: float, active_params_b: float, k: float,
+            experts_per_token: int | None, hidden: float | None, layers: float | None, peak_tflops: float,
+            moe_network_gbs: float, moe_comm_exposed: float) -> float:
+    """The MFU a training run reaches on its card. A mixture of experts (its expert counts and hidden size known,
+    no MFU typed) sends each token's hidden state to its k experts and back, forward and backward, in every
+    layer: MoeAllToAllPasses·k·hidden·2 bytes per layer against k·Na FLOPs, over MoeNetworkGbs, MoeCommExposed of
+    it not hidden behind compute. The faster the card and the finer the experts, the larger that share."""
+    if task_mfu is not None or active_params_b >= params_b or experts_per_token is None or hidden is None:
+        return mfu
+    exchange_bytes = KS.MoeAllToAllPasses * experts_per_token * hidden * KS.BytesActivation * layers
+    compute_seconds = k * active_params_b * K.Billion / (peak_tflops * K.Tera * mfu)
+    exchange_seconds = moe_comm_exposed * exchange_bytes / (moe_network_gbs * K.Billion)
+    return mfu / (1 + exchange_seconds / compute_seconds)
+
+
+TRAINING_GPU_HOURS_EXCEL = "={flops_per_run}/({peak_tflops}*Tera*{mfu_run}*SecondsPerHour)"
 
 
 def training_gpu_hours(flops: float, *, tflops: float, mfu: float) -> float:
-    """GPU-hours of a run's compute at perfect scaling, before run, debug and setup overheads."""
+    """GPU-hours of a run's compute at perfect scaling on a card of `tflops` peak (its precision's, at the card's
+    matmul efficiency), before run, debug and setup overheads."""
     return flops / (tflops * K.Tera * mfu * K.SecondsPerHour)
 
 
@@ -466,8 +563,10 @@ class ReplicaEstimate:
     free_gb: float
     batch_mem: int
     batch: float
+    weights_read: float
     t_mem: float
     t_cmp: float
+    t_layers: float
     t_step: float
     t_pre: float
     requests_per_sec: float
@@ -498,22 +597,29 @@ def estimate_replica(model, gpu, s, *, method: str | None = None, prompt: float 
     if n is None:
         return None
     peak = peak_tflops(method, tflops=gpu.tflops, tflops_fp8=gpu.tflops_fp8, tflops_fp4=gpu.tflops_fp4,
-                       fp8_efficiency=s.fp8_efficiency)
-    tp = tp_factor(n, s.tp_efficiency)
+                       fp8_efficiency=s.fp8_efficiency, matmul_efficiency=gpu.matmul_efficiency)
+    tp = tp_factor(n, tp_efficiency_of(gpu.interconnect, tp_efficiency=s.tp_efficiency,
+                                       tp_efficiency_nvlink=s.tp_efficiency_nvlink))
     free = free_memory_gb(cards=n, **memory)
     batch_mem = batch_by_memory(free, kv_tok, context)
     batch = batch_size(concurrency, cards=n, max_batch_per_card=s.max_batch_per_card, batch_mem=batch_mem)
     if batch <= 0:
         return None
-    t_mem = decode_memory_seconds(params_b=model.total_params_b, active_params_b=model.active_params_b, batch=batch,
-                                  bytes_per_param=b, kv_tok=kv_tok, prompt=prompt, output=output, cards=n,
-                                  bandwidth_gbs=gpu.bandwidth_gbs, decode_efficiency=s.decode_efficiency, tp=tp)
+    weights = weights_read(params_b=model.total_params_b, active_params_b=model.active_params_b, batch=batch,
+                           experts=model.experts, experts_per_token=model.experts_per_token)
+    t_mem = decode_memory_seconds(weights_b=weights, batch=batch, bytes_per_param=b, kv_tok=kv_tok, prompt=prompt,
+                                  output=output, cards=n, bandwidth_gbs=gpu.bandwidth_gbs,
+                                  decode_efficiency=bandwidth_share(gpu.bandwidth_efficiency, s.decode_efficiency),
+                                  tp=tp)
     t_cmp = decode_compute_seconds(active_params_b=model.active_params_b, batch=batch, cards=n, peak=peak,
                                    decode_mfu=s.decode_mfu, tp=tp)
-    t_step = step_seconds(t_mem, t_cmp, s.step_overhead_ms)
+    t_layers = layer_overhead_seconds(layers=model.layers, hidden=model.hidden, moe=model.is_moe, cards=n,
+                                      batch=batch, interconnect=gpu.interconnect, s=s)
+    t_step = step_seconds(t_mem, t_cmp, s.step_overhead_ms, t_layers)
     t_pre = prefill_seconds(active_params_b=model.active_params_b, prompt=prompt, layers=model.layers,
                             attn_heads=model.attn_heads, head_dim=model.head_dim, cards=n, peak=peak,
                             prefill_mfu=s.prefill_mfu, tp=tp)
     req_s = requests_per_sec(t_pre=t_pre, output=output, t_step=t_step, batch=batch, tokens_per_sec=tokens_per_sec)
-    return ReplicaEstimate(n, b, kv_tok, peak, tp, free, batch_mem, batch, t_mem, t_cmp, t_step, t_pre, req_s,
+    return ReplicaEstimate(n, b, kv_tok, peak, tp, free, batch_mem, batch, weights, t_mem, t_cmp, t_layers, t_step,
+                           t_pre, req_s,
                            output_tokens_per_sec(output, req_s), user_tokens_per_sec(t_step))

@@ -297,7 +297,7 @@ def test_import_the_snapshot_into_a_copy_of_the_input(tmp_path):
     # snapshot's summary), aws and gcp above 6 in every row: the middle of five is runpod's 3.99
     assert sheet["H200"]["provider"] == "market" and sheet["H200"]["on_demand_per_hour"] == pytest.approx(3.99)
     assert sheet["H100 80G"]["currency"] == "USD" and sheet["H100 80G"]["as_of"] == "2026-12-03"
-    assert openpyxl.load_workbook(out).sheetnames == ["Settings", "Tasks", "Extras", "GPUs"]  # the rest kept
+    assert openpyxl.load_workbook(out).sheetnames == ["Settings", "Tasks", "Extras", "FX", "GPUs"]  # the rest kept
     assert "  H200: market (any) USD on_demand 3.99, spot" in result.output
     assert "labels not in the catalog, skipped: A100, A10G, H100-NVL, L40, RTX6000-Ada" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q3-priced.xlsx", "q3.xlsx"]  # no temporary file left

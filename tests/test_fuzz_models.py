@@ -108,7 +108,16 @@ def serving_by_hand(m: dict) -> dict | None:
     tp = 0.8 ** math.log2(n)
     t_mem = (min(total, active * batch) * 1e9 * 2 + batch * kv * (1000 + 250 / 2)) / (n * 2000e9 * 0.7 * tp)
     t_cmp = 2 * active * 1e9 * batch / (n * 400e12 * 0.6 * tp)
-    t_step = 1 / 1000 + max(t_mem, t_cmp)
+    # model v3: a mixture of experts pays 25 µs a layer, a replica of n PCIe cards two all-reduces a layer (50 µs and
+    # a ring's 2(n-1)/n of the batch's hidden states at 25 GB/s); the layers unknown, neither
+    t_layers = 0
+    if m["layers"] is not None:
+        per_layer = 25e-6 if active < total else 0
+        if n > 1:
+            ring = 2 * (n - 1) / n * batch * m["hidden"] * 2 / 25e9 if m["hidden"] is not None else 0
+            per_layer += 2 * (50e-6 + ring)
+        t_layers = m["layers"] * per_layer
+    t_step = 1 / 1000 + t_layers + max(t_mem, t_cmp)
     attention = 2 * m["layers"] * m["attn_heads"] * m["head_dim"] * 1000 ** 2 if m["head_dim"] is not None else 0
     t_pre = (2 * active * 1e9 * 1000 + attention) / (n * 400e12 * 0.75 * tp)
     req_s = 1 / (t_pre + 250 * t_step / batch)
@@ -129,7 +138,7 @@ def training_by_hand(m: dict) -> dict | None:
         card = 80 * 0.9
     cards_min = shape(ceil15(vram / card))
     flops = 4 * active * 1e9 * 1e11
-    mfu = 0.30 if active < total else 0.40
+    mfu = 0.55  # model v3: LoRA at lora_mfu, dense or not (no expert counts: no expert exchange)
     work = flops / (400e12 * mfu * 3600) * 1.3
     needed = 1 if work <= 730 - 0.5 else 1 + (work / (730 - 0.5) - 1) / 0.8
     cards = shape(max(cards_min, ceil15(needed)))

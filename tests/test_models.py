@@ -142,16 +142,16 @@ def test_a_models_sheet_row_that_cannot_make_a_model_says_why(record, says):
 
 
 def test_listing_shows_every_model_with_its_architecture():
-    text = format_models_table()
+    text = format_models_table(CATALOG)   # the catalog read at import: the shipped one
     lines = text.splitlines()
     assert lines[1].split() == ["model", "total", "B", "active", "B", "layers", "hidden", "heads", "kv", "heads",
-                                "head", "dim", "latent", "context"]
+                                "head", "dim", "latent", "context", "experts", "top-k"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[2:]}
     assert set(rows) == {m.name for m in CATALOG.models}
-    assert rows["DeepSeek-V3"] == ["671", "37.6", "61", "7,168", "128", "-", "-", "576", "-"]
-    assert rows["Llama-2-7B"] == ["6.74", "6.74", "32", "4,096", "32", "32", "128", "-", "4,096"]
+    assert rows["DeepSeek-V3"] == ["671", "37.6", "61", "7,168", "128", "-", "-", "576", "-", "256", "8"]
+    assert rows["Llama-2-7B"] == ["6.74", "6.74", "32", "4,096", "32", "32", "128", "-", "4,096", "-", "-"]
     small = format_models_table(ModelCatalog((ModelSpec("tiny", 1.0, 1.0),)))
-    assert small.splitlines()[2].split() == ["tiny", "1", "1", "-", "-", "-", "-", "-", "-", "-"]
+    assert small.splitlines()[2].split() == ["tiny", "1", "1", "-", "-", "-", "-", "-", "-", "-", "-", "-"]
 
 
 def test_models_sheet_columns_are_the_catalog_columns():

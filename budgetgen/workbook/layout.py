@@ -20,7 +20,8 @@ from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIER
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
-             "form_factor": "GpuFormFactor", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
+             "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
+             "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
              "power_w": "GpuPowerW"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
 # The FX table on Assumptions: each currency and its rate in plan currency per unit.
 FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
