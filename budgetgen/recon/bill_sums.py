@@ -36,7 +36,7 @@ from ..errors import Code, InputError, Problem
 from ..i18n import Message
 from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
 from ..values import LARGEST
-from .columns import BILL_INPUT_COLUMNS, COMMITMENT_STATUSES, PRICING_CATEGORIES, match_headers
+from .columns import BILL_INPUT_COLUMNS, PRICING_CATEGORIES, match_headers
 from .table import MAX_ROW_PROBLEMS, listed_problems, sheet_frame, shown
 
 SUM_KEYS = ("month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit", "commitment",

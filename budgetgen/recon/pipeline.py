@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..engine import Plan
 from ..errors import InputError
-from ..schema import TIER
 from ..i18n import Message
+from ..schema import TIER
 from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
 from .bills import DEFAULT_GPU_LINE_PATTERN
 from .columns import PRICING_CATEGORIES
