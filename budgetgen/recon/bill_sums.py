@@ -144,7 +144,8 @@ def sum_bills(
         keyed = _deduplicated(lines) if len(sources) > 1 else f"SELECT *, false AS dup FROM ({lines})"
         # (a constant false dup folds away: one source costs no de-duplication)
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
-            grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone))
+            effective = any("EffectiveCost" in match_headers(p.columns, BILL_INPUT_COLUMNS) for _, p in parts)
+            grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone), effective=_EFFECTIVE[effective])
             con.execute(_sql(f"CREATE TEMP TABLE groups AS {grouped}", options))
         _raise_problems(con, parts, options)
         _classify(con, options)
@@ -529,11 +530,16 @@ _MEASURES = (
     "fsum(cost) FILTER (WHERE NOT dup) AS billed, sum(quantity) FILTER (WHERE NOT dup) AS quantity, "
     "count(*) FILTER (WHERE NOT dup) AS lines, min(start) FILTER (WHERE NOT dup) AS first_charge, "
     "max(start) FILTER (WHERE NOT dup) AS last_charge, count(*) FILTER (WHERE dup) AS dup_lines, "
-    "fsum(cost) FILTER (WHERE dup) AS dup_billed, fsum(effective) FILTER (WHERE NOT dup) AS effective, "
-    "count(*) FILTER (WHERE NOT dup AND effective IS NULL) AS effective_missing, bit_or(" + _DAY_BIT + ") FILTER (WHERE NOT dup) AS days, bit_or("
+    "fsum(cost) FILTER (WHERE dup) AS dup_billed, {effective}, bit_or(" + _DAY_BIT + ") FILTER (WHERE NOT dup) AS days, bit_or("
     + " | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))
     + ") AS problems"
 )
+_EFFECTIVE = {
+    # whether any part has an EffectiveCost column: its sums, else nothing to sum (every line lacks one)
+    True: "fsum(effective) FILTER (WHERE NOT dup) AS effective, "
+          "count(*) FILTER (WHERE NOT dup AND effective IS NULL) AS effective_missing",
+    False: "NULL::DOUBLE AS effective, count(*) FILTER (WHERE NOT dup) AS effective_missing",
+}
 _MONTH = "strftime(coalesce(local_invoice, local_start), '%Y-%m')"
 _TEXTS = ("resource_id", "resource_name", "resource_type", "service_name", "service_category", "description", "sku",
           "consumed_unit", "tags", "currency", "charge_category", "commitment_id", "commitment_status",
