@@ -256,11 +256,19 @@ TEXT_ZH = {
     "their BilledCost": "其BilledCost", "not known": "未知", "not reported": "未报告", "like for like": "同口径对比",
     "non-GPU (extras + buffer)": "非GPU（额外费用 + 缓冲）", "re-forecast": "重新预测", "estimate": "预测",
     "estimate at completion": "完工预测", "budget": "预算", "variance at completion": "完工偏差",
+    "EffectiveCost": "EffectiveCost（摊销成本）", "compared with plan": "与计划比较的成本",
+    "planned PricingCategory": "计划的PricingCategory", "PricingCategory": "PricingCategory（计价类别）",
+    "commitment lines": "承诺费用行", "commitment id": "承诺编号", "commitment type": "承诺类型",
+    "unused commitment": "未使用的承诺", "commitment purchase": "承诺购买", "commitment lines billed": "承诺费用行账单",
+    "EffectiveCost of the month": "本月EffectiveCost", "not in every line of the bill": "账单并非每行都有",
+    "FOCUS PricingCategory": "FOCUS计价类别",
     # recon actions (recon.rules.ACTIONS)
     "drop the idle cards or replicas next month, or move to a smaller card": "下月减少闲置的卡或副本，或改用更小的卡",
     "the task is billed over its plan: check its usage with the task owner and re-forecast its remaining months":
     "该任务账单超出计划：与任务负责人核对用量，并重新预测其剩余月份",
     "tag it or stop it": "为其打标签或停止它",
+    "billed at another price than its tier plans (e.g. on demand instead of the commitment): check the commitment "
+    "covers it, or re-plan the task's tier": "按计划档位以外的价格计费（例如按需而非承诺）：检查承诺是否覆盖它，或重新规划该任务的档位",
     "optimise memory use (batch size, FlashAttention, padding) before adding VRAM":
     "先优化显存使用（批大小、FlashAttention、填充），再考虑增加显存",
     "GPU waits on data or serial decoding: check the data pipeline and serving framework":

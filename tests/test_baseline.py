@@ -4,7 +4,10 @@ make_baseline.py --write): the JSON results and every cell's cached value, the G
 History: written before the tier and kind records (issue 20), which left it unchanged; rewritten once on
 purpose when prices got their currencies and the catalog its sourced offers (issue 21): the sample's FX sheet
 and the USD offers moved ML01 to an MI300X and added the FX table and the GPUs sheet's currency columns; once
-more for the two verdict prompts BuyVsRent gained (A9:I10: no on-demand price, no power figure), no value moved."""
+more for the two verdict prompts BuyVsRent gained (A9:I10: no on-demand price, no power figure), no value moved;
+once more when reconciliation read commitments the FOCUS way (issue 21): new cells only (Recon tabs: EffectiveCost,
+compared with plan and PricingCategory columns, the commitment lines block; Assumptions: the tiers' FOCUS
+PricingCategory, the off_plan_pricing action), the FX table one row lower for that action, no value changed."""
 
 from __future__ import annotations
 

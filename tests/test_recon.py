@@ -324,16 +324,20 @@ def test_json_is_specs_reconciliation_month(scenario):
     assert json.loads(text) == july
     assert list(july) == [
         "billed_total", "gpu_billed", "non_gpu_billed", "unallocated", "planned_total", "buffer_reserved",
-        "tasks", "resources", "planned_extras", "partial", "coverage",
+        "tasks", "resources", "planned_extras", "partial", "coverage", "commitments", "commitment_billed",
+        "effective_total",
     ]
     assert july["tasks"][0] == {"task_id": "T01", "planned": 600.0, "billed": pytest.approx(517.20),
                                 "variance": pytest.approx(-82.80), "non_gpu_billed": 33.0,
-                                "rate_variance": pytest.approx(-82.80), "usage_variance": 0.0}
+                                "rate_variance": pytest.approx(-82.80), "usage_variance": 0.0,
+                                "effective": None, "compared": pytest.approx(517.20), "planned_pricing": None}
+    assert (july["commitments"], july["commitment_billed"], july["effective_total"]) == ([], 0.0, None)
     assert july["coverage"] == {"first": "2026-07-01", "last": "2026-07-31", "days_with_lines": 11}
     assert july["resources"][3] == {
         "resource_id": "i-starved", "task_id": "T04", "billed": 95.0, "hours": None,
         "avg_util_pct": pytest.approx(5.0), "mem_peak_share": pytest.approx(0.9), "oom_events": None,
         "flags": ["low_utilization", "data_starved"], "cards": 1, "cards_to_drop": 0, "saving": 0.0,
+        "pricing": None,
     }
     assert july["resources"][-1]["task_id"] is None and july["resources"][-1]["flags"] == ["untagged_gpu"]
 
@@ -351,7 +355,8 @@ def test_json_is_specs_reconciliation_month(scenario):
     (5.0, 0.9, 4, True, (LOW_UTILIZATION, OOM, DATA_STARVED, OVER_PLAN)),
 ])
 def test_flag_rules(util, share, ooms, over, expected):
-    row = {"util": util, "mem_share": share, "oom": ooms, "task": "T1", "task_status": "over plan" if over else ""}
+    row = {"util": util, "mem_share": share, "oom": ooms, "task": "T1", "task_status": "over plan" if over else "",
+           "pricing": "", "planned_pricing": ""}
     assert resource_flags(row, Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.1)) == expected
 
 

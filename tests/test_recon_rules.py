@@ -19,17 +19,18 @@ pytestmark = pytest.mark.filterwarnings("error")
 
 LIMITS = Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.10,
                 actions={"low_utilization": "drop it", "oom": "fix memory", "data_starved": "feed it",
-                         "over_plan": "see the plan", "untagged_gpu": "tag it"})
+                         "over_plan": "see the plan", "untagged_gpu": "tag it", "off_plan_pricing": "check the tier"})
 # The workbook names the formulas read, as Assumptions holds them for LIMITS.
 NAMES = {"LowUtilThreshold": 0.20, "OomThreshold": 3, "VarianceTolerance": 0.10, "PercentScale": 100,
          "DataStarvedMemShare": 0.8, "DataStarvedUtil": 0.10, "ActionLowUtilization": "drop it",
          "ActionOom": "fix memory", "ActionDataStarved": "feed it", "ActionOverPlan": "see the plan",
-         "ActionUntaggedGpu": "tag it"}
+         "ActionUntaggedGpu": "tag it", "ActionOffPlanPricing": "check the tier"}
 NAN = math.nan
 
 
-def usage(util=None, mem_share=None, oom=None, task="T1", task_status=""):
-    return {"util": util, "mem_share": mem_share, "oom": oom, "task": task, "task_status": task_status}
+def usage(util=None, mem_share=None, oom=None, task="T1", task_status="", pricing="", planned_pricing=""):
+    return {"util": util, "mem_share": mem_share, "oom": oom, "task": task, "task_status": task_status,
+            "pricing": pricing, "planned_pricing": planned_pricing}
 
 
 # (rule, the placeholders' values, the result worked out by hand); None or NaN is a blank cell.
@@ -54,6 +55,16 @@ CASES = [
      "low_utilization oom data_starved over_plan"),
     (rules.FLAGS, usage(util=50.0, mem_share=0.5, oom=5), "oom"),
     (rules.FLAGS_BY_KEY["untagged_gpu"], usage(task=""), True),
+    # Billed under another FOCUS PricingCategory than the task's tier plans: planned Committed, billed on demand.
+    (rules.FLAGS_BY_KEY["off_plan_pricing"], usage(pricing="Standard", planned_pricing="Committed"), True),
+    (rules.FLAGS_BY_KEY["off_plan_pricing"], usage(pricing="Committed Standard", planned_pricing="Committed"), True),
+    (rules.FLAGS_BY_KEY["off_plan_pricing"], usage(pricing="Committed", planned_pricing="Committed"), False),
+    (rules.FLAGS_BY_KEY["off_plan_pricing"], usage(pricing="", planned_pricing="Committed"), False),   # not billed
+    (rules.FLAGS_BY_KEY["off_plan_pricing"], usage(pricing="Standard", planned_pricing=""), False),   # not planned
+    (rules.FLAGS_BY_KEY["off_plan_pricing"], usage(task="", pricing="Standard", planned_pricing="Committed"),
+     False),                                                                                   # unallocated
+    (rules.FLAGS, usage(task="T1", pricing="Dynamic", planned_pricing="Standard"), "off_plan_pricing"),
+    (rules.ACTION, {"flags": "off_plan_pricing untagged_gpu"}, "tag it. check the tier."),
     (rules.FLAGS_BY_KEY["untagged_gpu"], usage(task="T1"), False),
     (rules.FLAGS, usage(util=None, mem_share=None, oom=None, task=""), "untagged_gpu"),
     (rules.FLAGS, usage(util=None, mem_share=None, oom=None, task="T1"), ""),
@@ -86,6 +97,10 @@ CASES = [
     (rules.SAVING, {"billed": 500.0, "drop": 0, "cards": 1}, 0.0),
     (rules.SAVING, {"billed": -50.0, "drop": 1, "cards": 1}, -50.0),  # a credit is a negative bill
     (rules.VARIANCE, {"billed": 517.2, "planned": 600.0}, 517.2 - 600.0),
+    # The cost compared with the plan: the EffectiveCost where the bill gives it, else the BilledCost.
+    (rules.COMPARED, {"billed": 0.0, "effective": 412.5}, 412.5),
+    (rules.COMPARED, {"billed": 517.2, "effective": None}, 517.2),
+    (rules.COMPARED, {"billed": 517.2, "effective": 0.0}, 0.0),          # amortised to nothing is known, not blank
     (rules.VARIANCE, {"billed": 10.0, "planned": 0.0}, 10.0),
     (rules.VARIANCE_PCT, {"variance": 300.0, "planned": 1000.0}, 0.30),
     (rules.VARIANCE_PCT, {"variance": 10.0, "planned": 0.0}, None),   # no plan: blank, not a division by 0
@@ -122,7 +137,10 @@ CASES = [
     (rules.ALLOCATED_GPU, {"tasks": ["T1", "", "T2", ""], "billed": [517.2, 250.0, 587.0, -10.0]}, 517.2 + 587.0),
     (rules.UNALLOCATED_GPU, {"tasks": ["T1", "", "T2", ""], "billed": [517.2, 250.0, 587.0, -10.0]}, 250.0 - 10.0),
     (rules.UNALLOCATED_GPU, {"tasks": ["T1"], "billed": [5.0]}, 0.0),
-    (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0}, 49.44 + 2919.2 + 250.0),
+    (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0, "commitments": 0.0},
+     49.44 + 2919.2 + 250.0),
+    (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0, "commitments": 1234.56},
+     49.44 + 2919.2 + 250.0 + 1234.56),
     # A month is partial when its first to last charge day spans fewer days than the month.
     (rules.PARTIAL, {"first": dt.date(2026, 7, 1), "last": dt.date(2026, 7, 31)}, False),
     (rules.PARTIAL, {"first": dt.date(2026, 7, 1), "last": dt.date(2026, 7, 30)}, True),

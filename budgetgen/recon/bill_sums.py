@@ -36,11 +36,14 @@ from ..errors import Code, InputError, Problem
 from ..i18n import Message
 from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
 from ..values import LARGEST
-from .columns import BILL_INPUT_COLUMNS, match_headers
+from .columns import BILL_INPUT_COLUMNS, PRICING_CATEGORIES, match_headers
 from .table import MAX_ROW_PROBLEMS, listed_problems, sheet_frame, shown
 
-SUM_KEYS = ("month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit")
+SUM_KEYS = ("month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit", "commitment",
+            "commitment_id", "commitment_type", "pricing_category")
 """The keys of the sums (pipeline.LINE_GROUP_KEYS)."""
+_SUM_TEXTS = dict.fromkeys(("month", "resource_id", "task_id", "service_name", "commitment", "commitment_id",
+                            "commitment_type", "pricing_category"), "str")
 GPU_TEXT_COLUMNS = ("ChargeDescription", "SkuId", "ResourceType", "ServiceName", "ResourceName")
 NETWORK_TEXT = r"egress|data transfer|bandwidth"
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -50,6 +53,7 @@ _SUFFIXES = (".parquet", ".csv", ".xlsx")
 DAYS_BEFORE = 32
 """Coverage counts the days from 32 days before an invoice month to 95 days into it (a line beyond counts at
 the edge); first and last charge day are exact."""
+_LINE_FOCUS = ("effective_cost", "commitment", "commitment_id", "commitment_type", "pricing_category")
 _GLOB = re.compile(r"[*?\[]")
 _NUMERIC = re.compile(r"^(?:DOUBLE|FLOAT|REAL|DECIMAL.*|(?:U?(?:TINY|SMALL|BIG|HUGE)?INT(?:EGER)?))$")
 
@@ -140,7 +144,8 @@ def sum_bills(
         keyed = _deduplicated(lines) if len(sources) > 1 else f"SELECT *, false AS dup FROM ({lines})"
         # (a constant false dup folds away: one source costs no de-duplication)
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
-            grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone))
+            effective = any("EffectiveCost" in match_headers(p.columns, BILL_INPUT_COLUMNS) for _, p in parts)
+            grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone), effective=_EFFECTIVE[effective])
             con.execute(_sql(f"CREATE TEMP TABLE groups AS {grouped}", options))
         _raise_problems(con, parts, options)
         _classify(con, options)
@@ -148,7 +153,7 @@ def sum_bills(
         coverage = con.execute(_COVERAGE).fetchall()
         dups = con.execute("SELECT month, sum(dup_lines)::BIGINT, fsum(dup_billed) FROM groups "
                            "WHERE dup_lines > 0 GROUP BY month ORDER BY month").fetchall()
-    sums = sums.astype({"month": "str", "resource_id": "str", "task_id": "str", "service_name": "str"})
+    sums = sums.astype(_SUM_TEXTS)
     billed = {m: math.fsum(g.to_numpy()) for m, g in sums.groupby("month", sort=True)["billed"]}
     duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
     warnings = tuple(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items())
@@ -168,7 +173,9 @@ def read_bill_lines(
     """One source's lines, each with the same rules as sum_bills (for a small bill: it comes to Python whole).
 
     Index: the line's row; columns: month, billed_cost, resource_id, resource_name, service_name,
-    charge_category, consumed_quantity, consumed_unit, task_id, is_gpu, category, charge_start.
+    charge_category, consumed_quantity, consumed_unit, task_id, is_gpu, category, charge_start, effective_cost
+    (NaN when the line has none), commitment ("unused", "purchase" or ""), commitment_id, commitment_type and
+    pricing_category (FOCUS spelling, "" when none).
     """
     pattern = gpu_regex(gpu_line_pattern, gpu_names)
     with _connection(DEFAULT_MEMORY_LIMIT, None, billing_timezone) as con:
@@ -187,16 +194,20 @@ def read_bill_lines(
 
 
 def sum_lines(lines: pd.DataFrame) -> pd.DataFrame:
-    """read_bill_lines' frames (possibly concatenated) summed like sum_bills' `sums` (no de-duplication)."""
+    """read_bill_lines' frames (possibly concatenated) summed like sum_bills' `sums` (no de-duplication); a frame
+    without the FOCUS commitment columns (_LINE_FOCUS) counts as ordinary lines without EffectiveCost."""
     from .pipeline import is_hours_unit  # the hours rule lives with the reconciliation that reads it
 
     units = {u: is_hours_unit(u) for u in lines["consumed_unit"].unique()}
     lines = lines.reset_index(drop=True).assign(hours_unit=lines["consumed_unit"].map(units).astype(bool).to_numpy())
+    lines = lines.reindex(columns=[*lines.columns, *(c for c in _LINE_FOCUS if c not in lines.columns)])
+    lines = lines.fillna({c: "" for c in _LINE_FOCUS if c != "effective_cost"}).astype(
+        {"effective_cost": "float64", **{c: "str" for c in _LINE_FOCUS if c != "effective_cost"}})
     with _connection(DEFAULT_MEMORY_LIMIT, None, "UTC") as con:
         con.register("line_frame", lines)
         con.execute(_LINE_FRAME)
         sums = con.execute(_SUMS).df()
-    return sums.astype({"month": "str", "resource_id": "str", "task_id": "str", "service_name": "str"})
+    return sums.astype(_SUM_TEXTS)
 
 
 # ---------------------------------------------------------------- the GPU line pattern
@@ -433,8 +444,9 @@ def _line_select(part: _Part, source: int, with_rows: bool) -> str:
     extras = [c for c in part.columns if c.lower().startswith("x_")]
     t = {c.name: _raw(part, headers, c.name) for c in BILL_INPUT_COLUMNS}
     p = {c: _present(part, headers, c) for c in ("BilledCost", "ConsumedQuantity", "ChargePeriodStart",
-                                                   "BillingPeriodStart")}
+                                                   "BillingPeriodStart", "EffectiveCost")}
     cost, quantity = _number(part, headers, "BilledCost"), _number(part, headers, "ConsumedQuantity")
+    effective = _number(part, headers, "EffectiveCost")
     start, invoice = _instant(part, headers, "ChargePeriodStart"), _instant(part, headers, "BillingPeriodStart")
     extra_text = " || ".join(f"' | ' || coalesce(txt(CAST({_ident(c)} AS VARCHAR)), '')" for c in extras) or "''"
     raw = ""
@@ -447,7 +459,10 @@ def _line_select(part: _Part, source: int, with_rows: bool) -> str:
         {t['ServiceName']} AS service_name, {t['ServiceCategory']} AS service_category,
         {t['ChargeCategory']} AS charge_category, {t['ChargeDescription']} AS description, {t['SkuId']} AS sku,
         {t['ConsumedUnit']} AS consumed_unit, {t['Tags']} AS tags, {extra_text} AS extra_text,
-        {t['BillingCurrency']} AS currency, {p['BilledCost']} AS cost_present, {cost} AS cost,
+        {t['BillingCurrency']} AS currency, {t['CommitmentDiscountId']} AS commitment_id,
+        {t['CommitmentDiscountStatus']} AS commitment_status, {t['CommitmentDiscountType']} AS commitment_type,
+        {t['PricingCategory']} AS pricing_category, {p['BilledCost']} AS cost_present, {cost} AS cost,
+        {p['EffectiveCost']} AS effective_present, {effective} AS effective,
         {p['ConsumedQuantity']} AS quantity_present, {quantity} AS quantity,
         {p['ChargePeriodStart']} AS start_present, {start} AS start, {_instant(part, headers, 'ChargePeriodEnd')} AS
         period_end, {p['BillingPeriodStart']} AS invoice_present, {invoice} AS invoice
@@ -466,7 +481,7 @@ def _local_lines(lines: str, timezone: str) -> str:
 
 
 _RAW = (("BilledCost", "cost"), ("ConsumedQuantity", "quantity"), ("ChargePeriodStart", "start"),
-        ("BillingPeriodStart", "invoice"), ("Tags", "tags"))
+        ("BillingPeriodStart", "invoice"), ("Tags", "tags"), ("EffectiveCost", "effective"))
 
 
 def _deduplicated(lines: str) -> str:
@@ -490,6 +505,10 @@ _CHECKS = {
     "quantity_infinite": "isinf(quantity) OR isnan(quantity)",
     "quantity_large": f"quantity > {LARGEST!r} AND isfinite(quantity)",
     "quantity_small": f"quantity < {-LARGEST!r} AND isfinite(quantity)",
+    "effective_nan": "effective_present AND effective IS NULL",
+    "effective_infinite": "isinf(effective) OR isnan(effective)",
+    "effective_large": f"effective > {LARGEST!r} AND isfinite(effective)",
+    "effective_small": f"effective < {-LARGEST!r} AND isfinite(effective)",
     "start_empty": "NOT start_present AND start IS NULL",
     "start_bad": "start_present AND start IS NULL",
     "invoice_bad": "invoice_present AND invoice IS NULL",
@@ -497,6 +516,12 @@ _CHECKS = {
     "invoice_outside": _OUTSIDE_DATES.format("invoice"),
 }
 _CURRENCY_OTHER = "upper(txt(currency)) <> $currency"  # $currency: the plan's, see _sql
+_CHOICE_FIELDS = {"CommitmentDiscountStatus": "commitment_status", "PricingCategory": "pricing_category"}
+_BAD_CHOICES = {
+    # declared column: SQL over a line or a group, true where its text is none of the column's choices (any case)
+    c.name: f"lower(txt({_CHOICE_FIELDS[c.name]})) NOT IN ({', '.join(_literal(v.lower()) for v in c.choices)})"
+    for c in BILL_INPUT_COLUMNS if c.type == "choice"
+}
 _DAY_BIT = ("1::UHUGEINT << least(greatest(local_start::DATE - date_trunc('month', coalesce(local_invoice, "
             "local_start))::DATE + "
             f"{DAYS_BEFORE}, 0), 127)::UHUGEINT")
@@ -505,24 +530,33 @@ _MEASURES = (
     "fsum(cost) FILTER (WHERE NOT dup) AS billed, sum(quantity) FILTER (WHERE NOT dup) AS quantity, "
     "count(*) FILTER (WHERE NOT dup) AS lines, min(start) FILTER (WHERE NOT dup) AS first_charge, "
     "max(start) FILTER (WHERE NOT dup) AS last_charge, count(*) FILTER (WHERE dup) AS dup_lines, "
-    "fsum(cost) FILTER (WHERE dup) AS dup_billed, bit_or(" + _DAY_BIT + ") FILTER (WHERE NOT dup) AS days, bit_or("
+    "fsum(cost) FILTER (WHERE dup) AS dup_billed, {effective}, bit_or(" + _DAY_BIT + ") FILTER (WHERE NOT dup) AS days, bit_or("
     + " | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))
     + ") AS problems"
 )
+_EFFECTIVE = {
+    # whether any part has an EffectiveCost column: its sums, else nothing to sum (every line lacks one)
+    True: "fsum(effective) FILTER (WHERE NOT dup) AS effective, "
+          "count(*) FILTER (WHERE NOT dup AND effective IS NULL) AS effective_missing",
+    False: "NULL::DOUBLE AS effective, count(*) FILTER (WHERE NOT dup) AS effective_missing",
+}
 _MONTH = "strftime(coalesce(local_invoice, local_start), '%Y-%m')"
-_TEXT_KEYS = ("resource_id, resource_name, resource_type, service_name, service_category, description, sku, "
-              "consumed_unit, tags, extra_text, currency")
-_NORMALISED = ("SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in (
-    "resource_id", "resource_name", "resource_type", "service_name", "service_category", "description", "sku",
-    "consumed_unit", "tags", "currency", "charge_category")) + ") FROM groups")
-_GROUPS = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, NULL::VARCHAR AS charge_category, NULL::BIGINT AS row,
+_TEXTS = ("resource_id", "resource_name", "resource_type", "service_name", "service_category", "description", "sku",
+          "consumed_unit", "tags", "currency", "charge_category", "commitment_id", "commitment_status",
+          "commitment_type", "pricing_category")
+_TEXT_KEYS = ", ".join(_TEXTS) + ", extra_text"
+_NORMALISED = "SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in _TEXTS) + ") FROM groups"
+_GROUPS = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, NULL::BIGINT AS row,
     {_MEASURES} FROM ({{lines}}) GROUP BY ALL"""
-_LINES = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, charge_category, row, cost AS billed, quantity, 1 AS lines,
-    start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, 0::UHUGEINT AS days,
+_LINES = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
+    start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, effective,
+    (effective IS NULL)::BIGINT AS effective_missing, 0::UHUGEINT AS days,
     {" | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))} AS problems
     FROM ({{lines}})"""
 _COVERAGE = """SELECT month, min(first_charge)::DATE, max(last_charge)::DATE, bit_or(days) FROM groups
     WHERE lines > 0 GROUP BY 1 ORDER BY 1"""
+_PRICING_CASES = " ".join(f"WHEN {_literal(c.lower())} THEN {_literal(c)}" for c in PRICING_CATEGORIES)
+"""SQL CASE arms: a PricingCategory in any case → its FOCUS spelling."""
 _CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
     coalesce(u.hours_unit, false) AS hours_unit,
     CASE WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
@@ -531,6 +565,10 @@ _CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id
               THEN 'network'
          WHEN contains(lower(coalesce(service_name, '')), 'storage') THEN 'storage'
          ELSE 'other' END AS base_category,
+    CASE WHEN lower(commitment_status) = 'unused' THEN 'unused'
+         WHEN lower(charge_category) = 'purchase' AND commitment_id IS NOT NULL THEN 'purchase'
+         ELSE '' END AS commitment,
+    CASE lower(pricing_category) {_PRICING_CASES} ELSE '' END AS pricing,
     regexp_matches(' | ' || coalesce(description, '') || ' | ' || coalesce(sku, '') || ' | '
         || coalesce(resource_type, '') || ' | ' || coalesce(service_name, '') || ' | '
         || coalesce(resource_name, '') || extra_text, {{pattern}}, 'i') AS names_gpu
@@ -541,17 +579,24 @@ _FINAL = """CREATE TEMP VIEW final AS SELECT *, CASE WHEN is_gpu THEN 'gpu' ELSE
     coalesce(nullif(tag_task, ''), a.assigned, '') AS task_id FROM classified c
     LEFT JOIN assigned a ON c.resource_id = a.resource)"""
 _SUMS = f"""SELECT month, coalesce(resource_id, '') AS resource_id, task_id, is_gpu, category,
-    coalesce(service_name, '') AS service_name, hours_unit, fsum(billed) AS billed, sum(quantity) AS quantity,
-    sum(lines)::BIGINT AS lines, min(first_charge) AS first_charge, max(last_charge) AS last_charge
+    coalesce(service_name, '') AS service_name, hours_unit, commitment,
+    CASE WHEN commitment <> '' THEN coalesce(commitment_id, '') ELSE '' END AS commitment_id,
+    CASE WHEN commitment <> '' THEN coalesce(commitment_type, '') ELSE '' END AS commitment_type,
+    pricing AS pricing_category, fsum(billed) AS billed, sum(quantity) AS quantity,
+    sum(lines)::BIGINT AS lines, min(first_charge) AS first_charge, max(last_charge) AS last_charge,
+    fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing
     FROM final WHERE lines > 0 GROUP BY ALL ORDER BY {", ".join(SUM_KEYS)}"""
 _LINE_OUTPUT = """SELECT row, month, billed AS billed_cost, coalesce(resource_id, '') AS resource_id,
     coalesce(resource_name, '') AS resource_name, coalesce(service_name, '') AS service_name,
     coalesce(charge_category, '') AS charge_category, quantity AS consumed_quantity,
-    coalesce(consumed_unit, '') AS consumed_unit, task_id, is_gpu, category, first_charge AS charge_start
+    coalesce(consumed_unit, '') AS consumed_unit, task_id, is_gpu, category, first_charge AS charge_start,
+    effective AS effective_cost, commitment, coalesce(commitment_id, '') AS commitment_id,
+    coalesce(commitment_type, '') AS commitment_type, pricing AS pricing_category
     FROM final ORDER BY row"""
 _LINE_FRAME = """CREATE TEMP VIEW final AS SELECT month, resource_id, task_id, is_gpu, category, service_name, hours_unit,
     billed_cost AS billed, consumed_quantity AS quantity, 1 AS lines, charge_start AS first_charge,
-    charge_start AS last_charge FROM line_frame"""
+    charge_start AS last_charge, commitment, commitment_id, commitment_type, pricing_category AS pricing,
+    effective_cost AS effective, (effective_cost IS NULL)::BIGINT AS effective_missing FROM line_frame"""
 
 
 @contextmanager
@@ -674,6 +719,7 @@ def _number_checks(flag: str, column: str) -> list[_Check]:
 _ROW_CHECKS = (
     *_number_checks("cost", "BilledCost"),
     *_number_checks("quantity", "ConsumedQuantity"),
+    *_number_checks("effective", "EffectiveCost"),
     _Check("start_bad", "ChargePeriodStart", "start_raw", Code.BAD_MONTH, lambda v: Message("not_a_timestamp", raw=v)),
     _Check("invoice_bad", "BillingPeriodStart", "invoice_raw", Code.BAD_MONTH,
            lambda v: Message("not_a_timestamp", raw=v)),
@@ -695,6 +741,8 @@ def _raise_problems(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, _Part
         if task_of_tags(t) is None]
     counts["currency_other"] = con.execute(_sql(f"SELECT count(*) FROM groups WHERE {_CURRENCY_OTHER}", options)
                                            ).fetchone()[0]
+    for column, bad in _BAD_CHOICES.items():  # checked once per group, not per line
+        counts[column] = con.execute(f"SELECT count(*) FROM groups WHERE {bad}").fetchone()[0]
     if not any(counts.values()) and not bad_tags:
         return
     problems = []
@@ -719,6 +767,16 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
         # fetchall, not fetchone: a result left open makes DuckDB refuse the register of bad tags below
         (total,), = con.execute(f"SELECT count(*) FROM numbered WHERE {_CHECKS[check.flag]}").fetchall()
         problems += listed_problems(place.name_of, place.cell_of(header), header, check.code, check.describe,
+                                    found, total)
+    for column, bad in _BAD_CHOICES.items():
+        if not counts.get(column):
+            continue
+        header, choices = headers[column], next(c.choices for c in BILL_INPUT_COLUMNS if c.name == column)
+        found = con.execute(f"SELECT file, row, {_CHOICE_FIELDS[column]} FROM numbered WHERE {bad} "
+                            f"ORDER BY file, row LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
+        (total,), = con.execute(f"SELECT count(*) FROM numbered WHERE {bad}").fetchall()
+        problems += listed_problems(place.name_of, place.cell_of(header), header, Code.UNKNOWN_VALUE,
+                                    lambda v, choices=choices: Message("not_a_choice", raw=v, choices=list(choices)),
                                     found, total)
     if bad_tags and headers.get("Tags"):
         con.register("bad_tags", pd.DataFrame({"tags": pd.Series(bad_tags, dtype=object)}))

@@ -28,7 +28,8 @@ DEFAULT_GPU_LINE_PATTERN = (
 
 OUTPUT_COLUMNS = (
     "month", "billed_cost", "resource_id", "resource_name", "service_name", "charge_category",
-    "consumed_quantity", "consumed_unit", "task_id", "is_gpu", "category", "charge_start",
+    "consumed_quantity", "consumed_unit", "task_id", "is_gpu", "category", "charge_start", "effective_cost",
+    "commitment", "commitment_id", "commitment_type", "pricing_category",
 )
 CHARGE_CATEGORIES = ("Usage", "Purchase", "Tax", "Credit", "Adjustment")
 

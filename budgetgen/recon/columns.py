@@ -23,7 +23,8 @@ GB_PER_UNIT = {"b": 1e-9, "kib": 1024 / 1e9, "mib": 1048576 / 1e9, "gib": 2**30 
 class FileColumn(Column):
     """A column of a bill or usage file: a schema Column plus the other headers it goes by and its bounds.
 
-    type: text | number | month | timestamp (a date or date-time, read as its month).
+    type: text | number | choice (one of `choices`, any case) | month | timestamp (a date or date-time, read as its
+    month).
     alias_unit: the unit of a header matched by an alias that names none (nvidia-smi's memory is MiB).
     """
 
@@ -38,6 +39,10 @@ class FileColumn(Column):
 
 
 F = FileColumn
+COMMITMENT_STATUSES = ("Used", "Unused")
+"""FOCUS CommitmentDiscountStatus."""
+PRICING_CATEGORIES = ("Standard", "Dynamic", "Committed", "Other")
+"""FOCUS PricingCategory (a tier record's focus_category is one of them)."""
 BILL_INPUT_COLUMNS: tuple[FileColumn, ...] = (
     F("ChargePeriodStart", "timestamp", required=True, example="2026-07-01T00:00:00Z",
       help="start of the charge period; its month is the line's month unless BillingPeriodStart gives one"),
@@ -56,6 +61,16 @@ BILL_INPUT_COLUMNS: tuple[FileColumn, ...] = (
     F("ConsumedQuantity", "number", help="quantity consumed, in ConsumedUnit"),
     F("ConsumedUnit", "text", help="unit of ConsumedQuantity (Hours counts GPU hours)"),
     F("Tags", "text", help='JSON object of tags; its task_id ties the line to a task, e.g. {"task_id": "T01"}'),
+    F("EffectiveCost", "number", "currency",
+      help="the line's amortised cost: committed discounts applied and upfront fees spread over the usage they "
+           "cover (a commitment's Purchase line is 0 here); the plan is compared with it where every line has it"),
+    F("CommitmentDiscountId", "text", help="the commitment (reservation, savings plan) the line draws on or bills"),
+    F("CommitmentDiscountStatus", "choice", choices=COMMITMENT_STATUSES,
+      help="Used: usage the commitment covered; Unused: the commitment's unused part, shown on its own line"),
+    F("CommitmentDiscountType", "text", help="the provider's kind of commitment (Reserved Instance, Savings Plan, ...)"),
+    F("PricingCategory", "choice", choices=PRICING_CATEGORIES,
+      help="how the line is priced; a task's GPU lines are checked against its tier's category "
+           "(monthly: Committed, on_demand: Standard, spot: Dynamic, idle: Other)"),
 )
 
 USAGE_INPUT_COLUMNS: tuple[FileColumn, ...] = (
@@ -114,8 +129,9 @@ def columns_reference() -> str:
             aliases = ", ".join(f"`{a}`" for a in c.aliases)
             bounds = "" if c.minimum is None else f" From {c.minimum:g}" + (
                 f" to {c.maximum:g}." if c.maximum is not None else " up.")
+            choices = f" One of {', '.join(c.choices)}." if c.choices else ""
             lines.append(f"| `{c.name}` | {aliases} | {'yes' if c.required else ''} | {c.unit} | "
-                         f"{c.help.replace('|', chr(92) + '|')}.{bounds} |")
+                         f"{c.help.replace('|', chr(92) + '|')}.{bounds}{choices} |")
     lines += ["", "<!-- recon-columns:end -->"]
     return "\n".join(lines)
 

@@ -14,13 +14,16 @@ import pandas as pd
 from ..engine import Plan
 from ..errors import InputError
 from ..i18n import Message
+from ..schema import TIER
 from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
 from .bills import DEFAULT_GPU_LINE_PATTERN
+from .columns import PRICING_CATEGORIES
 from .rules import (
     ACTIONS,
     BUFFER_LEFT,
     BUFFER_SHARE,
     CARDS_TO_DROP,
+    COMPARED,
     PARTIAL,
     PLANNED_HOURS,
     RATE_VARIANCE,
@@ -38,13 +41,20 @@ from .usage import USAGE_COLUMNS, read_usage
 
 NON_GPU_CATEGORIES = ("storage", "network", "other")
 _RESOURCE_KEYS = ["month", "resource_id", "task_id"]
-LINE_GROUP_KEYS = ["month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit"]
+LINE_GROUP_KEYS = ["month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit", "commitment",
+                   "commitment_id", "commitment_type", "pricing_category"]
+COMMITMENT_KINDS = ("unused", "purchase")
+"""A bill's commitment lines, apart from the tasks: the unused part of a commitment (CommitmentDiscountStatus
+Unused) and its purchase (ChargeCategory Purchase with a CommitmentDiscountId: the upfront fee)."""
 
 
 @dataclass(frozen=True)
 class TaskRecon:
-    """One task's planned and billed cost in a month: billed is its GPU lines; its tagged non-GPU lines count
-    against its share of the month's hidden-cost buffer. hours: GPU hours on the bill (NaN when none)."""
+    """One task's planned and billed cost in a month: billed is its GPU lines' BilledCost (never a commitment's
+    unused part); its tagged non-GPU lines count against its share of the month's hidden-cost buffer. hours: GPU
+    hours on the bill (NaN when none). effective: its GPU lines' EffectiveCost, None unless every one of them
+    has one; the variances compare the plan with `compared` (rules.COMPARED: effective where known, else
+    billed). planned_pricing: its tier's FOCUS PricingCategory ("" when not planned)."""
 
     task_id: str
     planned: float
@@ -55,10 +65,17 @@ class TaskRecon:
     planned_hours: float = math.nan
     hours: float = math.nan
     partial: bool = False
+    effective: float | None = None
+    planned_pricing: str = ""
+
+    @property
+    def compared(self) -> float:
+        """The cost compared with the plan: the EffectiveCost where known, else the BilledCost."""
+        return COMPARED.py({"billed": self.billed, "effective": self.effective}, None)
 
     @property
     def variance(self) -> float:
-        return VARIANCE.py({"billed": self.billed, "planned": self.planned}, None)
+        return VARIANCE.py({"billed": self.compared, "planned": self.planned}, None)
 
     @property
     def variance_pct(self) -> float | None:
@@ -80,17 +97,19 @@ class TaskRecon:
 
     @property
     def _hours_values(self) -> dict:
-        return {"billed": self.billed, "planned": self.planned, "hours": self.hours, "planned_hours": self.planned_hours}
+        return {"billed": self.compared, "planned": self.planned, "hours": self.hours,
+                "planned_hours": self.planned_hours}
 
     def status(self, limits: Limits) -> str:
-        """"partial month" in a month the bill covers in part; else "over plan" when billed beyond
+        """"partial month" in a month the bill covers in part; else "over plan" when the compared cost is beyond
         planned × (1 + variance_tolerance), else ""."""
-        return STATUS.py({"billed": self.billed, "planned": self.planned, "partial": self.partial}, limits)
+        return STATUS.py({"billed": self.compared, "planned": self.planned, "partial": self.partial}, limits)
 
     def to_json(self) -> dict:
         return {"task_id": self.task_id, "planned": self.planned, "billed": self.billed, "variance": self.variance,
                 "non_gpu_billed": self.non_gpu_billed, "rate_variance": self.rate_variance,
-                "usage_variance": self.usage_variance}
+                "usage_variance": self.usage_variance, "effective": self.effective, "compared": self.compared,
+                "planned_pricing": self.planned_pricing or None}
 
 
 @dataclass(frozen=True)
@@ -110,6 +129,7 @@ class ResourceRecon:
     cards: int = 1
     cards_to_drop: int = 0
     saving: float = 0.0
+    pricing: str = ""  # the FOCUS PricingCategories of its lines, in FOCUS order ("" when the bill gives none)
 
     @property
     def actions(self) -> tuple[str, ...]:
@@ -128,6 +148,7 @@ class ResourceRecon:
             "cards": self.cards,
             "cards_to_drop": self.cards_to_drop,
             "saving": self.saving,
+            "pricing": self.pricing or None,
         }
 
 
@@ -157,11 +178,33 @@ class Coverage:
 
 
 @dataclass(frozen=True)
+class CommitmentRecon:
+    """A commitment's lines of one kind in a month, apart from the tasks: kind "unused" (the commitment's unused
+    part) or "purchase" (its fee); commitment_id and commitment_type as the bill gives them ("" when not);
+    effective: their EffectiveCost, None unless every line has one."""
+
+    kind: str
+    commitment_id: str
+    commitment_type: str
+    billed: float
+    effective: float | None
+    lines: int
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "commitment_id": self.commitment_id or None,
+                "commitment_type": self.commitment_type or None, "billed": self.billed, "effective": self.effective,
+                "lines": self.lines}
+
+
+@dataclass(frozen=True)
 class MonthRecon:
-    """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed = billed_total.
+    """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed + commitment_billed
+    = billed_total (the BilledCost of the month).
 
     coverage: None when the bills say nothing of their days; duplicates: (lines, amount) counted once, when
-    the reader reports them; planned_extras: the Extras of the month (non-GPU is planned as extras + buffer).
+    the reader reports them; planned_extras: the Extras of the month (non-GPU is planned as extras + buffer);
+    commitments: the commitment lines (unused, purchase), which no task or resource counts; effective_total: the
+    month's EffectiveCost, None unless every line has one.
     """
 
     month: str
@@ -177,6 +220,12 @@ class MonthRecon:
     planned_extras: float = 0.0
     coverage: Coverage | None = None
     duplicates: tuple[int, float] | None = None
+    commitments: tuple[CommitmentRecon, ...] = ()
+    effective_total: float | None = None
+
+    @property
+    def commitment_billed(self) -> float:
+        return math.fsum(c.billed for c in self.commitments)
 
     @property
     def partial(self) -> bool:
@@ -215,6 +264,9 @@ class MonthRecon:
             "coverage": None if self.coverage is None else {
                 "first": self.coverage.first.isoformat(), "last": self.coverage.last.isoformat(),
                 "days_with_lines": self.coverage.days_with_lines},
+            "commitments": [c.to_json() for c in self.commitments],
+            "commitment_billed": self.commitment_billed,
+            "effective_total": self.effective_total,
         }
 
 
@@ -226,11 +278,13 @@ def _json_number(value: float) -> float | None:
 @dataclass(frozen=True)
 class PlanFacts:
     """What reconcile reads of the plan beyond each task's planned cost and the buffer, all optional: cards held
-    per task, planned GPU hours per task and month, Extras per month."""
+    per task, planned GPU hours per task and month, Extras per month, the FOCUS PricingCategory of each task's
+    tier (records.Tier.focus_category)."""
 
     cards: Mapping[str, float] = field(default_factory=dict)
     planned_hours: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     extras: Mapping[str, float] = field(default_factory=dict)
+    pricing: Mapping[str, str] = field(default_factory=dict)
 
 
 def reconcile(
@@ -255,11 +309,15 @@ def reconcile(
     facts = facts or PlanFacts()
     sums = sums.assign(task_id=plan_task_ids(sums["task_id"], planned))
     coverage = coverage if coverage is not None else _frame_coverage(sums)
-    gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
     totals = _fsum_by(sums, ["month"])
+    effective_totals = _effective_by(sums, ["month"])
+    commitment_sums, sums = sums[sums["commitment"] != ""], sums[sums["commitment"] == ""]
+    commitments = _commitment_recons(commitment_sums)
+    gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
     gpu_totals = _fsum_by(gpu, ["month"])
     unallocated_totals = _fsum_by(gpu[gpu["task_id"] == ""], ["month"])
     task_billed = _fsum_by(gpu[gpu["task_id"] != ""], ["month", "task_id"])
+    task_effective = _effective_by(gpu[gpu["task_id"] != ""], ["month", "task_id"])
     task_non_gpu = _fsum_by(non_gpu_sums[non_gpu_sums["task_id"] != ""], ["month", "task_id"])
     hours_lines = gpu[gpu["hours_unit"] & (gpu["task_id"] != "")]
     task_hours = hours_lines.groupby(["month", "task_id"])["quantity"].sum(min_count=1)
@@ -274,7 +332,8 @@ def reconcile(
         planned_total = math.fsum(m.get(month, 0.0) for m in planned.values())
         reserved = float(buffer_reserved.get(month, 0.0))
         tasks = _task_recons(
-            month, {"billed": task_billed, "non_gpu": task_non_gpu, "hours": task_hours}, planned, facts,
+            month, {"billed": task_billed, "non_gpu": task_non_gpu, "hours": task_hours, "effective": task_effective},
+            planned, facts,
             {"reserved": reserved, "planned_total": planned_total, "partial": partial})
         status = {t.task_id: t.status(limits) for t in tasks}
         cards = {t.task_id: t.cards for t in tasks}
@@ -284,7 +343,7 @@ def reconcile(
             month=month,
             tasks=tasks,
             resources=tuple(
-                _resource_recon(row, status, cards, task_rows, limits)
+                _resource_recon(row, status, cards, facts.pricing, task_rows, limits)
                 for row in month_resources.itertuples(index=False)
             ),
             non_gpu={c: float(non_gpu.get((month, c), 0.0)) for c in NON_GPU_CATEGORIES},
@@ -297,6 +356,8 @@ def reconcile(
             planned_extras=float(facts.extras.get(month, 0.0)),
             coverage=month_coverage,
             duplicates=(duplicates or {}).get(month),
+            commitments=commitments.get(month, ()),
+            effective_total=_known_or_none(effective_totals.get(month)),
         )
     return result
 
@@ -325,6 +386,34 @@ def aggregate_lines(bills: pd.DataFrame) -> pd.DataFrame:
     return sum_lines(bills)
 
 
+def _effective_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Exactly rounded sums of `effective` per group, NaN where a line of the group has no EffectiveCost."""
+    grouped = sums.groupby(keys, sort=True)
+    total = grouped["effective"].agg(lambda s: math.fsum(s.dropna().to_numpy()))
+    return total.where(grouped["effective_missing"].sum() == 0)
+
+
+def _known_or_none(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _commitment_recons(sums: pd.DataFrame) -> dict[str, tuple[CommitmentRecon, ...]]:
+    """The commitment lines per month: one CommitmentRecon per kind, commitment id and type, in COMMITMENT_KINDS
+    order, then by id."""
+    keys = ["month", "commitment", "commitment_id", "commitment_type"]
+    if sums.empty:
+        return {}
+    frame = pd.DataFrame({"billed": _fsum_by(sums, keys), "effective": _effective_by(sums, keys),
+                          "lines": sums.groupby(keys, sort=True)["lines"].sum()}).reset_index()
+    frame["order"] = frame["commitment"].map(COMMITMENT_KINDS.index)
+    result: dict[str, list[CommitmentRecon]] = {}
+    for r in frame.sort_values(["month", "order", "commitment_id", "commitment_type"]).itertuples(index=False):
+        result.setdefault(r.month, []).append(CommitmentRecon(r.commitment, r.commitment_id, r.commitment_type,
+                                                              float(r.billed), _known_or_none(r.effective),
+                                                              int(r.lines)))
+    return {m: tuple(c) for m, c in result.items()}
+
+
 def _fsum_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
     """Exactly rounded sums of `billed` per group (math.fsum), keyed by the group."""
     return sums.groupby(keys, sort=True)["billed"].agg(lambda s: math.fsum(s.to_numpy()))
@@ -333,8 +422,8 @@ def _fsum_by(sums: pd.DataFrame, keys: list[str]) -> pd.Series:
 def _task_recons(month: str, sums: Mapping[str, pd.Series], planned: Mapping[str, Mapping[str, float]],
                  facts: PlanFacts, month_values: Mapping[str, object]) -> tuple[TaskRecon, ...]:
     """Every task planned above zero, billed or with tagged non-GPU lines in the month, by task_id."""
-    billed, non_gpu, hours = ({task: float(v) for (m, task), v in sums[key].items() if m == month}
-                              for key in ("billed", "non_gpu", "hours"))
+    billed, non_gpu, hours, effective = ({task: float(v) for (m, task), v in sums[key].items() if m == month}
+                                         for key in ("billed", "non_gpu", "hours", "effective"))
     planned_now = {task: float(by_month.get(month, 0.0)) for task, by_month in planned.items()}
     task_ids = sorted(set(billed) | set(non_gpu) | {t for t, p in planned_now.items() if p > 0})
     recons = []
@@ -345,7 +434,8 @@ def _task_recons(month: str, sums: Mapping[str, pd.Series], planned: Mapping[str
         recons.append(TaskRecon(
             t, plan, billed.get(t, 0.0), non_gpu_billed=non_gpu.get(t, 0.0), buffer_share=share,
             cards=facts.cards.get(t), planned_hours=facts.planned_hours.get(t, {}).get(month, math.nan),
-            hours=hours.get(t, math.nan), partial=bool(month_values["partial"])))
+            hours=hours.get(t, math.nan), partial=bool(month_values["partial"]),
+            effective=_known_or_none(effective.get(t)), planned_pricing=facts.pricing.get(t, "")))
     return tuple(recons)
 
 
@@ -358,11 +448,18 @@ def _resource_frame(gpu: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
         "hours": grouped["hours"].sum(min_count=1),
         "lines": grouped["lines"].sum(),
         "services": grouped["service_name"].agg(lambda s: tuple(sorted(set(s) - {""}))),
+        "pricing": grouped["pricing_category"].agg(_pricing_words),
     }).reset_index().astype(dict.fromkeys(_RESOURCE_KEYS, "str"))
     frame = frame.merge(_usage_by_month(usage), on=["resource_id", "month"], how="left")
     frame["mem_peak_share"] = frame["mem_peak_gb"] / frame["mem_total_gb"].where(frame["mem_total_gb"] > 0)
     frame["unallocated"] = frame["task_id"] == ""
     return frame.sort_values(["unallocated", "task_id", "resource_id"], kind="stable", ignore_index=True)
+
+
+def _pricing_words(categories: pd.Series) -> str:
+    """The PricingCategories of a resource's lines as words in FOCUS order (`Committed Standard`)."""
+    found = set(categories)
+    return " ".join(c for c in PRICING_CATEGORIES if c in found)
 
 
 def _usage_by_month(usage: pd.DataFrame) -> pd.DataFrame:
@@ -383,13 +480,14 @@ def is_hours_unit(unit: str) -> bool:
     return bool(counts_hours) and not re.search(r"\bper\b|/|byte|\bgb|\bgib|\btb", text)
 
 
-def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, float | None], task_rows: list[str],
-                    limits: Limits) -> ResourceRecon:
+def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, float | None],
+                    pricing: Mapping[str, str], task_rows: list[str], limits: Limits) -> ResourceRecon:
     """One row of the resource frame as a ResourceRecon with its flags, its cards and the cards to drop."""
     task_id = row.task_id or None
     flags = resource_flags({
         "util": row.avg_util_pct, "mem_share": row.mem_peak_share, "oom": row.oom_events,
-        "task": row.task_id, "task_status": status.get(row.task_id, ""),
+        "task": row.task_id, "task_status": status.get(row.task_id, ""), "pricing": row.pricing,
+        "planned_pricing": pricing.get(row.task_id, ""),
     }, limits)
     values = {"task": row.task_id, "task_cards": cards.get(row.task_id), "tasks": task_rows, "flags": " ".join(flags),
               "util": row.avg_util_pct, "billed": float(row.billed)}
@@ -409,6 +507,7 @@ def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, f
         cards=values["cards"],
         cards_to_drop=values["drop"],
         saving=SAVING.py(values, limits),
+        pricing=row.pricing,
     )
 
 
@@ -501,7 +600,8 @@ def plan_facts(plan: Plan) -> PlanFacts:
             "gpu_hours": row["gpu_hours_per_month"], "hours_per_month": hours_per_month}, None)
             for i, m in enumerate(plan.months, start=1)}
     return PlanFacts(cards={tp.task.task_id: tp.row["cards_held"] for tp in plan.tasks}, planned_hours=hours,
-                     extras={m: t.extras for m, t in plan.month_totals.items()})
+                     extras={m: t.extras for m, t in plan.month_totals.items()},
+                     pricing={tp.task.task_id: TIER[tp.row["tier"]].focus_category for tp in plan.tasks})
 
 
 def unknown_task_warnings(names: list[str], sums: pd.DataFrame, planned: Mapping[str, object]) -> list[Message]:

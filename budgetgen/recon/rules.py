@@ -5,7 +5,8 @@ function of the same rule; the engine uses `py`, the Recon tab writes `formula(c
 recalculate one against the other.
 
 Placeholders in `excel` are the cells a Recon row (or a block of the tab) puts there:
-- task rows: `{planned}`, `{billed}` (GPU lines only), `{variance}`, `{partial}` (the month's partial-month
+- task rows: `{planned}`, `{billed}` (the cost compared with the plan: COMPARED, of the GPU lines only;
+  COMPARED itself reads `{billed}` as the BilledCost and `{effective}` as the EffectiveCost), `{variance}`, `{partial}` (the month's partial-month
   cell), `{non_gpu}` (the task's tagged non-GPU lines), `{reserved}` (the task's share of the buffer),
   `{planned_total}` (the month's planned GPU), `{hours}` (GPU hours on the bill, blank when the bill gives
   none), `{planned_hours}`, and for the planned hours `{tier}`, `{cards_billed}`, `{gpu_hours}`,
@@ -14,9 +15,12 @@ Placeholders in `excel` are the cells a Recon row (or a block of the tab) puts t
   cell, blank when it has none), `{billed}`, `{util}` (average utilisation in percent), `{mem_share}`
   (peak memory share), `{oom}` (OOM events), `{flags}` (the row's flags cell), `{task_cards}` (the task's
   cards held), `{tasks}` (the resource rows' task range), `{cards}` (the resource's cards), `{drop}` (its
-  cards to drop); unknown usage is a blank cell, None or NaN in Python;
+  cards to drop), `{pricing}` (the FOCUS PricingCategories of its lines, words in FOCUS order, blank when the
+  bill gives none), `{planned_pricing}` (the task's tier's focus_category, blank when the task is not planned);
+  unknown usage is a blank cell, None or NaN in Python;
 - totals: `{tasks}` and `{billed}` (the resource rows' task and billed ranges; lists in Python),
-  `{reserved}`, `{non_gpu}`, `{allocated}`, `{unallocated}`;
+  `{reserved}`, `{non_gpu}`, `{allocated}`, `{unallocated}`, `{commitments}` (the commitment lines: unused
+  commitment and commitment purchases, apart from the tasks);
 - coverage: `{first}` and `{last}` (the first and last charge day, dates);
 - re-forecast rows: `{planned}`, `{billed}` (blank when the month has no bill), `{partial}`.
 Every other word is a workbook-scoped name on Assumptions: LowUtilThreshold, OomThreshold,
@@ -44,6 +48,7 @@ OOM = "oom"
 DATA_STARVED = "data_starved"
 OVER_PLAN = "over_plan"
 UNTAGGED_GPU = "untagged_gpu"
+OFF_PLAN_PRICING = "off_plan_pricing"
 OVER_PLAN_STATUS = "over plan"  # a task's status text when its bill is over plan
 PARTIAL_STATUS = "partial month"  # a task's status text in a month the bill covers only in part
 
@@ -123,6 +128,13 @@ def _untagged(v: Values, s: Limits) -> bool:
     return not v["task"]
 
 
+def _off_plan_pricing(v: Values, s: Limits) -> bool:
+    """Billed under a PricingCategory other than its task's tier's (planned Committed, billed Standard); a
+    resource billed in part on the plan's category and in part on another is flagged too."""
+    return bool(v["task"]) and bool(v["planned_pricing"]) and bool(v["pricing"]) and \
+        v["pricing"].casefold() != v["planned_pricing"].casefold()   # Excel's <> ignores case
+
+
 FLAG_RULES: tuple[FlagRule, ...] = (
     FlagRule(LOW_UTILIZATION, LOW_UTILIZATION, "flag",
              "AND(ISNUMBER({util}),{util}/PercentScale<LowUtilThreshold)", _low_util,
@@ -137,6 +149,10 @@ FLAG_RULES: tuple[FlagRule, ...] = (
              action="the task is billed over its plan: check its usage with the task owner and re-forecast "
                     "its remaining months"),
     FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it"),
+    FlagRule(OFF_PLAN_PRICING, OFF_PLAN_PRICING, "flag",
+             'AND({task}<>"",{planned_pricing}<>"",{pricing}<>"",{pricing}<>{planned_pricing})', _off_plan_pricing,
+             action="billed at another price than its tier plans (e.g. on demand instead of the commitment): "
+                    "check the commitment covers it, or re-plan the task's tier"),
 )
 FLAGS_BY_KEY = {r.key: r for r in FLAG_RULES}
 ACTIONS = {r.key: r.action for r in FLAG_RULES}
@@ -262,7 +278,13 @@ def _split_billed(v: Values, allocated: bool) -> float:
     return math.fsum(b for t, b in zip(v["tasks"], v["billed"], strict=True) if bool(t) is allocated)
 
 
-# Task rows.
+def _compared(v: Values, s: Limits) -> float:
+    return v["effective"] if _known(v["effective"]) else v["billed"]
+
+
+# Task rows. The cost compared with the plan is the EffectiveCost where the bill gives it for every line of the
+# task (the plan prices hours at rates: amortised, with committed discounts applied), else the BilledCost.
+COMPARED = Rule("compared", "compared with plan", "money", "IF(ISNUMBER({effective}),{effective},{billed})", _compared)
 VARIANCE = Rule("variance", "variance", "money", "{billed}-{planned}", lambda v, s: v["billed"] - v["planned"])
 VARIANCE_PCT = Rule("variance_pct", "variance %", "percent", 'IF({planned}=0,"",{variance}/{planned})', _variance_pct)
 STATUS = Rule("status", "status", "text",
@@ -278,7 +300,7 @@ RATE_VARIANCE = Rule("rate_variance", "rate variance", "money",
                      f'IF({_BY_HOURS},{{billed}}-{{planned}}/{{planned_hours}}*{{hours}},"")', _rate_variance)
 USAGE_VARIANCE = Rule("usage_variance", "usage variance", "money",
                       f'IF({_BY_HOURS},({{hours}}-{{planned_hours}})*{{planned}}/{{planned_hours}},"")', _usage_variance)
-TASK_RULES = (VARIANCE, VARIANCE_PCT, STATUS, BUFFER_SHARE, PLANNED_HOURS, RATE_VARIANCE, USAGE_VARIANCE)
+TASK_RULES = (COMPARED, VARIANCE, VARIANCE_PCT, STATUS, BUFFER_SHARE, PLANNED_HOURS, RATE_VARIANCE, USAGE_VARIANCE)
 
 # Resource rows: the flags cell, the action sentences of its flags, and the saving if acted on.
 FLAGS = Rule("flags", "flags", "text", "TRIM(" + "&".join(f'IF({r.excel},"{r.key} ","")' for r in FLAG_RULES) + ")",
@@ -303,8 +325,8 @@ ALLOCATED_GPU = Rule("allocated_gpu", "GPU billed to tasks", "money", 'SUMPRODUC
                      lambda v, s: _split_billed(v, allocated=True))
 UNALLOCATED_GPU = Rule("unallocated_gpu", "unallocated GPU", "money", 'SUMPRODUCT(({tasks}="")*{billed})',
                        lambda v, s: _split_billed(v, allocated=False))
-BILLED_TOTAL = Rule("billed_total", "billed total", "money", "{non_gpu}+{allocated}+{unallocated}",
-                    lambda v, s: v["non_gpu"] + v["allocated"] + v["unallocated"])
+BILLED_TOTAL = Rule("billed_total", "billed total", "money", "{non_gpu}+{allocated}+{unallocated}+{commitments}",
+                    lambda v, s: v["non_gpu"] + v["allocated"] + v["unallocated"] + v["commitments"])
 TOTAL_RULES = (BUFFER_LEFT, ALLOCATED_GPU, UNALLOCATED_GPU, BILLED_TOTAL)
 
 # The month's coverage, and the re-forecast on Summary.

@@ -14,13 +14,14 @@ from .layout import FX_CURRENCY, FX_HEADER, FX_RATE, AssumptionsLayout, camel
 from .printing import print_setup
 
 SHEET = "Assumptions"
-_WIDTHS = [22, 14, 16, 60, 20]
+_WIDTHS = [22, 14, 16, 60, 20, 16]
 
 
 def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: AssumptionsLayout, rates: tuple[Rate, ...]) \
         -> None:
     t = book.t
     book.header(ws, 0, ["setting", "value", "unit", "meaning", "name"], _WIDTHS)
+    ws.set_column(5, 5, _WIDTHS[5])   # the tier table's FOCUS PricingCategory
     for key, row in at.settings.items():
         setting = SETTINGS_BY_KEY[key]
         ws.write_string(row, 0, input_name(key, book.lang))
@@ -57,7 +58,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         ws.write_string(row, 4, name)
         book.define(name, SHEET, row, 1)
 
-    book.header(ws, at.tiers_header, ["tier", "cap a month", "unit", "meaning", "name"])
+    book.header(ws, at.tiers_header, ["tier", "cap a month", "unit", "meaning", "name", "FOCUS PricingCategory"])
     for i, tier in enumerate(TIERS):
         row = at.tiers_first + i
         ws.write_string(row, 0, tier.name, book.f.get("input", "text"))
@@ -66,10 +67,12 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         ws.write_string(row, 3, t("optional budget cap for the {tier} tier (blank: none)").format(
             tier=word(tier.name, book.lang)))
         ws.write_string(row, 4, tier.cap_name)
+        ws.write_string(row, 5, tier.focus_category)   # what its bill lines carry: Recon checks them against it
         book.define(tier.cap_name, SHEET, row, 1)
     last_tier = at.tiers_first + len(TIERS) - 1
     book.define_range("TierList", SHEET, at.tiers_first, last_tier, 0)
     book.define_range("TierCaps", SHEET, at.tiers_first, last_tier, 1)
+    book.define_range("TierPricingCategory", SHEET, at.tiers_first, last_tier, 5)
 
     book.header(ws, at.months_header, ["plan month", "#", "", "", ""])
     for i, month in enumerate(months):

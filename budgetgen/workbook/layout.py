@@ -305,6 +305,7 @@ class ReconLayout:
     non_gpu_header: int
     non_gpu_first: int
     non_gpu_last: int   # the row after the last non-GPU line; the totals start here
+    commitment_rows: int = 1   # rows of the commitment block (at least 1: its SUM has a range)
 
     totals_rows = 8     # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input
     coverage_rows = 6   # first and last charge day, days with lines, partial month, duplicates (lines, amount)
@@ -327,13 +328,29 @@ class ReconLayout:
         return self.coverage_header + self.coverage_rows + 2
 
     @property
+    def commitment_header(self) -> int:
+        """The commitment lines (unused commitment, purchases), their total and the month's EffectiveCost: after
+        the like-for-like header and its three rows, so that a bill without commitments moves no cell."""
+        return self.like_header + 5
+
+    @property
+    def commitment_first(self) -> int:
+        return self.commitment_header + 1
+
+    @property
+    def commitment_total(self) -> int:
+        """The row of the commitment lines' total; the month's EffectiveCost is the next."""
+        return self.commitment_first + self.commitment_rows
+
+    @property
     def last_row(self) -> int:
-        return self.like_header + 3   # the like-for-like header and its three rows
+        return self.commitment_total + 1
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
         return ((0, self.task_last), (self.resource_header, self.resource_last),
-                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.last_row))
+                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 3),
+                (self.commitment_header, self.last_row))
 
 
 @dataclass(frozen=True)
@@ -395,7 +412,8 @@ def _recon(month: str, mr) -> ReconLayout:
     resource_last = resource_header + max(1, len(mr.resources))
     non_gpu_header = resource_last + 3
     return ReconLayout(month, task_header, task_header + 1, task_last, resource_header, resource_header + 1,
-                       resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)))
+                       resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)),
+                       max(1, len(mr.commitments)))
 
 
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:

@@ -26,13 +26,17 @@ from .printing import print_setup
 
 TASK_HEADERS = ["task id", "planned", "billed", "variance", "variance %", "status", "non-GPU billed", "buffer share",
                 "buffer left", "cards held", "planned GPU hours", "GPU hours billed", "rate variance",
-                "usage variance"]
+                "usage variance", "EffectiveCost", "compared with plan", "planned PricingCategory"]
 RESOURCE_HEADERS = ["resource", "task id", "services", "lines", "billed", "hours", "avg util %", "peak memory share",
-                    "OOM events", "flags", "action next month", "cards", "cards to drop", "saving if acted on"]
+                    "OOM events", "flags", "action next month", "cards", "cards to drop", "saving if acted on",
+                    "PricingCategory"]
+COMMITMENT_HEADERS = ["commitment lines", "billed", "EffectiveCost", "commitment id", "commitment type"]
+COMMITMENT_KINDS = {"unused": "unused commitment", "purchase": "commitment purchase"}
+"""The words of a commitment line's kind (pipeline.COMMITMENT_KINDS)."""
 DATE_FORMAT = "yyyy-mm-dd"
 
 
-_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14]   # the action column is wide
+_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14, 16, 16, 16]   # the action column is wide
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -54,6 +58,7 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) 
     _totals(book, ws, mr, at, billed_input, in_plan)
     _coverage(book, ws, mr, at)
     _like_for_like(book, ws, mr, at, in_plan)
+    _commitments(book, ws, mr, at)
     ws.freeze_panes(1, 0)
     print_setup(ws, book.lang, _WIDTHS, at.last_row, repeat_cols=(0, 0), blocks=at.blocks,
                 heights={at.resource_header: 30})
@@ -80,7 +85,8 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
         else:
             book.value(ws, row, 1, t.planned, "input", "money")
         book.value(ws, row, 2, t.billed, "input", "money")
-        cells = {"planned": f"B{n}", "billed": f"C{n}", "variance": f"D{n}", "partial": f"$B${at.partial_row + 1}",
+        # The variances compare the plan with column P: the EffectiveCost where the bill gives it, else C.
+        cells = {"planned": f"B{n}", "billed": f"P{n}", "variance": f"D{n}", "partial": f"$B${at.partial_row + 1}",
                  "non_gpu": f"G{n}", "reserved": f"$B${totals + 1}", "planned_total": f"$B${totals + 6}",
                  "hours": f"L{n}", "planned_hours": f"K{n}", "tier": f"INDEX(TaskTier,{match})",
                  "cards_billed": f"INDEX(TaskCardsBilled,{match})", "gpu_hours": f"INDEX(TaskGpuHours,{match})",
@@ -100,13 +106,20 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
         book.value(ws, row, 11, _number(t.hours), "input", "number")
         book.formula(ws, row, 12, R.RATE_VARIANCE.formula(cells), t.rate_variance, "money")
         book.formula(ws, row, 13, R.USAGE_VARIANCE.formula(cells), t.usage_variance, "money")
+        book.value(ws, row, 14, t.effective, "input", "money")
+        book.formula(ws, row, 15, R.COMPARED.formula({"billed": f"C{n}", "effective": f"O{n}"}), t.compared, "money")
+        if linked:
+            book.formula(ws, row, 16, f"INDEX(TierPricingCategory,MATCH(INDEX(TaskTier,{match}),TierList,0))",
+                         t.planned_pricing, "text", "link")
+        else:
+            book.value(ws, row, 16, t.planned_pricing, "input", "text")
     if mr.tasks:
         chart = book.wb.add_chart({"type": "column"})
         for col, label in ((1, "planned"), (2, "billed")):
             chart.add_series({"name": book.t(label), "categories": [ws.name, at.task_first, 0, at.task_last, 0],
                               "values": [ws.name, at.task_first, col, at.task_last, col]})
         chart.set_title({"name": book.t("Plan versus bill by task")})
-        ws.insert_chart(1, len(RESOURCE_HEADERS) + 1, chart)
+        ws.insert_chart(1, max(len(TASK_HEADERS), len(RESOURCE_HEADERS)) + 1, chart)
 
 
 def _number(value: float | None) -> float | None:
@@ -132,6 +145,7 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
         ws.write_string(row, 1, res.task_id or "")
         ws.write_string(row, 2, ", ".join(res.services))
         ws.write_number(row, 3, res.lines)
+        book.value(ws, row, 14, res.pricing, "input", "text")   # blank when the bill gives no PricingCategory
         book.value(ws, row, 4, res.billed, "input", "money")
         for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
                                 (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
@@ -141,7 +155,8 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
         cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
                  "flags": f"J{n}", "cards": f"L{n}", "drop": f"M{n}", "tasks": f"$B${a}:$B${b}",
                  "task_status": f"$F${task_row}" if task_row else '""',
-                 "task_cards": f"$J${task_row}" if task_row else '""'}
+                 "task_cards": f"$J${task_row}" if task_row else '""',
+                 "pricing": f"O{n}", "planned_pricing": f"$Q${task_row}" if task_row else '""'}
         values = {"flags": " ".join(res.flags)}
         book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
         book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
@@ -160,7 +175,7 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
     n = last + 1
     buffer = (month_buffer(at.month), "link") if in_plan else (None, "input")
     cells = {"non_gpu": f"B{n}", "reserved": f"B{n + 1}", "allocated": f"B{n + 3}", "unallocated": f"B{n + 4}",
-             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}"}
+             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}", "commitments": f"B{at.commitment_total + 1}"}
     values = {"non_gpu": mr.non_gpu_billed, "reserved": mr.buffer_reserved,
               "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources]}
     rows = [
@@ -226,7 +241,9 @@ def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
     t = at.non_gpu_last + 1   # the totals block's first row, 1-based
     extras = f"SUM({extras_cost(at.month)})+B{t + 1}" if in_plan else f"B{t + 1}"   # no Extras outside the plan
     rows = [
-        ("GPU", f"B{t + 6}", mr.planned_total, f"B{t + 3}+B{t + 4}", mr.gpu_billed),
+        # The plan's GPU cost holds its committed cards busy or not: the commitment lines are GPU billed here.
+        ("GPU", f"B{t + 6}", mr.planned_total, f"B{t + 3}+B{t + 4}+B{at.commitment_total + 1}",
+         mr.gpu_billed + mr.commitment_billed),
         ("non-GPU (extras + buffer)", extras, mr.planned_extras + mr.buffer_reserved, f"B{t}", mr.non_gpu_billed),
         ("total", f"B{r + 2}+B{r + 3}", mr.planned_all, f"B{t + 5}", mr.billed_total),
     ]
@@ -238,3 +255,25 @@ def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
         values = {"billed": billed_value, "planned": planned_value}
         book.formula(ws, r + i, 3, R.VARIANCE.formula({"billed": f"C{n}", "planned": f"B{n}"}),
                      R.VARIANCE.py(values, None), "money")
+
+
+def _commitments(book: Book, ws, mr, at: ReconLayout) -> None:
+    """The commitment lines apart from the tasks (unused commitment, purchases) with their total, which the
+    billed total adds; then the month's EffectiveCost (amortised), or a note when the bill does not give it for
+    every line."""
+    book.header(ws, at.commitment_header, COMMITMENT_HEADERS)
+    for i, c in enumerate(mr.commitments):
+        row = at.commitment_first + i
+        ws.write_string(row, 0, book.t(COMMITMENT_KINDS[c.kind]))
+        book.value(ws, row, 1, c.billed, "input", "money")
+        book.value(ws, row, 2, c.effective, "input", "money")
+        ws.write_string(row, 3, c.commitment_id)
+        ws.write_string(row, 4, c.commitment_type)
+    total = at.commitment_total
+    ws.write_string(total, 0, book.t("commitment lines billed"), book.f.bold)
+    book.formula(ws, total, 1, f"SUM(B{at.commitment_first + 1}:B{total})", mr.commitment_billed, "money")
+    ws.write_string(total + 1, 0, book.t("EffectiveCost of the month"), book.f.bold)
+    if mr.effective_total is None:
+        ws.write_string(total + 1, 1, book.t("not in every line of the bill"), book.f.note)
+    else:
+        book.value(ws, total + 1, 1, mr.effective_total, "input", "money")
