@@ -7,7 +7,9 @@ and the USD offers moved ML01 to an MI300X and added the FX table and the GPUs s
 more for the two verdict prompts BuyVsRent gained (A9:I10: no on-demand price, no power figure), no value moved;
 once more when reconciliation read commitments the FOCUS way (issue 21): new cells only (Recon tabs: EffectiveCost,
 compared with plan and PricingCategory columns, the commitment lines block; Assumptions: the tiers' FOCUS
-PricingCategory, the off_plan_pricing action), the FX table one row lower for that action, no value changed."""
+PricingCategory, the off_plan_pricing action), the FX table one row lower for that action, no value changed; once more for calculation model v3 (issue 22): its
+new Tasks, Candidates and GPUs columns and Assumptions rows, KB02 and KB03 72.93 a month cheaper (LoRA MFU, QLoRA
+FLOPs), the period total 153,791.55 -> 153,518.06 (273.49 = 72.93 x 3 months x 1.25)."""
 
 from __future__ import annotations
 
