@@ -118,13 +118,15 @@ def _sheet_round(value: float) -> float:
 
 @functools.cache
 def _patched_formulas():
-    """`formulas` with CEILING/ROUNDUP/ROUND rounding to 15 significant digits first, as spreadsheets do."""
+    """`formulas` with CEILING/FLOOR/ROUNDUP/ROUND rounding to 15 significant digits first, as spreadsheets do."""
     import formulas
     from formulas.functions import math as fmath
     from formulas.functions import wrap_ufunc
 
     funcs = formulas.get_functions()
     funcs["CEILING"] = wrap_ufunc(functools.partial(fmath.xceiling, ceil=lambda v: math.ceil(_sheet_round(v))))
+    funcs["FLOOR"] = wrap_ufunc(functools.partial(fmath.xceiling, ceil=lambda v: math.floor(_sheet_round(v)),
+                                                  dfl=fmath.Error.errors["#DIV/0!"]))
     funcs["ROUNDUP"] = wrap_ufunc(functools.partial(fmath.xround, func=lambda v: math.ceil(_sheet_round(v))))
     funcs["ROUND"] = wrap_ufunc(functools.partial(fmath.xround, func=lambda v: fmath.round_up(_sheet_round(v))))
     return formulas
