@@ -148,28 +148,49 @@ def _plain(value):
 class _Compiled:
     """One workbook's `formulas` model, compiled once, and its recalculation without edits."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, sheets: frozenset[str] | None):
         self.book = path.name
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            self.model = _patched_formulas().ExcelModel().loads(str(path)).finish()
+            model = _patched_formulas().ExcelModel()
+            if sheets is None:
+                model.loads(str(path))
+            else:  # those sheets' cells; finish() adds the cells they refer to, directly or not
+                book, context = model.add_book(str(path))
+                for name in book.sheetnames:
+                    if name.upper() in sheets:
+                        model.push(book[name], context)
+            self.model = model.finish()
         self.unedited = self._calculate()
+        self.ranges: list[tuple[dict, str]] | None = None  # every range node with its bounds, once an edit needs them
 
     def _calculate(self, **kwargs) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return dict(self.model.calculate(**kwargs))
 
-    def _dependents(self, nodes: set[str]) -> set[str]:
-        """Every data node (cell, range, name) that depends on `nodes`, directly or not, and the nodes themselves."""
+    def _dependents(self, cells: set[str]) -> set[str]:
+        """Every data node (cell, range, name) that depends on `cells`, directly or not, and the cells themselves.
+
+        A range reads a cell that is blank in the file from the solution, without an edge from the cell (there
+        is no node for it): the ranges that hold a changed cell are its dependents too."""
+        from formulas.ranges import Ranges
+
         succ, data = self.model.dsp.dmap.succ, self.model.dsp.data_nodes
+        if self.ranges is None:
+            self.ranges = [(Ranges.get_range(n), n) for n in data if isinstance(n, str) and "!" in n
+                           and ":" in n.rsplit("!", 1)[1]]
+        nodes = set(cells)
+        for cell in map(Ranges.get_range, cells):
+            nodes.update(n for r, n in self.ranges if r["sheet_id"] == cell["sheet_id"]
+                         and int(r["r1"]) <= int(cell["r1"]) <= int(r["r2"]) and r["n1"] <= cell["n1"] <= r["n2"])
         seen, stack = set(nodes), list(nodes)
         while stack:
             for after in succ.get(stack.pop(), ()):
                 if after not in seen:
                     seen.add(after)
                     stack.append(after)
-        return {n for n in seen if n in data}
+        return {n for n in seen if n in data} | cells
 
     def calculate(self, changes: dict[str, object]) -> dict[tuple[str, str], object]:
         """Every cell's value after setting `changes` ("Sheet!A1" -> value) on the compiled model.
@@ -196,32 +217,37 @@ class _Compiled:
         return out
 
 
-# Compiled models by the SHA-256 of the file's bytes: the sample's workbook, built alike (byte for byte) by several
-# modules under several names, is compiled once per session. A model keeps the name it was compiled under, which
-# only its cell keys carry. A model of the sample holds some 350 MB, so only the last few are kept.
-_COMPILED: collections.OrderedDict[str, _Compiled] = collections.OrderedDict()
+# Compiled models by the SHA-256 of the file's bytes (and the sheets compiled, None for all): the sample's
+# workbook, built alike (byte for byte) by several modules under several names, is compiled once per session. A
+# model keeps the name it was compiled under, which only its cell keys carry. A model of the sample holds some
+# 350 MB, so only the last few are kept.
+_COMPILED: collections.OrderedDict[tuple[str, frozenset[str] | None], _Compiled] = collections.OrderedDict()
 _COMPILED_KEPT = 4
 
 
-def _compiled(path: Path) -> _Compiled:
-    key = hashlib.sha256(path.read_bytes()).hexdigest()
+def _compiled(path: Path, sheets: frozenset[str] | None) -> _Compiled:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    key = (digest, None) if (digest, None) in _COMPILED else (digest, sheets)
     if key in _COMPILED:
         _COMPILED.move_to_end(key)
     else:
-        _COMPILED[key] = _Compiled(path)
+        _COMPILED[key] = _Compiled(path, sheets)
         while len(_COMPILED) > _COMPILED_KEPT:
             _COMPILED.popitem(last=False)
     return _COMPILED[key]
 
 
-def recalc_formulas(path: Path, changes: dict[str, object] | None = None) -> dict[tuple[str, str], object]:
+def recalc_formulas(path: Path, changes: dict[str, object] | None = None,
+                    sheets: tuple[str, ...] | None = None) -> dict[tuple[str, str], object]:
     """Every cell's value after `formulas` recalculates the workbook, optionally after changing input cells.
 
-    Keys are (sheet, A1). `changes` maps "Sheet!A1" to a new input value. The workbook is compiled once per
-    content (the file is not read again while its bytes stay the same); a call with changes recalculates the cells
-    that depend on them.
+    Keys are (sheet, A1). `changes` maps "Sheet!A1" to a new input value. `sheets` names the sheets a test reads:
+    only their cells and those they depend on are compiled and returned (the sample's Candidates sheet alone is
+    two thirds of its formulas); all sheets by default. The workbook is compiled once per content (the file is
+    not read again while its bytes stay the same); a call with changes recalculates the cells that depend on them.
     """
-    return _compiled(Path(path)).calculate(changes or {})
+    wanted = None if sheets is None else frozenset(s.upper() for s in sheets)
+    return _compiled(Path(path), wanted).calculate(changes or {})
 
 
 def formula_cells(path: Path) -> dict[tuple[str, str], tuple[str, object]]:

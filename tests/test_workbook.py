@@ -159,8 +159,8 @@ def test_a_wrong_formula_is_caught(tmp_path):
     ws["H3"] = "=IF(AND(H$2>=Tasks!$AZ2,H$2<=Tasks!$BA2),Tasks!$AU2*2,0)"
     wb.save(broken)
     cells = formula_cells(out)
-    recalculated = recalc_formulas(broken)
-    bad = mismatches(cells, recalculated)
+    recalculated = recalc_formulas(broken, sheets=("Monthly",))
+    bad = mismatches({k: v for k, v in cells.items() if k[0] == "MONTHLY"}, recalculated)
     assert [k for k, *_ in bad if k[0] == "MONTHLY"] != []
 
 
