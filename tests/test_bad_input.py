@@ -418,6 +418,7 @@ def test_formula_cells_in_the_input_arrive_as_their_cached_values(tmp_path):
     assert out[f"{params}2"].value == 7
 
 
+@pytest.mark.slow
 def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
     centers = ["=a", "a", "Team*", "team-b"]  # read as SUMIFS criteria, "=a" would match "a" and "Team*" team-b
     book = as_typed_text(make_input(tmp_path / "q3.xlsx", [

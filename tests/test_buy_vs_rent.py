@@ -68,6 +68,7 @@ def test_every_gpu_the_plan_uses_has_a_row_priced_or_not(tmp_path):
     assert document["buy_vs_rent"]["RTX 4090"]["purchase_price"] == 25000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_typing_a_purchase_price_on_gpus_recalculates_the_row(tmp_path, lang):
     _, out, _ = build(tmp_path, lang)
@@ -87,6 +88,7 @@ def test_typing_a_purchase_price_on_gpus_recalculates_the_row(tmp_path, lang):
     assert after["RTX 4090"] == before["RTX 4090"]
 
 
+@pytest.mark.slow
 def test_the_price_typed_in_the_workbook_and_in_the_input_agree(tmp_path):
     """Entering 250,000 on the input's GPUs sheet gives the engine the numbers the workbook recalculated to."""
     result, out, document = build(tmp_path, gpus=[{"gpu": "A100 80G", "purchase_price": PRICE}])

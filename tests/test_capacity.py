@@ -165,6 +165,7 @@ def _tasks_cells(path: Path, *headers: str) -> list[str]:
     return [next(col for h, col in found.items() if h.startswith(header)) + "2" for header in headers]
 
 
+@pytest.mark.slow
 def test_changing_deadline_days_in_the_workbook_recalculates_cards_and_money(tmp_path):
     out, _ = _deadline_book(tmp_path, None)
     _, second = _deadline_book(tmp_path, 60)
@@ -179,6 +180,7 @@ def test_changing_deadline_days_in_the_workbook_recalculates_cards_and_money(tmp
     assert values[("SUMMARY", "B3")] == pytest.approx(second.period_total, rel=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(soffice_path() is None, reason="LibreOffice is not installed")
 def test_libreoffice_recalculates_cards_and_money_from_a_changed_deadline(tmp_path):
     out, _ = _deadline_book(tmp_path, None)
