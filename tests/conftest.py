@@ -220,9 +220,10 @@ class _Compiled:
 # Compiled models by the SHA-256 of the file's bytes (and the sheets compiled, None for all): the sample's
 # workbook, built alike (byte for byte) by several modules under several names, is compiled once per session. A
 # model keeps the name it was compiled under, which only its cell keys carry. A model of the sample holds some
-# 350 MB, so only the last few are kept.
+# 350 MB, a small plan's 100-150 MB: the last 8 are kept, enough that the property tests' workbooks, compiled
+# between test_order and test_summary_live, do not push the sample's out.
 _COMPILED: collections.OrderedDict[tuple[str, frozenset[str] | None], _Compiled] = collections.OrderedDict()
-_COMPILED_KEPT = 4
+_COMPILED_KEPT = 8
 
 
 def _compiled(path: Path, sheets: frozenset[str] | None) -> _Compiled:
