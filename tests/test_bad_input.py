@@ -514,6 +514,7 @@ def test_forged_dimension_on_a_small_inventory_still_builds(tmp_path):
     assert run["stdout"] == honest.stdout.replace("honest.xlsx", "forged.xlsx")
 
 
+@pytest.mark.slow
 def test_too_many_task_rows_stops_at_the_row_cap(tmp_path):
     book = tmp_path / "q3.xlsx"
     tasks = ([f"T{row}", *list(SERVICE.values())[1:]] for row in range(1, MAX_TABLE_ROWS + 1))
