@@ -3,8 +3,10 @@ test catalog, a private $TMPDIR for every test, and a check that failed commands
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import functools
+import hashlib
 import math
 import tempfile
 import warnings
@@ -147,28 +149,110 @@ def _plain(value):
     return value
 
 
-def recalc_formulas(path: Path, changes: dict[str, object] | None = None) -> dict[tuple[str, str], object]:
+class _Compiled:
+    """One workbook's `formulas` model, compiled once, and its recalculation without edits."""
+
+    def __init__(self, path: Path, sheets: frozenset[str] | None):
+        self.book = path.name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = _patched_formulas().ExcelModel()
+            if sheets is None:
+                model.loads(str(path))
+            else:  # those sheets' cells; finish() adds the cells they refer to, directly or not
+                book, context = model.add_book(str(path))
+                for name in book.sheetnames:
+                    if name.upper() in sheets:
+                        model.push(book[name], context)
+            self.model = model.finish()
+        self.unedited = self._calculate()
+        self.ranges: list[tuple[dict, str]] | None = None  # every range node with its bounds, once an edit needs them
+
+    def _calculate(self, **kwargs) -> dict:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return dict(self.model.calculate(**kwargs))
+
+    def _dependents(self, cells: set[str]) -> set[str]:
+        """Every data node (cell, range, name) that depends on `cells`, directly or not, and the cells themselves.
+
+        A range reads a cell that is blank in the file from the solution, without an edge from the cell (there
+        is no node for it): the ranges that hold a changed cell are its dependents too."""
+        from formulas.ranges import Ranges
+
+        succ, data = self.model.dsp.dmap.succ, self.model.dsp.data_nodes
+        if self.ranges is None:
+            self.ranges = [(Ranges.get_range(n), n) for n in data if isinstance(n, str) and "!" in n
+                           and ":" in n.rsplit("!", 1)[1]]
+        nodes = set(cells)
+        for cell in map(Ranges.get_range, cells):
+            nodes.update(n for r, n in self.ranges if r["sheet_id"] == cell["sheet_id"]
+                         and int(r["r1"]) <= int(cell["r1"]) <= int(r["r2"]) and r["n1"] <= cell["n1"] <= r["n2"])
+        seen, stack = set(nodes), list(nodes)
+        while stack:
+            for after in succ.get(stack.pop(), ()):
+                if after not in seen:
+                    seen.add(after)
+                    stack.append(after)
+        return {n for n in seen if n in data} | cells
+
+    def calculate(self, changes: dict[str, object]) -> dict[tuple[str, str], object]:
+        """Every cell's value after setting `changes` ("Sheet!A1" -> value) on the compiled model.
+
+        What does not depend on a changed cell keeps its unedited value; the rest is recalculated (and is absent,
+        as in a whole recalculation, where `formulas` cannot calculate it)."""
+        inputs = {}
+        for ref, value in changes.items():
+            sheet, cell = ref.split("!")
+            inputs[f"'[{self.book}]{sheet.upper()}'!{cell.upper()}"] = value
+        solution = self.unedited
+        if inputs:
+            dependents = self._dependents(set(inputs))
+            edited = self._calculate(inputs=inputs, outputs=sorted(dependents))
+            solution = {k: v for k, v in solution.items() if k not in dependents}
+            solution.update((k, v) for k, v in edited.items() if k in dependents)
+        out = {}
+        for key, value in solution.items():
+            if "!" not in key or ":" in key.split("!")[1]:
+                continue
+            book_sheet, cell = key.rsplit("!", 1)
+            sheet = book_sheet.split("]", 1)[1].rstrip("'")
+            out[(sheet.upper(), cell.upper())] = _plain(value)
+        return out
+
+
+# Compiled models by the SHA-256 of the file's bytes (and the sheets compiled, None for all): the sample's
+# workbook, built alike (byte for byte) by several modules under several names, is compiled once per session. A
+# model keeps the name it was compiled under, which only its cell keys carry. A model of the sample holds some
+# 350 MB, a small plan's 100-150 MB: the last 8 are kept, enough that the property tests' workbooks, compiled
+# between test_order and test_summary_live, do not push the sample's out.
+_COMPILED: collections.OrderedDict[tuple[str, frozenset[str] | None], _Compiled] = collections.OrderedDict()
+_COMPILED_KEPT = 8
+
+
+def _compiled(path: Path, sheets: frozenset[str] | None) -> _Compiled:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    key = (digest, None) if (digest, None) in _COMPILED else (digest, sheets)
+    if key in _COMPILED:
+        _COMPILED.move_to_end(key)
+    else:
+        _COMPILED[key] = _Compiled(path, sheets)
+        while len(_COMPILED) > _COMPILED_KEPT:
+            _COMPILED.popitem(last=False)
+    return _COMPILED[key]
+
+
+def recalc_formulas(path: Path, changes: dict[str, object] | None = None,
+                    sheets: tuple[str, ...] | None = None) -> dict[tuple[str, str], object]:
     """Every cell's value after `formulas` recalculates the workbook, optionally after changing input cells.
 
-    Keys are (sheet, A1). `changes` maps "Sheet!A1" to a new input value.
+    Keys are (sheet, A1). `changes` maps "Sheet!A1" to a new input value. `sheets` names the sheets a test reads:
+    only their cells and those they depend on are compiled and returned (the sample's Candidates sheet alone is
+    two thirds of its formulas); all sheets by default. The workbook is compiled once per content (the file is
+    not read again while its bytes stay the same); a call with changes recalculates the cells that depend on them.
     """
-    formulas = _patched_formulas()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = formulas.ExcelModel().loads(str(path)).finish()
-        inputs = {}
-        for ref, value in (changes or {}).items():
-            sheet, cell = ref.split("!")
-            inputs[f"'[{path.name}]{sheet.upper()}'!{cell}"] = value
-        solution = model.calculate(inputs=inputs) if inputs else model.calculate()
-    out = {}
-    for key, value in solution.items():
-        if "!" not in key or ":" in key.split("!")[1]:
-            continue
-        book_sheet, cell = key.rsplit("!", 1)
-        sheet = book_sheet.split("]", 1)[1].rstrip("'")
-        out[(sheet.upper(), cell.upper())] = _plain(value)
-    return out
+    wanted = None if sheets is None else frozenset(s.upper() for s in sheets)
+    return _compiled(Path(path), wanted).calculate(changes or {})
 
 
 def formula_cells(path: Path) -> dict[tuple[str, str], tuple[str, object]]:

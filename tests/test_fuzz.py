@@ -97,6 +97,7 @@ def write_input(path: Path, edits: list[tuple]) -> Path:
 
 @settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
 @given(edits=mutations)
 def test_build_ends_in_a_workbook_or_in_errors(tmp_path_factory, edits):
     folder = tmp_path_factory.mktemp("fuzz")

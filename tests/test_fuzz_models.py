@@ -166,6 +166,7 @@ def expected_outcome(row: dict, twin: bool) -> tuple[set[str], dict]:
 
 @settings(max_examples=120, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@pytest.mark.slow
 @given(edits=edits, twin=st.sampled_from([False, False, False, False, True]))
 def test_model_figures_give_the_right_numbers_or_errors_at_their_cells(tmp_path_factory, edits, twin):
     row = {**MODEL_ROW, **edits}

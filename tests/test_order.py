@@ -90,6 +90,7 @@ def test_order_lines_add_up_to_the_gpu_total_and_cover_every_task(built):
     assert total_row[OrderLayout.columns.index("total")] == pytest.approx(gpu_total, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_every_order_formula_recalculates_to_its_cached_value(built):
     _, out, _ = built
     cells = {k: v for k, v in formula_cells(out).items() if k[0] == "ORDER"}
@@ -98,6 +99,7 @@ def test_every_order_formula_recalculates_to_its_cached_value(built):
     assert [(k, f, c, values.get(k)) for k, (f, c) in cells.items() if not same(values.get(k), c)] == []
 
 
+@pytest.mark.slow
 def test_the_order_follows_an_edited_task(built):
     """KB01 moved to three cards per replica: the RTX 4090 monthly line becomes 6 cards for 3 months."""
     _, out, ws = built

@@ -26,6 +26,7 @@ from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.workbook import write_workbook
 
+pytestmark = pytest.mark.slow  # one LibreOffice run prints the workbooks to PDF
 SKIP_REASON = "LibreOffice (soffice) and poppler-utils (pdftotext) are needed to print the workbook"
 if soffice_path() is None or shutil.which("pdftotext") is None:
     if os.environ.get("CI") == "true":

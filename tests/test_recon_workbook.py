@@ -112,6 +112,7 @@ def test_every_line_lands_somewhere(built):
     assert july["non_gpu_billed"] == pytest.approx(60)   # storage 80, credit -20
 
 
+@pytest.mark.slow
 def test_recon_tabs_recalculate_and_check(built):
     out, _ = built
     wb = openpyxl.load_workbook(out, data_only=True)
@@ -249,6 +250,7 @@ def test_reforecast_on_summary(contract_book):
     assert ws.cell(rows["variance at completion"], 2).value == pytest.approx(eac - plan.period_total)
 
 
+@pytest.mark.slow
 def test_contract_book_recalculates_in_formulas_and_libreoffice(contract_book, tmp_path):
     out, _, _ = contract_book
     cells = formula_cells(out)

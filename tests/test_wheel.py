@@ -30,7 +30,7 @@ def run(*args: object, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """A fresh venv with the wheel built from a copy of the sources installed (dependencies from the system)."""
+    """A fresh venv with the wheel built from a copy of the sources installed (dependencies as the tests have them)."""
     root = tmp_path_factory.mktemp("wheel")
     src = root / "src"
     shutil.copytree(REPO / "budgetgen", src / "budgetgen", ignore=shutil.ignore_patterns("__pycache__"))
@@ -43,8 +43,17 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", root / "dist", src,
         cwd=root, env=env)
     [wheel] = (root / "dist").glob("budgetgen-*.whl")
-    run(sys.executable, "-m", "venv", "--system-site-packages", root / "venv", cwd=root, env=env)
-    run(root / "venv" / "bin" / "python", "-m", "pip", "install", "--no-deps", "--ignore-installed", wheel, cwd=root, env=env)
+    run(sys.executable, "-m", "venv", "--without-pip", root / "venv", cwd=root, env=env)
+    python = root / "venv" / "bin" / "python"
+    # The dependencies are the ones this interpreter runs the tests with, wherever they live: the system's
+    # site-packages as root in CI, an outer venv's when the tests run in a venv (whose --system-site-packages
+    # would reach the base interpreter instead). A .pth file puts those folders after the venv's own.
+    site_packages = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
+                             cwd=root, env=env).stdout.strip())
+    ours = [p for p in sys.path if p and Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    (site_packages / "test-dependencies.pth").write_text("".join(f"{p}\n" for p in ours), encoding="utf-8")
+    run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--ignore-installed", wheel,
+        cwd=root, env=env)
     return root, env
 
 

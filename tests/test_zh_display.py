@@ -35,6 +35,7 @@ def test_people_read_chinese_values_and_formulas_compare_ascii_keys(zh):
     assert {r[0] for r in tier_rows} == {"包月", "按需", "闲置", "竞价"}
 
 
+@pytest.mark.slow
 def test_the_chinese_workbook_recalculates_to_its_cached_values(zh):
     _, path = zh
     cells = formula_cells(path)
