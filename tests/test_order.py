@@ -16,6 +16,8 @@ from budgetgen.reader import read_inputs
 from budgetgen.workbook import write_workbook
 from budgetgen.workbook.layout import OrderLayout
 
+# On one xdist worker: these recalculate the sample workbook and share its compiled formulas model.
+pytestmark = pytest.mark.xdist_group("sample_formulas")
 
 def catalog_price(gpu: str, column: str) -> float:
     """A price of the built-in catalog in force, the test catalog, as its file states it (the sample has no GPUs

@@ -125,12 +125,16 @@ def test_catalog_fx_converts_builtin_prices(tmp_path):
                       settings={"currency": "usd", "catalog_fx": 0.14})
     inputs = read_inputs(path, today=TODAY)
     assert inputs.settings.currency == "USD"
-    # RTX A6000 has CNY offers only: converted; the A100 80G has a USD (market) offer, used as it is
+    # catalog_fx: the CNY offers, converted at its rate
     a6000 = inputs.gpu("RTX A6000")
     assert a6000.prices["on_demand"] == pytest.approx(5 * 0.14) and a6000.currency == "CNY"  # listed in CNY
-    assert a6000.provider == "cn-market" and inputs.gpu("A100 80G").provider == "market"
-    # no catalog_unpriced, and no contradiction: the RTX 4090's prices are its USD market offer's
-    assert inputs.warnings == ()
+    # catalog_fx asks for the Chinese-market offers first: the A100 80G's too, not its USD market one
+    assert a6000.provider == "cn-market" and inputs.gpu("A100 80G").provider == "cn-market"
+    # the test catalog's RTX 4090 rent contradicts its on-demand price in any currency:
+    # 3,000 x 0.14 = 420 a month against 730 h x 3 x 0.14 = 306.6 on demand
+    (rent,) = inputs.warnings
+    assert rent.key == "catalog_monthly_over_on_demand" and rent.params["gpu"] == "RTX 4090"
+    assert rent.params["monthly"] == pytest.approx(420) and rent.params["around_the_clock"] == pytest.approx(306.6)
 
 
 # ------------------------------------------------------------------ task kinds as records

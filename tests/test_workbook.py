@@ -14,6 +14,8 @@ from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.workbook import write_workbook
 
+# On one xdist worker: these recalculate the sample workbook and share its compiled formulas model.
+pytestmark = pytest.mark.xdist_group("sample_formulas")
 
 def build(tmp_path, source, name="out.xlsx"):
     plan = plan_budget(read_inputs(source, today=TODAY))
