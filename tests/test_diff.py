@@ -96,7 +96,7 @@ def test_two_built_budgets_give_the_same_diff(books, sample_diff):
 def test_a_built_budget_keeps_its_chosen_gpus_as_given(books):
     inputs = read_version(books["old-budget"], TODAY)
     tasks = {t.task_id: t.values for t in inputs.tasks}
-    assert tasks["ML01"]["gpu"] == "A100 80G"  # blank in the input: the engine's choice is now a decision
+    assert tasks["ML01"]["gpu"] == "H200"  # blank in the input: the engine's choice is now a decision
     assert tasks["KB01"]["requests_per_day"] == 10000
     assert inputs.source_sha256 == hashlib.sha256(books["old-budget"].read_bytes()).hexdigest()
 
@@ -143,7 +143,8 @@ def test_diff_workbook_lists_the_changes_and_checks_they_add_up(tmp_path, sample
 
 KB01 = {"task_id": "KB01", "kind": "inference", "model_params_b": 7, "method": "int4", "requests_per_day": 10000,
         "tokens_per_request": 500, "serving_hours_per_day": 8, "tokens_per_sec": 100, "gpu": "RTX 4090"}
-FULL = {"task_id": "FT01", "kind": "finetune", "model_params_b": 7, "method": "full", "train_tokens": "20M"}
+# 13B full: 16 bytes a parameter (208 GB) is more than any one card of the test catalog holds (H200 141 GB)
+FULL = {"task_id": "FT01", "kind": "finetune", "model_params_b": 13, "method": "full", "train_tokens": "20M"}
 
 
 def versions(tmp_path, old: dict, new: dict):

@@ -8,7 +8,7 @@ import math
 
 import openpyxl
 import pytest
-from conftest import SAMPLE, TEST_CATALOG, TODAY, formula_cells, recalc_formulas, same
+from conftest import SAMPLE, TEST_PRICES, TODAY, formula_cells, recalc_formulas, same
 
 from budgetgen.engine import plan_budget
 from budgetgen.order import plan_order
@@ -20,10 +20,11 @@ from budgetgen.workbook.layout import OrderLayout
 pytestmark = pytest.mark.xdist_group("sample_formulas")
 
 def catalog_price(gpu: str, column: str) -> float:
-    """A price of the built-in catalog in force, the test catalog, as its file states it (the sample has no GPUs
-    sheet): read from the file itself, not through budgetgen's catalog reader."""
-    with TEST_CATALOG.open(newline="", encoding="utf-8") as fh:
-        return float(next(row for row in csv.DictReader(fh) if row["gpu"] == gpu)[column])
+    """A price of the built-in catalog in force, the test catalog's Chinese-market offer (the sample is a CNY plan
+    without a GPUs sheet), as its file states it: read from the file itself, not through budgetgen's reader."""
+    with TEST_PRICES.open(newline="", encoding="utf-8") as fh:
+        return float(next(row for row in csv.DictReader(fh)
+                           if row["gpu"] == gpu and row["provider"] == "cn-market")[column])
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +73,13 @@ def test_the_rtx_4090_monthly_line_derived_from_the_task_table(built):
 
 
 def test_a_line_whose_tasks_start_late_peaks_above_its_average(built):
-    """A100 80G on demand: KB03 with one card over all three months, ML01 with two cards from 2026-08:
-    1, 3, 3 cards by month, peak 3, average 7 card-months / 3 months."""
+    """H200 on demand: ML01 from 2026-08 on two cards (its 132.8 GB against 141 x 0.90 = 126.9 GB of one card; its
+    USD offer at the sample's FX rate beats two A100 80G): 0, 2, 2 cards by month, peak 2 in 2 months, average
+    4 card-months / 3 months."""
     _, _, ws = built
-    line = _line(ws, "A100 80G", "on_demand")
-    assert (line["peak cards"], line["months"], line["tasks served"]) == (3, 3, "KB03, ML01")
-    assert line["average cards"] == pytest.approx(7 / 3)
+    line = _line(ws, "H200", "on_demand")
+    assert (line["peak cards"], line["months"], line["tasks served"]) == (2, 2, "ML01")
+    assert line["average cards"] == pytest.approx(4 / 3)
     assert line["unit"] == "GPU-hours"
     assert line["total"] == pytest.approx(line["quantity"] * line["unit price"])
 

@@ -78,7 +78,8 @@ def test_budgetgen_catalog_from_the_wheel_lists_the_shipped_gpus(venv):
     with SHIPPED_CATALOG.open(newline="", encoding="utf-8") as fh:
         # a row whose memory, bandwidth or peak is blank (sources conflict) is not offered
         names = [row["gpu"] for row in csv.DictReader(fh) if all(row[c] for c in ("vram_gb", "bandwidth_gbs", "tflops"))]
-    listed = [line[:12].strip() for line in shown.splitlines()[2:]]
+    specs = shown.split("\n\n")[0].splitlines()[2:]  # the specs table, before the offers
+    listed = [line[:12].strip() for line in specs]
     assert listed == names
 
 
