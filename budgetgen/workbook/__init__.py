@@ -22,7 +22,7 @@ from ..models import builtin_models
 from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from ..safefile import EXCEL_MAX_ROWS, why_not_writable
-from ..schema import TIERS
+from ..schema import TASK_TIERS
 from .about import write_about
 from .assumptions import write_assumptions
 from .book import SAFE_FUNCTIONS, Book, Sheet
@@ -53,7 +53,7 @@ SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskLis
 def check_excel_limits(plan: Plan) -> None:
     """Refuse, before writing, a plan whose sheets would not fit in Excel (bill lines are aggregated already)."""
     rows = {"Tasks": len(plan.tasks) + 1, "Candidates": len(plan.tasks) * len(plan.inputs.gpus) + 1,
-            "Tiers": len(TIERS) * len(plan.months) + 1}
+            "Tiers": len(TASK_TIERS) * len(plan.months) + 1}
     for sheet, needed in rows.items():
         if needed > EXCEL_MAX_ROWS:
             raise OutputError(f"the {sheet} sheet would need {needed:,} rows, more than Excel's {EXCEL_MAX_ROWS:,}: "

@@ -8,7 +8,7 @@ from ..i18n import name as input_name
 from ..i18n import word
 from ..recon import ACTIONS
 from ..rules import CHECK_TOLERANCE
-from ..schema import CONSTANTS, SETTINGS_BY_KEY, TIERS
+from ..schema import CONSTANTS, SETTINGS_BY_KEY, TASK_TIERS
 from .book import Book
 from .layout import FX_CURRENCY, FX_HEADER, FX_RATE, AssumptionsLayout, camel
 from .printing import print_setup
@@ -58,7 +58,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         book.define(name, SHEET, row, 1)
 
     book.header(ws, at.tiers_header, ["tier", "cap a month", "unit", "meaning", "name"])
-    for i, tier in enumerate(TIERS):
+    for i, tier in enumerate(TASK_TIERS):
         row = at.tiers_first + i
         ws.write_string(row, 0, tier.name, book.f.get("input", "text"))
         book.value(ws, row, 1, getattr(s, tier.cap_setting), "input", "money")
@@ -67,7 +67,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
             tier=word(tier.name, book.lang)))
         ws.write_string(row, 4, tier.cap_name)
         book.define(tier.cap_name, SHEET, row, 1)
-    last_tier = at.tiers_first + len(TIERS) - 1
+    last_tier = at.tiers_first + len(TASK_TIERS) - 1
     book.define_range("TierList", SHEET, at.tiers_first, last_tier, 0)
     book.define_range("TierCaps", SHEET, at.tiers_first, last_tier, 1)
 

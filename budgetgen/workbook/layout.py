@@ -15,7 +15,7 @@ from ..models import MODEL_COLUMNS
 from ..order import order_keys
 from ..recon import ACTIONS
 from ..records import camel
-from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIER_NAMES, TIERS
+from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
@@ -197,12 +197,12 @@ class SummaryLayout:
 
     @property
     def tier_total_row(self) -> int:
-        return self.tier_header + len(TIERS) + 1
+        return self.tier_header + len(TASK_TIERS) + 1
 
     @property
     def live_warnings(self) -> int:
         """The warning lines written as formulas: the tier advice, then one per tier over its cap."""
-        return 1 + len(TIERS)
+        return 1 + len(TASK_TIERS)
 
     @property
     def warnings_end(self) -> int:
@@ -355,7 +355,7 @@ CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
-    caps = {t.cap_setting for t in TIERS}  # in the tier table
+    caps = {t.cap_setting for t in TASK_TIERS}  # in the tier table
     keys = [s.key for s in SETTINGS if s.key not in caps]
     settings = {k: 1 + i for i, k in enumerate(keys)}
     days_row = 1 + len(keys)
@@ -363,7 +363,7 @@ def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
     names = [name for name, _, _ in CONSTANTS] + ["CheckTolerance"]
     constants = {name: constants_header + 1 + i for i, name in enumerate(names)}
     tiers_header = constants_header + len(names) + 2
-    months_header = tiers_header + len(TIERS) + 2
+    months_header = tiers_header + len(TASK_TIERS) + 2
     actions_header = months_header + months + 2
     return AssumptionsLayout(MappingProxyType(settings), days_row, days_row + 1, constants_header, MappingProxyType(constants),
                              tiers_header, tiers_header + 1, months_header, months_header + 1, actions_header,
@@ -378,7 +378,7 @@ def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
     n = len(plan.months)
     total_row = SummaryLayout.first_month_row + n
     tier_header = total_row + 2
-    kind_header = tier_header + len(TIERS) + 3
+    kind_header = tier_header + len(TASK_TIERS) + 3
     centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
     center_header = kind_header + len(KINDS) + 2
     warnings_row = center_header + len(centers) + 2
@@ -408,7 +408,7 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
-                  len(TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
+                  len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
                   OrderLayout(order_keys(plan), plan.months),
                   MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
 

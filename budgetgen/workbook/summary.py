@@ -11,7 +11,7 @@ from .. import rules
 from ..engine import Plan
 from ..i18n import say, word
 from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
-from ..schema import TIER, TIER_NAMES, TIERS
+from ..schema import TASK_TIERS, TIER, TIER_NAMES
 from .book import Book
 from .layout import (
     ALL_CHECKS,
@@ -118,13 +118,13 @@ def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         value = math.fsum(plan.tier_totals[t][months[col - 1]] for t in TIER_NAMES) if col < period else \
             math.fsum(v for t in TIER_NAMES for v in plan.tier_totals[t].values())
         book.formula(ws, total, col, f"SUM({name}{r + 2}:{name}{total})", value, "money", "total")
-    book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TIERS), period)
+    book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TASK_TIERS), period)
 
 
 def _chart(book: Book, ws, at: SummaryLayout) -> None:
     r, months = at.tier_header, len(at.months)
     chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
-    for i in range(1, len(TIERS) + 1):
+    for i in range(1, len(TASK_TIERS) + 1):
         chart.add_series({"name": [SHEET, r + i, 0], "categories": [SHEET, r, 1, r, months],
                           "values": [SHEET, r + i, 1, r + i, months]})
     chart.set_title({"name": book.t("Monthly GPU cost by tier")})
@@ -216,6 +216,6 @@ def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         text = sentence("OverCap", tier=shown(f'"{tier}"'), months=cell)
         book.formula(ws, r + 2 + i, 0, f'IF(AND(ISNUMBER({cell}),{cell}>0),{text},"")',
                      t(SENTENCES["OverCap"]).format(tier=tier_word, months=over) if over else "", "text")
-    for i, w in enumerate(at.warnings, start=r + 2 + len(TIERS)):
+    for i, w in enumerate(at.warnings, start=r + 2 + len(TASK_TIERS)):
         ws.write_string(i, 0, say(w, book.lang))
     ws.conditional_format(r + 1, 0, at.warnings_end - 1, 0, {"type": "no_blanks", "format": book.f.warn})
