@@ -9,11 +9,11 @@ from enum import Enum
 
 from . import rules, serving
 from .columns import evaluate, evaluate_task
-from .commitments import Commitment, adjustment_in, plan_commitments
+from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
-from .schema import CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
+from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
@@ -313,7 +313,7 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     return TaskPlan(task, chosen.row, marked, tuple(warnings))
 
 
-def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs, commitments: tuple[Commitment, ...]) -> list[BuyVsRent]:
+def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
     """§3.7 per GPU type the plan uses, priced for purchase or not: the Python view of `rules`' buy-versus-rent."""
     s = inputs.settings
     out = []
@@ -331,7 +331,7 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs, commitments: tuple[Commi
         verdict = rules.VERDICT(s, daily_fixed=daily_fixed, on_demand=on_demand, energy=energy, break_even=break_even,
                                 plan_hours=per_day, no_price=rules.NO_PURCHASE_PRICE,
                                 no_on_demand=rules.NO_ON_DEMAND_PRICE, no_power=rules.NO_POWER)
-        best = rules.BEST_COMMIT_RATE(s, rates=[c.rate for c in commitments if c.gpu == gpu.name])
+        best = rules.BEST_COMMIT_RATE(s, rates=[commitment_rate(gpu, t, s) for t in COMMITMENT_TIERS])
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict, best,
                              rules.BREAK_EVEN(s, on_demand=best, energy=energy, daily_fixed=daily_fixed)))
     return out
@@ -387,4 +387,4 @@ def plan_budget(inputs: Inputs) -> Plan:
         if over:
             warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
     return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
-                tuple(_buy_vs_rent(tasks, inputs, commitments)), tuple(warnings), commitments)
+                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings), commitments)

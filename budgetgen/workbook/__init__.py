@@ -29,6 +29,7 @@ from .book import SAFE_FUNCTIONS, Book, Sheet
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
 from .checks import plan_checks, tie_outs, write_checks
+from .commitments import write_commitments
 from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
@@ -46,7 +47,7 @@ from .xlsx_private import zip_level
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
+SHEETS = ("Summary", "Order", "Commitments", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
           "Checks")
 
 
@@ -91,7 +92,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     stages = [
         ("Assumptions", lambda: write_assumptions(book, ws["Assumptions"], plan.inputs.settings, plan.months,
                                                   layout.assumptions, plan_rates(plan.inputs))),
-        ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus)),
+        ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus, plan.inputs.settings)),
         ("Models", lambda: write_models(book, ws["Models"], plan.inputs.models or builtin_models())),
         (f"Tasks ({n:,} rows)", lambda: write_tasks(book, ws["Tasks"], plan, layout.tasks)),
         ("TaskList", lambda: write_task_list(book, ws["TaskList"], plan, layout.tasks)),
@@ -101,6 +102,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Extras", lambda: write_extras(book, ws["Extras"], plan, layout.extras)),
         ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),
         ("BuyVsRent", lambda: write_buy_vs_rent(book, ws["BuyVsRent"], plan)),
+        ("Commitments", lambda: write_commitments(book, ws["Commitments"], plan, layout.commitments)),
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary,
                                           rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),

@@ -35,6 +35,7 @@ _TASK_NAMES = {"task_id": "TaskId", "kind": "TaskKind", "tier": "TaskTier", "gpu
                "period_cost": "TaskPeriodCost", "active_months": "TaskActiveMonths"}
 # Summary cells and blocks other sheets read.
 GPU_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL = "GpuTotal", "ExtrasTotal", "BufferTotal", "PeriodTotal"
+COMMITMENTS_TOTAL = "CommitmentsInPlan"  # the Summary's commitments column over the plan
 TIER_PERIOD_COSTS, KIND_COSTS, COST_CENTER_COSTS = "TierPeriodCosts", "KindCosts", "CostCenterCosts"
 # Monthly, Extras and Tiers blocks.
 GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix", "ExtrasCostMatrix", "MonthlyTier", \
@@ -192,7 +193,7 @@ class SummaryLayout:
     period_row = 2
     month_header = 4
     first_month_row = 5
-    columns = ("month", "GPU", "extras", "hidden-cost buffer", "total")
+    columns = ("month", "GPU", "commitments", "extras", "hidden-cost buffer", "total")
     chart_rows = 18
 
     @property
@@ -291,6 +292,72 @@ class OrderLayout:
 
 
 @dataclass(frozen=True)
+class CommitmentsLayout:
+    """Commitments: the month totals of all commitments, then one block per (GPU type, commitment tier), the longer
+    term of a GPU first: its figures on one row (the committed cards an input), then one row per plan month."""
+
+    blocks: tuple[tuple[str, str], ...]
+    months: tuple[str, ...]
+
+    note_row = 1
+    totals_header = 3
+    totals_first = 4
+    summary_columns = ("gpu", "term", "term (months)", "rate", "on-demand", "break-even utilisation",
+                       "proposed cards", "committed cards", "monthly cost", "term total", "months after plan",
+                       "after-plan cost")
+    month_columns = ("month", "month #", "GPU-hours demand", "GPU rent", "demand left to this commitment",
+                     "cards this month suggests", "committed cost", "covered hours", "unused hours", "unused cost",
+                     "rent displaced", "adjustment")
+    totals_columns = ("all commitments", "committed cost", "unused cost", "rent displaced", "adjustment")
+
+    @property
+    def totals_row(self) -> int:
+        return self.totals_first + len(self.months)
+
+    def block_header(self, i: int) -> int:
+        return self.totals_row + 2 + i * (len(self.months) + 5)
+
+    def block_figures(self, i: int) -> int:
+        return self.block_header(i) + 1
+
+    def block_month_header(self, i: int) -> int:
+        return self.block_header(i) + 2
+
+    def block_first(self, i: int) -> int:
+        return self.block_header(i) + 3
+
+    def block_total(self, i: int) -> int:
+        return self.block_first(i) + len(self.months)
+
+    def summary_col(self, key: str) -> int:
+        return self.summary_columns.index(key)
+
+    def month_col(self, key: str) -> int:
+        return self.month_columns.index(key)
+
+    @property
+    def last_row(self) -> int:
+        return self.block_total(len(self.blocks) - 1) if self.blocks else self.totals_row
+
+    @property
+    def blocks_spans(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.totals_row), *((self.block_header(i), self.block_total(i)) for i in range(len(self.blocks))))
+
+
+def commit_name(i: int, key: str) -> str:
+    """The name of commitment block i's figure: Commit1Cards, Commit1TermTotal, ..."""
+    return f"Commit{i + 1}{camel(key)}"
+
+
+def commit_adjustment(month: str) -> str:
+    """The commitments' adjustment of one plan month on the Commitments sheet: CommitAdjust_2026_07."""
+    return month_name("CommitAdjust", month)
+
+
+COMMIT_TOTAL = "CommitmentsTotal"   # the commitments' adjustment over the plan
+
+
+@dataclass(frozen=True)
 class ReconLayout:
     """One `Recon YYYY-MM` tab: the task block, the resource block, the non-GPU lines and the totals."""
 
@@ -347,6 +414,7 @@ class Layout:
     summary: SummaryLayout
     order: OrderLayout
     recon: Mapping[str, ReconLayout]
+    commitments: CommitmentsLayout
 
 
 MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost")
@@ -410,5 +478,6 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
                   len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
                   OrderLayout(order_keys(plan), plan.months),
-                  MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
+                  MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}),
+                  CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months))
 

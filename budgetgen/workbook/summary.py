@@ -16,6 +16,7 @@ from .book import Book
 from .layout import (
     ALL_CHECKS,
     BUFFER_TOTAL,
+    COMMITMENTS_TOTAL,
     COST_CENTER_COSTS,
     EXTRAS_TOTAL,
     GPU_TOTAL,
@@ -25,6 +26,7 @@ from .layout import (
     SENTENCES,
     TIER_PERIOD_COSTS,
     SummaryLayout,
+    commit_adjustment,
     extras_cost,
     gpu_cost,
     month_buffer,
@@ -36,8 +38,8 @@ from .layout import (
 from .printing import print_setup
 
 SHEET = "Summary"
-_TOTAL_NAMES = (GPU_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL)
-BUFFER_NOTE = "the hidden-cost buffer is charged on the GPU cost only (BufferRate x GPU)"
+_TOTAL_NAMES = (GPU_TOTAL, COMMITMENTS_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL)
+BUFFER_NOTE = "the hidden-cost buffer is charged on the GPU cost only, commitments included (BufferRate x (GPU + commitments))"
 
 
 def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bool) -> None:
@@ -67,6 +69,7 @@ def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bo
 
 
 def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
+    """Per month the GPU rent, the commitments' adjustment (Commitments), extras, the buffer and the total."""
     book.header(ws, at.month_header, list(at.columns))
     for j, month in enumerate(at.months):
         r = at.first_month_row + j
@@ -74,12 +77,15 @@ def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         t = plan.month_totals[month]
         ws.write_string(r, 0, month)
         book.formula(ws, r, 1, f"SUM({gpu_cost(month)})", t.gpu, "money")
-        book.formula(ws, r, 2, f"SUM({extras_cost(month)})", t.extras, "money")
-        book.formula(ws, r, 3, rules.BUFFER.formula(gpu=f"B{n}"), t.buffer, "money")
-        book.formula(ws, r, 4, rules.MONTH_TOTAL.formula(gpu=f"B{n}", extras=f"C{n}", buffer=f"D{n}"), t.total, "money")
-        book.define(month_buffer(month), SHEET, r, 3)
+        book.formula(ws, r, 2, commit_adjustment(month), t.commitments, "money", "link")
+        book.formula(ws, r, 3, f"SUM({extras_cost(month)})", t.extras, "money")
+        book.formula(ws, r, 4, rules.BUFFER.formula(gpu=f"B{n}", commitments=f"C{n}"), t.buffer, "money")
+        book.formula(ws, r, 5, rules.MONTH_TOTAL.formula(gpu=f"B{n}", commitments=f"C{n}", extras=f"D{n}",
+                                                         buffer=f"E{n}"), t.total, "money")
+        book.define(month_buffer(month), SHEET, r, 4)
     ws.write_string(at.total_row, 0, book.t("Total"), book.f.bold)
-    totals = [math.fsum(getattr(plan.month_totals[m], k) for m in at.months) for k in ("gpu", "extras", "buffer")]
+    totals = [math.fsum(getattr(plan.month_totals[m], k) for m in at.months)
+              for k in ("gpu", "commitments", "extras", "buffer")]
     for c, (name, value) in enumerate(zip(_TOTAL_NAMES, [*totals, plan.period_total], strict=True), start=1):
         col = xl_col_to_name(c)
         book.formula(ws, at.total_row, c, f"SUM({col}{at.first_month_row + 1}:{col}{at.total_row})", value,
@@ -165,7 +171,7 @@ def write_reforecast(book: Book, ws, plan: Plan, recon, at: SummaryLayout) -> No
         mr = recon.get(month) if month in at.billed_months else None
         ws.write_string(row, 0, month)
         planned = plan.month_totals[month].total
-        book.formula(ws, row, 1, f"E{at.first_month_row + 1 + j}", planned, "money")
+        book.formula(ws, row, 1, f"F{at.first_month_row + 1 + j}", planned, "money")
         if mr is None:
             book.value(ws, row, 2, None, "input", "money")
             book.value(ws, row, 3, None, "input", "flag")
