@@ -75,8 +75,8 @@ def test_summary_shows_the_engine_totals(sample_book):
     ws = openpyxl.load_workbook(out, data_only=True)["Summary"]
     assert ws["B3"].value == pytest.approx(plan.period_total)
     first = plan.month_totals[plan.months[0]]
-    assert [ws["B6"].value, ws["C6"].value, ws["D6"].value, ws["E6"].value] == pytest.approx(
-        [first.gpu, first.extras, first.buffer, first.total])
+    assert [ws["B6"].value, ws["C6"].value, ws["D6"].value, ws["E6"].value, ws["F6"].value] == pytest.approx(
+        [first.gpu, first.commitments, first.extras, first.buffer, first.total])
 
 
 def test_no_constants_inside_task_formulas(sample_book):

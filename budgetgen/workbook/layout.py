@@ -242,6 +242,7 @@ class OrderLayout:
 
     lines: tuple[tuple[str, str], ...]
     months: tuple[str, ...]
+    commitments: tuple[tuple[str, str], ...] = ()   # (GPU, commitment tier) in the Commitments sheet's block order
 
     heading_first = 2     # made by, build date, input file, plan
     header = 7
@@ -270,9 +271,24 @@ class OrderLayout:
     def month_last(self) -> int:
         return self.month_first + max(1, len(self.lines)) - 1
 
+    commit_columns = ("commitment", "term", "committed cards", "monthly cost", "upfront", "term total",
+                      "months after plan", "note")
+
+    @property
+    def commit_header(self) -> int:
+        return self.month_last + 3
+
+    @property
+    def commit_first(self) -> int:
+        return self.commit_header + 1
+
+    @property
+    def commit_last(self) -> int:
+        return self.commit_first + max(1, len(self.commitments)) - 1
+
     @property
     def signoff_header(self) -> int:
-        return self.month_last + 3
+        return self.commit_last + 4
 
     def col(self, key: str) -> int:
         return self.columns.index(key)
@@ -283,12 +299,14 @@ class OrderLayout:
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.total_row), (self.month_header, self.month_last), (self.signoff_header, self.last_row))
+        return ((0, self.total_row), (self.month_header, self.month_last), (self.commit_header, self.commit_last + 1),
+                (self.signoff_header, self.last_row))
 
     @property
     def heights(self) -> Mapping[int, float]:
         """Rows taller than the default, in points."""
-        return MappingProxyType({self.header: 30, self.signoff_header + 1: 24, self.signoff_header + 2: 24})
+        return MappingProxyType({self.header: 30, self.commit_header: 30, self.signoff_header + 1: 24,
+                                 self.signoff_header + 2: 24})
 
 
 @dataclass(frozen=True)
@@ -477,7 +495,7 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
                   len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
-                  OrderLayout(order_keys(plan), plan.months),
+                  OrderLayout(order_keys(plan), plan.months, tuple((c.gpu, c.tier) for c in plan.commitments)),
                   MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}),
                   CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months))
 
