@@ -143,7 +143,7 @@ def test_raising_the_commitment_to_17_in_libreoffice_raises_the_unused_cost_and_
 
 
 def test_a_three_month_plan_commits_nothing_on_a_twelve_month_term(tmp_path):
-    plan, out = _build(tmp_path, [SERVICE], 3)
+    plan, _ = _build(tmp_path, [SERVICE], 3)
     one = next(c for c in plan.commitments if c.tier == "reserved_1y")
     # 16 cards busy 3 of 12 months: 25% of the term, under the 80% break-even.
     assert one.proposed == one.cards == 0 and one.months_after_plan == 9 and one.after_plan_cost == 0
@@ -173,7 +173,7 @@ def test_the_proposal_is_the_largest_card_busy_the_break_even_share(demand, be, 
     candidates = [rules.COMMIT_CANDIDATE(s, hours=demand, months=months, term=12, break_even=be, demand=h)
                   for h in demand]
     assert rules.COMMIT_PROPOSAL(s, candidates=candidates) == expected
-    brute = max([k for k in range(0, 30) if k == 0 or
+    brute = max([k for k in range(30) if k == 0 or
                  rules.card_hours(s, demand, months, 12, k) >= be * 12 * 730], default=0)
     assert expected == brute
 
