@@ -82,23 +82,23 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
     ws.write_string(fr, sc("term"), word(c.tier, book.lang))
     ws.write_number(fr, sc("term (months)"), c.term_months)
     lookup = f"MATCH({cell['gpu']},GpuName,0)"
-    book.formula(ws, fr, sc("rate"), f"INDEX({tier.price_name},{lookup})", c.rate, "price", "link")
+    book.formula(ws, fr, sc("commitment rate"), f"INDEX({tier.price_name},{lookup})", c.rate, "price", "link")
     book.formula(ws, fr, sc("on-demand"), f"INDEX({REFERENCE_TIER.price_name},{lookup})", c.on_demand, "price", "link")
     book.formula(ws, fr, sc("break-even utilisation"),
-                 rules.BREAK_EVEN_UTILISATION.formula(rate=cell["rate"], on_demand=cell["on-demand"]), c.break_even,
+                 rules.BREAK_EVEN_UTILISATION.formula(rate=cell["commitment rate"], on_demand=cell["on-demand"]), c.break_even,
                  "percent")
     book.formula(ws, fr, sc("proposed cards"),
                  rules.COMMIT_PROPOSAL.formula(candidates=col_range["cards this month suggests"]), c.proposed, "int")
     book.value(ws, fr, sc("committed cards"), c.cards, "input", "int")
     book.formula(ws, fr, sc("monthly cost"), rules.COMMITTED_COST.formula(
-        month="1", term=cell["term (months)"], cards=cell["committed cards"], rate=cell["rate"]), c.monthly_cost,
+        month="1", term=cell["term (months)"], cards=cell["committed cards"], rate=cell["commitment rate"]), c.monthly_cost,
         "money")
     book.formula(ws, fr, sc("term total"), rules.TERM_TOTAL.formula(
-        cards=cell["committed cards"], rate=cell["rate"], term=cell["term (months)"]), c.term_total, "money")
+        cards=cell["committed cards"], rate=cell["commitment rate"], term=cell["term (months)"]), c.term_total, "money")
     book.formula(ws, fr, sc("months after plan"), rules.MONTHS_AFTER_PLAN.formula(term=cell["term (months)"]),
                  c.months_after_plan, "int")
     book.formula(ws, fr, sc("after-plan cost"), rules.AFTER_PLAN_COST.formula(
-        cards=cell["committed cards"], rate=cell["rate"], after=cell["months after plan"]), c.after_plan_cost, "money")
+        cards=cell["committed cards"], rate=cell["commitment rate"], after=cell["months after plan"]), c.after_plan_cost, "money")
     for key, suffix in NAMED_FIGURES.items():
         book.define(commit_name(i, suffix), SHEET, fr, sc(key))
 
@@ -130,7 +130,7 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
             term=cell["term (months)"], break_even=cell["break-even utilisation"],
             demand=row["demand left to this commitment"]), c.candidates[j], "int")
         book.formula(ws, r, mc("committed cost"), rules.COMMITTED_COST.formula(
-            month=row["month #"], term=cell["term (months)"], cards=cell["committed cards"], rate=cell["rate"]),
+            month=row["month #"], term=cell["term (months)"], cards=cell["committed cards"], rate=cell["commitment rate"]),
             c.committed_cost[j], "money")
         book.formula(ws, r, mc("covered hours"), rules.COVERED_HOURS.formula(
             month=row["month #"], term=cell["term (months)"], demand=row["demand left to this commitment"],
@@ -138,7 +138,7 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
         book.formula(ws, r, mc("unused hours"), rules.UNUSED_HOURS.formula(
             month=row["month #"], term=cell["term (months)"], cards=cell["committed cards"],
             covered=row["covered hours"]), c.unused_hours[j], "number")
-        book.formula(ws, r, mc("unused cost"), rules.UNUSED_COST.formula(unused=row["unused hours"], rate=cell["rate"]),
+        book.formula(ws, r, mc("unused cost"), rules.UNUSED_COST.formula(unused=row["unused hours"], rate=cell["commitment rate"]),
                      c.unused_cost[j], "money")
         book.formula(ws, r, mc("rent displaced"), rules.RENT_DISPLACED.formula(
             demand=row["GPU-hours demand"], rent=row["GPU rent"], covered=row["covered hours"]), c.displaced[j], "money")

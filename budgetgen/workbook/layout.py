@@ -320,7 +320,7 @@ class CommitmentsLayout:
     note_row = 1
     totals_header = 3
     totals_first = 4
-    summary_columns = ("gpu", "term", "term (months)", "rate", "on-demand", "break-even utilisation",
+    summary_columns = ("gpu", "term", "term (months)", "commitment rate", "on-demand", "break-even utilisation",
                        "proposed cards", "committed cards", "monthly cost", "term total", "months after plan",
                        "after-plan cost")
     month_columns = ("month", "month #", "GPU-hours demand", "GPU rent", "demand left to this commitment",
