@@ -331,7 +331,8 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         verdict = rules.VERDICT(s, daily_fixed=daily_fixed, on_demand=on_demand, energy=energy, break_even=break_even,
                                 plan_hours=per_day, no_price=rules.NO_PURCHASE_PRICE,
                                 no_on_demand=rules.NO_ON_DEMAND_PRICE, no_power=rules.NO_POWER)
-        best = rules.BEST_COMMIT_RATE(s, rates=[commitment_rate(gpu, t, s) for t in COMMITMENT_TIERS])
+        rates = [commitment_rate(gpu, t, s) for t in COMMITMENT_TIERS]
+        best = rules.BEST_COMMIT_RATE(s, rates=rates, known=any(r is not None for r in rates))
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict, best,
                              rules.BREAK_EVEN(s, on_demand=best, energy=energy, daily_fixed=daily_fixed)))
     return out

@@ -178,7 +178,7 @@ def _candidate(s, hours, months, term, break_even, demand):
 
 
 _NEED = "{break_even}*{term}*HoursPerMonth"
-_WHOLE = "INT({demand}/HoursPerMonth)"
+_WHOLE = "ROUNDDOWN({demand}/HoursPerMonth,0)"
 COMMIT_CANDIDATE = Rule(
     "commit_candidate", "the most cards this month's demand suggests whose last card is busy at least the break-even "
     "share of the term (months of the term after the plan count 0)",
@@ -214,9 +214,9 @@ MONTHS_AFTER_PLAN = Rule("months_after_plan", "months the term still binds after
 AFTER_PLAN_COST = Rule("after_plan_cost", "the term's cost falling after the plan period",
                        "{cards}*{rate}*HoursPerMonth*{after}",
                        lambda s, cards, rate, after: cards * rate * s.hours_per_month * after)
-BEST_COMMIT_RATE = Rule("best_commit_rate", "the lowest commitment rate offered for the GPU (blank: none)",
-                        'IF(COUNT({rates})=0,"",MIN({rates}))',
-                        lambda s, rates: min((r for r in rates if r is not None), default=None))
+BEST_COMMIT_RATE = Rule("best_commit_rate", "the lowest commitment rate offered for the GPU (blank: none); `known` "
+                        "is the test that any is a number (MIN of none would be 0)", 'IF({known},MIN({rates}),"")',
+                        lambda s, rates, known: min((r for r in rates if r is not None), default=None))
 
 # --------------------------------------------------------------- live warnings and the banner (Summary)
 OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its cap (blank: no cap)",

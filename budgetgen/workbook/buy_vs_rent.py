@@ -61,8 +61,10 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
                                         no_power=MISSING[rules.NO_POWER][2])
         shown_value = t(MISSING[b.verdict][1]) if b.verdict in MISSING else word(b.verdict, book.lang)
         book.formula(ws, i, 8, shown(verdict), shown_value, "text")
-        rates = ",".join(f"INDEX({tier.price_name},MATCH($A{n},GpuName,0))" for tier in COMMITMENT_TIERS)
-        book.formula(ws, i, 9, rules.BEST_COMMIT_RATE.formula(rates=rates), b.best_commitment_rate, "price")
+        rates = [f"INDEX({tier.price_name},MATCH($A{n},GpuName,0))" for tier in COMMITMENT_TIERS]
+        known = "OR(" + ",".join(f"ISNUMBER({r})" for r in rates) + ")"
+        book.formula(ws, i, 9, rules.BEST_COMMIT_RATE.formula(rates=",".join(rates), known=known),
+                     b.best_commitment_rate, "price")
         book.formula(ws, i, 10, rules.BREAK_EVEN.formula(on_demand=f"J{n}", energy=f"F{n}", daily_fixed=f"E{n}"),
                      b.break_even_vs_commitment, "number")
     note = len(plan.buy_vs_rent) + 2
