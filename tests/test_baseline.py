@@ -4,7 +4,13 @@ make_baseline.py --write): the JSON results and every cell's cached value, the G
 History: written before the tier and kind records (issue 20), which left it unchanged; rewritten once on
 purpose when prices got their currencies and the catalog its sourced offers (issue 21): the sample's FX sheet
 and the USD offers moved ML01 to an MI300X and added the FX table and the GPUs sheet's currency columns; once
-more for the two verdict prompts BuyVsRent gained (A9:I10: no on-demand price, no power figure), no value moved."""
+more for the two verdict prompts BuyVsRent gained (A9:I10: no on-demand price, no power figure), no value moved;
+once more for commitments (issue 21): the Commitments sheet, the GPUs reserved_1y/3y columns, BuyVsRent's best
+commitment rate (J:K), Order's commitments block, the JSON's `commitments` and month `commitments` (0 in the
+sample: a 3-month plan commits nothing) were added; Summary's month table gained the commitments column C
+(extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
+below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
+changed, the JSON's only new keys."""
 
 from __future__ import annotations
 
