@@ -128,8 +128,8 @@ def test_changing_an_assumption_and_a_price_moves_totals_like_a_second_engine_ru
     for j, month in enumerate(second.months):
         t = second.month_totals[month]
         row = 6 + j
-        assert [recalculated[("SUMMARY", f"{c}{row}")] for c in "BCDE"] == pytest.approx(
-            [t.gpu, t.extras, t.buffer, t.total], rel=1e-9)
+        assert [recalculated[("SUMMARY", f"{c}{row}")] for c in "BCDEF"] == pytest.approx(
+            [t.gpu, t.commitments, t.extras, t.buffer, t.total], rel=1e-9)
     tasks = openpyxl.load_workbook(out)["Tasks"]
     cost_col = next(c.column_letter for c in tasks[1] if c.value.startswith("cost a month"))
     for i, tp in enumerate(second.tasks, start=2):
