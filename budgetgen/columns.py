@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 from . import serving
 from .records import excel_is
-from .schema import CONSTANT_VALUES, KIND, PER_CARD_MONTH_TIER, RERUN_TIER, TASK_KINDS, TIER, TIERS
+from .schema import CONSTANT_VALUES, KIND, PER_CARD_MONTH_TIER, RERUN_TIER, TASK_KINDS, TASK_TIERS, TIER
 from .serving import sheet_ceil
 
 Row = dict[str, object]
@@ -265,7 +265,7 @@ def _tier_saving(r: Row, s, g) -> float:
 
 
 _GPU_ROW = "MATCH({gpu},GpuName,0)"
-_TIER_COSTS = ",".join(f"{{cost_{t.name}}}" for t in TIERS)  # in TierList order, for CHOOSE
+_TIER_COSTS = ",".join(f"{{cost_{t.name}}}" for t in TASK_TIERS)  # in TierList order, for CHOOSE
 
 
 def _tier_cost_excel(tier) -> str:
@@ -451,7 +451,7 @@ CALCS: tuple[Calc, ...] = (
     Calc("cards_billed", "cards billed", "cards", "int", f"=IF({PER_CARD_MONTH_TIER},{{monthly_cards}},{{cards_held}})",
          lambda r, s, g: r["monthly_cards"] if TIER[r["tier"]].per_card_month else r["cards_held"]),
     *(Calc(f"cost_{t.name}", f"cost if {t.name}", "currency/month", "money", _tier_cost_excel(t), _tier_cost(t))
-      for t in TIERS),
+      for t in TASK_TIERS),
     Calc("monthly_cost", "cost a month", "currency/month", "money",
          f"=CHOOSE(MATCH({{tier}},TierList,0),{_TIER_COSTS})",
          lambda r, s, g: r[f"cost_{r['tier']}"]),

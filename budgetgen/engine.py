@@ -9,10 +9,11 @@ from enum import Enum
 
 from . import rules, serving
 from .columns import evaluate, evaluate_task
+from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
-from .schema import CONSTANT_VALUES, KIND, REFERENCE_TIER, TIER, TIER_NAMES, TIERS
+from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
@@ -86,15 +87,18 @@ class TaskPlan:
 
 @dataclass(frozen=True)
 class MonthTotals:
-    """One plan month: GPU subtotal, extras, hidden-cost buffer, total."""
+    """One plan month: GPU rent, extras, hidden-cost buffer, the commitments' adjustment (committed cost - rent it
+    displaces), total."""
 
     gpu: float
     extras: float
     buffer: float
+    commitments: float = 0.0
 
     @property
     def total(self) -> float:
-        return rules.MONTH_TOTAL(None, gpu=self.gpu, extras=self.extras, buffer=self.buffer)
+        return rules.MONTH_TOTAL(None, gpu=self.gpu, commitments=self.commitments, extras=self.extras,
+                                 buffer=self.buffer)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,8 @@ class BuyVsRent:
     break_even_hours_per_day: float | None
     plan_hours_per_day: float
     verdict: str
+    best_commitment_rate: float | None = None  # the lowest commitment rate for the GPU (None: none offered)
+    break_even_vs_commitment: float | None = None  # daily use above which owning beats that rate (None: never/unknown)
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,7 @@ class Plan:
     extras_by_month: dict[str, list[float]]
     buy_vs_rent: tuple[BuyVsRent, ...]
     warnings: tuple[str, ...] = field(default=())
+    commitments: tuple[Commitment, ...] = field(default=())
 
     @property
     def period_total(self) -> float:
@@ -324,7 +331,10 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         verdict = rules.VERDICT(s, daily_fixed=daily_fixed, on_demand=on_demand, energy=energy, break_even=break_even,
                                 plan_hours=per_day, no_price=rules.NO_PURCHASE_PRICE,
                                 no_on_demand=rules.NO_ON_DEMAND_PRICE, no_power=rules.NO_POWER)
-        out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict))
+        rates = [commitment_rate(gpu, t, s) for t in COMMITMENT_TIERS]
+        best = rules.BEST_COMMIT_RATE(s, rates=rates, known=any(r is not None for r in rates))
+        out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict, best,
+                             rules.BREAK_EVEN(s, on_demand=best, energy=energy, daily_fixed=daily_fixed)))
     return out
 
 
@@ -358,9 +368,11 @@ def plan_budget(inputs: Inputs) -> Plan:
                        for m in months}
     month_totals = {}
     tier_totals = {t: {} for t in TIER_NAMES}
+    commitments = plan_commitments([t.row for t in tasks], inputs, len(months))
     for i, month in enumerate(months, start=1):
-        gpu = math.fsum(t.cost_in(i) for t in tasks)
-        month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]), rules.BUFFER(s, gpu=gpu))
+        gpu, adjustment = math.fsum(t.cost_in(i) for t in tasks), adjustment_in(commitments, i)
+        month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]),
+                                          rules.BUFFER(s, gpu=gpu, commitments=adjustment), adjustment)
         for tier in TIER_NAMES:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
@@ -370,10 +382,10 @@ def plan_budget(inputs: Inputs) -> Plan:
         warnings.extend(t.warnings)
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:
         warnings.append(Message("buffer_outside_guidance", rate=s.hidden_cost_buffer))
-    for tier in TIERS:
+    for tier in TASK_TIERS:
         cap = getattr(s, tier.cap_setting)
         over = [m for m in months if cap is not None and tier_totals[tier.name][m] > cap]
         if over:
             warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
     return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
-                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings))
+                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings), commitments)

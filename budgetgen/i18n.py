@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import string
 
-from .schema import TASK_KINDS, TIERS, Column, normalise_header
+from .schema import COMMITMENT_SETTINGS, COMMITMENT_TIERS, TASK_KINDS, TIERS, Column, normalise_header
 
 LANGS = ("en", "zh")
 
@@ -23,6 +23,7 @@ NAMES_ZH = {
     "gpu": "GPU型号", "class": "卡类别", "vram_gb": "显存GB", "bandwidth_gbs": "显存带宽GBs", "tflops": "算力TFLOPS",
     "interconnect": "互联", "scaling": "扩展效率",
     **{t.price_column: t.price_zh for t in TIERS}, **{t.cap_setting: t.zh + "上限" for t in TIERS},
+    **{t.discount_setting: t.zh + "折扣" for t in COMMITMENT_TIERS},
     "purchase_price": "购买价格", "power_w": "功耗W", "provider": "供应商", "region": "区域", "source": "来源",
     "as_of": "价格日期", "rate": "汇率值",
     "task_id": "任务编号", "task": "任务描述", "kind": "类型", "model_params_b": "模型参数量B", "method": "方法",
@@ -419,6 +420,35 @@ TEXT_ZH = {
     "value (formulas compare this)": "取值（公式比较此值）", "shown as": "显示为",
     "text of a Summary sentence": "汇总表语句的文字",
     "Not on the list": "不在列表中",
+    # commitments (Commitments, Summary, Order, BuyVsRent, Checks, Settings)
+    "Commitments: 1- and 3-year terms proposed from the plan's demand": "承诺：按计划需求建议的一年期和三年期承诺",
+    ("A commitment starts with the plan and bills every hour of its term at its rate; it covers up to cards x "
+     "HoursPerMonth of the GPU's demand and replaces the rent of the hours it covers. Proposed: the most cards "
+     "whose last card is busy at least the break-even share of the term (months after the plan count 0); the "
+     "longer term takes the demand first. Committed cards are an input: procurement may change them."):
+    "承诺从计划开始，期内每小时按其价格计费；最多覆盖该GPU需求中的 卡数 × HoursPerMonth 小时，并替代所覆盖小时的租金。"
+    "建议卡数：最后一张卡的忙碌时间至少占期限盈亏平衡比例的最多卡数（计划期之后的月份按0计）；期限较长的承诺先占需求。"
+    "承诺卡数是输入项：采购可以修改。",
+    "all commitments": "全部承诺", "committed cost": "承诺成本", "unused cost": "未使用成本",
+    "rent displaced": "被替代的租金", "adjustment": "调整额", "term": "期限", "term (months)": "期限（月）",
+    "commitment rate": "承诺价", "on-demand": "按需价", "break-even utilisation": "盈亏平衡利用率", "proposed cards": "建议卡数",
+    "committed cards": "承诺卡数", "monthly cost": "月成本", "term total": "期限总额",
+    "months after plan": "计划期后月数", "after-plan cost": "计划期后成本", "GPU-hours demand": "GPU小时需求",
+    "GPU rent": "GPU租金", "demand left to this commitment": "留给本承诺的需求",
+    "cards this month suggests": "本月建议卡数", "covered hours": "覆盖小时", "unused hours": "未使用小时",
+    "commitments": "承诺", "commitment": "承诺", "upfront": "预付",
+    "effective hourly rate: nothing upfront, every hour of the term billed monthly":
+    "有效小时价格：无预付，期内每小时按月计费",
+    "the hidden-cost buffer is charged on the GPU cost only, commitments included (BufferRate x (GPU + commitments))":
+    "隐性成本缓冲只按GPU成本（含承诺）计提（BufferRate × (GPU + 承诺)）",
+    "best commitment": "最优承诺价", "break-even vs commitment (h/day)": "对比承诺的盈亏平衡（小时/日）",
+    "Against the best commitment rate (Commitments), owning pays above this daily use.":
+    "与最优承诺价（承诺表）相比，日使用超过此值时自购更划算。",
+    "GPU + commitments + extras + buffer = period total": "GPU + 承诺 + 额外费用 + 缓冲 = 计划期合计",
+    "buffer = rate x (GPU + commitments) total": "缓冲 = 比率 × (GPU + 承诺) 合计",
+    "Commitments sheet adjustment = Summary commitments total": "承诺表调整额 = 汇总表承诺合计",
+    **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值来源见README）"
+       for t in COMMITMENT_TIERS for s in COMMITMENT_SETTINGS if s.key == t.discount_setting},
     ("Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
      "sheet)."):
     "请从列表中选择：公式比较这些值（GPU：GPU表中的名称；模型：模型表中的名称）。",

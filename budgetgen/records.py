@@ -37,6 +37,27 @@ class Tier:
     meaning_zh: str  # the same in Chinese
     reference: bool = False  # the list price others are checked against (at most one tier)
     over_reference_message: str | None = None  # the catalog check's message when its price is above the reference
+    # A commitment: bought per GPU type for this many months, every hour of the term billed at an effective rate per
+    # committed card-hour (0: no term, a tier tasks are priced on). A commitment is not offered as a task's tier:
+    # the Commitments sheet proposes the cards from the plan's demand. Blank on GPUs: on-demand x (1 - discount).
+    term_months: int = 0
+    default_discount: float = 0.0  # its discount setting's default: the rate's share off on-demand
+    discount_source: str = ""  # which sourced figure the default is, and why
+
+    @property
+    def for_tasks(self) -> bool:
+        """Tasks may pick it (the Tasks dropdown, the cheapest-tier advice): every tier but a commitment."""
+        return self.term_months == 0
+
+    @property
+    def discount_setting(self) -> str:
+        """The Settings key of a commitment's discount off on-demand."""
+        return f"{self.name}_discount"
+
+    @property
+    def discount_name(self) -> str:
+        """The workbook-scoped name of that discount on Assumptions."""
+        return f"{camel(self.name)}Discount"
 
     @property
     def price_name(self) -> str:
@@ -83,7 +104,7 @@ class Tier:
         return "card-months" if self.per_card_month else "GPU-hours"
 
     def suits(self, kind: TaskKind) -> bool:
-        return self.for_online or not kind.online
+        return self.for_tasks and (self.for_online or not kind.online)
 
 
 TIERS: tuple[Tier, ...] = (
@@ -101,6 +122,21 @@ TIERS: tuple[Tier, ...] = (
          focus_category="Dynamic", zh="竞价", meaning="interruptible price; blank: not offered",
          meaning_zh="可中断（竞价）价格；空白：不提供",
          over_reference_message="catalog_spot_over_on_demand"),
+    Tier("reserved_1y", "reserved_1y_per_hour", per_card_month=False, for_online=True, reruns=False,
+         focus_category="Committed", zh="一年预留", meaning="one-year commitment, effective rate per committed "
+         "card-hour (every hour of the term billed); blank: on-demand x (1 - reserved_1y_discount)",
+         meaning_zh="一年承诺：每承诺卡时的有效价格（期内每小时计费）；空白：按需 x (1 - reserved_1y_discount)",
+         term_months=12, default_discount=0.20,
+         discount_source="commitments.csv, CoreWeave 1-year reserved H100 (-20% vs on-demand): the lowest sourced "
+         "1-year GPU discount, rather than the AWS estimate (47%) or the 'up to 66-72%' ceilings"),
+    Tier("reserved_3y", "reserved_3y_per_hour", per_card_month=False, for_online=True, reruns=False,
+         focus_category="Committed", zh="三年预留", meaning="three-year commitment, effective rate per committed "
+         "card-hour (every hour of the term billed); blank: on-demand x (1 - reserved_3y_discount)",
+         meaning_zh="三年承诺：每承诺卡时的有效价格（期内每小时计费）；空白：按需 x (1 - reserved_3y_discount)",
+         term_months=36, default_discount=0.47,
+         discount_source="commitments.csv, AWS 1-year reserved p5.48xlarge (H100) estimate, about 47% off: no "
+         "sourced 3-year GPU figure but 'up to 57-72%' ceilings, and a 3-year term is at least as deep as a 1-year "
+         "one, so the 1-year figure is a floor"),
 )
 
 

@@ -46,10 +46,22 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
         "buy_vs_rent": {b.gpu: {"purchase_price": plan.inputs.gpu(b.gpu).purchase_price,
                                 "daily_fixed": b.daily_fixed, "energy_per_hour": b.energy_per_hour,
                                 "break_even_hours_per_day": b.break_even_hours_per_day,
-                                "plan_hours_per_day": b.plan_hours_per_day, "verdict": b.verdict}
+                                "plan_hours_per_day": b.plan_hours_per_day, "verdict": b.verdict,
+                                "best_commitment_rate": b.best_commitment_rate,
+                                "break_even_vs_commitment": b.break_even_vs_commitment}
                         for b in plan.buy_vs_rent},
-        "month_totals": {m: {"gpu": t.gpu, "extras": t.extras, "buffer": t.buffer, "total": t.total}
-                         for m, t in plan.month_totals.items()},
+        "month_totals": {m: {"gpu": t.gpu, "commitments": t.commitments, "extras": t.extras, "buffer": t.buffer,
+                             "total": t.total} for m, t in plan.month_totals.items()},
+        "commitments": [{"gpu": c.gpu, "tier": c.tier, "term_months": c.term_months, "rate": c.rate,
+                         "break_even_utilisation": c.break_even, "proposed_cards": c.proposed, "cards": c.cards,
+                         "monthly_cost": c.monthly_cost, "term_total": c.term_total,
+                         "months_after_plan": c.months_after_plan, "after_plan_cost": c.after_plan_cost,
+                         "by_month": {m: {"demand_hours": c.demand[i], "rent": c.rent[i],
+                                          "committed_cost": c.committed_cost[i], "covered_hours": c.covered[i],
+                                          "unused_hours": c.unused_hours[i], "unused_cost": c.unused_cost[i],
+                                          "rent_displaced": c.displaced[i], "adjustment": c.adjustment[i]}
+                                      for i, m in enumerate(plan.months)}}
+                        for c in plan.commitments],
         "tier_totals": plan.tier_totals,
         "period_total": plan.period_total,
         "warnings": list(plan.warnings),

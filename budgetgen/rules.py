@@ -15,6 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .columns import K
+from .records import TIERS
+
+TIER_RECORDS = {t.name: t for t in TIERS}
 
 CHECK_TOLERANCE = 1e-9  # relative tolerance of a Checks tie-out: the named cell CheckTolerance
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
@@ -50,10 +53,11 @@ def _days_per_month(s) -> float:
 
 
 # --------------------------------------------------------------- month totals (Summary)
-BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate times the month's GPU cost",
-              "{gpu}*BufferRate", lambda s, gpu: gpu * s.hidden_cost_buffer)
-MONTH_TOTAL = Rule("month_total", "a month's total: GPU, extras and the hidden-cost buffer",
-                   "{gpu}+{extras}+{buffer}", lambda s, gpu, extras, buffer: gpu + extras + buffer)
+BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate times the month's GPU cost, commitments included",
+              "({gpu}+{commitments})*BufferRate", lambda s, gpu, commitments: (gpu + commitments) * s.hidden_cost_buffer)
+MONTH_TOTAL = Rule("month_total", "a month's total: GPU rent, commitments, extras and the hidden-cost buffer",
+                   "{gpu}+{commitments}+{extras}+{buffer}",
+                   lambda s, gpu, commitments, extras, buffer: gpu + commitments + extras + buffer)
 
 # --------------------------------------------------------------- buy versus rent (§3.7)
 # Every GPU type the plan uses has a row. A figure the comparison needs and the GPUs sheet leaves blank stays
@@ -114,6 +118,106 @@ ORDER_AVERAGE = Rule("order_average", "cards on average over the plan: card-mont
 ORDER_TOTAL = Rule("order_total", "the line's cost over the plan: quantity times unit price", "{quantity}*{price}",
                    lambda s, quantity, price: quantity * price)
 
+# --------------------------------------------------------------- commitments (GPUs, Commitments)
+# A commitment tier's effective rate per committed card-hour in the plan currency: the GPUs row's listed price times
+# its FX rate, else on-demand x (1 - the tier's discount setting); blank (unknown) without either.
+COMMIT_RATE = Rule("commit_rate", "a commitment's rate: the listed price in the plan currency, else on-demand x "
+                   "(1 - discount)",
+                   'IF(ISNUMBER({listed}),{listed}*{fx},IF(ISNUMBER({on_demand}),{on_demand}*(1-{discount}),""))',
+                   lambda s, listed, fx, on_demand, discount: listed * fx if listed is not None
+                   else None if on_demand is None else on_demand * (1 - discount))
+# 1 on a task whose tier is billed per card-month (its held cards count all month), else 0: from the records.
+_PER_CARD_MONTH = "(" + "+".join(f'({{tiers}}="{t.name}")' for t in TIERS if t.per_card_month) + ")" \
+    if any(t.per_card_month for t in TIERS) else "0"
+
+
+def _in_month(gpus, gpu, starts, ends, month):
+    return [g == gpu and a <= month <= b for g, a, b in zip(gpus, starts, ends, strict=True)]
+
+
+COMMIT_DEMAND = Rule(
+    "commit_demand", "GPU-hours a GPU type is used in one plan month: held cards all month on a per-card-month tier, "
+    "else the task's GPU-hours",
+    f"SUMPRODUCT(({{gpus}}={{gpu}})*({{starts}}<={{month}})*({{ends}}>={{month}})*({_PER_CARD_MONTH}*{{cards}}"
+    f"*HoursPerMonth+(1-{_PER_CARD_MONTH})*{{hours}}))",
+    lambda s, gpus, gpu, starts, ends, month, tiers, cards, hours: math.fsum(
+        c * s.hours_per_month if TIER_RECORDS[t].per_card_month else h
+        for sel, t, c, h in zip(_in_month(gpus, gpu, starts, ends, month), tiers, cards, hours, strict=True) if sel))
+COMMIT_RENT = Rule("commit_rent", "what the plan rents a GPU type for in one plan month: its tasks' monthly cost",
+                   "SUMPRODUCT(({gpus}={gpu})*({starts}<={month})*({ends}>={month})*{costs})",
+                   lambda s, gpus, gpu, starts, ends, month, costs: math.fsum(
+                       c for sel, c in zip(_in_month(gpus, gpu, starts, ends, month), costs, strict=True) if sel))
+BREAK_EVEN_UTILISATION = Rule("break_even_utilisation", "share of the term a committed card must be busy to beat "
+                              "on-demand: the rate over the on-demand price", "{rate}/{on_demand}",
+                              lambda s, rate, on_demand: rate / on_demand)
+
+
+def _card_hours_excel(card: str) -> str:
+    """Hours of committed card `card` over the term: each plan month in the term, MIN(HoursPerMonth, MAX(0, h - (card
+    - 1) x HoursPerMonth)), elementwise (SUMPRODUCT of comparisons: MIN and MAX would take the whole range)."""
+    x = f"({{hours}}-({card}-1)*HoursPerMonth)"
+    return f"SUMPRODUCT(({{months}}<={{term}})*(({x}>0)*({x}<HoursPerMonth)*{x}+({x}>=HoursPerMonth)*HoursPerMonth))"
+
+
+def card_hours(s, hours, months, term, card) -> float:
+    """The Python view of `_card_hours_excel`: the k-th committed card's busy hours over the term's plan months."""
+    return math.fsum(min(s.hours_per_month, max(0.0, h - (card - 1) * s.hours_per_month))
+                     for h, m in zip(hours, months, strict=True) if m <= term)
+
+
+def _candidate(s, hours, months, term, break_even, demand):
+    """The largest of this month's card counts floor(h / HoursPerMonth) + 1 and floor(h / HoursPerMonth) whose card
+    is busy at least the break-even share of the term, else 0. The largest such card over all months is the
+    proposal: a card's busy share only changes where some month's demand crosses its whole cards."""
+    whole = math.floor(demand / s.hours_per_month)
+    need = break_even * term * s.hours_per_month
+    for card in (whole + 1, whole):
+        if card > 0 and card_hours(s, hours, months, term, card) >= need:
+            return card
+    return 0
+
+
+_NEED = "{break_even}*{term}*HoursPerMonth"
+_WHOLE = "ROUNDDOWN({demand}/HoursPerMonth,0)"
+COMMIT_CANDIDATE = Rule(
+    "commit_candidate", "the most cards this month's demand suggests whose last card is busy at least the break-even "
+    "share of the term (months of the term after the plan count 0)",
+    f"IF({_card_hours_excel(_WHOLE + '+1')}>={_NEED},{_WHOLE}+1,"
+    f"IF(AND({_WHOLE}>0,{_card_hours_excel(_WHOLE)}>={_NEED}),{_WHOLE},0))", _candidate)
+COMMIT_PROPOSAL = Rule("commit_proposal", "the proposed committed cards: the largest card any month suggests",
+                       "MAX({candidates})", lambda s, candidates: max(candidates, default=0))
+_IN_TERM = "({month}<={term})"
+COMMITTED_COST = Rule("committed_cost", "a plan month's committed cost: cards x rate x HoursPerMonth in the term",
+                      f"{_IN_TERM}*{{cards}}*{{rate}}*HoursPerMonth",
+                      lambda s, month, term, cards, rate: cards * rate * s.hours_per_month if month <= term else 0.0)
+COVERED_HOURS = Rule("covered_hours", "the month's demand the committed cards cover",
+                     f"{_IN_TERM}*MIN({{demand}},{{cards}}*HoursPerMonth)",
+                     lambda s, month, term, demand, cards: min(demand, cards * s.hours_per_month)
+                     if month <= term else 0.0)
+UNUSED_HOURS = Rule("unused_hours", "committed card-hours the month leaves unused",
+                    f"{_IN_TERM}*{{cards}}*HoursPerMonth-{{covered}}",
+                    lambda s, month, term, cards, covered: (cards * s.hours_per_month if month <= term else 0.0)
+                    - covered)
+UNUSED_COST = Rule("unused_cost", "the unused committed hours at the rate", "{unused}*{rate}",
+                   lambda s, unused, rate: unused * rate)
+RENT_DISPLACED = Rule("rent_displaced", "the GPU's rent the covered hours replace: rent x covered / demand",
+                      "IF({demand}>0,{rent}*{covered}/{demand},0)",
+                      lambda s, demand, rent, covered: rent * covered / demand if demand > 0 else 0.0)
+DEMAND_LEFT = Rule("demand_left", "the month's demand left to the next commitment of the GPU", "{demand}-{covered}",
+                   lambda s, demand, covered: demand - covered)
+COMMIT_ADJUSTMENT = Rule("commit_adjustment", "what the commitment adds to a month: committed cost - rent displaced",
+                         "{committed}-{displaced}", lambda s, committed, displaced: committed - displaced)
+TERM_TOTAL = Rule("term_total", "the commitment's cost over its whole term", "{cards}*{rate}*HoursPerMonth*{term}",
+                  lambda s, cards, rate, term: cards * rate * s.hours_per_month * term)
+MONTHS_AFTER_PLAN = Rule("months_after_plan", "months the term still binds after the plan's last month",
+                         "MAX(0,{term}-PeriodMonths)", lambda s, term: max(0, term - s.period_months))
+AFTER_PLAN_COST = Rule("after_plan_cost", "the term's cost falling after the plan period",
+                       "{cards}*{rate}*HoursPerMonth*{after}",
+                       lambda s, cards, rate, after: cards * rate * s.hours_per_month * after)
+BEST_COMMIT_RATE = Rule("best_commit_rate", "the lowest commitment rate offered for the GPU (blank: none); `known` "
+                        "is the test that any is a number (MIN of none would be 0)", 'IF({known},MIN({rates}),"")',
+                        lambda s, rates, known: min((r for r in rates if r is not None), default=None))
+
 # --------------------------------------------------------------- live warnings and the banner (Summary)
 OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its cap (blank: no cap)",
                        'IF({cap}="","",SUMPRODUCT(({costs}>{cap})*1))',
@@ -139,6 +243,9 @@ ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({c
                   lambda s, checks: all(checks))
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
-                           VERDICT, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
+                           VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
+                           COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
+                           DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,
+                           BEST_COMMIT_RATE, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
                            ORDER_TOTAL, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
                            TIES_OUT, ALL_CHECKS)

@@ -12,13 +12,15 @@ from .records import SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, excel
 
 TRAIN_PRECISIONS = ("bf16", "fp8", "fp4")
 
-TIER = {t.name: t for t in TIERS}
+TIER = {t.name: t for t in TIERS}  # every tier, commitments included
 PRICE_COLUMNS = tuple(t.price_column for t in TIERS) + ("purchase_price",)  # a GPUs row's money, in its currency
-TIER_NAMES = tuple(TIER)
+TASK_TIERS = tuple(t for t in TIERS if t.for_tasks)  # the tiers a task is priced on (Tasks `tier`, TierList)
+TIER_NAMES = tuple(t.name for t in TASK_TIERS)
+COMMITMENT_TIERS = tuple(t for t in TIERS if not t.for_tasks)  # bought per GPU type on the Commitments sheet
 REFERENCE_TIER = next(t for t in TIERS if t.reference)  # on-demand: the list price the others are checked against
 # Excel tests of a `{tier}` placeholder against the records: billed per card-month; interruptible (reruns).
-PER_CARD_MONTH_TIER = excel_is("{tier}", (t.name for t in TIERS if t.per_card_month))
-RERUN_TIER = excel_is("{tier}", (t.name for t in TIERS if t.reruns))
+PER_CARD_MONTH_TIER = excel_is("{tier}", (t.name for t in TASK_TIERS if t.per_card_month))
+RERUN_TIER = excel_is("{tier}", (t.name for t in TASK_TIERS if t.reruns))
 KIND = {k.name: k for k in TASK_KINDS}
 KINDS = tuple(KIND)
 TRAINING_KINDS = tuple(k.name for k in TASK_KINDS if k.training)
@@ -233,8 +235,13 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
 # One optional monthly cap per tier, from the tier records.
 TIER_CAP_SETTINGS: tuple[Setting, ...] = tuple(
     S(t.cap_setting, "number", None, t.cap_name, t.cap_help,
-      unit="currency/month", minimum=0) for t in TIERS)
-SETTINGS: tuple[Setting, ...] = _BASE_SETTINGS + TIER_CAP_SETTINGS + SERVING_SETTINGS
+      unit="currency/month", minimum=0) for t in TASK_TIERS)
+# One discount off on-demand per commitment tier, from the tier records: the rate when GPUs leaves its price blank.
+COMMITMENT_SETTINGS: tuple[Setting, ...] = tuple(
+    S(t.discount_setting, "percent", t.default_discount, t.discount_name,
+      f"{t.name}: share off on-demand of the effective rate per committed card-hour when GPUs leaves "
+      f"{t.price_column} blank (default: {t.discount_source})", minimum=0, maximum=0.99) for t in COMMITMENT_TIERS)
+SETTINGS: tuple[Setting, ...] = _BASE_SETTINGS + TIER_CAP_SETTINGS + SERVING_SETTINGS + COMMITMENT_SETTINGS
 SETTINGS_BY_KEY = {s.key: s for s in SETTINGS}
 
 # Fixed conversion factors and byte counts: named cells on Assumptions, never constants in formulas.

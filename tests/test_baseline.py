@@ -9,7 +9,13 @@ once more when reconciliation read commitments the FOCUS way (issue 21): new cel
 compared with plan and PricingCategory columns, the commitment lines block; Assumptions: the tiers' FOCUS
 PricingCategory, the off_plan_pricing action), the FX table one row lower for that action, no value changed; once more for calculation model v3 (issue 22): its
 new Tasks, Candidates and GPUs columns and Assumptions rows, KB02 and KB03 72.93 a month cheaper (LoRA MFU, QLoRA
-FLOPs), the period total 153,791.55 -> 153,518.06 (273.49 = 72.93 x 3 months x 1.25)."""
+FLOPs), the period total 153,791.55 -> 153,518.06 (273.49 = 72.93 x 3 months x 1.25).;
+once more for commitments (issue 21): the Commitments sheet, the GPUs reserved_1y/3y columns, BuyVsRent's best
+commitment rate (J:K), Order's commitments block, the JSON's `commitments` and month `commitments` (0 in the
+sample: a 3-month plan commits nothing) were added; Summary's month table gained the commitments column C
+(extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
+below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
+changed, the JSON's only new keys."""
 
 from __future__ import annotations
 

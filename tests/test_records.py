@@ -25,11 +25,11 @@ ADD_RECORDS = """
 import json, pathlib, sys
 from budgetgen import records
 from budgetgen.records import SERVING_METHODS, TaskKind, Tier
-records.TIERS += (Tier("reserved_1y", "reserved_1y_per_hour", per_card_month=False, for_online=True, reruns=False,
-                       focus_category="Committed", zh="一年预留", meaning="one-year reserved rate; blank: not offered",
-                       meaning_zh="一年预留价格；空白：不提供"),)
+records.TIERS += (Tier("flex", "flex_per_hour", per_card_month=False, for_online=True, reruns=False,
+                       focus_category="Committed", zh="弹性预留", meaning="flexible reserved rate; blank: not offered",
+                       meaning_zh="弹性预留价格；空白：不提供"),)
 records.TASK_KINDS += (TaskKind("evaluation", training=False, online=False, methods=SERVING_METHODS,
-                                default_method="fp16", default_tier="reserved_1y",
+                                default_method="fp16", default_tier="flex",
                                 requires=("batch_requests", "tokens_per_request"),
                                 ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day",
                                          "min_replicas"),
@@ -53,7 +53,7 @@ def fifth(tmp_path_factory):
     card = {"gpu": "TestCard", "class": "datacenter", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300,
             "interconnect": "nvlink", "scaling": 0.9, "source": "test", "as_of": "2026-06-01"}
     offer = {"gpu": "TestCard", "provider": "test", "region": "any", "currency": "CNY", "on_demand_per_hour": ON_DEMAND,
-             "reserved_1y_per_hour": RESERVED, "monthly_per_card": MONTHLY, "source": "test", "as_of": "2026-06-01"}
+             "flex_per_hour": RESERVED, "monthly_per_card": MONTHLY, "source": "test", "as_of": "2026-06-01"}
     for name, row in (("gpus.csv", card), ("prices.csv", offer)):
         with (folder / name).open("w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(row))
@@ -75,8 +75,10 @@ def fifth(tmp_path_factory):
 
 
 def test_the_records_this_process_sees_are_the_four():
-    # The additions lived in the other interpreter only.
-    assert [t.name for t in TIERS] == ["monthly", "on_demand", "idle", "spot"] and "evaluation" not in KIND
+    # The additions lived in the other interpreter only. (The fifth tier was named reserved_1y until that name
+    # became a commitment record; commitments are not task tiers.)
+    assert [t.name for t in TIERS if t.for_tasks] == ["monthly", "on_demand", "idle", "spot"]
+    assert [t.name for t in TIERS if not t.for_tasks] == ["reserved_1y", "reserved_3y"] and "evaluation" not in KIND
     assert len(TASK_KINDS) == 4 and set(TIER) == {t.name for t in TIERS}
 
 
@@ -84,22 +86,22 @@ def test_fifth_kind_defaults_to_its_tier_and_is_priced_on_it(fifth):
     results, _ = fifth
     rows = {t["task_id"]: t for t in results["tasks"]}
     ev1, ev2 = rows["EV1"], rows["EV2"]
-    assert ev1["tier"] == "reserved_1y" and ev1["kind"] == "evaluation"
+    assert ev1["tier"] == "flex" and ev1["kind"] == "evaluation"
     # An hourly tier prices the same GPU-hours as on-demand: the costs stand as the two prices, 6 to 10.
-    assert ev1["tier_costs"]["reserved_1y"] == pytest.approx(ev1["tier_costs"]["on_demand"] * RESERVED / ON_DEMAND)
-    assert ev1["monthly_cost"] == pytest.approx(ev1["tier_costs"]["reserved_1y"])
+    assert ev1["tier_costs"]["flex"] == pytest.approx(ev1["tier_costs"]["on_demand"] * RESERVED / ON_DEMAND)
+    assert ev1["monthly_cost"] == pytest.approx(ev1["tier_costs"]["flex"])
     # On on_demand, the evaluation is cheaper on the new tier; offline work may use every tier.
-    assert ev2["cheapest_tier"] == "reserved_1y"
-    assert ev2["tier_advice"] == "cheaper on reserved_1y"
+    assert ev2["cheapest_tier"] == "flex"
+    assert ev2["tier_advice"] == "cheaper on flex"
 
 
 def test_fifth_tier_suits_online_services_as_its_record_says(fifth):
     results, _ = fifth
     chat = next(t for t in results["tasks"] if t["task_id"] == "CH1")
     hours = chat["tier_costs"]["on_demand"] / ON_DEMAND
-    assert chat["tier_costs"]["reserved_1y"] == pytest.approx(hours * RESERVED)
+    assert chat["tier_costs"]["flex"] == pytest.approx(hours * RESERVED)
     cheapest = min((v, k) for k, v in chat["tier_costs"].items() if v is not None and k in
-                   ("monthly", "on_demand", "reserved_1y"))[1]
+                   ("monthly", "on_demand", "flex"))[1]
     assert chat["cheapest_tier"] == cheapest
 
 
@@ -107,10 +109,10 @@ def test_fifth_tier_has_its_price_column_totals_and_words(fifth):
     results, out = fifth
     wb = openpyxl.load_workbook(out, read_only=True, data_only=True)
     gpu_headers = [c.value for c in next(wb["GPUs"].iter_rows(max_row=1))]
-    assert any(str(h).startswith("reserved_1y_per_hour") for h in gpu_headers)
-    assert set(results["tier_totals"]) == {"monthly", "on_demand", "idle", "spot", "reserved_1y"}
+    assert any(str(h).startswith("flex_per_hour") for h in gpu_headers)
+    assert set(results["tier_totals"]) == {"monthly", "on_demand", "idle", "spot", "flex"}
     tiers_sheet = [r[0] for r in wb["Tiers"].iter_rows(min_row=2, values_only=True)]
-    assert tiers_sheet.count("reserved_1y") == len(results["months"])
+    assert tiers_sheet.count("flex") == len(results["months"])
 
 
 def test_workbook_with_fifth_tier_and_kind_recalculates_to_its_cached_values(fifth):

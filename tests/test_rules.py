@@ -21,8 +21,29 @@ VERDICT_INPUTS = {"daily_fixed": 22, "on_demand": 2.2, "energy": 0.2, "break_eve
                   "no_price": "type a purchase price", "no_on_demand": "type an on-demand price",
                   "no_power": "type a power figure"}
 CASES = [
-    (rules.BUFFER, {"gpu": 1000}, 250),
-    (rules.MONTH_TOTAL, {"gpu": 100, "extras": 20, "buffer": 25}, 145),
+    (rules.BUFFER, {"gpu": 1000, "commitments": 0}, 250),
+    (rules.BUFFER, {"gpu": 1000, "commitments": -200}, 200),         # the buffer is on the GPU cost incl. commitments
+    (rules.MONTH_TOTAL, {"gpu": 100, "commitments": 0, "extras": 20, "buffer": 25}, 145),
+    (rules.MONTH_TOTAL, {"gpu": 100, "commitments": -30, "extras": 20, "buffer": 25}, 115),
+    # commitments (hours_per_month 720, a 3-month plan)
+    (rules.COMMIT_RATE, {"listed": 1.5, "fx": 7, "on_demand": 20, "discount": 0.2}, 10.5),   # a quoted rate wins
+    (rules.COMMIT_RATE, {"listed": None, "fx": 7, "on_demand": 20, "discount": 0.2}, 16),    # 20 x (1 - 20%)
+    (rules.COMMIT_RATE, {"listed": None, "fx": 7, "on_demand": None, "discount": 0.2}, None),
+    (rules.BREAK_EVEN_UTILISATION, {"rate": 1.6, "on_demand": 2}, 0.8),
+    (rules.COMMITTED_COST, {"month": 2, "term": 12, "cards": 16, "rate": 1.6}, 16 * 1.6 * 720),
+    (rules.COMMITTED_COST, {"month": 13, "term": 12, "cards": 16, "rate": 1.6}, 0),         # after the term
+    (rules.COVERED_HOURS, {"month": 1, "term": 12, "demand": 12000, "cards": 16}, 11520),
+    (rules.COVERED_HOURS, {"month": 1, "term": 12, "demand": 5000, "cards": 16}, 5000),
+    (rules.UNUSED_HOURS, {"month": 1, "term": 12, "cards": 16, "covered": 5000}, 11520 - 5000),
+    (rules.UNUSED_COST, {"unused": 720, "rate": 1.6}, 1152),
+    (rules.RENT_DISPLACED, {"demand": 12000, "rent": 24000, "covered": 11520}, 23040),
+    (rules.RENT_DISPLACED, {"demand": 0, "rent": 0, "covered": 0}, 0),
+    (rules.DEMAND_LEFT, {"demand": 12000, "covered": 11520}, 480),
+    (rules.COMMIT_ADJUSTMENT, {"committed": 18432, "displaced": 23040}, -4608),
+    (rules.TERM_TOTAL, {"cards": 2, "rate": 1.5, "term": 12}, 2 * 1.5 * 720 * 12),
+    (rules.MONTHS_AFTER_PLAN, {"term": 12}, 9),                     # a 12-month term from a 3-month plan
+    (rules.MONTHS_AFTER_PLAN, {"term": 2}, 0),
+    (rules.AFTER_PLAN_COST, {"cards": 2, "rate": 1.5, "after": 9}, 2 * 1.5 * 720 * 9),
     (rules.DAILY_FIXED, {"purchase": 36500}, 22),                   # 36,500 / (5 × 365) + 730 / 365
     (rules.DAILY_FIXED, {"purchase": None}, None),                    # no purchase price: nothing to own
     (rules.ENERGY_PER_HOUR, {"power_w": 400}, 0.2),                  # 0.4 kW × 0.5 a kWh

@@ -81,8 +81,8 @@ def test_summary_shows_the_engine_totals(sample_book):
     ws = openpyxl.load_workbook(out, data_only=True)["Summary"]
     assert ws["B3"].value == pytest.approx(plan.period_total)
     first = plan.month_totals[plan.months[0]]
-    assert [ws["B6"].value, ws["C6"].value, ws["D6"].value, ws["E6"].value] == pytest.approx(
-        [first.gpu, first.extras, first.buffer, first.total])
+    assert [ws["B6"].value, ws["C6"].value, ws["D6"].value, ws["E6"].value, ws["F6"].value] == pytest.approx(
+        [first.gpu, first.commitments, first.extras, first.buffer, first.total])
 
 
 @pytest.mark.slow
@@ -136,8 +136,8 @@ def test_changing_an_assumption_and_a_price_moves_totals_like_a_second_engine_ru
     for j, month in enumerate(second.months):
         t = second.month_totals[month]
         row = 6 + j
-        assert [recalculated[("SUMMARY", f"{c}{row}")] for c in "BCDE"] == pytest.approx(
-            [t.gpu, t.extras, t.buffer, t.total], rel=1e-9)
+        assert [recalculated[("SUMMARY", f"{c}{row}")] for c in "BCDEF"] == pytest.approx(
+            [t.gpu, t.commitments, t.extras, t.buffer, t.total], rel=1e-9)
     tasks = openpyxl.load_workbook(out)["Tasks"]
     cost_col = next(c.column_letter for c in tasks[1] if c.value.startswith("cost a month"))
     for i, tp in enumerate(second.tasks, start=2):

@@ -22,13 +22,14 @@ from ..models import builtin_models
 from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from ..safefile import EXCEL_MAX_ROWS, why_not_writable
-from ..schema import TIERS
+from ..schema import TASK_TIERS
 from .about import write_about
 from .assumptions import write_assumptions
 from .book import SAFE_FUNCTIONS, Book, Sheet
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
 from .checks import plan_checks, tie_outs, write_checks
+from .commitments import write_commitments
 from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
@@ -46,14 +47,14 @@ from .xlsx_private import zip_level
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
           "Checks")
 
 
 def check_excel_limits(plan: Plan) -> None:
     """Refuse, before writing, a plan whose sheets would not fit in Excel (bill lines are aggregated already)."""
     rows = {"Tasks": len(plan.tasks) + 1, "Candidates": len(plan.tasks) * len(plan.inputs.gpus) + 1,
-            "Tiers": len(TIERS) * len(plan.months) + 1}
+            "Tiers": len(TASK_TIERS) * len(plan.months) + 1}
     for sheet, needed in rows.items():
         if needed > EXCEL_MAX_ROWS:
             raise OutputError(f"the {sheet} sheet would need {needed:,} rows, more than Excel's {EXCEL_MAX_ROWS:,}: "
@@ -91,7 +92,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     stages = [
         ("Assumptions", lambda: write_assumptions(book, ws["Assumptions"], plan.inputs.settings, plan.months,
                                                   layout.assumptions, plan_rates(plan.inputs))),
-        ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus)),
+        ("GPUs", lambda: write_gpus(book, ws["GPUs"], plan.inputs.gpus, plan.inputs.settings)),
         ("Models", lambda: write_models(book, ws["Models"], plan.inputs.models or builtin_models())),
         (f"Tasks ({n:,} rows)", lambda: write_tasks(book, ws["Tasks"], plan, layout.tasks)),
         ("TaskList", lambda: write_task_list(book, ws["TaskList"], plan, layout.tasks)),
@@ -101,6 +102,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Extras", lambda: write_extras(book, ws["Extras"], plan, layout.extras)),
         ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),
         ("BuyVsRent", lambda: write_buy_vs_rent(book, ws["BuyVsRent"], plan)),
+        ("Commitments", lambda: write_commitments(book, ws["Commitments"], plan, layout.commitments)),
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary,
                                           rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),

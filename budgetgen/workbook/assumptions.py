@@ -8,7 +8,7 @@ from ..i18n import name as input_name
 from ..i18n import word
 from ..recon import ACTIONS
 from ..rules import CHECK_TOLERANCE
-from ..schema import CONSTANTS, SETTINGS_BY_KEY, TIERS
+from ..schema import CONSTANTS, SETTINGS_BY_KEY, TASK_TIERS
 from .book import Book
 from .layout import FX_CURRENCY, FX_HEADER, FX_RATE, AssumptionsLayout, camel
 from .printing import print_setup
@@ -59,7 +59,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         book.define(name, SHEET, row, 1)
 
     book.header(ws, at.tiers_header, ["tier", "cap a month", "unit", "meaning", "name", "FOCUS PricingCategory"])
-    for i, tier in enumerate(TIERS):
+    for i, tier in enumerate(TASK_TIERS):
         row = at.tiers_first + i
         ws.write_string(row, 0, tier.name, book.f.get("input", "text"))
         book.value(ws, row, 1, getattr(s, tier.cap_setting), "input", "money")
@@ -69,7 +69,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         ws.write_string(row, 4, tier.cap_name)
         ws.write_string(row, 5, tier.focus_category)   # what its bill lines carry: Recon checks them against it
         book.define(tier.cap_name, SHEET, row, 1)
-    last_tier = at.tiers_first + len(TIERS) - 1
+    last_tier = at.tiers_first + len(TASK_TIERS) - 1
     book.define_range("TierList", SHEET, at.tiers_first, last_tier, 0)
     book.define_range("TierCaps", SHEET, at.tiers_first, last_tier, 1)
     book.define_range("TierPricingCategory", SHEET, at.tiers_first, last_tier, 5)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from .. import rules
 from ..engine import Plan
 from ..i18n import word
+from ..schema import COMMITMENT_TIERS
 from .book import Book
 from .layout import shown
 from .printing import print_setup
@@ -22,7 +23,7 @@ MISSING = {
                                "VerdictNoOnDemandPrice"),
     rules.NO_POWER: ("verdict without a power figure:", "enter power_w on GPUs to compare", "VerdictNoPower"),
 }
-_WIDTHS = [14, 14, 10, 14, 14, 12, 14, 16, 10]
+_WIDTHS = [14, 14, 10, 14, 14, 12, 14, 16, 10, 14, 16]
 
 
 def _known(name: str, row: int) -> str:
@@ -36,7 +37,8 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
     book.header(ws, 0, ["gpu", f"{t('purchase')} ({cur}{t('/card')})", "power (W)",
                         f"{t('on demand')} ({cur}{t('/h')})", f"{t('fixed')} ({cur}{t('/day')})",
                         f"{t('energy')} ({cur}{t('/h')})", "break-even (h/day)", "plan use (h/day/card)",
-                        "verdict"], _WIDTHS)
+                        "verdict", f"{t('best commitment')} ({cur}{t('/h')})", "break-even vs commitment (h/day)"],
+                _WIDTHS)
     ws.set_row(0, 30)
     for i, b in enumerate(plan.buy_vs_rent, start=1):
         g = plan.inputs.gpu(b.gpu)
@@ -59,9 +61,17 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
                                         no_power=MISSING[rules.NO_POWER][2])
         shown_value = t(MISSING[b.verdict][1]) if b.verdict in MISSING else word(b.verdict, book.lang)
         book.formula(ws, i, 8, shown(verdict), shown_value, "text")
+        rates = [f"INDEX({tier.price_name},MATCH($A{n},GpuName,0))" for tier in COMMITMENT_TIERS]
+        known = "OR(" + ",".join(f"ISNUMBER({r})" for r in rates) + ")"
+        book.formula(ws, i, 9, rules.BEST_COMMIT_RATE.formula(rates=",".join(rates), known=known),
+                     b.best_commitment_rate, "price")
+        book.formula(ws, i, 10, rules.BREAK_EVEN.formula(on_demand=f"J{n}", energy=f"F{n}", daily_fixed=f"E{n}"),
+                     b.break_even_vs_commitment, "number")
     note = len(plan.buy_vs_rent) + 2
     ws.write_string(note, 0, t("Buy when each owned card would be used more hours a day than the "
                                "break-even; owning pays only for steady, long daily use."), book.f.note)
+    ws.write_string(note, 9, t("Against the best commitment rate (Commitments), owning pays above this daily use."),
+                    book.f.note)
     for row, (line, prompt, name) in enumerate(MISSING.values(), start=note + 1):
         ws.write_string(row, 0, t(line), book.f.note)
         ws.write_string(row, 8, t(prompt), book.f.note)

@@ -13,6 +13,8 @@ from .book import Book
 from .layout import (
     ALL_CHECKS,
     BUFFER_TOTAL,
+    COMMIT_TOTAL,
+    COMMITMENTS_TOTAL,
     COST_CENTER_COSTS,
     EXTRAS_COST_MATRIX,
     EXTRAS_TOTAL,
@@ -46,6 +48,7 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
     gpu = math.fsum(t.gpu for t in totals)
     extras = math.fsum(t.extras for t in totals)
     buffer = math.fsum(t.buffer for t in totals)
+    commitments = math.fsum(t.commitments for t in totals)
     by_tier = math.fsum(v for tier in TIER_NAMES for v in plan.tier_totals[tier].values())
 
     def group_sum(key: str, groups) -> float:
@@ -70,11 +73,15 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
               math.fsum(line.total for line in order), gpu),
         Check("extras matrix = Summary extras total", f"SUM({EXTRAS_COST_MATRIX})", EXTRAS_TOTAL,
               math.fsum(v for values in plan.extras_by_month.values() for v in values), extras),
-        Check("GPU + extras + buffer = period total",
-              rules.MONTH_TOTAL.formula(gpu=GPU_TOTAL, extras=EXTRAS_TOTAL, buffer=BUFFER_TOTAL), PERIOD_TOTAL,
-              rules.MONTH_TOTAL(s, gpu=gpu, extras=extras, buffer=buffer), plan.period_total),
-        Check("buffer = rate x GPU total", rules.BUFFER.formula(gpu=GPU_TOTAL), BUFFER_TOTAL,
-              rules.BUFFER(s, gpu=gpu), buffer),
+        Check("GPU + commitments + extras + buffer = period total",
+              rules.MONTH_TOTAL.formula(gpu=GPU_TOTAL, commitments=COMMITMENTS_TOTAL, extras=EXTRAS_TOTAL,
+                                        buffer=BUFFER_TOTAL), PERIOD_TOTAL,
+              rules.MONTH_TOTAL(s, gpu=gpu, commitments=commitments, extras=extras, buffer=buffer), plan.period_total),
+        Check("buffer = rate x (GPU + commitments) total",
+              rules.BUFFER.formula(gpu=GPU_TOTAL, commitments=COMMITMENTS_TOTAL), BUFFER_TOTAL,
+              rules.BUFFER(s, gpu=gpu, commitments=commitments), buffer),
+        Check("Commitments sheet adjustment = Summary commitments total", COMMIT_TOTAL, COMMITMENTS_TOTAL,
+              math.fsum(v for c in plan.commitments for v in c.adjustment), commitments),
     ]
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name
 
+from .. import rules
 from ..catalog import gpu_record
+from ..commitments import commitment_rate
 from ..i18n import name as input_name
-from ..schema import GPU_COLUMNS, TIERS
+from ..schema import GPU_COLUMNS, REFERENCE_TIER, TIER, TIERS
 from .book import Book
 from .layout import FX_CURRENCY, FX_RATE, GPU_NAMES
 from .printing import print_setup
@@ -26,9 +28,10 @@ _LISTED_FORMATS = {"scaling": "percent", "bandwidth_efficiency": "percent", "mat
                    **{t.price_column: "int" if t.per_card_month else "number" for t in TIERS}}
 
 
-def write_gpus(book: Book, ws, gpus) -> None:
+def write_gpus(book: Book, ws, gpus, settings) -> None:
     """The inputs as listed (each row's prices in its own currency), then the same prices in the plan currency:
-    the listed price times the row's FX rate from Assumptions, the columns the other sheets read by name."""
+    the listed price times the row's FX rate from Assumptions, the columns the other sheets read by name. A
+    commitment tier left blank is on-demand x (1 - its discount setting): rules.COMMIT_RATE."""
     cols = [c.name for c in GPU_COLUMNS]
     widths = [_WIDTHS.get(c, 9) for c in cols]
     book.header(ws, 0, [book.titled(input_name(c.name, book.lang), c.unit) for c in GPU_COLUMNS], widths)
@@ -41,6 +44,7 @@ def write_gpus(book: Book, ws, gpus) -> None:
                 + [book.titled(book.t("{column} in the plan currency").format(column=input_name(column, book.lang)),
                                unit) for _, column, _, unit, _ in converted],
                 [10] + [12] * len(converted), first_col=rate_col)
+    on_demand_col = rate_col + 1 + next(j for j, c in enumerate(converted) if c[2] == REFERENCE_TIER.name)
     for i, g in enumerate(gpus, start=1):
         n = i + 1
         values = gpu_record(g)
@@ -51,6 +55,12 @@ def write_gpus(book: Book, ws, gpus) -> None:
                      g.fx, "General")
         for j, (_, column, tier, _, fmt) in enumerate(converted, start=rate_col + 1):
             listed = f"{xl_col_to_name(at[column])}{n}"
+            record = TIER.get(tier)
+            if record is not None and not record.for_tasks:
+                formula = rules.COMMIT_RATE.formula(listed=listed, fx=rate, on_demand=f"{xl_col_to_name(on_demand_col)}{n}",
+                                                    discount=record.discount_name)
+                book.formula(ws, i, j, formula, commitment_rate(g, record, settings), fmt)
+                continue
             value = g.prices.get(tier) if tier is not None else g.purchase_price
             book.formula(ws, i, j, f'IF(ISNUMBER({listed}),{listed}*{rate},"")', value, fmt)
     for col, key in enumerate(cols):

@@ -15,7 +15,7 @@ from ..models import MODEL_COLUMNS
 from ..order import order_keys
 from ..recon import ACTIONS
 from ..records import camel
-from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TIER_NAMES, TIERS
+from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
@@ -36,6 +36,7 @@ _TASK_NAMES = {"task_id": "TaskId", "kind": "TaskKind", "tier": "TaskTier", "gpu
                "period_cost": "TaskPeriodCost", "active_months": "TaskActiveMonths"}
 # Summary cells and blocks other sheets read.
 GPU_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL = "GpuTotal", "ExtrasTotal", "BufferTotal", "PeriodTotal"
+COMMITMENTS_TOTAL = "CommitmentsInPlan"  # the Summary's commitments column over the plan
 TIER_PERIOD_COSTS, KIND_COSTS, COST_CENTER_COSTS = "TierPeriodCosts", "KindCosts", "CostCenterCosts"
 # Monthly, Extras and Tiers blocks.
 GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix", "ExtrasCostMatrix", "MonthlyTier", \
@@ -193,17 +194,17 @@ class SummaryLayout:
     period_row = 2
     month_header = 4
     first_month_row = 5
-    columns = ("month", "GPU", "extras", "hidden-cost buffer", "total")
+    columns = ("month", "GPU", "commitments", "extras", "hidden-cost buffer", "total")
     chart_rows = 18
 
     @property
     def tier_total_row(self) -> int:
-        return self.tier_header + len(TIERS) + 1
+        return self.tier_header + len(TASK_TIERS) + 1
 
     @property
     def live_warnings(self) -> int:
         """The warning lines written as formulas: the tier advice, then one per tier over its cap."""
-        return 1 + len(TIERS)
+        return 1 + len(TASK_TIERS)
 
     @property
     def warnings_end(self) -> int:
@@ -242,6 +243,7 @@ class OrderLayout:
 
     lines: tuple[tuple[str, str], ...]
     months: tuple[str, ...]
+    commitments: tuple[tuple[str, str], ...] = ()   # (GPU, commitment tier) in the Commitments sheet's block order
 
     heading_first = 2     # made by, build date, input file, plan
     header = 7
@@ -270,9 +272,24 @@ class OrderLayout:
     def month_last(self) -> int:
         return self.month_first + max(1, len(self.lines)) - 1
 
+    commit_columns = ("commitment", "term", "committed cards", "monthly cost", "upfront", "term total",
+                      "months after plan", "note")
+
+    @property
+    def commit_header(self) -> int:
+        return self.month_last + 3
+
+    @property
+    def commit_first(self) -> int:
+        return self.commit_header + 1
+
+    @property
+    def commit_last(self) -> int:
+        return self.commit_first + max(1, len(self.commitments)) - 1
+
     @property
     def signoff_header(self) -> int:
-        return self.month_last + 3
+        return self.commit_last + 4
 
     def col(self, key: str) -> int:
         return self.columns.index(key)
@@ -283,12 +300,80 @@ class OrderLayout:
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.total_row), (self.month_header, self.month_last), (self.signoff_header, self.last_row))
+        return ((0, self.total_row), (self.month_header, self.month_last), (self.commit_header, self.commit_last + 1),
+                (self.signoff_header, self.last_row))
 
     @property
     def heights(self) -> Mapping[int, float]:
         """Rows taller than the default, in points."""
-        return MappingProxyType({self.header: 30, self.signoff_header + 1: 24, self.signoff_header + 2: 24})
+        return MappingProxyType({self.header: 30, self.commit_header: 30, self.signoff_header + 1: 24,
+                                 self.signoff_header + 2: 24})
+
+
+@dataclass(frozen=True)
+class CommitmentsLayout:
+    """Commitments: the month totals of all commitments, then one block per (GPU type, commitment tier), the longer
+    term of a GPU first: its figures on one row (the committed cards an input), then one row per plan month."""
+
+    blocks: tuple[tuple[str, str], ...]
+    months: tuple[str, ...]
+
+    note_row = 1
+    totals_header = 3
+    totals_first = 4
+    summary_columns = ("gpu", "term", "term (months)", "commitment rate", "on-demand", "break-even utilisation",
+                       "proposed cards", "committed cards", "monthly cost", "term total", "months after plan",
+                       "after-plan cost")
+    month_columns = ("month", "month #", "GPU-hours demand", "GPU rent", "demand left to this commitment",
+                     "cards this month suggests", "committed cost", "covered hours", "unused hours", "unused cost",
+                     "rent displaced", "adjustment")
+    totals_columns = ("all commitments", "committed cost", "unused cost", "rent displaced", "adjustment")
+
+    @property
+    def totals_row(self) -> int:
+        return self.totals_first + len(self.months)
+
+    def block_header(self, i: int) -> int:
+        return self.totals_row + 2 + i * (len(self.months) + 5)
+
+    def block_figures(self, i: int) -> int:
+        return self.block_header(i) + 1
+
+    def block_month_header(self, i: int) -> int:
+        return self.block_header(i) + 2
+
+    def block_first(self, i: int) -> int:
+        return self.block_header(i) + 3
+
+    def block_total(self, i: int) -> int:
+        return self.block_first(i) + len(self.months)
+
+    def summary_col(self, key: str) -> int:
+        return self.summary_columns.index(key)
+
+    def month_col(self, key: str) -> int:
+        return self.month_columns.index(key)
+
+    @property
+    def last_row(self) -> int:
+        return self.block_total(len(self.blocks) - 1) if self.blocks else self.totals_row
+
+    @property
+    def blocks_spans(self) -> tuple[tuple[int, int], ...]:
+        return ((0, self.totals_row), *((self.block_header(i), self.block_total(i)) for i in range(len(self.blocks))))
+
+
+def commit_name(i: int, key: str) -> str:
+    """The name of commitment block i's figure: Commit1Cards, Commit1TermTotal, ..."""
+    return f"Commit{i + 1}{camel(key)}"
+
+
+def commit_adjustment(month: str) -> str:
+    """The commitments' adjustment of one plan month on the Commitments sheet: CommitAdjust_2026_07."""
+    return month_name("CommitAdjust", month)
+
+
+COMMIT_TOTAL = "CommitmentsTotal"   # the commitments' adjustment over the plan
 
 
 @dataclass(frozen=True)
@@ -365,6 +450,7 @@ class Layout:
     summary: SummaryLayout
     order: OrderLayout
     recon: Mapping[str, ReconLayout]
+    commitments: CommitmentsLayout
 
 
 MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost")
@@ -373,7 +459,7 @@ CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
-    caps = {t.cap_setting for t in TIERS}  # in the tier table
+    caps = {t.cap_setting for t in TASK_TIERS}  # in the tier table
     keys = [s.key for s in SETTINGS if s.key not in caps]
     settings = {k: 1 + i for i, k in enumerate(keys)}
     days_row = 1 + len(keys)
@@ -381,7 +467,7 @@ def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
     names = [name for name, _, _ in CONSTANTS] + ["CheckTolerance"]
     constants = {name: constants_header + 1 + i for i, name in enumerate(names)}
     tiers_header = constants_header + len(names) + 2
-    months_header = tiers_header + len(TIERS) + 2
+    months_header = tiers_header + len(TASK_TIERS) + 2
     actions_header = months_header + months + 2
     return AssumptionsLayout(MappingProxyType(settings), days_row, days_row + 1, constants_header, MappingProxyType(constants),
                              tiers_header, tiers_header + 1, months_header, months_header + 1, actions_header,
@@ -396,7 +482,7 @@ def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
     n = len(plan.months)
     total_row = SummaryLayout.first_month_row + n
     tier_header = total_row + 2
-    kind_header = tier_header + len(TIERS) + 3
+    kind_header = tier_header + len(TASK_TIERS) + 3
     centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
     center_header = kind_header + len(KINDS) + 2
     warnings_row = center_header + len(centers) + 2
@@ -427,7 +513,8 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
-                  len(TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
-                  OrderLayout(order_keys(plan), plan.months),
-                  MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}))
+                  len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
+                  OrderLayout(order_keys(plan), plan.months, tuple((c.gpu, c.tier) for c in plan.commitments)),
+                  MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}),
+                  CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months))
 

@@ -10,7 +10,7 @@ from ..i18n import word
 from ..order import OrderLine
 from ..schema import TIER
 from .book import Book
-from .layout import ORDER_TOTALS, OrderLayout, task_name
+from .layout import ORDER_TOTALS, OrderLayout, commit_name, task_name
 from .printing import print_setup
 
 SHEET = "Order"
@@ -40,6 +40,7 @@ def write_order(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: Or
     ws.set_row(at.header, 30)
     _lines(book, ws, plan, lines, at)
     _cards_by_month(book, ws, lines, at)
+    _commitments(book, ws, plan, at)
     _signoff(book, ws, at)
     widths = [*_WIDTHS, *[_MONTH_WIDTH] * max(0, len(at.months) + 2 - len(_WIDTHS))]
     print_setup(ws, book.lang, widths, at.last_row, header_rows=(at.header, at.header),
@@ -93,6 +94,33 @@ def _cards_by_month(book: Book, ws, lines: tuple[OrderLine, ...], at: OrderLayou
             formula = rules.ORDER_CARDS_IN_MONTH.formula(**_selection(r + 1, line.tier), starts="TaskStart",
                                                          ends="TaskEnd", month=month, cards="TaskCardsBilled")
             book.formula(ws, r, 2 + j, formula, cards, "int")
+
+
+COMMIT_NOTE = "effective hourly rate: nothing upfront, every hour of the term billed monthly"
+
+
+def _commitments(book: Book, ws, plan: Plan, at: OrderLayout) -> None:
+    """Each commitment of the Commitments sheet (its committed cards there, an input): the term, the cards, what it
+    bills a month, upfront (0: an effective rate), the term's total and the months it binds after the plan."""
+    book.header(ws, at.commit_header, [book.titled(c, "currency") if c in ("monthly cost", "upfront", "term total")
+                                       else c for c in at.commit_columns])
+    for i, c in enumerate(plan.commitments):
+        r = at.commit_first + i
+        ws.write_string(r, 0, c.gpu)
+        ws.write_string(r, 1, word(c.tier, book.lang))
+        for col, (suffix, value, fmt) in enumerate((("cards", c.cards, "int"), ("monthly_cost", c.monthly_cost, "money")),
+                                                   start=2):
+            book.formula(ws, r, col, commit_name(i, suffix), value, fmt, "link")
+        ws.write_number(r, 4, 0, book.f.get("calc", "money"))
+        book.formula(ws, r, 5, commit_name(i, "term_total"), c.term_total, "money", "link")
+        book.formula(ws, r, 6, commit_name(i, "months_after"), c.months_after_plan, "int", "link")
+        ws.write_string(r, 7, book.t(COMMIT_NOTE), book.f.note)
+    total = at.commit_last + 1
+    ws.write_string(total, 0, book.t("Total"), book.f.bold)
+    for col, attr in ((3, "monthly_cost"), (5, "term_total")):
+        name = xl_col_to_name(col)
+        book.formula(ws, total, col, f"SUM({name}{at.commit_first + 1}:{name}{at.commit_last + 1})",
+                     sum(getattr(c, attr) for c in plan.commitments), "money", "total")
 
 
 def _signoff(book: Book, ws, at: OrderLayout) -> None:

@@ -11,11 +11,12 @@ from .. import rules
 from ..engine import Plan
 from ..i18n import say, word
 from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
-from ..schema import TIER, TIER_NAMES, TIERS
+from ..schema import TASK_TIERS, TIER, TIER_NAMES
 from .book import Book
 from .layout import (
     ALL_CHECKS,
     BUFFER_TOTAL,
+    COMMITMENTS_TOTAL,
     COST_CENTER_COSTS,
     EXTRAS_TOTAL,
     GPU_TOTAL,
@@ -25,6 +26,7 @@ from .layout import (
     SENTENCES,
     TIER_PERIOD_COSTS,
     SummaryLayout,
+    commit_adjustment,
     extras_cost,
     gpu_cost,
     month_buffer,
@@ -36,8 +38,8 @@ from .layout import (
 from .printing import print_setup
 
 SHEET = "Summary"
-_TOTAL_NAMES = (GPU_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL)
-BUFFER_NOTE = "the hidden-cost buffer is charged on the GPU cost only (BufferRate x GPU)"
+_TOTAL_NAMES = (GPU_TOTAL, COMMITMENTS_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL)
+BUFFER_NOTE = "the hidden-cost buffer is charged on the GPU cost only, commitments included (BufferRate x (GPU + commitments))"
 
 
 def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bool) -> None:
@@ -67,6 +69,7 @@ def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bo
 
 
 def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
+    """Per month the GPU rent, the commitments' adjustment (Commitments), extras, the buffer and the total."""
     book.header(ws, at.month_header, list(at.columns))
     for j, month in enumerate(at.months):
         r = at.first_month_row + j
@@ -74,12 +77,15 @@ def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         t = plan.month_totals[month]
         ws.write_string(r, 0, month)
         book.formula(ws, r, 1, f"SUM({gpu_cost(month)})", t.gpu, "money")
-        book.formula(ws, r, 2, f"SUM({extras_cost(month)})", t.extras, "money")
-        book.formula(ws, r, 3, rules.BUFFER.formula(gpu=f"B{n}"), t.buffer, "money")
-        book.formula(ws, r, 4, rules.MONTH_TOTAL.formula(gpu=f"B{n}", extras=f"C{n}", buffer=f"D{n}"), t.total, "money")
-        book.define(month_buffer(month), SHEET, r, 3)
+        book.formula(ws, r, 2, commit_adjustment(month), t.commitments, "money", "link")
+        book.formula(ws, r, 3, f"SUM({extras_cost(month)})", t.extras, "money")
+        book.formula(ws, r, 4, rules.BUFFER.formula(gpu=f"B{n}", commitments=f"C{n}"), t.buffer, "money")
+        book.formula(ws, r, 5, rules.MONTH_TOTAL.formula(gpu=f"B{n}", commitments=f"C{n}", extras=f"D{n}",
+                                                         buffer=f"E{n}"), t.total, "money")
+        book.define(month_buffer(month), SHEET, r, 4)
     ws.write_string(at.total_row, 0, book.t("Total"), book.f.bold)
-    totals = [math.fsum(getattr(plan.month_totals[m], k) for m in at.months) for k in ("gpu", "extras", "buffer")]
+    totals = [math.fsum(getattr(plan.month_totals[m], k) for m in at.months)
+              for k in ("gpu", "commitments", "extras", "buffer")]
     for c, (name, value) in enumerate(zip(_TOTAL_NAMES, [*totals, plan.period_total], strict=True), start=1):
         col = xl_col_to_name(c)
         book.formula(ws, at.total_row, c, f"SUM({col}{at.first_month_row + 1}:{col}{at.total_row})", value,
@@ -118,13 +124,13 @@ def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         value = math.fsum(plan.tier_totals[t][months[col - 1]] for t in TIER_NAMES) if col < period else \
             math.fsum(v for t in TIER_NAMES for v in plan.tier_totals[t].values())
         book.formula(ws, total, col, f"SUM({name}{r + 2}:{name}{total})", value, "money", "total")
-    book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TIERS), period)
+    book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TASK_TIERS), period)
 
 
 def _chart(book: Book, ws, at: SummaryLayout) -> None:
     r, months = at.tier_header, len(at.months)
     chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
-    for i in range(1, len(TIERS) + 1):
+    for i in range(1, len(TASK_TIERS) + 1):
         chart.add_series({"name": [SHEET, r + i, 0], "categories": [SHEET, r, 1, r, months],
                           "values": [SHEET, r + i, 1, r + i, months]})
     chart.set_title({"name": book.t("Monthly GPU cost by tier")})
@@ -165,7 +171,7 @@ def write_reforecast(book: Book, ws, plan: Plan, recon, at: SummaryLayout) -> No
         mr = recon.get(month) if month in at.billed_months else None
         ws.write_string(row, 0, month)
         planned = plan.month_totals[month].total
-        book.formula(ws, row, 1, f"E{at.first_month_row + 1 + j}", planned, "money")
+        book.formula(ws, row, 1, f"F{at.first_month_row + 1 + j}", planned, "money")
         if mr is None:
             book.value(ws, row, 2, None, "input", "money")
             book.value(ws, row, 3, None, "input", "flag")
@@ -216,6 +222,6 @@ def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         text = sentence("OverCap", tier=shown(f'"{tier}"'), months=cell)
         book.formula(ws, r + 2 + i, 0, f'IF(AND(ISNUMBER({cell}),{cell}>0),{text},"")',
                      t(SENTENCES["OverCap"]).format(tier=tier_word, months=over) if over else "", "text")
-    for i, w in enumerate(at.warnings, start=r + 2 + len(TIERS)):
+    for i, w in enumerate(at.warnings, start=r + 2 + len(TASK_TIERS)):
         ws.write_string(i, 0, say(w, book.lang))
     ws.conditional_format(r + 1, 0, at.warnings_end - 1, 0, {"type": "no_blanks", "format": book.f.warn})

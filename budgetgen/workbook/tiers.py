@@ -6,7 +6,7 @@ import math
 
 from ..engine import Plan
 from ..i18n import word
-from ..schema import TIERS
+from ..schema import TASK_TIERS
 from .book import Book
 from .layout import TIERS_COST, shown
 from .printing import print_setup
@@ -20,7 +20,7 @@ def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
                         book.titled("cap", "currency"), "over cap?"], widths)
     s = plan.inputs.settings
     r = 1
-    for record in TIERS:
+    for record in TASK_TIERS:
         tier = record.name
         tasks = [tp for tp in plan.tasks if tp.row["tier"] == tier]
         cap = getattr(s, record.cap_setting)
@@ -47,4 +47,4 @@ def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
     ws.freeze_panes(1, 2)
     ws.autofilter(0, 0, r - 1, 7)
     print_setup(ws, book.lang, widths, r - 1, header_rows=(0, 0),
-                blocks=[(1 + i * len(plan.months), (i + 1) * len(plan.months)) for i in range(len(TIERS))])
+                blocks=[(1 + i * len(plan.months), (i + 1) * len(plan.months)) for i in range(len(TASK_TIERS))])
