@@ -202,9 +202,11 @@ def test_a_gpus_row_naming_a_provider_replaces_the_builtin_offer(tmp_path):
         {"gpu": "H100 80G", "spot_per_hour": 9}])  # no provider: the other built-in prices stay
     inputs = read_inputs(path, today=TODAY)
     a100, h100 = inputs.gpu("A100 80G"), inputs.gpu("H100 80G")
-    assert a100.prices == {"monthly": None, "on_demand": 10, "idle": None, "spot": None}
+    assert a100.prices == {"monthly": None, "on_demand": 10, "idle": None, "spot": None,
+                           "reserved_1y": None, "reserved_3y": None}
     assert (a100.provider, a100.region, a100.currency, a100.source) == ("acme", "", "CNY", "")
-    assert h100.prices == {"monthly": 27900, "on_demand": 45, "idle": 22.5, "spot": 9} and h100.provider == "cn-market"
+    assert h100.prices == {"monthly": 27900, "on_demand": 45, "idle": 22.5, "spot": 9,
+                           "reserved_1y": None, "reserved_3y": None} and h100.provider == "cn-market"
 
 
 # ------------------------------------------------------------------ quote sheets
@@ -225,7 +227,8 @@ def test_a_quote_sheet_groups_tiers_into_offers(tmp_path):
     found = read_price_file(write_csv(tmp_path / "quotes.csv", QUOTES), CLASSES)
     h100, b200 = found.offers
     assert (h100.gpu, h100.provider, h100.region, h100.currency) == ("H100 80G", "acme", "eu-west", "USD")
-    assert h100.prices == {"monthly": None, "on_demand": 2.5, "idle": None, "spot": 1.2}
+    assert h100.prices == {"monthly": None, "on_demand": 2.5, "idle": None, "spot": 1.2,
+                           "reserved_1y": None, "reserved_3y": None}
     assert h100.as_of == "2026-11-02"  # dated by its oldest quote
     assert h100.source == "email 2026-11-30; quotes.csv row 3"
     assert (b200.region, b200.prices["monthly"]) == ("any", 3000)

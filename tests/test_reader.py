@@ -116,7 +116,8 @@ def test_gpus_sheet_overrides_and_adds(tmp_path):
     g = inputs.gpu("RTX 4090")
     assert g.prices["on_demand"] == 2.5 and g.prices["monthly"] == 3000 and g.vram_gb == 24
     mine = inputs.gpu("MyCard")
-    assert mine.prices == {"monthly": None, "on_demand": None, "idle": 0.7, "spot": None}
+    assert mine.prices == {"monthly": None, "on_demand": None, "idle": 0.7, "spot": None,
+                           "reserved_1y": None, "reserved_3y": None}
 
 
 def test_catalog_fx_converts_builtin_prices(tmp_path):

@@ -23,7 +23,7 @@ MISSING = {
                                "VerdictNoOnDemandPrice"),
     rules.NO_POWER: ("verdict without a power figure:", "enter power_w on GPUs to compare", "VerdictNoPower"),
 }
-_WIDTHS = [14, 14, 10, 14, 14, 12, 14, 16, 10, 14, 16]
+_WIDTHS = [12, 12, 9, 12, 12, 11, 12, 13, 9, 12, 13]  # eleven columns one page wide (scale 0.75)
 
 
 def _known(name: str, row: int) -> str:
@@ -39,7 +39,7 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
                         f"{t('energy')} ({cur}{t('/h')})", "break-even (h/day)", "plan use (h/day/card)",
                         "verdict", f"{t('best commitment')} ({cur}{t('/h')})", "break-even vs commitment (h/day)"],
                 _WIDTHS)
-    ws.set_row(0, 30)
+    ws.set_row(0, 45)  # three lines: the narrower headers wrap
     for i, b in enumerate(plan.buy_vs_rent, start=1):
         g = plan.inputs.gpu(b.gpu)
         n = i + 1
