@@ -37,10 +37,15 @@ def test_people_read_chinese_values_and_formulas_compare_ascii_keys(zh):
 
 @pytest.mark.slow
 def test_the_chinese_workbook_recalculates_to_its_cached_values(zh):
+    """Every sheet but Candidates (two thirds of the formulas): its formulas are the English ones byte for byte
+    (test_i18n.test_formulas_are_identical_in_both_languages) and the English sample recalculates them in full
+    (test_workbook); the Chinese words reach it through the same WordShown lookups recalculated here."""
     _, path = zh
-    cells = formula_cells(path)
-    values = recalc_formulas(path)
-    assert [(k, f, c, values.get(k)) for k, (f, c) in cells.items() if not same(values.get(k), c)] == []
+    sheets = tuple(ws.title for ws in openpyxl.load_workbook(path, read_only=True).worksheets
+                   if ws.title != "Candidates")
+    cells = {k: v for k, v in formula_cells(path).items() if k[0] != "CANDIDATES"}
+    values = recalc_formulas(path, sheets=sheets)
+    assert cells and [(k, f, c, values.get(k)) for k, (f, c) in cells.items() if not same(values.get(k), c)] == []
     assert values[("SUMMARY", "A2")] == "全部检查通过"
 
 
