@@ -166,8 +166,10 @@ TEXT_ZH = {
         "FP8/FP4训练按FP8/FP4峰值的这一比例达到MFU（峰值为两倍的卡上即BF16的1.5倍）",
     "bandwidth one card sends at over NVLink-class links (H100/H200 NVLink 4: 900 GB/s both ways together)":
         "单卡经NVLink类互联的发送带宽（H100/H200 NVLink 4：双向合计900 GB/s）",
-    "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction, about 25 reached)":
-        "单卡经PCIe在卡间的发送带宽（PCIe 4.0 x16：单向32 GB/s，实际约25）",
+    "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction; NCCL all-reduce "
+    "bus bandwidth 28 GB/s on 8 PCIe cards, about the same on 8 RTX 4090: NVIDIA/nccl issue 1639)":
+        "单卡经PCIe在卡间的发送带宽（PCIe 4.0 x16：单向32 GB/s；NCCL全归约总线带宽在8张PCIe卡上为28 GB/s，"
+        "8张RTX 4090上大致相同：NVIDIA/nccl issue 1639）",
     "model FLOPs utilisation of LoRA/QLoRA fine-tunes (frozen base: small optimizer step, no weight gradients)":
         "LoRA/QLoRA微调的算力利用率（基座冻结：优化器步骤小，无权重梯度）",
     "multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than H100/A100 "
@@ -178,7 +180,10 @@ TEXT_ZH = {
     "share of the expert all-to-all time of MoE training not hidden behind compute": "MoE训练中未被计算掩盖的专家全交换时间比例",
     "share of the memory bandwidth decode reads reach on this card; blank: the decode_efficiency setting":
         "此卡解码读取达到的显存带宽比例；空白用decode_efficiency设置",
-    "time of one all-reduce of a decode step across a PCIe replica, twice per layer": "PCIe副本中解码步一次全归约的时间，每层两次",
+    "time of one all-reduce of a decode step across a PCIe replica, twice per layer (NCCL all_reduce_perf on 8 "
+    "RTX 4090 over PCIe: 40-43 µs for the smallest message, NVIDIA/nccl issue 1530; rounded up for the launch)":
+        "PCIe副本中解码步一次全归约的时间，每层两次（NCCL all_reduce_perf 在8张经PCIe连接的RTX 4090上，最小消息为"
+        "40-43微秒，NVIDIA/nccl issue 1530；为启动开销向上取整）",
     "time of one all-reduce of a decode step across an NVLink-class replica, twice per layer":
         "NVLink类副本中解码步一次全归约的时间，每层两次",
     "training matmul precision: bf16 (blank), fp8, fp4 (the card's FP8/FP4 peak where it has one)":

@@ -118,12 +118,15 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "time of one all-reduce of a decode step across an NVLink-class replica, twice per layer",
       unit="µs", minimum=0),
     S("allreduce_us_pcie", "number", 50, "AllReduceUsPcie",
-      "time of one all-reduce of a decode step across a PCIe replica, twice per layer", unit="µs", minimum=0),
+      "time of one all-reduce of a decode step across a PCIe replica, twice per layer (NCCL all_reduce_perf on 8 "
+      "RTX 4090 over PCIe: 40-43 µs for the smallest message, NVIDIA/nccl issue 1530; rounded up for the launch)",
+      unit="µs", minimum=0),
     S("nvlink_gbs", "number", 450, "NvlinkGbs",
       "bandwidth one card sends at over NVLink-class links (H100/H200 NVLink 4: 900 GB/s both ways together)",
       unit="GB/s", positive=True),
     S("pcie_gbs", "number", 25, "PcieGbs",
-      "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction, about 25 reached)",
+      "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction; NCCL all-reduce "
+      "bus bandwidth 28 GB/s on 8 PCIe cards, about the same on 8 RTX 4090: NVIDIA/nccl issue 1639)",
       unit="GB/s", positive=True),
     S("moe_layer_overhead_us", "number", 25, "MoeLayerOverheadUs",
       "router and expert-kernel time per layer of a mixture-of-experts decode step", unit="µs", minimum=0),

@@ -15,7 +15,8 @@ commitment rate (J:K), Order's commitments block, the JSON's `commitments` and m
 sample: a 3-month plan commits nothing) were added; Summary's month table gained the commitments column C
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
-changed, the JSON's only new keys."""
+changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
+got their sources, no value changed."""
 
 from __future__ import annotations
 
