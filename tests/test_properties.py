@@ -237,7 +237,13 @@ def _formula_mismatches(cells: dict, recalculated: dict) -> list[tuple]:
             if not same(recalculated.get(key), cached)]
 
 
+# On one xdist worker, in this order: LibreOffice recalculates the workbooks the `formulas` property generated
+# (on another worker it would have to generate them again).
+SAME_WORKER = pytest.mark.xdist_group("generated_workbooks")
+
+
 @pytest.mark.slow
+@SAME_WORKER
 @WORKBOOK_SETTINGS
 @given(inventory=inventories(max_tasks=5))
 def test_written_workbook_recalculates_to_the_cached_values(workdir, inventory):
@@ -254,6 +260,7 @@ def test_written_workbook_recalculates_to_the_cached_values(workdir, inventory):
 
 
 @pytest.mark.slow
+@SAME_WORKER
 def test_libreoffice_agrees_on_the_generated_workbooks(workdir):
     """LibreOffice, in one run, recalculates every workbook of the `formulas` property to its cached values."""
     if soffice_path() is None:
