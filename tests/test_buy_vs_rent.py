@@ -129,13 +129,14 @@ def test_a_blank_on_demand_price_or_power_figure_stays_unknown(tmp_path):
         "best_commitment_rate": pytest.approx(12 * 0.53), "break_even_vs_commitment": None}  # 12 x (1 - 0.47)
 
     book = openpyxl.load_workbook(out)
-    sheet = sheet_rows(recalc_formulas(out), book)  # the workbook's formulas agree, blanks and all
+    sheet = sheet_rows(recalc_formulas(out, sheets=("BuyVsRent",)), book)  # the formulas agree, blanks and all
     assert sheet["OWN-1"] == [PRICE, 700, "", pytest.approx(DAILY_FIXED), pytest.approx(0.7), "", pytest.approx(24),
                               "enter on_demand_per_hour on GPUs to compare"]
     assert sheet["OWN-2"] == [PRICE, "", 12, pytest.approx(DAILY_FIXED), "", "", pytest.approx(24),
                               "enter power_w on GPUs to compare"]
     # typing 1,000 W: 1.0 an hour, break-even 233.79 / (12 - 1) = 21.25 h a day < 24: buy
-    typed = sheet_rows(recalc_formulas(out, changes={purchase_cell(book, "OWN-2", "en", "power_w"): 1000}), book)
+    typed = sheet_rows(recalc_formulas(out, changes={purchase_cell(book, "OWN-2", "en", "power_w"): 1000},
+                                       sheets=("BuyVsRent",)), book)
     assert typed["OWN-2"] == [PRICE, 1000, 12, pytest.approx(DAILY_FIXED), pytest.approx(1.0),
                               pytest.approx(DAILY_FIXED / 11), pytest.approx(24), "buy"]
     assert round(DAILY_FIXED / 11, 2) == 21.25
