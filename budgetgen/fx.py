@@ -46,10 +46,6 @@ def _version() -> str:
     return metadata.version("currencyconverter")
 
 
-def reference_currencies() -> frozenset[str]:
-    return frozenset(_converter().currencies)
-
-
 def reference_rate(currency: str, plan_currency: str, on: dt.date) -> Rate | None:
     """The bundled reference rate for `currency` in `plan_currency` on the last day at or before `on` (the last
     day the data has when `on` is later); None when the data lacks either currency or has no day that early."""
