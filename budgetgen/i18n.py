@@ -60,6 +60,9 @@ NAMES_ZH = {
     "allreduce_us_pcie": "PCIe全归约微秒", "nvlink_gbs": "NVLink带宽GBs", "pcie_gbs": "PCIe带宽GBs",
     "moe_layer_overhead_us": "MoE每层开销微秒", "train_fp8_efficiency": "训练FP8效率", "lora_mfu": "LoRA算力利用率",
     "moe_network_gbs": "MoE网络带宽GBs", "moe_comm_exposed": "MoE通信暴露比例",
+    "optimizer": "优化器", "ttft_ms": "首token目标毫秒", "tpot_ms": "每token目标毫秒",
+    "adam_state_bytes": "AdamW状态字节", "adam_8bit_state_bytes": "8位AdamW状态字节",
+    "cpu_offload_slowdown": "CPU卸载减速倍数",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -87,6 +90,30 @@ TEXT_ZH = {
     "training FLOPs per parameter and token": "每参数每token训练FLOPs", "matmul peak used": "所用矩阵峰值算力",
     "MFU of the run": "运行MFU", "bandwidth share reached": "达到的带宽比例", "weights read per step": "每步读取权重",
     "decode step, per-layer overhead": "解码步每层开销",
+    "training state per parameter on a card": "每张卡上每参数训练状态", "activations on every card": "每张卡的激活",
+    "optimizer slowdown": "优化器减速", "memory a card offers training": "单卡可供训练的显存",
+    "decode step, per-layer fixed time": "解码步每层固定时间",
+    "decode step, per-layer time a sequence adds": "解码步每个序列增加的每层时间",
+    "decode step the latency targets allow": "延迟目标允许的解码步时间",
+    "sequences the latency targets allow": "延迟目标允许的序列数",
+    "training optimizer: adamw (blank), adamw_8bit (8-bit moments), cpu_offload (optimizer state and master weights "
+    "in host memory: less card memory, a slower run)":
+        "训练优化器：adamw（空白）、adamw_8bit（8位动量）、cpu_offload（优化器状态和主权重放在主机内存：省显存，运行更慢）",
+    "target time to the first token of a request (prompt reading plus one decode step); blank: none":
+        "请求首token的目标时间（读取提示加一个解码步）；空白：无",
+    "target time per output token (one decode step); blank: none. Targets cap the batch, adding replicas":
+        "每个输出token的目标时间（一个解码步）；空白：无。目标会限制批量，从而增加副本",
+    "bytes of AdamW state per trained parameter on the card: fp32 master weights, momentum and variance, 4 + 4 + 4 "
+    "(ZeRO, arXiv:1910.02054 section 3.1: 16 bytes a parameter with the bf16 weights and gradients)":
+        "卡上每个训练参数的AdamW状态字节：fp32主权重、动量和方差，4 + 4 + 4（ZeRO，arXiv:1910.02054第3.1节：加上bf16权重和梯度共16字节）",
+    "bytes of 8-bit AdamW state per trained parameter on the card: fp32 master weights plus 1-byte momentum and "
+    "variance, 4 + 1 + 1 (8-bit optimizers, arXiv:2110.02861)":
+        "卡上每个训练参数的8位AdamW状态字节：fp32主权重加1字节动量和方差，4 + 1 + 1（8位优化器，arXiv:2110.02861）",
+    "run time of a full fine-tune whose optimizer state and master weights live in host memory (ZeRO-Offload) "
+    "against one that keeps them on the card: the GPU waits over 60% of each step (DeepSpeed ZenFlow blog: "
+    "Llama-2-7B on 4 A100, a CPU path over 4 s against a 2 s backward pass); LoRA pays it on the trained share":
+        "优化器状态和主权重放在主机内存（ZeRO-Offload）的全量微调相对放在卡上的运行时间倍数：每步GPU等待超过60%"
+        "（DeepSpeed ZenFlow博客：4张A100上的Llama-2-7B，CPU路径超过4秒，反向传播约2秒）；LoRA只按训练参数比例计",
     "tensor-parallel factor": "张量并行系数", "memory for KV cache": "KV缓存可用显存",
     "sequences memory holds": "显存可容纳序列数", "sequences batched": "批量序列数", "decode step, memory": "解码步（显存）",
     "decode step, compute": "解码步（计算）", "decode step": "解码步", "prompt reading per request": "每请求预填充",
@@ -377,8 +404,8 @@ TEXT_ZH = {
     "bytes per parameter of fp16/bf16 weights": "fp16/bf16权重每参数字节数",
     "bytes per parameter of int8 weights": "int8权重每参数字节数",
     "bytes per parameter of int4 (QLoRA 4-bit) weights": "int4（QLoRA 4位）权重每参数字节数",
-    "bytes per parameter of mixed-precision AdamW training state": "混合精度AdamW训练状态每参数字节数",
-    "bytes per trained LoRA parameter (weights, gradients, Adam state)": "每个LoRA训练参数的字节数（权重、梯度、Adam状态）",
+    "bytes per trained parameter of bf16 weights and gradients (the optimizer state apart)":
+        "每个训练参数的bf16权重与梯度字节数（不含优化器状态）",
     "FLOPs per parameter per generated token": "每生成一个token每参数的浮点运算",
     "parameters per billion": "每十亿的参数数", "FLOP/s per TFLOP/s": "每TFLOP/s的FLOP/s",
     "seconds in an hour": "每小时秒数", "seconds in a day": "每天秒数", "hours in a day": "每天小时数",
@@ -698,6 +725,18 @@ PROBLEMS = {
     "excluded_max_cards": ("does not fit within max_cards: needs {cards_min} x {gpu}, max_cards is {max_cards}",
                            "超出 max_cards：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}"),
     "excluded_no_price": ("no {tier!t} price", "没有{tier!t}价格"),
+    "excluded_activations": (
+        ("does not fit: one card's own activations ({activations:,.1f} GB) fill the {card:,.1f} GB a {gpu} offers, "
+         "on any number of cards: lower micro_batch_tokens or take a larger card"),
+        ("放不下：每张卡自身的激活（{activations:,.1f} GB）已占满 {gpu} 可用的 {card:,.1f} GB，卡数再多也不行："
+         "请降低 micro_batch_tokens 或换更大显存的显卡")),
+    "excluded_latency": (
+        ("misses the latency targets even one sequence at a time: {ttft:,.0f} ms to the first token, {tpot:,.1f} ms "
+         "a token on {gpu}"),
+        ("即使一次只处理一个序列也达不到延迟目标：在 {gpu} 上首 token {ttft:,.0f} 毫秒，每 token {tpot:,.1f} 毫秒")),
+    "no_gpu_meets_latency": (
+        "no GPU meets the latency targets; the fastest {reason}: relax ttft_ms or tpot_ms, or use fp8/int4",
+        "没有显卡能达到延迟目标；最快的方案{reason}：请放宽 ttft_ms 或 tpot_ms，或使用 fp8/int4"),
     "too_many_cards": ("gpu: needs {cards_min} x {gpu}, max_cards is {max_cards}: set cards or raise max_cards",
                        "gpu：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}：请设置 cards 或提高 max_cards"),
     "cards_do_not_fit": ("cards: {reason}: raise cards or leave it blank", "cards：{reason}：请增加 cards 或留空"),
