@@ -16,7 +16,10 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed."""
+got their sources, no value changed. Once more for model v3's last part (issue 22: per-card activations,
+`optimizer`, latency targets): new Tasks input columns (optimizer, ttft_ms, tpot_ms), calculated columns and
+Assumptions rows move cells; the one value that moved is ML01's `vram_gb`, 132.8 -> 128.5 GB (the architecture's
+checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed."""
 
 from __future__ import annotations
 
