@@ -151,8 +151,7 @@ def _latency_batch(r: Row, s, g):
     return serving.latency_batch(
         r["step_target"], step_overhead_ms=s.step_overhead_ms, layers_fixed=r["t_layers_fixed"],
         layers_per_sequence=r["t_layers_per_sequence"], params_b=r["params_used"], active_params_b=r["active_used"],
-        routed_b=serving.routed_params(params_b=r["params_used"], active_params_b=r["active_used"],
-                                       experts=_model(r, "experts"), experts_per_token=_model(r, "experts_per_token")),
+        routed_b=r["routed_b"],
         bytes_per_param=r["bytes_per_param"], kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"],
         output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
         decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])
@@ -358,6 +357,11 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL,
                   lambda r, s, g: serving.context_used(r["context_tokens"], prompt=r["prompt_used"],
                                                        output=r["tokens_per_request"])),
+    _serving_calc("routed_b", "parameters a further sequence may add to a step", "B params", "number",
+                  serving.ROUTED_EXCEL,
+                  lambda r, s, g: serving.routed_params(params_b=r["params_used"], active_params_b=r["active_used"],
+                                                        experts=_model(r, "experts"),
+                                                        experts_per_token=_model(r, "experts_per_token"))),
     Calc("state_bytes", "training state per parameter on a card", "bytes", "number",
          _training_only(serving.STATE_BYTES_EXCEL),
          lambda r, s, g: serving.state_bytes(r["optimizer"], adam_state_bytes=s.adam_state_bytes,
@@ -513,7 +517,7 @@ CALCS: tuple[Calc, ...] = (
 # the GPU, or only advise on the chosen one.
 CANDIDATE_FROM_TASKS = frozenset({"params_used", "active_used", "mfu_used", "training", "bytes_per_param",
                                   "weights_gb", "kv_bytes_per_token", "prompt_used", "context_used", "vram_gb",
-                                  "state_bytes", "activations_gb", "optimizer_slowdown",
+                                  "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown",
                                   "flops_per_token_used", "flops_per_run", "tokens_per_day", "deadline_used",
                                   "start_index", "end_index", "active_months", "cheapest_tier", "tier_saving",
                                   "tier_advice", "cards_billed", "period_cost"})
@@ -526,7 +530,7 @@ MODEL_FIELDS = ("total_params_b", "active_params_b", "layers", "hidden", "attn_h
 # The leading columns that do not depend on the GPU: worked out once per task, not once per catalog GPU.
 TASK_CALCS = tuple(c for c in CALCS if c.key in {
     "params_used", "active_used", "training", "mfu_used", "bytes_per_param", "weights_gb", "kv_bytes_per_token",
-    "prompt_used", "context_used", "state_bytes", "activations_gb", "optimizer_slowdown", "vram_gb",
+    "prompt_used", "context_used", "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown", "vram_gb",
     "flops_per_token_used", "flops_per_run", "deadline_used"})
 GPU_CALCS = CALCS[len(TASK_CALCS):]
 assert CALCS[:len(TASK_CALCS)] == TASK_CALCS, "the GPU-independent columns lead CALCS"

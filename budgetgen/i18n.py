@@ -90,6 +90,7 @@ TEXT_ZH = {
     "training FLOPs per parameter and token": "每参数每token训练FLOPs", "matmul peak used": "所用矩阵峰值算力",
     "MFU of the run": "运行MFU", "bandwidth share reached": "达到的带宽比例", "weights read per step": "每步读取权重",
     "decode step, per-layer overhead": "解码步每层开销",
+    "parameters a further sequence may add to a step": "每多一个序列解码步可能多读的参数",
     "training state per parameter on a card": "每张卡上每参数训练状态", "activations on every card": "每张卡的激活",
     "optimizer slowdown": "优化器减速", "memory a card offers training": "单卡可供训练的显存",
     "decode step, per-layer fixed time": "解码步每层固定时间",

@@ -344,8 +344,8 @@ def step_target(ttft_ms: float | None, tpot_ms: float | None, *, t_pre: float) -
     return min(limits) if limits else None
 
 
-_ROUTED = ('IF({active_used}<{params_used},IF({model.experts}<>"",{model.experts_per_token}'
-           '*({params_used}-{active_used})/({model.experts}-{model.experts_per_token}),{active_used}),0)')
+ROUTED_EXCEL = ('=IF({active_used}<{params_used},IF({model.experts}<>"",{model.experts_per_token}'
+                '*({params_used}-{active_used})/({model.experts}-{model.experts_per_token}),{active_used}),0)')
 
 
 def routed_params(*, params_b: float, active_params_b: float, experts: int | None,
@@ -362,13 +362,16 @@ def routed_params(*, params_b: float, active_params_b: float, experts: int | Non
 _ROOM = "({step_target}-StepOverheadMs/Milli-{t_layers_fixed})"
 _READ = "{cards_per_run}*{gpu.bandwidth_gbs}*Billion*{bandwidth_share}*{tp}"
 _KV_READ = "{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)"
+_COMPUTE = "({cards_per_run}*{peak_tflops}*Tera*DecodeMfu*{tp})"
+# INT, not FLOOR(..., 1): LibreOffice answers #VALUE! for FLOOR over this expression (it takes INT, and both
+# agree on the non-negative numbers it sees).
 LATENCY_BATCH_EXCEL = (
-    f'=IF({{step_target}}="","",MAX(0,FLOOR(MIN(MAX('
-    f'({_ROOM}*{_READ}-({{active_used}}-{_ROUTED})*Billion*{{bytes_per_param}})'
-    f'/({{t_layers_per_sequence}}*{_READ}+{_ROUTED}*Billion*{{bytes_per_param}}+{_KV_READ}),'
+    f'=IF({{step_target}}="","",INT(MAX(0,MIN(MAX('
+    f'({_ROOM}*{_READ}-({{active_used}}-{{routed_b}})*Billion*{{bytes_per_param}})'
+    f'/({{t_layers_per_sequence}}*{_READ}+{{routed_b}}*Billion*{{bytes_per_param}}+{_KV_READ}),'
     f'({_ROOM}*{_READ}-{{params_used}}*Billion*{{bytes_per_param}})/({{t_layers_per_sequence}}*{_READ}+{_KV_READ})),'
-    f'{_ROOM}/({{t_layers_per_sequence}}+InferenceFlopsPerToken*{{active_used}}*Billion'
-    '/({cards_per_run}*{peak_tflops}*Tera*DecodeMfu*{tp}))),1)))')
+    f'{_ROOM}*{_COMPUTE}/({{t_layers_per_sequence}}*{_COMPUTE}+InferenceFlopsPerToken*{{active_used}}*Billion)'
+    '))))')
 
 
 def latency_batch(target: float | None, *, step_overhead_ms: float, layers_fixed: float, layers_per_sequence: float,
@@ -388,9 +391,10 @@ def latency_batch(target: float | None, *, step_overhead_ms: float, layers_fixed
     by_first = (room * read - (active_params_b - routed_b) * K.Billion * bytes_per_param) / (
         layers_per_sequence * read + routed_b * K.Billion * bytes_per_param + kv_read)
     by_all = (room * read - params_b * K.Billion * bytes_per_param) / (layers_per_sequence * read + kv_read)
-    by_compute = room / (layers_per_sequence + K.InferenceFlopsPerToken * active_params_b * K.Billion / (
-        cards * peak * K.Tera * decode_mfu * tp))
-    return max(0, sheet_floor(min(max(by_first, by_all), by_compute)))
+    compute = cards * peak * K.Tera * decode_mfu * tp
+    by_compute = room * compute / (layers_per_sequence * compute + K.InferenceFlopsPerToken * active_params_b
+                                   * K.Billion)
+    return math.floor(max(0, min(max(by_first, by_all), by_compute)))
 
 
 REQ_S_EXCEL = ('=IF({tokens_per_sec}<>"",{tokens_per_sec}/{tokens_per_request},'

@@ -199,7 +199,7 @@ FORMULA_TASKS = [
 ]
 # the training columns, then the serving ones
 CHANGED_COLUMNS = ("state_bytes", "activations_gb", "optimizer_slowdown", "vram_gb", "card_gb", "cards_min", "mfu_run",
-                   "t_pre", "t_layers_fixed", "t_layers_per_sequence", "step_target", "latency_batch", "batch",
+                   "routed_b", "t_pre", "t_layers_fixed", "t_layers_per_sequence", "step_target", "latency_batch", "batch",
                    "t_layers", "t_step")
 
 

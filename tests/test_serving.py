@@ -406,7 +406,7 @@ def test_every_excel_formula_names_only_declared_cells():
 
     declared = {s.name for s in SETTINGS} | {s.name for s in serving.SERVING_SETTINGS} | \
         {n for n, _, _ in CONSTANTS} | {n for n, _, _ in serving.SERVING_CONSTANTS} | {"DaysPerMonth", "KvBytes"}
-    functions = {"IF", "OR", "AND", "MIN", "MAX", "FLOOR", "CEILING", "POWER", "LOG", "SQRT", "MOD", "TRUE"}
+    functions = {"IF", "OR", "AND", "MIN", "MAX", "FLOOR", "INT", "CEILING", "POWER", "LOG", "SQRT", "MOD", "TRUE"}
     formulas = {k: v for k, v in vars(serving).items() if k.endswith("_EXCEL")}
     assert len(formulas) >= 25
     for key, text in formulas.items():
@@ -482,6 +482,8 @@ def _scenario(model, gpu, method, prompt, output, concurrency, cards):
            "t_pre": e.t_pre, "requests_per_sec": e.requests_per_sec, "training": 0, "train_precision": None,
            "weights_read": e.weights_read, "t_layers": e.t_layers, "ttft_ms": None, "tpot_ms": None,
            "step_target": None, "latency_batch": None,
+           "routed_b": serving.routed_params(params_b=model.total_params_b, active_params_b=model.active_params_b,
+                                             experts=model.experts, experts_per_token=model.experts_per_token),
            "t_layers_fixed": serving.layer_fixed_seconds(layers=model.layers, moe=model.is_moe, cards=e.cards,
                                                          interconnect=gpu.interconnect, s=S),
            "t_layers_per_sequence": serving.layer_seconds_per_sequence(layers=model.layers, hidden=model.hidden,
@@ -548,7 +550,7 @@ def test_excel_formulas_compute_what_the_python_functions_compute(scenario):
                                    moe_network_gbs=S.moe_network_gbs, moe_comm_exposed=S.moe_comm_exposed),
         "WEIGHTS_READ": e.weights_read, "LAYER_OVERHEAD": e.t_layers, "BANDWIDTH_SHARE": row["bandwidth_share"],
         "LAYER_FIXED": row["t_layers_fixed"], "LAYER_PER_SEQUENCE": row["t_layers_per_sequence"],
-        "STEP_TARGET": "", "LATENCY_BATCH": "",
+        "STEP_TARGET": "", "LATENCY_BATCH": "", "ROUTED": row["routed_b"],
         "KV_BYTES": serving.kv_bytes(S.kv_cache_dtype),
         "PARAMS_USED": model.total_params_b, "ACTIVE_USED": model.active_params_b, "PROMPT": prompt,
         "CONTEXT": prompt + output,
