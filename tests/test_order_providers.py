@@ -103,7 +103,7 @@ def test_order_prints_a_page_per_provider_with_the_gpu_column(quoted):
     starts = [n for n, r in _order_blocks(out) if str(r[0]).startswith(("provider:", "Total"))]
     assert sorted(b.id for b in ws.row_breaks.brk) == [n - 1 for n in starts[1:]]  # a break is after its row
     assert ws.print_title_rows == f"${OrderLayout.header + 1}:${OrderLayout.header + 1}"
-    assert ws.sheet_properties.pageSetUpPr.fitToPage and (ws.page_setup.fitToWidth, ws.page_setup.fitToHeight) == (1, 0)
+    assert ws.sheet_properties.pageSetUpPr.fitToPage and (ws.page_setup.fitToWidth or 1, ws.page_setup.fitToHeight) == (1, 0)  # 1 wide is the default
     values = recalc_formulas(out, sheets=("Order",))
     wb, cached = openpyxl.load_workbook(out), openpyxl.load_workbook(out, data_only=True)
     order = [(c.coordinate, cached["Order"][c.coordinate].value) for row in wb["Order"].iter_rows() for c in row
