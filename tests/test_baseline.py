@@ -16,7 +16,10 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed."""
+got their sources, no value changed. Once more for providers on the plan (issue 21): Candidates gained the
+provider and region columns (AR:AS); Order's lines moved into a block per provider (cn-market, then market's
+H200) with a title and a subtotal each, the total and the blocks below it a few rows down; no value changed, the
+JSON unchanged."""
 
 from __future__ import annotations
 
