@@ -18,8 +18,8 @@ below two down), Checks a tie-out before the Recon ones and Order the block befo
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
 got their sources, no value changed. Once more for providers on the plan (issue 21): Candidates gained the
 provider and region columns (AR:AS); Order's lines moved into a block per provider (cn-market, then market's
-H200) with a title and a subtotal each, the total and the blocks below it a few rows down; no value changed, the
-JSON unchanged."""
+H200) with a title and a subtotal each, the total and the blocks below it a few rows down; About's reading
+guide for Order and Candidates says so; no value changed, the JSON unchanged."""
 
 from __future__ import annotations
 
