@@ -410,7 +410,8 @@ TEXT_ZH = {
     "quantity": "数量", "unit price": "单价", "tasks served": "服务的任务", "provider / SKU": "供应商 / 规格型号",
     "notes": "备注", "cards by month": "每月卡数", "sign-off": "签核", "date": "日期", "signature": "签字",
     "prepared by": "编制人", "approved by": "审批人", "card-months": "卡·月",
-    "Subtotal": "小计", "provider not given": "未注明供应商", "any": "不限",
+    "provider: {provider}": "供应商：{provider}", " · region: {regions}": " · 区域：{regions}",
+    "Subtotal {provider}": "{provider} 小计", "provider not given": "未注明供应商", "any": "不限",
     "All checks pass": "全部检查通过", "CHECKS FAIL — see Checks": "检查未通过 — 见 Checks 表",
     "{count} task(s) would cost less on their cheapest suited tier, saving {saving} a month (Tasks: tier advice)":
     "{count} 个任务改用最便宜的适用计费方式会更省钱，每月可省 {saving}（见任务表的计费建议）",

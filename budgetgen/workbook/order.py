@@ -58,13 +58,14 @@ def _lines(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLa
     i = 0
     for (provider, n), (title, subtotal) in zip(at.groups, at.group_rows, strict=True):
         group = lines[i:i + n]
+        name = provider or book.t("provider not given")
         regions = ", ".join(dict.fromkeys(book.t(line.region) for line in group if line.region))
-        ws.write_string(title, 0, f"{book.t('provider')}: {provider or book.t('provider not given')}"
-                                  + (f" · {book.t('region')}: {regions}" if regions else ""), book.f.bold)
+        ws.write_string(title, 0, book.t("provider: {provider}").format(provider=name)
+                        + (book.t(" · region: {regions}").format(regions=regions) if regions else ""), book.f.bold)
         for line in group:
             _line(book, ws, at, line, i)
             i += 1
-        ws.write_string(subtotal, 0, f"{book.t('Subtotal')} {provider or book.t('provider not given')}", book.f.bold)
+        ws.write_string(subtotal, 0, book.t("Subtotal {provider}").format(provider=name), book.f.bold)
         book.formula(ws, subtotal, total, f"SUM({col}{title + 2}:{col}{subtotal})",
                      math.fsum(line.total for line in group), "money", "total")
     ws.write_string(at.total_row, 0, book.t("Total"), book.f.bold)
