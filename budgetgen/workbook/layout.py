@@ -22,7 +22,8 @@ GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "ban
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
              "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
-             "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
+             "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion"}
+# (the prices' names are on the plan-currency columns: workbook/gpus.py)
 # The FX table on Assumptions: each currency and its rate in plan currency per unit.
 FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
 FX_HEADER = "FX currency"  # the first header of the table, which `diff` reads a built budget's rates below
@@ -264,7 +265,7 @@ class OrderLayout:
 
     def line_row(self, i: int) -> int:
         """The row of order line `i` (in `lines`' order)."""
-        for (title, subtotal), (_, n) in zip(self.group_rows, self.groups, strict=True):
+        for (title, _), (_, n) in zip(self.group_rows, self.groups, strict=True):
             if i < n:
                 return title + 1 + i
             i -= n
