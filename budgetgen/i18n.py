@@ -270,9 +270,10 @@ TEXT_ZH = {
     "黑字单元格是公式，绿字单元格是对其他工作表的引用；每个公式都带有budgetgen计算的值，任何查看器都能正确显示。",
     "Checks must read TRUE in its first row: every total ties out to its parts.":
     "Checks表第一行必须为TRUE：每个合计都与其组成部分一致。",
-    "Candidates shows every GPU for every task with its cost; Tiers the money per price tier against the caps; "
-    "BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage.":
-    "Candidates列出每个任务在每种GPU上的成本；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
+    "Candidates shows every GPU for every task with its cost and the provider behind its price; Tiers the money "
+    "per price tier against the caps; BuyVsRent whether owning a card pays; Recon tabs compare the plan with the "
+    "cloud bill and GPU usage.":
+    "Candidates列出每个任务在每种GPU上的成本及其价格所属的供应商；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
     "Recon表将计划与云账单和GPU用量对比。",
     "Reconciliation": "对账", "plan versus bill versus usage": "计划、账单与用量对比", "planned": "计划",
     "billed": "账单", "variance": "偏差", "variance %": "偏差%", "status": "状态",
@@ -437,6 +438,8 @@ TEXT_ZH = {
     "quantity": "数量", "unit price": "单价", "tasks served": "服务的任务", "provider / SKU": "供应商 / 规格型号",
     "notes": "备注", "cards by month": "每月卡数", "sign-off": "签核", "date": "日期", "signature": "签字",
     "prepared by": "编制人", "approved by": "审批人", "card-months": "卡·月",
+    "provider: {provider}": "供应商：{provider}", " · region: {regions}": " · 区域：{regions}",
+    "Subtotal {provider}": "{provider} 小计", "provider not given": "未注明供应商", "any": "不限",
     "All checks pass": "全部检查通过", "CHECKS FAIL — see Checks": "检查未通过 — 见 Checks 表",
     "{count} task(s) would cost less on their cheapest suited tier, saving {saving} a month (Tasks: tier advice)":
     "{count} 个任务改用最便宜的适用计费方式会更省钱，每月可省 {saving}（见任务表的计费建议）",
@@ -447,9 +450,9 @@ TEXT_ZH = {
     "every task's GPU is on the GPUs sheet": "每个任务的GPU都在GPU表中",
     "Order total = Summary GPU total": "订购清单合计 = 汇总GPU合计",
     "model size": "模型规模", "training": "训练", "task id": "任务编号",
-    ("Order lists what to buy or reserve per GPU type and tier; TaskList is the tasks' key columns for printing "
-     "(Tasks holds every column and prints across several pages)."):
-    "Order 表列出按GPU型号和计费方式需要购买或预留的资源；TaskList 表是便于打印的任务关键列（Tasks 表含全部列，打印时跨多页）。",
+    ("Order lists what to buy or reserve per GPU type and tier, a block and a printed page per provider; TaskList "
+     "is the tasks' key columns for printing (Tasks holds every column and prints across several pages)."):
+    "Order 表列出按GPU型号和计费方式需要购买或预留的资源，每个供应商一个区块、打印时各占一页；TaskList 表是便于打印的任务关键列（Tasks 表含全部列，打印时跨多页）。",
     "value (formulas compare this)": "取值（公式比较此值）", "shown as": "显示为",
     "text of a Summary sentence": "汇总表语句的文字",
     "Not on the list": "不在列表中",

@@ -19,7 +19,10 @@ changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D5
 got their sources, no value changed. Once more for model v3's last part (issue 22: per-card activations,
 `optimizer`, latency targets): new Tasks input columns (optimizer, ttft_ms, tpot_ms), calculated columns and
 Assumptions rows move cells; the one value that moved is ML01's `vram_gb`, 132.8 -> 128.5 GB (the architecture's
-checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed."""
+checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed. Once more for providers on the plan (issue 21): Candidates gained the
+provider and region columns (AR:AS); Order's lines moved into a block per provider (cn-market, then market's
+H200) with a title and a subtotal each, the total and the blocks below it a few rows down; About's reading
+guide for Order and Candidates says so; no value changed, the JSON unchanged."""
 
 from __future__ import annotations
 
