@@ -400,6 +400,7 @@ TEXT_ZH = {
     "Warning: ": "警告：", "Error: ": "错误：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
+    "stopped by {signal} after writing {files}": "被 {signal} 中止，此前已写入 {files}",
     "OK: {tasks} tasks, {warnings} warning(s).": "通过：{tasks} 个任务，{warnings} 条警告。",
     "Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.":
     "已写入 {path}：填写“任务”工作表，然后运行 `budgetgen build {path}`。",
