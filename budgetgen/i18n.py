@@ -755,6 +755,34 @@ PROBLEMS = {
     "unknown_timezone": (('billing_timezone: "{zone}" is not a time zone; write an IANA name such as UTC or '
                          "America/New_York"),
                          'billing_timezone："{zone}" 不是时区；请写 IANA 名称，例如 UTC 或 Asia/Shanghai'),
+    "file_duplicate_column": (('has the column "{column}" {count} times ({headers}): keep one, so no value is '
+                              'read from the wrong one'),
+                              '"{column}" 列出现了 {count} 次（{headers}）：只保留一列，以免读错数值'),
+    "column_wrong_type": ('column "{header}" holds {kind} values, not {what}: export it as {what}',
+                          '"{header}" 列的值是 {kind} 类型，不是{what}：请按{what}导出'),
+    "not_utf8_text": ("is not UTF-8 text ({reason}); save it as CSV UTF-8",
+                      "不是 UTF-8 文本（{reason}）；请另存为 CSV UTF-8"),
+    "csv_bad_row": (("has {found} fields where the header has {expected} (an unquoted comma or a missing field); "
+                    "quote the text that holds a comma, or export the bill again"),
+                    "有 {found} 个字段，而表头有 {expected} 个（未加引号的逗号或缺字段）；请给含逗号的文本加引号，或重新导出账单"),
+    "hidden_sheet": (("is a hidden sheet of the bill: unhide it if its lines belong to the bill, else delete it "
+                     "(a hidden copy would be counted twice)"),
+                     "是账单中的隐藏工作表：若其行属于账单请取消隐藏，否则删除（隐藏的副本会被重复计算）"),
+    "formula_no_value": (("holds a formula without a saved result: open the file in Excel or LibreOffice and save it "
+                         "again, so its value can be read"),
+                         "含有没有保存结果的公式：请用 Excel 或 LibreOffice 打开并重新保存，以便读取其值"),
+    "spreadsheet_error": ('{column}: "{raw}" is a spreadsheet error, not a value: fix the formula or type the value',
+                          '{column}："{raw}" 是电子表格错误值，不是数据：请修正公式或直接输入值'),
+    "tags_two_tasks": ('"{raw}" names more than one task ({tasks}); keep one task_id key',
+                       '"{raw}" 指定了多个任务（{tasks}）；只保留一个 task_id 键'),
+    "bill_without_lines": ("{file} has the bill's columns but no line: nothing of it is reconciled",
+                           "{file} 有账单的列但没有任何行：其中没有可对账的内容"),
+    "bill_without_currency": (("{file} has no BillingCurrency column: its amounts are taken to be in the plan's "
+                              "currency {currency}; add the column to have it checked"),
+                              "{file} 没有 BillingCurrency 列：其金额按计划货币 {currency} 计；请添加该列以便核对"),
+    "memory_limit_small": (('recon_memory_limit: "{limit}" is below the {least} DuckDB needs to read a bill; write '
+                           'e.g. 1GB'),
+                           'recon_memory_limit："{limit}" 低于 DuckDB 读取账单所需的 {least}；请写例如 1GB'),
     "bad_memory_limit": ('recon_memory_limit: "{limit}" is not an amount of memory; write e.g. 1GB or 512MB',
                          'recon_memory_limit："{limit}" 不是内存大小；请写例如 1GB 或 512MB'),
     "bills_out_of_memory": (("the bills need more memory than recon_memory_limit allows ({reason}); raise the "

@@ -442,7 +442,8 @@ def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = (),
                   collected: Iterable[Path] = ()) -> None:
     """Refuse, before any work, outputs that would overwrite an input or each other, or replace what is not a file.
 
-    An input is the same file by its resolved path (links followed) or by its device and inode (a hard link).
+    An input is the same file by its resolved path (symbolic links followed); a hard link of an input may be an
+    output, since the rename replaces the link, never the input's content.
     `collected` are folders and globs whose files are read as inputs (bills): an output with a suffix they read
     that would land among them is refused too, so that the next run does not read it back.
     An existing output that is a folder, a device node or a fifo is never replaced (`-o /dev/null` as root would
@@ -450,12 +451,11 @@ def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = (),
     """
     inputs = [Path(p) for p in inputs]
     sources = {p.resolve(): p for p in inputs}
-    nodes = {node: p for p in inputs if (node := _node(p)) is not None}
     seen: dict[Path, Path] = {}
     problems = []
     for target in (Path(t) for t in targets if t is not None):
         key = target.resolve()
-        source = sources.get(key) or nodes.get(_node(target))
+        source = sources.get(key)
         if source is not None:
             problems.append(Problem(Code.OUTPUT, source.name, "",
                                     "the output would overwrite the input: choose another -o/--json path"))
@@ -494,15 +494,6 @@ def _collected_by(target: Path, collected: Iterable[Path]) -> Path | None:
                     fnmatch.fnmatchcase(str(resolved), pattern):
                 return source
     return None
-
-
-def _node(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of an existing file, None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
 
 
 def _special_kind(path: Path) -> str | None:
