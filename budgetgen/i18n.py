@@ -681,6 +681,10 @@ PROBLEMS = {
     "mfu_range": ("mfu: {mfu:g} must be above 0 and at most 1 (e.g. 40%)", "mfu：{mfu:g} 必须大于 0 且不超过 1（例如 40%）"),
     "unknown_gpu": ('gpu: "{gpu}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)',
                     'gpu："{gpu}" 不在目录中（请使用 {names} 之一，或在 GPUs（GPU）工作表中添加）'),
+    "plan_past_last_month": (
+        ("period_start {start} with {months} period_months runs past {last}, the last month a workbook can show: "
+         "start by {latest}"),
+        "period_start {start} 加 {months} 个月的计划期超过了工作簿能显示的最后月份 {last}：请不晚于 {latest} 开始"),
     "month_outside_plan": (
         ("{column}: {month} is outside the plan {first} to {last} "
          "(change the month or the period_start/period_months settings)"),
@@ -690,6 +694,20 @@ PROBLEMS = {
         ('{column}: "{value}" contains {chars}, which spreadsheet lookups read as wildcards: '
          "use letters, digits, spaces, - _ . / instead"),
         '{column}："{value}" 含有 {chars}，电子表格查找会将其视为通配符：请改用字母、数字、空格、- _ . /'),
+    "error_value": ('"{raw}" is a spreadsheet error, not a value: fix the formula or type the value',
+                    '"{raw}" 是电子表格错误值，不是数据：请修正公式或直接输入值'),
+    "near_sheet_name": (('sheet "{title}" is not read: budgetgen reads a sheet named "{sheet}"; rename it (or, if it '
+                        'is a note of your own, give it a name further from "{sheet}")'),
+                        '工作表 "{title}" 不会被读取：budgetgen 读取名为 "{sheet}" 的工作表；请重命名（若是自己的备注，请起一个与 "{sheet}" 差别更大的名字）'),
+    "duplicate_assignment": (('resource_id: "{resource}" is already assigned in {first}: a resource serves one task, '
+                             'keep one row'),
+                             'resource_id："{resource}" 已在 {first} 分配：一个资源只对应一个任务，请只保留一行'),
+    "active_above_total": (("active_params_b: {active:g} is more than the model's {total:g} billion parameters in all; "
+                           "active parameters are a part of the total"),
+                           "active_params_b：{active:g} 超过模型总参数 {total:g} 十亿；激活参数是总参数的一部分"),
+    "prompt_beyond_context": (("prompt_tokens: {prompt:,.0f} is beyond {model}'s context of {context:,} tokens; "
+                              "shorten the prompt or choose a model with a longer context"),
+                              "prompt_tokens：{prompt:,.0f} 超出 {model} 的上下文长度 {context:,} 个token；请缩短提示或选择上下文更长的模型"),
     "duplicate_task_id": ('task_id: "{task_id}" is already used in {first} (task ids must be unique, ignoring case)',
                           'task_id："{task_id}" 已在 {first} 使用（任务编号必须唯一，不区分大小写）'),
     "no_tasks": ("no tasks: fill in at least one row under the header", "没有任务：请在表头下至少填写一行"),

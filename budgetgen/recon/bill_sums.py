@@ -37,7 +37,7 @@ from openpyxl.utils import get_column_letter
 from ..errors import Code, InputError, Problem
 from ..i18n import Message
 from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
-from ..values import LARGEST
+from ..values import LARGEST, SPREADSHEET_ERRORS
 from .columns import BILL_INPUT_COLUMNS, PRICING_CATEGORIES, duplicate_headers, match_headers
 from .table import MAX_ROW_PROBLEMS, listed_problems, sheet_frame, shown
 
@@ -420,7 +420,7 @@ def _frame_part(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, name: str, 
     headers = tuple(str(c) for c in frame.columns)
     columns = tuple(_unique(headers))
     for i, header in enumerate(headers):
-        errors = texts[f"c{i}"].isin(SPREADSHEET_ERRORS)
+        errors = texts[f"c{i}"].str.strip().str.upper().isin(SPREADSHEET_ERRORS)
         options.problems += [
             Problem(Code.FORMULA, name, f"{get_column_letter(i + 1)}{row}", Message(
                 "spreadsheet_error", column=header, raw=value))
@@ -428,11 +428,6 @@ def _frame_part(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, name: str, 
     renamed = ", ".join(f'c{i} AS {_ident(c)}' for i, c in enumerate(columns))
     relation = f"(SELECT {renamed}{', ' if columns else ''}_row FROM {table})"
     return _Part(name, relation, True, columns, dict.fromkeys(columns, "VARCHAR"), "_row", headers=headers)
-
-
-SPREADSHEET_ERRORS = ("#N/A", "#REF!", "#VALUE!", "#DIV/0!", "#NAME?", "#NUM!", "#NULL!", "#SPILL!", "#CALC!",
-                      "#GETTING_DATA", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!")
-"""What a spreadsheet saves as a formula's result when it failed: never a value of a bill."""
 
 
 def _texts(column: pd.Series) -> pd.Series:
