@@ -14,10 +14,8 @@ Bad values are found by SQL and reported by file and row, the first MAX_ROW_PROB
 
 from __future__ import annotations
 
-import csv
 import glob
 import hashlib
-import io
 import json
 import math
 import re
@@ -39,7 +37,7 @@ from ..i18n import Message
 from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from ..values import LARGEST, SPREADSHEET_ERRORS
 from .columns import BILL_INPUT_COLUMNS, PRICING_CATEGORIES, duplicate_headers, match_headers
-from .table import MAX_ROW_PROBLEMS, listed_problems, sheet_frame, shown
+from .table import MAX_ROW_PROBLEMS, csv_header, listed_problems, parquet_headers, sheet_frame, shown
 
 SUM_KEYS = ("month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit", "commitment",
             "commitment_id", "commitment_type", "pricing_category")
@@ -316,9 +314,9 @@ def _parts(con: duckdb.DuckDBPyConnection, source: BillSource, options: _Options
                         "file_row_number=true)")
             parts.append(_described(con, relation, parquet[0].name if len(parquet) == 1 else source.name,
                                     row="file_row_number + 1", file=_ident(_FILE_COLUMN) if several else None,
-                                    headers=_parquet_headers(parquet)))
+                                    headers=parquet_headers(parquet)))
         for path in (p for p in paths if p.suffix.lower() == ".csv"):
-            headers, delimiter = _csv_header(path)
+            headers, delimiter = csv_header(path)
             # The header is read here, so DuckDB's sniffer never guesses: a row with more or fewer fields than
             # the header is an error at its line, and a quoted field may hold newlines.
             columns = "{" + ", ".join(f"{_literal(c)}: 'VARCHAR'" for c in _unique(headers)) + "}"
@@ -344,45 +342,6 @@ def _unique(headers: Iterable[str]) -> list[str]:
         seen[h] += 1
         out.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
     return out
-
-
-def _parquet_headers(paths: list[Path]) -> tuple[str, ...] | None:
-    """The column names the Parquet files declare: each once, plus every repeat within one file."""
-    try:
-        import pyarrow.parquet as pq
-
-        schemas = [pq.read_schema(path).names for path in paths]
-    except Exception:  # noqa: BLE001 - DuckDB reads the file next and names what is wrong with it
-        return None
-    names = list(dict.fromkeys(n for own in schemas for n in own))
-    return tuple(names + [n for own in schemas for n, k in Counter(own).items() for _ in range(k - 1)])
-
-
-def _csv_header(path: Path) -> tuple[tuple[str, ...], str]:
-    """A CSV file's header fields and delimiter (comma, else semicolon, tab or bar, whichever the header uses
-    most); a file that is no UTF-8 text (UTF-16, binary) is refused by name."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(1 << 20)
-    except OSError as exc:
-        raise InputError([Problem(Code.UNREADABLE, path.name, "", Message(
-            "unreadable_file", reason=exc.strerror or str(exc)))]) from None
-    reason = None
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
-        reason = "it holds NUL bytes: UTF-16 or a binary file"
-    else:
-        try:
-            text = head.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            if exc.start < len(head) - 4:  # not merely a character cut at the end of the 1 MB read
-                reason = f"byte {exc.start + 1:,} is not UTF-8"
-            text = head[:exc.start].decode("utf-8-sig")
-    if reason is not None:
-        raise InputError([Problem(Code.WRONG_FORMAT, path.name, "", Message("not_utf8_text", reason=reason))])
-    first = text.split("\n", 1)[0]
-    delimiter = max((",", ";", "\t", "|"), key=lambda d: (first.count(d), d == ","))
-    header = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
-    return tuple(h.strip() for h in header), delimiter
 
 
 def _duckdb_problem(exc: duckdb.Error, name: str) -> Problem:
