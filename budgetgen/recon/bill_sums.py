@@ -725,6 +725,8 @@ def _connection(memory_limit: str, temp_parent: Path | None, timezone: str) -> I
             for macro in _MACROS:
                 con.execute(macro)
             yield con
+        except duckdb.Error as exc:  # any query over the bills (a CSV row's fields are counted as it is read)
+            raise InputError([_duckdb_problem(exc, "Bills")]) from None
         finally:
             con.close()
 
