@@ -14,6 +14,7 @@ import shutil
 import signal
 import stat
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -630,15 +631,22 @@ def _replace_all(staging: Staging) -> None:
 
 @contextmanager
 def _signals_held() -> Iterator[None]:
-    """Block the stop signals in this thread while the block runs; one that came is delivered at its end."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
-        yield
+    """Hold back the stop signals while the block runs: one that comes is noted and raised again at its end.
+
+    Python runs signal handlers in the main thread between two steps of its own, whichever thread the system
+    delivered the signal to, so swapping the handlers (not the thread's signal mask) is what holds them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread handles signals
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    pending: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for signum in pending:
+            signal.raise_signal(signum)
 
 
 @contextmanager
