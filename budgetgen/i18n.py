@@ -793,6 +793,9 @@ PROBLEMS = {
                           '{column}："{raw}" 是电子表格错误值，不是数据：请修正公式或直接输入值'),
     "tags_two_tasks": ('"{raw}" names more than one task ({tasks}); keep one task_id key',
                        '"{raw}" 指定了多个任务（{tasks}）；只保留一个 task_id 键'),
+    "bill_months_outside_plan": (("the bills hold months outside the plan {first} to {last}: {months}; they are "
+                                  "reconciled against no planned cost (check the bills' dates or the plan period)"),
+                                 "账单含有计划期 {first} 至 {last} 之外的月份：{months}；这些月份没有计划成本可对账（请检查账单日期或计划期）"),
     "bill_without_lines": ("{file} has the bill's columns but no line: nothing of it is reconciled",
                            "{file} 有账单的列但没有任何行：其中没有可对账的内容"),
     "bill_without_currency": (("{file} has no BillingCurrency column: its amounts are taken to be in the plan's "

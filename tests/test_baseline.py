@@ -16,7 +16,9 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed."""
+got their sources, no value changed. Then a warning names the sample bills' months outside the plan (2027-01,
+2027-02: reconciled against no planned cost): the JSON's warnings and Summary's warning list (A41) one longer,
+no value changed."""
 
 from __future__ import annotations
 
