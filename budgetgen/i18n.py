@@ -429,6 +429,7 @@ TEXT_ZH = {
     "Warning: ": "警告：", "Error: ": "错误：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
+    "stopped by {signal} after writing {files}": "被 {signal} 中止，此前已写入 {files}",
     "OK: {tasks} tasks, {warnings} warning(s).": "通过：{tasks} 个任务，{warnings} 条警告。",
     "Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.":
     "已写入 {path}：填写“任务”工作表，然后运行 `budgetgen build {path}`。",
@@ -711,6 +712,10 @@ PROBLEMS = {
     "mfu_range": ("mfu: {mfu:g} must be above 0 and at most 1 (e.g. 40%)", "mfu：{mfu:g} 必须大于 0 且不超过 1（例如 40%）"),
     "unknown_gpu": ('gpu: "{gpu}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)',
                     'gpu："{gpu}" 不在目录中（请使用 {names} 之一，或在 GPUs（GPU）工作表中添加）'),
+    "plan_past_last_month": (
+        ("period_start {start} with {months} period_months runs past {last}, the last month a workbook can show: "
+         "start by {latest}"),
+        "period_start {start} 加 {months} 个月的计划期超过了工作簿能显示的最后月份 {last}：请不晚于 {latest} 开始"),
     "month_outside_plan": (
         ("{column}: {month} is outside the plan {first} to {last} "
          "(change the month or the period_start/period_months settings)"),
@@ -720,6 +725,20 @@ PROBLEMS = {
         ('{column}: "{value}" contains {chars}, which spreadsheet lookups read as wildcards: '
          "use letters, digits, spaces, - _ . / instead"),
         '{column}："{value}" 含有 {chars}，电子表格查找会将其视为通配符：请改用字母、数字、空格、- _ . /'),
+    "error_value": ('"{raw}" is a spreadsheet error, not a value: fix the formula or type the value',
+                    '"{raw}" 是电子表格错误值，不是数据：请修正公式或直接输入值'),
+    "near_sheet_name": (('sheet "{title}" is not read: budgetgen reads a sheet named "{sheet}"; rename it (or, if it '
+                        'is a note of your own, give it a name further from "{sheet}")'),
+                        '工作表 "{title}" 不会被读取：budgetgen 读取名为 "{sheet}" 的工作表；请重命名（若是自己的备注，请起一个与 "{sheet}" 差别更大的名字）'),
+    "duplicate_assignment": (('resource_id: "{resource}" is already assigned in {first}: a resource serves one task, '
+                             'keep one row'),
+                             'resource_id："{resource}" 已在 {first} 分配：一个资源只对应一个任务，请只保留一行'),
+    "active_above_total": (("active_params_b: {active:g} is more than the model's {total:g} billion parameters in all; "
+                           "active parameters are a part of the total"),
+                           "active_params_b：{active:g} 超过模型总参数 {total:g} 十亿；激活参数是总参数的一部分"),
+    "prompt_beyond_context": (("prompt_tokens: {prompt:,.0f} is beyond {model}'s context of {context:,} tokens; "
+                              "shorten the prompt or choose a model with a longer context"),
+                              "prompt_tokens：{prompt:,.0f} 超出 {model} 的上下文长度 {context:,} 个token；请缩短提示或选择上下文更长的模型"),
     "duplicate_task_id": ('task_id: "{task_id}" is already used in {first} (task ids must be unique, ignoring case)',
                           'task_id："{task_id}" 已在 {first} 使用（任务编号必须唯一，不区分大小写）'),
     "no_tasks": ("no tasks: fill in at least one row under the header", "没有任务：请在表头下至少填写一行"),
@@ -797,6 +816,37 @@ PROBLEMS = {
     "unknown_timezone": (('billing_timezone: "{zone}" is not a time zone; write an IANA name such as UTC or '
                          "America/New_York"),
                          'billing_timezone："{zone}" 不是时区；请写 IANA 名称，例如 UTC 或 Asia/Shanghai'),
+    "file_duplicate_column": (('has the column "{column}" {count} times ({headers}): keep one, so no value is '
+                              'read from the wrong one'),
+                              '"{column}" 列出现了 {count} 次（{headers}）：只保留一列，以免读错数值'),
+    "column_wrong_type": ('column "{header}" holds {kind} values, not {what}: export it as {what}',
+                          '"{header}" 列的值是 {kind} 类型，不是{what}：请按{what}导出'),
+    "not_utf8_text": ("is not UTF-8 text ({reason}); save it as CSV UTF-8",
+                      "不是 UTF-8 文本（{reason}）；请另存为 CSV UTF-8"),
+    "csv_bad_row": (("has {found} fields where the header has {expected} (an unquoted comma or a missing field); "
+                    "quote the text that holds a comma, or export the bill again"),
+                    "有 {found} 个字段，而表头有 {expected} 个（未加引号的逗号或缺字段）；请给含逗号的文本加引号，或重新导出账单"),
+    "hidden_sheet": (("is a hidden sheet of the bill: unhide it if its lines belong to the bill, else delete it "
+                     "(a hidden copy would be counted twice)"),
+                     "是账单中的隐藏工作表：若其行属于账单请取消隐藏，否则删除（隐藏的副本会被重复计算）"),
+    "formula_no_value": (("holds a formula without a saved result: open the file in Excel or LibreOffice and save it "
+                         "again, so its value can be read"),
+                         "含有没有保存结果的公式：请用 Excel 或 LibreOffice 打开并重新保存，以便读取其值"),
+    "spreadsheet_error": ('{column}: "{raw}" is a spreadsheet error, not a value: fix the formula or type the value',
+                          '{column}："{raw}" 是电子表格错误值，不是数据：请修正公式或直接输入值'),
+    "tags_two_tasks": ('"{raw}" names more than one task ({tasks}); keep one task_id key',
+                       '"{raw}" 指定了多个任务（{tasks}）；只保留一个 task_id 键'),
+    "bill_months_outside_plan": (("the bills hold months outside the plan {first} to {last}: {months}; they are "
+                                  "reconciled against no planned cost (check the bills' dates or the plan period)"),
+                                 "账单含有计划期 {first} 至 {last} 之外的月份：{months}；这些月份没有计划成本可对账（请检查账单日期或计划期）"),
+    "bill_without_lines": ("{file} has the bill's columns but no line: nothing of it is reconciled",
+                           "{file} 有账单的列但没有任何行：其中没有可对账的内容"),
+    "bill_without_currency": (("{file} has no BillingCurrency column: its amounts are taken to be in the plan's "
+                              "currency {currency}; add the column to have it checked"),
+                              "{file} 没有 BillingCurrency 列：其金额按计划货币 {currency} 计；请添加该列以便核对"),
+    "memory_limit_small": (('recon_memory_limit: "{limit}" is below the {least} DuckDB needs to read a bill; write '
+                           'e.g. 1GB'),
+                           'recon_memory_limit："{limit}" 低于 DuckDB 读取账单所需的 {least}；请写例如 1GB'),
     "bad_memory_limit": ('recon_memory_limit: "{limit}" is not an amount of memory; write e.g. 1GB or 512MB',
                          'recon_memory_limit："{limit}" 不是内存大小；请写例如 1GB 或 512MB'),
     "bills_out_of_memory": (("the bills need more memory than recon_memory_limit allows ({reason}); raise the "

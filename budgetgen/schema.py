@@ -352,11 +352,11 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="output (generated) tokens per request (serving)"),
     C("context_tokens", "number", "tokens", positive=True,
       help="tokens one sequence holds in the KV cache; blank: prompt plus output"),
-    C("serving_hours_per_day", "number", "h/day", default=24, positive=True,
+    C("serving_hours_per_day", "number", "h/day", default=24, positive=True, maximum=24,
       help="hours a day the service is up and the traffic falls in"),
     C("tokens_per_sec", "number", "tokens/s", positive=True,
       help="measured output tokens/s of one replica under load; blank: estimated per replica"),
-    C("concurrency", "number", "sequences", positive=True,
+    C("concurrency", "count", "sequences", positive=True,
       help="sequences one replica decodes together; blank: as many as memory holds (at most max_batch_per_card "
       "per card)"),
     C("ttft_ms", "number", "ms", positive=True,

@@ -22,7 +22,9 @@ Assumptions rows move cells; the one value that moved is ML01's `vram_gb`, 132.8
 checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed. Once more for providers on the plan (issue 21): Candidates gained the
 provider and region columns (AR:AS); Order's lines moved into a block per provider (cn-market, then market's
 H200) with a title and a subtotal each, the total and the blocks below it a few rows down; About's reading
-guide for Order and Candidates says so; no value changed, the JSON unchanged."""
+guide for Order and Candidates says so; no value changed, the JSON unchanged. Then a warning names the sample bills' months outside the plan (2027-01,
+2027-02: reconciled against no planned cost): the JSON's warnings and Summary's warning list (A41) one longer,
+no value changed."""
 
 from __future__ import annotations
 
