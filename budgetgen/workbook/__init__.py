@@ -37,7 +37,7 @@ from .layout import plan_layout
 from .models import write_models
 from .monthly import write_monthly
 from .order import write_order
-from .recon import recon_check, write_recon
+from .recon import recon_check, write_recon, write_saving_line
 from .summary import write_reforecast, write_summary
 from .task_list import write_task_list
 from .tasks import write_tasks
@@ -107,6 +107,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
                                           rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
+        ("Summary saving", lambda: write_saving_line(book, ws["Summary"], recon, layout.summary)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))
           for m, at in layout.recon.items()),
         ("Checks", lambda: write_checks(book, ws["Checks"], plan, checks)),

@@ -115,6 +115,14 @@ def recon_partial(month: str) -> str:
     return month_name("ReconPartial", month)
 
 
+def recon_saving(month: str) -> str:
+    """The month's achievable saving on its Recon tab: ReconSaving_2026_07."""
+    return month_name("ReconSaving", month)
+
+
+EXTRAS_CATEGORY = "ExtrasCategory"   # the Extras' category column
+
+
 # ------------------------------------------------------------------ sheet layouts
 @dataclass(frozen=True)
 class Table:
@@ -392,7 +400,8 @@ class ReconLayout:
     non_gpu_last: int   # the row after the last non-GPU line; the totals start here
     commitment_rows: int = 1   # rows of the commitment block (at least 1: its SUM has a range)
 
-    totals_rows = 8     # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input
+    totals_rows = 13    # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input,
+    #                     non-GPU not planned, credits, refunds, saving from idle cards, achievable saving
     coverage_rows = 6   # first and last charge day, days with lines, partial month, duplicates (lines, amount)
 
     @property
@@ -415,8 +424,8 @@ class ReconLayout:
     @property
     def commitment_header(self) -> int:
         """The commitment lines (unused commitment, purchases), their total and the month's EffectiveCost: after
-        the like-for-like header and its three rows, so that a bill without commitments moves no cell."""
-        return self.like_header + 5
+        the like-for-like header and its four rows, so that a bill without commitments moves no cell."""
+        return self.like_header + 6
 
     @property
     def commitment_first(self) -> int:
@@ -434,7 +443,7 @@ class ReconLayout:
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
         return ((0, self.task_last), (self.resource_header, self.resource_last),
-                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 3),
+                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 4),
                 (self.commitment_header, self.last_row))
 
 

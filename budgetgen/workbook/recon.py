@@ -11,9 +11,11 @@ import datetime as dt
 import math
 
 from ..recon import rules as R
+from ..recon.pipeline import CREDIT_KINDS
 from .book import Book
 from .checks import Check
 from .layout import (
+    EXTRAS_CATEGORY,
     ReconLayout,
     extras_cost,
     gpu_cost,
@@ -21,22 +23,25 @@ from .layout import (
     recon_billed_input,
     recon_billed_total,
     recon_partial,
+    recon_saving,
 )
 from .printing import print_setup
 
 TASK_HEADERS = ["task id", "planned", "billed", "variance", "variance %", "status", "non-GPU billed", "buffer share",
                 "buffer left", "cards held", "planned GPU hours", "GPU hours billed", "rate variance",
-                "usage variance", "EffectiveCost", "compared with plan", "planned PricingCategory"]
+                "usage variance", "EffectiveCost", "compared with plan", "planned PricingCategory", "GPU resources"]
 RESOURCE_HEADERS = ["resource", "task id", "services", "lines", "billed", "hours", "avg util %", "peak memory share",
-                    "OOM events", "flags", "action next month", "cards", "cards to drop", "saving if acted on",
-                    "PricingCategory"]
+                    "OOM events", "flags", "action next month", "cards", "idle cards", "saving if acted on",
+                    "PricingCategory", "to attribute or stop"]
 COMMITMENT_HEADERS = ["commitment lines", "billed", "EffectiveCost", "commitment id", "commitment type"]
 COMMITMENT_KINDS = {"unused": "unused commitment", "purchase": "commitment purchase"}
 """The words of a commitment line's kind (pipeline.COMMITMENT_KINDS)."""
 DATE_FORMAT = "yyyy-mm-dd"
+CREDIT_WORDS = {"credit": "credits", "refund": "refunds and adjustments"}
+"""The words of a credit line's kind (pipeline.CREDIT_KINDS)."""
 
 
-_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14, 16, 16, 16]   # the action column is wide
+_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14, 16, 16, 16, 14]   # the action column is wide
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -113,6 +118,7 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
                          t.planned_pricing, "text", "link")
         else:
             book.value(ws, row, 16, t.planned_pricing, "input", "text")
+        book.value(ws, row, 17, t.resources, "input", "int")   # counted once per task by the grouping
     if mr.tasks:
         chart = book.wb.add_chart({"type": "column"})
         for col, label in ((1, "planned"), (2, "billed")):
@@ -136,7 +142,6 @@ def _limits(book: Book, plan) -> R.Limits:
 
 def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
     book.header(ws, at.resource_header, RESOURCE_HEADERS)
-    a, b = at.resource_first + 1, at.resource_last + 1
     task_rows = {t.task_id: at.task_first + 1 + i for i, t in enumerate(mr.tasks)}
     for i, res in enumerate(mr.resources):
         row = at.resource_first + i
@@ -153,40 +158,59 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
         # The task's own cells, referred to directly: no lookup of a bill's id that might hold * ? or ~.
         task_row = task_rows.get(res.task_id)
         cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
-                 "flags": f"J{n}", "cards": f"L{n}", "drop": f"M{n}", "tasks": f"$B${a}:$B${b}",
+                 "flags": f"J{n}", "cards": f"L{n}", "idle": f"M{n}",
                  "task_status": f"$F${task_row}" if task_row else '""',
                  "task_cards": f"$J${task_row}" if task_row else '""',
+                 "task_rows": f"$R${task_row}" if task_row else '""',
                  "pricing": f"O{n}", "planned_pricing": f"$Q${task_row}" if task_row else '""'}
         values = {"flags": " ".join(res.flags)}
         book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
         book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
         book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
-        book.formula(ws, row, 12, R.CARDS_TO_DROP.formula(cells), res.cards_to_drop, "int")
+        book.formula(ws, row, 12, R.IDLE_CARDS.formula(cells), res.idle_cards, "number")
         book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
+        book.formula(ws, row, 15, R.TO_ATTRIBUTE.formula(cells), res.to_attribute, "money")
 
 
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
-    book.header(ws, at.non_gpu_header, ["non-GPU lines", "billed"])
-    for i, (category, amount) in enumerate(sorted(mr.non_gpu.items())):
-        ws.write_string(at.non_gpu_first + i, 0, book.t(category))
-        book.value(ws, at.non_gpu_first + i, 1, amount, "input", "money")
+    """Each non-GPU category billed against its Extras (only what no Extra planned uses the buffer), then the
+    month's totals, the credits and refunds apart, and the achievable saving."""
+    book.header(ws, at.non_gpu_header, ["non-GPU lines", "billed", "planned (Extras)", "not planned"])
+    for i, (category, amount) in enumerate(mr.non_gpu.items()):
+        row, n = at.non_gpu_first + i, at.non_gpu_first + i + 1
+        planned = mr.non_gpu_planned.get(category, 0.0)
+        ws.write_string(row, 0, book.t(category))
+        book.value(ws, row, 1, amount, "input", "money")
+        if in_plan:   # the category's key as the Extras sheet holds it, in either language
+            book.formula(ws, row, 2, f'SUMIF({EXTRAS_CATEGORY},"{category}",{extras_cost(at.month)})', planned,
+                         "money", "link")
+        else:
+            book.value(ws, row, 2, planned, "input", "money")
+        book.formula(ws, row, 3, R.NOT_PLANNED.formula({"billed": f"B{n}", "planned": f"C{n}"}),
+                     mr.not_planned(category), "money")
     last = at.non_gpu_last
     a, b = at.resource_first + 1, at.resource_last + 1
     n = last + 1
     buffer = (month_buffer(at.month), "link") if in_plan else (None, "input")
     cells = {"non_gpu": f"B{n}", "reserved": f"B{n + 1}", "allocated": f"B{n + 3}", "unallocated": f"B{n + 4}",
-             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}", "commitments": f"B{at.commitment_total + 1}"}
-    values = {"non_gpu": mr.non_gpu_billed, "reserved": mr.buffer_reserved,
-              "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources]}
+             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}", "commitments": f"B{at.commitment_total + 1}",
+             "credits": f"(B{n + 9}+B{n + 10})", "saving": f"$N${a}:$N${b}", "idle_saving": f"B{n + 11}"}
+    values = {"reserved": mr.buffer_reserved, "non_gpu": mr.non_gpu_not_planned,
+              "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources],
+              "saving": [r.saving for r in mr.resources]}
     rows = [
         ("non-GPU billed", f"SUM(B{at.non_gpu_first + 1}:B{last})", mr.non_gpu_billed, "calc"),
         ("hidden-cost buffer reserved", buffer[0], mr.buffer_reserved, buffer[1]),
-        ("buffer left", R.BUFFER_LEFT.formula(cells), R.BUFFER_LEFT.py(values, None), "calc"),
+        ("buffer left", R.BUFFER_LEFT.formula({**cells, "non_gpu": f"B{n + 8}"}), mr.buffer_left, "calc"),
         ("GPU billed to tasks", R.ALLOCATED_GPU.formula(cells), R.ALLOCATED_GPU.py(values, None), "calc"),
         ("unallocated GPU", R.UNALLOCATED_GPU.formula(cells), R.UNALLOCATED_GPU.py(values, None), "calc"),
         ("billed total", R.BILLED_TOTAL.formula(cells), mr.billed_total, "calc"),
         ("planned GPU total", f"SUM(B{at.task_first + 1}:B{at.task_last + 1})", mr.planned_total, "calc"),
         ("BilledCost in the input", None, billed_input, "input"),
+        ("non-GPU not planned", f"SUM(D{at.non_gpu_first + 1}:D{last})", mr.non_gpu_not_planned, "calc"),
+        *((CREDIT_WORDS[k], None, mr.credits.get(k, 0.0), "input") for k in CREDIT_KINDS),
+        ("saving from idle cards", R.IDLE_SAVING.formula(cells), mr.idle_saving, "calc"),
+        ("achievable saving", R.ACHIEVABLE_SAVING.formula(cells), mr.achievable_saving, "total"),
     ]
     for i, (label, formula, value, role) in enumerate(rows):
         row = last + i
@@ -197,6 +221,18 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
             book.formula(ws, row, 1, formula, value, "money", role)
     book.define(recon_billed_total(at.month), at.sheet, last + 5, 1)
     book.define(recon_billed_input(at.month), at.sheet, last + 7, 1)
+    book.define(recon_saving(at.month), at.sheet, last + len(rows) - 1, 1)
+
+
+def write_saving_line(book: Book, ws, recon, at) -> None:
+    """One Summary line, in the blank row between the re-forecast and the chart: the achievable saving of the
+    latest billed plan month, by its Recon tab's name. Nothing when no plan month is billed."""
+    if at.reforecast_header is None:
+        return
+    month = at.billed_months[-1]
+    row = at.reforecast_header + len(at.months) + 4
+    ws.write_string(row, 0, f"{book.t('achievable saving, bill of')} {month}", book.f.bold)
+    book.formula(ws, row, 1, recon_saving(month), recon[month].achievable_saving, "money", "link")
 
 
 def _coverage(book: Book, ws, mr, at: ReconLayout) -> None:
@@ -235,7 +271,8 @@ def _date(book: Book, ws, row: int, day: dt.date) -> None:
 
 
 def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
-    """GPU billed against GPU planned, non-GPU billed against Extras + buffer, total against total."""
+    """GPU billed against GPU planned, non-GPU billed against Extras + buffer, the credits and refunds apart, total
+    against total."""
     r = at.like_header
     book.header(ws, r, ["like for like", "planned", "billed", "variance"])
     t = at.non_gpu_last + 1   # the totals block's first row, 1-based
@@ -245,7 +282,9 @@ def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
         ("GPU", f"B{t + 6}", mr.planned_total, f"B{t + 3}+B{t + 4}+B{at.commitment_total + 1}",
          mr.gpu_billed + mr.commitment_billed),
         ("non-GPU (extras + buffer)", extras, mr.planned_extras + mr.buffer_reserved, f"B{t}", mr.non_gpu_billed),
-        ("total", f"B{r + 2}+B{r + 3}", mr.planned_all, f"B{t + 5}", mr.billed_total),
+        # Credits and refunds are planned nowhere and netted into no usage line above.
+        ("credits and refunds", "0", 0.0, f"B{t + 9}+B{t + 10}", mr.credit_billed),
+        ("total", f"B{r + 2}+B{r + 3}+B{r + 4}", mr.planned_all, f"B{t + 5}", mr.billed_total),
     ]
     for i, (label, planned, planned_value, billed, billed_value) in enumerate(rows, start=1):
         n = r + i + 1
