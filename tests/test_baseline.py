@@ -16,7 +16,11 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed."""
+got their sources, no value changed. Then for reconciliation with money to act on: the Recon tabs'
+non-GPU block by the Extras' five categories with planned and not-planned columns, five more total rows (non-GPU
+not planned, credits, refunds, saving from idle cards, achievable saving), a credits row in like for like, the
+cards-to-drop column replaced by idle cards (M) and a to-attribute-or-stop column (P), the tasks' GPU resources (R);
+the JSON's resources' cards_to_drop became idle_cards, new month keys; no billed, planned or total value moved."""
 
 from __future__ import annotations
 
