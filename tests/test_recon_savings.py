@@ -1,5 +1,6 @@
 """Money to act on, end to end: idle replicas and an untagged GPU as savings, Extras reconciled by category,
-credits apart. One July bill built through the CLI; the Recon tab's formulas recalculated by `formulas`."""
+credits apart, the tab listing the top resources by money and the month's Resources sheet the others. One July
+bill built through the CLI; the Recon tab's and Resources sheet's formulas recalculated by `formulas`."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ ACHIEVABLE = REP1_SAVING + REP2_SAVING + 412.00   # 931.40: each resource counte
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("savings")
-    book = make_input(tmp / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2},
+    book = make_input(tmp / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2,
+                                                        "recon_top_resources": 2},
                       extras=EXTRAS, extra_sheets={"Usage": USAGE})
     bill = tmp / "bill.csv"
     with bill.open("w", newline="") as fh:
@@ -108,10 +110,29 @@ def test_credit_shows_as_a_credit(built):
     assert ws.cell(rows["credits and refunds"], 3).value == -25.0
 
 
+def test_top_resources_by_money_on_the_tab_the_rest_on_the_resources_sheet(built):
+    _, _, wb = built
+    ws, rows = wb["Recon 2026-07"], _rows(wb["Recon 2026-07"])
+    header = rows["resource"]
+    # recon_top_resources = 2: i-lost (412 to attribute or stop), then i-rep1 (273.00 saving); i-rep2 (246.40) is
+    # summed in one line and listed on the Resources sheet.
+    assert [ws.cell(header + i, 1).value for i in (1, 2)] == ["i-lost", "i-rep1"]
+    rest = header + 3
+    assert ws.cell(rest, 1).value == "1 more resources, listed on Resources 2026-07"
+    assert (ws.cell(rest, 5).value, ws.cell(rest, 14).value) == (280.0, pytest.approx(246.40))
+    detail = wb["Resources 2026-07"]
+    assert [detail.cell(3, c).value for c in (1, 2, 10, 12)] == ["i-rep2", "RAG", "low_utilization", 1]
+    assert detail.cell(3, 14).value == pytest.approx(REP2_SAVING)
+    # The totals still count every resource once.
+    assert ws.cell(rows["GPU billed to tasks"], 2).value == pytest.approx(300 + 280)
+    assert ws.cell(rows["saving from idle cards"], 2).value == pytest.approx(REP1_SAVING + REP2_SAVING)
+
+
 @pytest.mark.slow
 def test_recon_tab_formulas_recalculate_to_the_same_money(built):
     out, _, _ = built
-    cells = {k: v for k, v in formula_cells(out).items() if k[0] == "RECON 2026-07"}
-    recalculated = recalc_formulas(out, sheets=("Recon 2026-07",))
-    assert len(cells) > 50
+    sheets = ("RECON 2026-07", "RESOURCES 2026-07")
+    cells = {k: v for k, v in formula_cells(out).items() if k[0] in sheets}
+    recalculated = recalc_formulas(out, sheets=sheets)
+    assert len(cells) > 50 and any(k[0] == "RESOURCES 2026-07" for k in cells)
     assert [(k, cells[k]) for k in cells if not same(recalculated.get(k), cells[k][1])] == []

@@ -10,8 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from xlsxwriter.utility import xl_col_to_name
+
 from ..recon import rules as R
-from ..recon.pipeline import CREDIT_KINDS
+from ..recon.pipeline import CREDIT_KINDS, tab_resources
 from .book import Book
 from .checks import Check
 from .layout import (
@@ -23,7 +25,9 @@ from .layout import (
     recon_billed_input,
     recon_billed_total,
     recon_partial,
+    recon_rest,
     recon_saving,
+    recon_task_column,
 )
 from .printing import print_setup
 
@@ -140,36 +144,91 @@ def _limits(book: Book, plan) -> R.Limits:
                     {r.key: book.t(r.action) for r in R.FLAG_RULES})
 
 
+_TASK_CELLS = {"task_status": ("Status", 5), "task_cards": ("Cards", 9), "planned_pricing": ("Pricing", 16),
+               "task_rows": ("Resources", 17)}
+"""The task block's cells a resource row reads: placeholder -> (name part, column)."""
+_REST_COLUMNS = {"Task": 1, "Lines": 3, "Billed": 4, "Saving": 13, "Attribute": 15}
+"""The Resources sheet's columns the Recon tab's totals and its rest line read: name part -> column."""
+
+
 def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
+    """The resources the tab lists (recon_top_resources, flagged first by the money at stake), then one line
+    summing the others, which the month's Resources sheet lists."""
     book.header(ws, at.resource_header, RESOURCE_HEADERS)
-    task_rows = {t.task_id: at.task_first + 1 + i for i, t in enumerate(mr.tasks)}
-    for i, res in enumerate(mr.resources):
-        row = at.resource_first + i
-        n = row + 1
-        ws.write_string(row, 0, res.resource_id or "")
-        ws.write_string(row, 1, res.task_id or "")
-        ws.write_string(row, 2, ", ".join(res.services))
-        ws.write_number(row, 3, res.lines)
-        book.value(ws, row, 14, res.pricing, "input", "text")   # blank when the bill gives no PricingCategory
-        book.value(ws, row, 4, res.billed, "input", "money")
-        for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
-                                (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
-            book.value(ws, row, col, _number(value), "input", fmt)
+    position = {t.task_id: i for i, t in enumerate(mr.tasks)}
+    shown, rest = _split(mr, at)
+    for i, res in enumerate(shown):
+        k = position.get(res.task_id)
         # The task's own cells, referred to directly: no lookup of a bill's id that might hold * ? or ~.
-        task_row = task_rows.get(res.task_id)
-        cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
-                 "flags": f"J{n}", "cards": f"L{n}", "idle": f"M{n}",
-                 "task_status": f"$F${task_row}" if task_row else '""',
-                 "task_cards": f"$J${task_row}" if task_row else '""',
-                 "task_rows": f"$R${task_row}" if task_row else '""',
-                 "pricing": f"O{n}", "planned_pricing": f"$Q${task_row}" if task_row else '""'}
-        values = {"flags": " ".join(res.flags)}
-        book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
-        book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
-        book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
-        book.formula(ws, row, 12, R.IDLE_CARDS.formula(cells), res.idle_cards, "number")
-        book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
-        book.formula(ws, row, 15, R.TO_ATTRIBUTE.formula(cells), res.to_attribute, "money")
+        task = {key: f"${xl_col_to_name(col)}${at.task_first + 1 + k}" if k is not None else '""'
+                for key, (_, col) in _TASK_CELLS.items()}
+        _resource_row(book, ws, at.resource_first + i, res, task, limits)
+    if not rest:
+        return
+    for key, (part, col) in _TASK_CELLS.items():
+        book.define_range(recon_task_column(at.month, part), at.sheet, at.task_first, at.task_last, col)
+    row = at.rest_row
+    flagged = sum(1 for r in rest if r.flags)
+    ws.write_string(row, 0, f"{len(rest):,} {book.t('more resources, listed on')} {at.detail_sheet}", book.f.bold)
+    ws.write_string(row, 9, f"{flagged:,} {book.t('flagged')}")
+    for key, col, value in (("Lines", 3, sum(r.lines for r in rest)), ("Billed", 4, math.fsum(r.billed for r in rest)),
+                            ("Saving", 13, math.fsum(r.saving for r in rest)),
+                            ("Attribute", 15, math.fsum(r.to_attribute for r in rest))):
+        book.formula(ws, row, col, f"SUM({recon_rest(at.month, key)})", value, "int" if key == "Lines" else "money",
+                     "link")
+
+
+def _split(mr, at: ReconLayout) -> tuple[tuple, tuple]:
+    """The resources the tab lists and those its Resources sheet lists, as the layout counted them."""
+    return tab_resources(mr.resources, len(mr.resources) - at.rest_rows)
+
+
+def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R.Limits) -> None:
+    """One resource's row: its bill and usage, then its rules (flags, action, cards, idle cards, saving, to
+    attribute or stop) over its own cells and its task's (`task`: the task block's cells or their names)."""
+    n = row + 1
+    ws.write_string(row, 0, res.resource_id or "")
+    ws.write_string(row, 1, res.task_id or "")
+    ws.write_string(row, 2, ", ".join(res.services))
+    ws.write_number(row, 3, res.lines)
+    book.value(ws, row, 14, res.pricing, "input", "text")   # blank when the bill gives no PricingCategory
+    book.value(ws, row, 4, res.billed, "input", "money")
+    for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
+                            (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
+        book.value(ws, row, col, _number(value), "input", fmt)
+    cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
+             "flags": f"J{n}", "cards": f"L{n}", "idle": f"M{n}", "pricing": f"O{n}", **task}
+    values = {"flags": " ".join(res.flags)}
+    book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
+    book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
+    book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
+    book.formula(ws, row, 12, R.IDLE_CARDS.formula(cells), res.idle_cards, "number")
+    book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
+    book.formula(ws, row, 15, R.TO_ATTRIBUTE.formula(cells), res.to_attribute, "money")
+
+
+def write_resources_detail(book: Book, ws, plan, mr, at: ReconLayout) -> None:
+    """The month's Resources sheet: every resource its Recon tab does not list, with the same rules; its task's
+    cells read through the tab's task-block names by the task's position (INDEX, no lookup of the id)."""
+    for col, width in enumerate(_WIDTHS[:len(RESOURCE_HEADERS)]):
+        ws.set_column(col, col, width)
+    ws.write_string(0, 0, f"{book.t('Resources')} {at.month}: {book.t('resources of the month not on its Recon tab')} "
+                          f"({book.currency})", book.f.title)
+    book.header(ws, at.detail_first - 1, RESOURCE_HEADERS)
+    limits = _limits(book, plan)
+    position = {t.task_id: i + 1 for i, t in enumerate(mr.tasks)}
+    _, rest = _split(mr, at)
+    for i, res in enumerate(rest):
+        k = position.get(res.task_id)
+        task = {key: f"INDEX({recon_task_column(at.month, part)},{k})" if k is not None else '""'
+                for key, (part, _) in _TASK_CELLS.items()}
+        _resource_row(book, ws, at.detail_first + i, res, task, limits)
+    for part, col in _REST_COLUMNS.items():
+        book.define_range(recon_rest(at.month, part), at.detail_sheet, at.detail_first, at.detail_last, col)
+    ws.freeze_panes(at.detail_first, 1)
+    ws.autofilter(at.detail_first - 1, 0, at.detail_last, len(RESOURCE_HEADERS) - 1)
+    print_setup(ws, book.lang, _WIDTHS[:len(RESOURCE_HEADERS)], at.detail_last, header_rows=(1, 1),
+                repeat_cols=(0, 0))
 
 
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
@@ -195,6 +254,13 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
     cells = {"non_gpu": f"B{n}", "reserved": f"B{n + 1}", "allocated": f"B{n + 3}", "unallocated": f"B{n + 4}",
              "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}", "commitments": f"B{at.commitment_total + 1}",
              "credits": f"(B{n + 9}+B{n + 10})", "saving": f"$N${a}:$N${b}", "idle_saving": f"B{n + 11}"}
+    rest = {"tasks": recon_rest(at.month, "Task"), "billed": recon_rest(at.month, "Billed"),
+            "saving": recon_rest(at.month, "Saving")}
+
+    def over_all(rule: R.Rule) -> str:
+        """A rule over the tab's resource rows, plus over the Resources sheet's when the tab lists only some."""
+        return rule.formula(cells) + (f"+{rule.formula(rest)}" if at.rest_rows else "")
+
     values = {"reserved": mr.buffer_reserved, "non_gpu": mr.non_gpu_not_planned,
               "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources],
               "saving": [r.saving for r in mr.resources]}
@@ -202,14 +268,14 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
         ("non-GPU billed", f"SUM(B{at.non_gpu_first + 1}:B{last})", mr.non_gpu_billed, "calc"),
         ("hidden-cost buffer reserved", buffer[0], mr.buffer_reserved, buffer[1]),
         ("buffer left", R.BUFFER_LEFT.formula({**cells, "non_gpu": f"B{n + 8}"}), mr.buffer_left, "calc"),
-        ("GPU billed to tasks", R.ALLOCATED_GPU.formula(cells), R.ALLOCATED_GPU.py(values, None), "calc"),
-        ("unallocated GPU", R.UNALLOCATED_GPU.formula(cells), R.UNALLOCATED_GPU.py(values, None), "calc"),
+        ("GPU billed to tasks", over_all(R.ALLOCATED_GPU), R.ALLOCATED_GPU.py(values, None), "calc"),
+        ("unallocated GPU", over_all(R.UNALLOCATED_GPU), R.UNALLOCATED_GPU.py(values, None), "calc"),
         ("billed total", R.BILLED_TOTAL.formula(cells), mr.billed_total, "calc"),
         ("planned GPU total", f"SUM(B{at.task_first + 1}:B{at.task_last + 1})", mr.planned_total, "calc"),
         ("BilledCost in the input", None, billed_input, "input"),
         ("non-GPU not planned", f"SUM(D{at.non_gpu_first + 1}:D{last})", mr.non_gpu_not_planned, "calc"),
         *((CREDIT_WORDS[k], None, mr.credits.get(k, 0.0), "input") for k in CREDIT_KINDS),
-        ("saving from idle cards", R.IDLE_SAVING.formula(cells), mr.idle_saving, "calc"),
+        ("saving from idle cards", over_all(R.IDLE_SAVING), mr.idle_saving, "calc"),
         ("achievable saving", R.ACHIEVABLE_SAVING.formula(cells), mr.achievable_saving, "total"),
     ]
     for i, (label, formula, value, role) in enumerate(rows):
