@@ -20,7 +20,9 @@ got their sources, no value changed. Then for reconciliation with money to act o
 non-GPU block by the Extras' five categories with planned and not-planned columns, five more total rows (non-GPU
 not planned, credits, refunds, saving from idle cards, achievable saving), a credits row in like for like, the
 cards-to-drop column replaced by idle cards (M) and a to-attribute-or-stop column (P), the tasks' GPU resources (R);
-the JSON's resources' cards_to_drop became idle_cards, new month keys; no billed, planned or total value moved."""
+the JSON's resources' cards_to_drop became idle_cards, new month keys; no billed, planned or total value moved.
+Then the recon_top_resources setting: Assumptions' settings from row 29 one down (About's list too), and the Recon
+tabs list the flagged resources first by money at stake (2027-01: i-orphan, 300 to attribute or stop, first)."""
 
 from __future__ import annotations
 
