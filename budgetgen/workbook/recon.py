@@ -241,7 +241,7 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
         ws.write_string(row, 0, book.t(category))
         book.value(ws, row, 1, amount, "input", "money")
         if in_plan:   # the category's key as the Extras sheet holds it, in either language
-            book.formula(ws, row, 2, f'SUMIF({EXTRAS_CATEGORY},"{category}",{extras_cost(at.month)})', planned,
+            book.formula(ws, row, 2, f'SUMPRODUCT(({EXTRAS_CATEGORY}="{category}")*{extras_cost(at.month)})', planned,
                          "money", "link")
         else:
             book.value(ws, row, 2, planned, "input", "money")
