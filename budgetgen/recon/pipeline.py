@@ -504,16 +504,27 @@ def _resource_frame(gpu: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
     sums = gpu.assign(hours=gpu["quantity"].where(gpu["hours_unit"]))
     grouped = sums.groupby(_RESOURCE_KEYS, sort=True)
     frame = pd.DataFrame({
-        "billed": _fsum_by(sums, _RESOURCE_KEYS),
+        "billed": _by_group(sums, "billed", lambda s: math.fsum(s.to_numpy()), float).astype("float64"),
         "hours": grouped["hours"].sum(min_count=1),
         "lines": grouped["lines"].sum(),
-        "services": grouped["service_name"].agg(lambda s: tuple(sorted(set(s) - {""}))),
-        "pricing": grouped["pricing_category"].agg(_pricing_words),
+        "services": _by_group(sums, "service_name", lambda s: tuple(sorted(set(s) - {""})),
+                              lambda name: (name,) if name else ()),
+        "pricing": _by_group(sums, "pricing_category", _pricing_words, str),
     }).reset_index().astype(dict.fromkeys(_RESOURCE_KEYS, "str"))
     frame = frame.merge(_usage_by_month(usage), on=["resource_id", "month"], how="left")
     frame["mem_peak_share"] = frame["mem_peak_gb"] / frame["mem_total_gb"].where(frame["mem_total_gb"] > 0)
     frame["unallocated"] = frame["task_id"] == ""
     return frame.sort_values(["unallocated", "task_id", "resource_id"], kind="stable", ignore_index=True)
+
+
+def _by_group(sums: pd.DataFrame, column: str, many, one) -> pd.Series:
+    """A column aggregated per resource group (_RESOURCE_KEYS, sorted): `one` of the value where the group has one
+    row (most resources: a Python call per group was most of a large month's time), `many` of the rows else."""
+    several = sums.duplicated(_RESOURCE_KEYS, keep=False)
+    single = sums.loc[~several].set_index(_RESOURCE_KEYS)[column]
+    single = pd.Series([one(v) for v in single.to_numpy()], index=single.index, dtype=object)
+    grouped = sums.loc[several].groupby(_RESOURCE_KEYS, sort=True)[column].agg(many).astype(object)
+    return pd.concat([single, grouped]).sort_index()
 
 
 def _pricing_words(categories: pd.Series) -> str:

@@ -14,7 +14,7 @@ from xlsxwriter.utility import xl_col_to_name
 
 from ..recon import rules as R
 from ..recon.pipeline import CREDIT_KINDS, tab_resources
-from .book import Book
+from .book import Book, ColumnBlock
 from .checks import Check
 from .layout import (
     EXTRAS_CATEGORY,
@@ -208,27 +208,45 @@ def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R
 
 
 def write_resources_detail(book: Book, ws, plan, mr, at: ReconLayout) -> None:
-    """The month's Resources sheet: every resource its Recon tab does not list, with the same rules; its task's
-    cells read through the tab's task-block names by the task's position (INDEX, no lookup of the id)."""
-    for col, width in enumerate(_WIDTHS[:len(RESOURCE_HEADERS)]):
+    """The month's Resources sheet: every resource its Recon tab does not list, with the same rules. A resource's
+    task cells are read through the tab's task-block names at the task's position (column Q, blank for a
+    resource of no task): INDEX by position, no lookup of the id. Every formula is the same down the column, so
+    the rows are written a whole row at a time (book.ColumnBlock)."""
+    headers = [*RESOURCE_HEADERS, "task # on the Recon tab"]
+    widths = [*_WIDTHS[:len(RESOURCE_HEADERS)], 14]
+    for col, width in enumerate(widths):
         ws.set_column(col, col, width)
     ws.write_string(0, 0, f"{book.t('Resources')} {at.month}: {book.t('resources of the month not on its Recon tab')} "
                           f"({book.currency})", book.f.title)
-    book.header(ws, at.detail_first - 1, RESOURCE_HEADERS)
+    book.header(ws, at.detail_first - 1, headers)
     limits = _limits(book, plan)
+    at_task = {key: f'IF(ISNUMBER($Q{{r}}),INDEX({recon_task_column(at.month, part)},$Q{{r}}),"")'
+               for key, (part, _) in _TASK_CELLS.items()}
+    cells = {"task": "B{r}", "billed": "E{r}", "util": "G{r}", "mem_share": "H{r}", "oom": "I{r}", "flags": "J{r}",
+             "cards": "L{r}", "idle": "M{r}", "pricing": "O{r}", **at_task}
+    inputs = [(0, "resource_id", "text"), (1, "task_id", "text"), (2, "services", "text"), (3, "lines", "int"),
+              (4, "billed", "money"), (5, "hours", "number"), (6, "util", "number"), (7, "mem_share", "percent"),
+              (8, "oom", "int"), (14, "pricing", "text"), (16, "position", "int")]
+    rules = [(9, R.FLAGS, "text"), (10, R.ACTION, "text"), (11, R.RESOURCE_CARDS, "int"), (12, R.IDLE_CARDS, "number"),
+             (13, R.SAVING, "money"), (15, R.TO_ATTRIBUTE, "money")]
+    block = ColumnBlock(sorted([(col, key, None, book.f.get("input", fmt)) for col, key, fmt in inputs]
+                               + [(col, rule.key, rule.formula(cells), book.f.get("calc", fmt))
+                                  for col, rule, fmt in rules]))
     position = {t.task_id: i + 1 for i, t in enumerate(mr.tasks)}
     _, rest = _split(mr, at)
     for i, res in enumerate(rest):
-        k = position.get(res.task_id)
-        task = {key: f"INDEX({recon_task_column(at.month, part)},{k})" if k is not None else '""'
-                for key, (part, _) in _TASK_CELLS.items()}
-        _resource_row(book, ws, at.detail_first + i, res, task, limits)
+        block.store(ws, at.detail_first + i, {
+            "resource_id": res.resource_id or "", "task_id": res.task_id or "", "services": ", ".join(res.services),
+            "lines": res.lines, "billed": res.billed, "hours": _number(res.hours), "util": _number(res.avg_util_pct),
+            "mem_share": _number(res.mem_peak_share), "oom": _number(res.oom_events), "pricing": res.pricing,
+            "position": position.get(res.task_id), "flags": " ".join(res.flags),
+            "action": R.ACTION.py({"flags": " ".join(res.flags)}, limits), "cards": res.cards,
+            "idle_cards": res.idle_cards, "saving": res.saving, "to_attribute": res.to_attribute})
     for part, col in _REST_COLUMNS.items():
         book.define_range(recon_rest(at.month, part), at.detail_sheet, at.detail_first, at.detail_last, col)
     ws.freeze_panes(at.detail_first, 1)
-    ws.autofilter(at.detail_first - 1, 0, at.detail_last, len(RESOURCE_HEADERS) - 1)
-    print_setup(ws, book.lang, _WIDTHS[:len(RESOURCE_HEADERS)], at.detail_last, header_rows=(1, 1),
-                repeat_cols=(0, 0))
+    ws.autofilter(at.detail_first - 1, 0, at.detail_last, len(headers) - 1)
+    print_setup(ws, book.lang, widths, at.detail_last, header_rows=(1, 1), repeat_cols=(0, 0))
 
 
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
