@@ -40,7 +40,7 @@ NAMES_ZH = {
     "decode_efficiency": "解码效率", "peak_factor": "峰值系数", "spot_overhead": "竞价开销",
     "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式", "max_cards": "最大卡数",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
-    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限",
+    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费",
     "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
@@ -283,9 +283,13 @@ TEXT_ZH = {
     "non-GPU lines": "非GPU费用行", "non-GPU billed": "非GPU账单", "hidden-cost buffer reserved": "预留隐性成本缓冲",
     "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
     "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
-    "network": "网络",
     "buffer share": "缓冲份额", "planned GPU hours": "计划GPU小时", "GPU hours billed": "账单GPU小时",
-    "rate variance": "价格差异", "usage variance": "用量差异", "cards to drop": "可减少卡数",
+    "rate variance": "价格差异", "usage variance": "用量差异", "idle cards": "闲置卡数",
+    "to attribute or stop": "待归属或停止", "GPU resources": "GPU资源数", "planned (Extras)": "计划（额外费用）",
+    "not planned": "未计划", "non-GPU not planned": "未计划的非GPU账单", "credits": "抵扣额",
+    "refunds and adjustments": "退款与调整", "saving from idle cards": "闲置卡可节省",
+    "achievable saving": "可实现的节省", "achievable saving, bill of": "可实现的节省，账单月份",
+    "credits and refunds": "抵扣与退款",
     "bill coverage": "账单覆盖", "first charge day": "首个计费日", "last charge day": "最后计费日",
     "days with lines": "有费用行的天数", "partial month": "不完整月份", "duplicate lines counted once": "仅计一次的重复行",
     "their BilledCost": "其BilledCost", "not known": "未知", "not reported": "未报告", "like for like": "同口径对比",
@@ -383,6 +387,11 @@ TEXT_ZH = {
     "计算账单月份所用的时区（IANA 名称，例如 Asia/Shanghai）；带偏移的时间戳换算到该时区，不带的按该时区读取",
     "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB":
     "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB",
+    "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
+    "and listed on the month's Resources sheet":
+    "对账表列出的资源数，有标记的按涉及金额优先；其余资源合计为一行，并完整列在当月的Resources表中",
+    "more resources, listed on": "个其他资源，完整列在", "flagged": "个有标记",
+    "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
     "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)":
         "自购机器的电价（默认 1.0 人民币，其他计划币种按参考汇率折算）", "write-off period of an owned machine": "自购机器的折旧年限",
     "cooling, disks, repairs per owned machine (default 2,000 CNY, at the reference rate in another plan currency)":

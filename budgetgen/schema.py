@@ -239,6 +239,9 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       "are converted to it, those without are read in it", structural=True),
     S("recon_memory_limit", "text", "1GB", "ReconMemoryLimit",
       "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB", structural=True),
+    S("recon_top_resources", "count", 50, "ReconTopResources",
+      "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
+      "and listed on the month's Resources sheet", unit="resources", structural=True, minimum=1, maximum=100000),
     S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh",
       "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)",
       unit="currency/kWh", minimum=0, money="CNY"),

@@ -46,6 +46,11 @@ _SUM_TEXTS = dict.fromkeys(("month", "resource_id", "task_id", "service_name", "
                             "commitment_type", "pricing_category"), "str")
 GPU_TEXT_COLUMNS = ("ChargeDescription", "SkuId", "ResourceType", "ServiceName", "ResourceName")
 NETWORK_TEXT = r"egress|data transfer|bandwidth"
+IMAGES_TEXT = r"container registry|artifact registry|\becr\b|\bacr\b|image storage"
+PLATFORM_TEXT = r"kubernetes|\beks\b|\bgke\b|\baks\b|cloudwatch|monitor|logging|sagemaker studio|vertex ai pipelines"
+"""How a non-GPU line's category is told (with its ServiceCategory: Storage, Networking): egress, container images
+and platform services by the words of its ServiceName (and ChargeDescription); the categories are the Extras'
+(schema.EXTRA_CATEGORIES). A Credit line is a credit and an Adjustment line a refund, whatever it bills."""
 DEFAULT_MEMORY_LIMIT = "1GB"
 THREADS = 2
 PROGRESS_SECONDS = 5.0
@@ -67,8 +72,9 @@ class BillSums:
         NaN when the group has none), `lines` (count), `first_charge` and `last_charge` (earliest and latest
         ChargePeriodStart, tz-aware timestamps in the billing time zone). Duplicates are left out. month is
         `YYYY-MM`; resource_id, task_id and service_name are "" when absent; a tagged storage or egress
-        line keeps its task_id with is_gpu False and its category (storage, network, other); GPU lines have
-        category "gpu".
+        line keeps its task_id with is_gpu False and its category (one of the Extras' categories: storage,
+        egress, images, platform, other); a Credit line has category "credit" and an Adjustment line "refund"
+        (never GPU); GPU lines have category "gpu".
     billed: {month: Σ BilledCost of the de-duplicated lines}, what Checks ties to (= Σ sums.billed).
     coverage: {month: (first charge day, last charge day, number of distinct days with lines)} as
         datetime.date, date, int; the days are those of ChargePeriodStart in the billing time zone, so a month
@@ -662,11 +668,16 @@ _PRICING_CASES = " ".join(f"WHEN {_literal(c.lower())} THEN {_literal(c)}" for c
 """SQL CASE arms: a PricingCategory in any case → its FOCUS spelling."""
 _CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
     coalesce(u.hours_unit, false) AS hours_unit,
-    CASE WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
-         WHEN lower(coalesce(service_category, '')) = 'networking' THEN 'network'
+    CASE WHEN lower(coalesce(charge_category, '')) = 'credit' THEN 'credit'
+         WHEN lower(coalesce(charge_category, '')) = 'adjustment' THEN 'refund'
+         WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
+         WHEN lower(coalesce(service_category, '')) = 'networking' THEN 'egress'
          WHEN regexp_matches(coalesce(service_name, '') || ' ' || coalesce(description, ''), $network, 'i')
-              THEN 'network'
+              THEN 'egress'
          WHEN contains(lower(coalesce(service_name, '')), 'storage') THEN 'storage'
+         WHEN regexp_matches(coalesce(service_name, '') || ' ' || coalesce(description, ''), $images, 'i')
+              THEN 'images'
+         WHEN regexp_matches(coalesce(service_name, ''), $platform, 'i') THEN 'platform'
          ELSE 'other' END AS base_category,
     CASE WHEN lower(commitment_status) = 'unused' THEN 'unused'
          WHEN lower(charge_category) = 'purchase' AND commitment_id IS NOT NULL THEN 'purchase'
@@ -678,7 +689,7 @@ _CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id
     FROM ({_NORMALISED}) g LEFT JOIN tag_tasks t ON g.tags = t.tags LEFT JOIN hours_units u
     ON g.consumed_unit = u.unit"""
 _FINAL = """CREATE TEMP VIEW final AS SELECT *, CASE WHEN is_gpu THEN 'gpu' ELSE base_category END AS category FROM (
-    SELECT *, names_gpu AND base_category NOT IN ('storage', 'network') AS is_gpu,
+    SELECT *, names_gpu AND base_category NOT IN ('storage', 'egress', 'credit', 'refund') AS is_gpu,
     coalesce(nullif(tag_task, ''), a.assigned, '') AS task_id FROM classified c
     LEFT JOIN assigned a ON c.resource_id = a.resource)"""
 _SUMS = f"""SELECT month, coalesce(resource_id, '') AS resource_id, task_id, is_gpu, category,
@@ -766,7 +777,8 @@ def _classify(con: duckdb.DuckDBPyConnection, options: _Options) -> None:
                                             "task_id": pd.Series(list(tags.values()), dtype=object)}))
     con.register("assigned", pd.DataFrame({"resource": pd.Series(list(options.assignments), dtype=object),
                                            "assigned": pd.Series(list(options.assignments.values()), dtype=object)}))
-    con.execute(_CLASSIFIED.format(pattern=_literal(options.pattern)), {"network": NETWORK_TEXT})
+    con.execute(_CLASSIFIED.format(pattern=_literal(options.pattern)),
+                {"network": NETWORK_TEXT, "images": IMAGES_TEXT, "platform": PLATFORM_TEXT})
     con.execute(_FINAL)
 
 

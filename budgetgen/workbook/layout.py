@@ -14,6 +14,7 @@ from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import order_groups, order_keys
 from ..recon import ACTIONS
+from ..recon.pipeline import tab_resources
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 
@@ -114,6 +115,24 @@ def recon_billed_input(month: str) -> str:
 
 def recon_partial(month: str) -> str:
     return month_name("ReconPartial", month)
+
+
+def recon_saving(month: str) -> str:
+    """The month's achievable saving on its Recon tab: ReconSaving_2026_07."""
+    return month_name("ReconSaving", month)
+
+
+EXTRAS_CATEGORY = "ExtrasCategory"   # the Extras' category column
+
+
+def recon_task_column(month: str, column: str) -> str:
+    """A column of a Recon tab's task block, for the month's Resources sheet: ReconTaskStatus_2026_07."""
+    return month_name(f"ReconTask{column}", month)
+
+
+def recon_rest(month: str, column: str) -> str:
+    """A column of the month's Resources sheet, for its Recon tab's totals: ReconRestBilled_2026_07."""
+    return month_name(f"ReconRest{column}", month)
 
 
 # ------------------------------------------------------------------ sheet layouts
@@ -416,13 +435,31 @@ class ReconLayout:
     non_gpu_first: int
     non_gpu_last: int   # the row after the last non-GPU line; the totals start here
     commitment_rows: int = 1   # rows of the commitment block (at least 1: its SUM has a range)
+    rest_rows: int = 0   # resources beyond recon_top_resources: one line on the tab, listed on the Resources sheet
 
-    totals_rows = 8     # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input
+    totals_rows = 13    # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input,
+    #                     non-GPU not planned, credits, refunds, saving from idle cards, achievable saving
     coverage_rows = 6   # first and last charge day, days with lines, partial month, duplicates (lines, amount)
 
     @property
     def sheet(self) -> str:
         return f"Recon {self.month}"
+
+    @property
+    def rest_row(self) -> int:
+        """The line that sums the resources not listed on the tab (when rest_rows)."""
+        return self.resource_last + 1
+
+    @property
+    def detail_sheet(self) -> str:
+        """The month's Resources sheet: the resources the tab does not list, one row each (when rest_rows)."""
+        return f"Resources {self.month}"
+
+    detail_first = 2   # the detail sheet: title, header, then one row per resource
+
+    @property
+    def detail_last(self) -> int:
+        return self.detail_first + self.rest_rows - 1
 
     @property
     def coverage_header(self) -> int:
@@ -440,8 +477,8 @@ class ReconLayout:
     @property
     def commitment_header(self) -> int:
         """The commitment lines (unused commitment, purchases), their total and the month's EffectiveCost: after
-        the like-for-like header and its three rows, so that a bill without commitments moves no cell."""
-        return self.like_header + 5
+        the like-for-like header and its four rows, so that a bill without commitments moves no cell."""
+        return self.like_header + 6
 
     @property
     def commitment_first(self) -> int:
@@ -458,8 +495,8 @@ class ReconLayout:
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.task_last), (self.resource_header, self.resource_last),
-                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 3),
+        return ((0, self.task_last), (self.resource_header, self.resource_last + (1 if self.rest_rows else 0)),
+                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 4),
                 (self.commitment_header, self.last_row))
 
 
@@ -518,15 +555,16 @@ def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
                          warnings_row, warnings, billed)
 
 
-def _recon(month: str, mr) -> ReconLayout:
+def _recon(month: str, mr, top: int) -> ReconLayout:
     task_header = 2
     task_last = task_header + max(1, len(mr.tasks))
     resource_header = task_last + 3
-    resource_last = resource_header + max(1, len(mr.resources))
-    non_gpu_header = resource_last + 3
+    shown, rest = tab_resources(mr.resources, top)
+    resource_last = resource_header + max(1, len(shown))
+    non_gpu_header = resource_last + (1 if rest else 0) + 3
     return ReconLayout(month, task_header, task_header + 1, task_last, resource_header, resource_header + 1,
                        resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)),
-                       max(1, len(mr.commitments)))
+                       max(1, len(mr.commitments)), len(rest))
 
 
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
@@ -543,6 +581,7 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
                   len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
                   OrderLayout(order_keys(plan), plan.months, tuple((c.gpu, c.tier) for c in plan.commitments),
                               order_groups(plan)),
-                  MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}),
+                  MappingProxyType({m: _recon(m, mr, plan.inputs.settings.recon_top_resources)
+                                    for m, mr in sorted((recon or {}).items())}),
                   CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months))
 
