@@ -118,9 +118,8 @@ def test_every_datacenter_card_the_snapshot_prices_has_a_sourced_dated_usd_price
 
 def test_every_datacenter_card_of_the_shipped_catalog_has_a_sourced_dated_on_demand_offer():
     """Read from the shipped package files themselves (not the tests' fixed copies): each datacenter card of
-    gpus.csv has at least one prices.csv row with an on-demand price, a source and a date. The one card without
-    is the Ascend 910B, for which no public dated rent was found and whose bandwidth is blank (so it is never
-    offered): named here so that a new unpriced card, or a price found for it, changes this test."""
+    gpus.csv has at least one prices.csv row with an on-demand price, a source and a date, so a new card
+    without a sourced price fails here."""
     data = resources.files("budgetgen") / "data"
     with (data / "gpus.csv").open(newline="", encoding="utf-8") as fh:
         datacenter = [row["gpu"] for row in csv.DictReader(fh) if row["class"] == "datacenter"]
@@ -129,7 +128,7 @@ def test_every_datacenter_card_of_the_shipped_catalog_has_a_sourced_dated_on_dem
                   if row["on_demand_per_hour"].strip() and float(row["on_demand_per_hour"]) > 0
                   and row["source"].strip() and row["as_of"].strip()}
     assert {"H800", "L20", "H20", "A800 80G", "H200", "B200", "MI300X", "L4"} <= set(datacenter)
-    assert [g for g in datacenter if g not in priced] == ["Ascend 910B"]
+    assert [g for g in datacenter if g not in priced] == []
 
 
 def test_the_h800_and_l20_rents_are_the_page_prices_they_quote():
