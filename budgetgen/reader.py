@@ -319,6 +319,10 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                                                  catalog, dt.date.fromisoformat(settings.build_date))) \
                     and not ("as_of" in rec.values and rec.values["as_of"] != catalog.get("as_of")):
                 quoted.add(merged["gpu"])  # the user's quote: dated by the user only if they typed a date of theirs
+                if "provider" not in rec.values:  # nor the built-in offer's: its provider and source are not the quote's
+                    merged.update(provider=None, region=None)
+                    if "source" not in rec.values:
+                        merged["source"] = None
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),

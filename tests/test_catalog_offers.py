@@ -226,14 +226,17 @@ def test_a_gpus_row_in_another_currency_is_converted_and_a_bad_code_refused_at_i
 def test_a_gpus_row_naming_a_provider_replaces_the_builtin_offer(tmp_path):
     path = make_input(tmp_path / "in.xlsx", [TASK], gpus=[
         {"gpu": "A100 80G", "provider": "acme", "on_demand_per_hour": 10, "as_of": "2026-06-01"},  # currency blank
-        {"gpu": "H100 80G", "spot_per_hour": 9}])  # no provider: the other built-in prices stay
+        {"gpu": "H100 80G", "spot_per_hour": 9}])  # no provider: the other built-in prices stay, unattributed
     inputs = read_inputs(path, today=TODAY)
     a100, h100 = inputs.gpu("A100 80G"), inputs.gpu("H100 80G")
     assert a100.prices == {"monthly": None, "on_demand": 10, "idle": None, "spot": None,
                            "reserved_1y": None, "reserved_3y": None}
     assert (a100.provider, a100.region, a100.currency, a100.source) == ("acme", "", "CNY", "")
     assert h100.prices == {"monthly": 27900, "on_demand": 45, "idle": 22.5, "spot": 9,
-                           "reserved_1y": None, "reserved_3y": None} and h100.provider == "cn-market"
+                           "reserved_1y": None, "reserved_3y": None}
+    # a typed price makes the row the user's: the built-in offer's provider, region and source are not shown
+    # beside it (Candidates and Order would otherwise name cn-market behind the user's own quote)
+    assert (h100.provider, h100.region, h100.source) == ("", "", "")
 
 
 # ------------------------------------------------------------------ quote sheets
