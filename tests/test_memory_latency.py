@@ -194,7 +194,6 @@ FORMULA_TASKS = [
     _task("UN", kind="pretrain", model_params_b=13, method="qlora", train_tokens=1e9, optimizer="adamw_8bit"),
     _chat("TP", "Llama-3.1-8B", gpu="H100 80G", tpot_ms=12),
     _chat("TT", "Qwen3-30B-A3B", method="fp8", ttft_ms=300, tpot_ms=20),
-    _chat("DS", "DeepSeek-V3", method="fp8", gpu="H200", tpot_ms=40),
     _chat("NO", "Llama-3.1-8B"),
 ]
 # the training columns, then the serving ones
