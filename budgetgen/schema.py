@@ -239,6 +239,9 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       "are converted to it, those without are read in it", structural=True),
     S("recon_memory_limit", "text", "1GB", "ReconMemoryLimit",
       "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB", structural=True),
+    S("recon_top_resources", "count", 50, "ReconTopResources",
+      "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
+      "and listed on the month's Resources sheet", unit="resources", structural=True, minimum=1, maximum=100000),
     S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh",
       "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)",
       unit="currency/kWh", minimum=0, money="CNY"),
@@ -352,11 +355,11 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="output (generated) tokens per request (serving)"),
     C("context_tokens", "number", "tokens", positive=True,
       help="tokens one sequence holds in the KV cache; blank: prompt plus output"),
-    C("serving_hours_per_day", "number", "h/day", default=24, positive=True,
+    C("serving_hours_per_day", "number", "h/day", default=24, positive=True, maximum=24,
       help="hours a day the service is up and the traffic falls in"),
     C("tokens_per_sec", "number", "tokens/s", positive=True,
       help="measured output tokens/s of one replica under load; blank: estimated per replica"),
-    C("concurrency", "number", "sequences", positive=True,
+    C("concurrency", "count", "sequences", positive=True,
       help="sequences one replica decodes together; blank: as many as memory holds (at most max_batch_per_card "
       "per card)"),
     C("ttft_ms", "number", "ms", positive=True,

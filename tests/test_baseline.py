@@ -19,7 +19,18 @@ changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D5
 got their sources, no value changed. Once more for model v3's last part (issue 22: per-card activations,
 `optimizer`, latency targets): new Tasks input columns (optimizer, ttft_ms, tpot_ms), calculated columns and
 Assumptions rows move cells; the one value that moved is ML01's `vram_gb`, 132.8 -> 128.5 GB (the architecture's
-checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed."""
+checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed. Once more for providers on the plan (issue 21): Candidates gained the
+provider and region columns (AR:AS); Order's lines moved into a block per provider (cn-market, then market's
+H200) with a title and a subtotal each, the total and the blocks below it a few rows down; About's reading
+guide for Order and Candidates says so; no value changed, the JSON unchanged. Then a warning names the sample bills' months outside the plan (2027-01,
+2027-02: reconciled against no planned cost): the JSON's warnings and Summary's warning list (A41) one longer,
+no value changed. Then for reconciliation with money to act on: the Recon tabs'
+non-GPU block by the Extras' five categories with planned and not-planned columns, five more total rows (non-GPU
+not planned, credits, refunds, saving from idle cards, achievable saving), a credits row in like for like, the
+cards-to-drop column replaced by idle cards (M) and a to-attribute-or-stop column (P), the tasks' GPU resources (R);
+the JSON's resources' cards_to_drop became idle_cards, new month keys; no billed, planned or total value moved.
+Then the recon_top_resources setting: Assumptions' settings from row 29 one down (About's list too), and the Recon
+tabs list the flagged resources first by money at stake (2027-01: i-orphan, 300 to attribute or stop, first)."""
 
 from __future__ import annotations
 
