@@ -168,6 +168,15 @@ def test_a_mixture_of_experts_cap_is_conservative_never_optimistic(tmp_path):
         assert tp.row["batch"] >= 1 and tp.row["t_step"] <= tp.row["step_target"] + 0.001   # + StepOverheadMs
 
 
+def test_latency_targets_belong_to_online_services_and_the_optimizer_to_training(tmp_path):
+    plan = _plan(tmp_path, [_task("B", kind="batch", model="Llama-3.1-8B", batch_requests=1e5, tokens_per_request=500,
+                                  tpot_ms=12, optimizer="cpu_offload"),
+                            _full("F", "Llama-3.1-8B", tpot_ms=12)])
+    batch, full = (t.row for t in plan.tasks)
+    assert batch["tpot_ms"] is None and batch["optimizer"] is None and batch["latency_batch"] is None
+    assert full["tpot_ms"] is None and full["optimizer_slowdown"] == 1
+
+
 def test_a_card_that_misses_the_targets_at_batch_one_is_excluded_with_its_reason(tmp_path):
     # Llama-3.1-70B fp8 on 2 L40S: 70.6 GB read at 2 x 864 GB/s x 0.70 x 0.80 takes 73 ms a step alone
     plan = _plan(tmp_path, [_chat("S", "Llama-3.1-70B", method="fp8", tpot_ms=30)], gpus=["L40S", "H100 80G"])
@@ -194,7 +203,6 @@ FORMULA_TASKS = [
     _task("UN", kind="pretrain", model_params_b=13, method="qlora", train_tokens=1e9, optimizer="adamw_8bit"),
     _chat("TP", "Llama-3.1-8B", gpu="H100 80G", tpot_ms=12),
     _chat("TT", "Qwen3-30B-A3B", method="fp8", ttft_ms=300, tpot_ms=20),
-    _chat("DS", "DeepSeek-V3", method="fp8", gpu="H200", tpot_ms=40),
     _chat("NO", "Llama-3.1-8B"),
 ]
 # the training columns, then the serving ones
