@@ -31,9 +31,9 @@ from .model import Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER
-from .values import add_months
+from .values import add_months, text_length
 from .workbook import CHECK_TOLERANCE, Formats
-from .workbook.book import Sheet
+from .workbook.book import XLS_STRMAX, Sheet
 from .workbook.layout import FX_HEADER
 
 BUILT_SHEETS = ("assumptions", "checks")  # a built budget has both; an input workbook neither
@@ -515,6 +515,24 @@ def write_diff_workbook(diff: Diff, path: Path) -> Path:
     return path
 
 
+def cell_text(text: str) -> str:
+    """Text as a cell holds it: whole when it fits Excel's 32,767 characters (UTF-16 units), else cut with a note at
+    its end that says how much was cut and where the whole text is (xlsxwriter would cut it without a word)."""
+    total = text_length(text)
+    if total <= XLS_STRMAX:
+        return text
+
+    def note(n: int) -> str:
+        return f" [... {n:,} more characters cut: `budgetgen diff` prints all]"
+
+    budget = XLS_STRMAX - text_length(note(total))  # the note is never longer than with the whole count
+    cut = text[:budget]
+    excess = text_length(cut) - budget  # characters beyond the BMP count two units: drop as many characters
+    if excess > 0:
+        cut = cut[:-excess]
+    return cut + note(total - text_length(cut))
+
+
 def _write_diff_sheet(diff: Diff, target: io.BytesIO) -> None:
     wb = xlsxwriter.Workbook(target, {"in_memory": True, "strings_to_formulas": False, "strings_to_numbers": False,
                                       "strings_to_urls": False})
@@ -526,9 +544,9 @@ def _write_diff_sheet(diff: Diff, target: io.BytesIO) -> None:
         ws.set_column(col, col, width)
     for r, c in enumerate(diff.changes, start=1):
         for col, text in enumerate((c.kind, c.key, c.detail)):
-            ws.write_string(r, col, text)
+            ws.write_string(r, col, cell_text(text))
         ws.write_number(r, 3, c.delta, f.get("calc", "money"))
-        ws.write_string(r, 4, c.note)
+        ws.write_string(r, 4, cell_text(c.note))
     if not diff.changes:
         ws.write_string(1, 0, "no changes")
     last = max(1, len(diff.changes))  # 0-based row of the last change

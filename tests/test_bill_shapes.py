@@ -255,3 +255,11 @@ def test_a_memory_limit_too_small_is_the_setting_not_an_unreadable_bill(tmp_path
     problem, = problems_of(lambda: summed(path, memory_limit="1KB"))
     assert places([problem]) == [(Code.OUT_OF_RANGE, "Settings", "")]
     assert problem.message.startswith('recon_memory_limit: "1KB" is below the 64MB')
+
+
+def test_billed_months_outside_the_plan_are_named():
+    from budgetgen.api import months_outside_plan
+
+    warning, = months_outside_plan({"1950-01": None, "2026-07": None, "2300-12": None}, ("2026-07", "2026-08"))
+    assert str(warning).startswith("the bills hold months outside the plan 2026-07 to 2026-08: 1950-01, 2300-12;")
+    assert months_outside_plan({"2026-08": None}, ("2026-07", "2026-08")) == ()

@@ -266,3 +266,12 @@ def test_many_added_tasks_plan_each_task_once_and_attribute_exactly(tmp_path, mo
         previous = current
     assert [c.delta for c in result.changes] == expected
     assert math.fsum(c.delta for c in result.changes) == pytest.approx(result.new_total - result.old_total)
+
+
+def test_a_detail_longer_than_a_cell_is_cut_with_a_note_not_silently():
+    """The note for 40,000 characters, " [... 40,000 more characters cut: `budgetgen diff` prints all]", is 62
+    long, so 32,767 - 62 = 32,705 are kept and 7,295 cut; its final form names 7,295 (61 long): 32,766 in all."""
+    from budgetgen.diff import cell_text
+
+    assert cell_text("x" * 40_000) == "x" * 32_705 + " [... 7,295 more characters cut: `budgetgen diff` prints all]"
+    assert cell_text("x" * 32_767) == "x" * 32_767
