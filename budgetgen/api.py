@@ -19,7 +19,7 @@ from .reader import read_inputs
 from .recon import reconcile_plan
 from .results import plan_json
 from .safefile import check_outputs, staged_outputs
-from .workbook import write_workbook
+from .workbook import resources_csv_paths, write_workbook
 
 if TYPE_CHECKING:
     from .recon import MonthRecon
@@ -70,7 +70,8 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     recon, billed = reconciled.months, reconciled.billed_input
     # The bills' and usage warnings join the plan's, so the Summary and the JSON list them all.
     plan = dataclasses.replace(plan, warnings=plan.warnings + reconciled.warnings)
-    with staged_outputs((output, json_path)) as staging:
+    # A month of more resources than a sheet lists live goes to a CSV file beside the workbook, staged with it.
+    with staged_outputs((output, json_path, *resources_csv_paths(plan, recon, output))) as staging:
         if json_path is not None:
             document = plan_json(plan, {month: r.to_json() for month, r in recon.items()})
             staging[json_path].write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
