@@ -14,7 +14,7 @@ from conftest import formula_cells, make_input, recalc_formulas, same
 
 from budgetgen.cli import main
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.xdist_group("recon_savings")]
 
 FX = 0.14
 # The RAG service: two RTX 4090 replicas on monthly rent (2 x 3000 CNY = 840 USD a month).
