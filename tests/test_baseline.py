@@ -16,7 +16,15 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed. Then for reconciliation with money to act on: the Recon tabs'
+got their sources, no value changed. Once more for model v3's last part (issue 22: per-card activations,
+`optimizer`, latency targets): new Tasks input columns (optimizer, ttft_ms, tpot_ms), calculated columns and
+Assumptions rows move cells; the one value that moved is ML01's `vram_gb`, 132.8 -> 128.5 GB (the architecture's
+checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed. Once more for providers on the plan (issue 21): Candidates gained the
+provider and region columns (AR:AS); Order's lines moved into a block per provider (cn-market, then market's
+H200) with a title and a subtotal each, the total and the blocks below it a few rows down; About's reading
+guide for Order and Candidates says so; no value changed, the JSON unchanged. Then a warning names the sample bills' months outside the plan (2027-01,
+2027-02: reconciled against no planned cost): the JSON's warnings and Summary's warning list (A41) one longer,
+no value changed. Then for reconciliation with money to act on: the Recon tabs'
 non-GPU block by the Extras' five categories with planned and not-planned columns, five more total rows (non-GPU
 not planned, credits, refunds, saving from idle cards, achievable saving), a credits row in like for like, the
 cards-to-drop column replaced by idle cards (M) and a to-attribute-or-stop column (P), the tasks' GPU resources (R);
