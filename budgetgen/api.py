@@ -21,7 +21,7 @@ from .recon import reconcile_plan
 from .recon.bill_sums import expand_bill_path
 from .results import plan_json
 from .safefile import check_outputs, staged_outputs
-from .workbook import write_workbook
+from .workbook import resources_csv_paths, write_workbook
 
 if TYPE_CHECKING:
     from .recon import MonthRecon
@@ -84,6 +84,10 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
         # xlsxwriter's temporary files go beside the file it writes, inside the staging folder.
         write_workbook(plan, staging[output], recon=recon, billed_input=billed, progress=progress, lang=lang,
                        tmpdir=staging[output].parent)
+        # A month of more resources than a Resources sheet lists live has them in a CSV file write_workbook wrote
+        # beside the workbook: staged with it, so it is renamed into place with the other outputs.
+        for target in resources_csv_paths(plan, recon, output):
+            staging.paths[target] = staging[output].with_name(target.name)
     return Result(plan, recon, output, json_path, warnings)
 
 

@@ -391,6 +391,7 @@ TEXT_ZH = {
     "and listed on the month's Resources sheet":
     "对账表列出的资源数，有标记的按涉及金额优先；其余资源合计为一行，并完整列在当月的Resources表中",
     "more resources, listed on": "个其他资源，完整列在", "flagged": "个有标记",
+    "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
     "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)":
         "自购机器的电价（默认 1.0 人民币，其他计划币种按参考汇率折算）", "write-off period of an owned machine": "自购机器的折旧年限",

@@ -14,7 +14,7 @@ from conftest import formula_cells, make_input, recalc_formulas, same
 
 from budgetgen.cli import main
 
-pytestmark = pytest.mark.filterwarnings("error")
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.xdist_group("recon_savings")]
 
 FX = 0.14
 # The RAG service: two RTX 4090 replicas on monthly rent (2 x 3000 CNY = 840 USD a month).
@@ -136,3 +136,34 @@ def test_recon_tab_formulas_recalculate_to_the_same_money(built):
     recalculated = recalc_formulas(out, sheets=sheets)
     assert len(cells) > 50 and any(k[0] == "RESOURCES 2026-07" for k in cells)
     assert [(k, cells[k]) for k in cells if not same(recalculated.get(k), cells[k][1])] == []
+
+
+def test_past_the_sheet_size_the_rest_goes_to_a_csv_beside_the_workbook(tmp_path, monkeypatch):
+    from budgetgen.workbook import layout
+
+    monkeypatch.setattr(layout, "RESOURCES_SHEET_MAX", 0)   # every resource beyond the top one goes to the CSV
+    book = make_input(tmp_path / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2,
+                                                             "recon_top_resources": 1},
+                      extras=EXTRAS, extra_sheets={"Usage": USAGE})
+    bill = tmp_path / "bill.csv"
+    with bill.open("w", newline="") as fh:
+        csv.writer(fh).writerows([HEADER, *LINES])
+    out = tmp_path / "out.xlsx"
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--bills", str(bill)])
+    assert result.exit_code == 0, result.output
+    wb = openpyxl.load_workbook(out, data_only=True)
+    assert "Resources 2026-07" not in wb.sheetnames
+    ws, rows = wb["Recon 2026-07"], _rows(wb["Recon 2026-07"])
+    # The tab lists i-lost (412 at stake); the replicas are summed as tasks' resources, nothing is untagged.
+    assert ws.cell(rows["resource"] + 1, 1).value == "i-lost"
+    tasks_line = rows["2 more resources of tasks, listed in out Resources 2026-07.csv"]
+    untagged_line = rows["0 more untagged resources, listed in out Resources 2026-07.csv"]
+    assert [ws.cell(tasks_line, c).value for c in (2, 5, 14)] == ["*", 300 + 280, pytest.approx(273.00 + 246.40)]
+    assert ws.cell(untagged_line, 5).value == 0
+    assert ws.cell(rows["GPU billed to tasks"], 2).value == pytest.approx(580.0)
+    assert ws.cell(rows["unallocated GPU"], 2).value == pytest.approx(412.0)
+    assert ws.cell(rows["achievable saving"], 2).value == pytest.approx(ACHIEVABLE)
+    with (tmp_path / "out Resources 2026-07.csv").open(newline="") as fh:
+        listed = list(csv.DictReader(fh))
+    assert [(r["resource_id"], r["task_id"], float(r["saving"])) for r in listed] == [
+        ("i-rep1", "RAG", pytest.approx(REP1_SAVING)), ("i-rep2", "RAG", pytest.approx(REP2_SAVING))]

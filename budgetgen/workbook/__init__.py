@@ -33,18 +33,18 @@ from .commitments import write_commitments
 from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
-from .layout import plan_layout
+from .layout import Layout, plan_layout
 from .models import write_models
 from .monthly import write_monthly
 from .order import write_order
-from .recon import recon_check, write_recon, write_resources_detail, write_saving_line
+from .recon import recon_check, write_recon, write_resources_csv, write_resources_detail, write_saving_line
 from .summary import write_reforecast, write_summary
 from .task_list import write_task_list
 from .tasks import write_tasks
 from .tiers import write_tiers
 from .xlsx_private import zip_level
 
-__all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
+__all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "resources_csv_paths", "why_not_writable",
            "write_workbook"]
 
 SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
@@ -75,8 +75,9 @@ def _open(plan: Plan, path: Path, tmpdir: Path | None) -> xlsxwriter.Workbook:
 
 
 def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, float], lang: str,
-           progress: Callable[[str], None], tmpdir: Path | None) -> None:
-    """Lay the workbook out, then write each sheet from the plan and the layout, and close the file."""
+           progress: Callable[[str], None], tmpdir: Path | None, stem: str) -> Layout:
+    """Lay the workbook out, then write each sheet from the plan and the layout, and close the file; the layout
+    written. `stem`: the workbook's name without .xlsx, which names the CSV files beside it."""
     check_excel_limits(plan)
     layout = plan_layout(plan, recon)
     wb = _open(plan, path, tmpdir)
@@ -84,7 +85,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     ws = {name: wb.add_worksheet(name, Sheet) for name in SHEETS}
     for at in layout.recon.values():
         ws[at.sheet] = wb.add_worksheet(at.sheet, Sheet)
-        if at.rest_rows:
+        if at.rest_rows and not at.rest_in_csv:
             ws[at.detail_sheet] = wb.add_worksheet(at.detail_sheet, Sheet)
     ws["About"] = wb.add_worksheet("About", Sheet)
     order = plan_order(plan)
@@ -110,11 +111,12 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
         ("Summary saving", lambda: write_saving_line(book, ws["Summary"], recon, layout.summary)),
-        *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))
+        *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m],
+                                                        stem))
           for m, at in layout.recon.items()),
         *((f"Resources {m} ({at.rest_rows:,} rows)",
            lambda m=m, at=at: write_resources_detail(book, ws[at.detail_sheet], plan, recon[m], at))
-          for m, at in layout.recon.items() if at.rest_rows),
+          for m, at in layout.recon.items() if at.rest_rows and not at.rest_in_csv),
         ("Checks", lambda: write_checks(book, ws["Checks"], plan, checks)),
         ("About", lambda: write_about(book, ws["About"], plan)),
     ]
@@ -127,6 +129,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     ws["Summary"].activate()
     progress("compressing the workbook")
     _close(wb)
+    return layout
 
 
 ZIP_LEVEL = 3  # zlib's level for the file's parts: a third of the default level's (6) time, about a fifth larger
@@ -138,6 +141,13 @@ def _close(wb: xlsxwriter.Workbook) -> None:
     xlsx_private.zip_level replaces its ZipFile while it closes."""
     with zip_level(ZIP_LEVEL):
         wb.close()
+
+
+def resources_csv_paths(plan: Plan, recon: Mapping, out: Path) -> list[Path]:
+    """The CSV files write_workbook writes beside `out`: a month's resources its Recon tab does not list, when
+    they are more than a Resources sheet holds (layout.RESOURCES_SHEET_MAX)."""
+    return [Path(out).with_name(at.csv_name(Path(out).stem)) for at in plan_layout(plan, recon).recon.values()
+            if at.rest_in_csv]
 
 
 def write_workbook(plan: Plan, out: Path, recon: Mapping | None = None, billed_input: Mapping | None = None,
@@ -153,7 +163,7 @@ def write_workbook(plan: Plan, out: Path, recon: Mapping | None = None, billed_i
     except OSError as exc:
         raise OutputError(f"cannot write to {out.parent}: {why_not_writable(exc, out.parent)}") from None
     try:
-        _write(plan, Path(tmp), recon or {}, billed_input or {}, lang, progress, tmpdir)
+        layout = _write(plan, Path(tmp), recon or {}, billed_input or {}, lang, progress, tmpdir, out.stem)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; the output is an ordinary file
@@ -161,4 +171,8 @@ def write_workbook(plan: Plan, out: Path, recon: Mapping | None = None, billed_i
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    for month, at in layout.recon.items():
+        if at.rest_in_csv:
+            progress(f"writing {at.csv_name(out.stem)} ({at.rest_rows:,} resources)")
+            write_resources_csv(out.with_name(at.csv_name(out.stem)), recon[month], at)
     return out

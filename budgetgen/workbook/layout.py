@@ -436,6 +436,7 @@ class ReconLayout:
     non_gpu_last: int   # the row after the last non-GPU line; the totals start here
     commitment_rows: int = 1   # rows of the commitment block (at least 1: its SUM has a range)
     rest_rows: int = 0   # resources beyond recon_top_resources: one line on the tab, listed on the Resources sheet
+    rest_in_csv: bool = False   # more than RESOURCES_SHEET_MAX: listed in a CSV file beside the workbook instead
 
     totals_rows = 13    # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input,
     #                     non-GPU not planned, credits, refunds, saving from idle cards, achievable saving
@@ -447,8 +448,14 @@ class ReconLayout:
 
     @property
     def rest_row(self) -> int:
-        """The line that sums the resources not listed on the tab (when rest_rows)."""
-        return self.resource_last + 1
+        """The line that sums the resources not listed on the tab (when rest_rows): below the resource rows; when
+        they are in a CSV file, the last two rows of the resource rows (the tasks' resources, then the untagged),
+        which the totals' ranges then hold."""
+        return self.resource_last - 1 if self.rest_in_csv else self.resource_last + 1
+
+    def csv_name(self, stem: str) -> str:
+        """The CSV file beside the workbook `stem`.xlsx that lists the resources the tab does not (rest_in_csv)."""
+        return f"{stem} {self.detail_sheet}.csv"
 
     @property
     def detail_sheet(self) -> str:
@@ -495,7 +502,7 @@ class ReconLayout:
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.task_last), (self.resource_header, self.resource_last + (1 if self.rest_rows else 0)),
+        return ((0, self.task_last), (self.resource_header, max(self.resource_last, self.rest_row)),
                 (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 4),
                 (self.commitment_header, self.last_row))
 
@@ -555,16 +562,23 @@ def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
                          warnings_row, warnings, billed)
 
 
+RESOURCES_SHEET_MAX = 20_000
+"""The most resources a month's Resources sheet lists, live formulas on each row; beyond, they go to a CSV file
+beside the workbook and the Recon tab sums them in two lines of values (a sheet of 100,000 formula rows took
+LibreOffice minutes to recalculate)."""
+
+
 def _recon(month: str, mr, top: int) -> ReconLayout:
     task_header = 2
     task_last = task_header + max(1, len(mr.tasks))
     resource_header = task_last + 3
     shown, rest = tab_resources(mr.resources, top)
-    resource_last = resource_header + max(1, len(shown))
-    non_gpu_header = resource_last + (1 if rest else 0) + 3
+    in_csv = len(rest) > RESOURCES_SHEET_MAX
+    resource_last = resource_header + max(1, len(shown)) + (2 if in_csv else 0)
+    non_gpu_header = resource_last + (1 if rest and not in_csv else 0) + 3
     return ReconLayout(month, task_header, task_header + 1, task_last, resource_header, resource_header + 1,
                        resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)),
-                       max(1, len(mr.commitments)), len(rest))
+                       max(1, len(mr.commitments)), len(rest), in_csv)
 
 
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:

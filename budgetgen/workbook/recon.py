@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 
 from ..recon import rules as R
@@ -54,7 +55,8 @@ def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Ch
                  recon_billed_input(at.month), billed_total, billed_input)
 
 
-def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) -> None:
+def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float, stem: str = "") -> None:
+    """The month's tab; `stem` names the workbook, for the CSV file of the resources the tab does not list."""
     for col, width in enumerate(_WIDTHS):
         ws.set_column(col, col, width)
     ws.set_row(at.resource_header, 30)   # wrapped headers
@@ -63,7 +65,7 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) 
     limits = _limits(book, plan)
     in_plan = at.month in plan.months
     _tasks(book, ws, plan, mr, at, limits)
-    _resources(book, ws, mr, at, limits)
+    _resources(book, ws, mr, at, limits, stem)
     _totals(book, ws, mr, at, billed_input, in_plan)
     _coverage(book, ws, mr, at)
     _like_for_like(book, ws, mr, at, in_plan)
@@ -151,9 +153,9 @@ _REST_COLUMNS = {"Task": 1, "Lines": 3, "Billed": 4, "Saving": 13, "Attribute": 
 """The Resources sheet's columns the Recon tab's totals and its rest line read: name part -> column."""
 
 
-def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
+def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str) -> None:
     """The resources the tab lists (recon_top_resources, flagged first by the money at stake), then one line
-    summing the others, which the month's Resources sheet lists."""
+    summing the others, which the month's Resources sheet lists (or two, when a CSV file lists them)."""
     book.header(ws, at.resource_header, RESOURCE_HEADERS)
     position = {t.task_id: i for i, t in enumerate(mr.tasks)}
     shown, rest = _split(mr, at)
@@ -164,6 +166,9 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
                 for key, (_, col) in _TASK_CELLS.items()}
         _resource_row(book, ws, at.resource_first + i, res, task, limits)
     if not rest:
+        return
+    if at.rest_in_csv:
+        _csv_lines(book, ws, rest, at, stem)
         return
     for key, (part, col) in _TASK_CELLS.items():
         book.define_range(recon_task_column(at.month, part), at.sheet, at.task_first, at.task_last, col)
@@ -176,6 +181,33 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
                             ("Attribute", 15, math.fsum(r.to_attribute for r in rest))):
         book.formula(ws, row, col, f"SUM({recon_rest(at.month, key)})", value, "int" if key == "Lines" else "money",
                      "link")
+
+
+def _csv_lines(book: Book, ws, rest, at: ReconLayout, stem: str) -> None:
+    """The resources the CSV file beside the workbook lists, summed as values in two rows of the resource range:
+    the tasks' (task column "*", so the totals count them as billed to tasks) and the untagged."""
+    for row, tagged, words in ((at.rest_row, True, "more resources of tasks, listed in"),
+                               (at.rest_row + 1, False, "more untagged resources, listed in")):
+        part = [r for r in rest if (r.task_id is not None) is tagged]
+        ws.write_string(row, 0, f"{len(part):,} {book.t(words)} {at.csv_name(stem)}", book.f.bold)
+        ws.write_string(row, 1, "*" if tagged else "")
+        ws.write_string(row, 9, f"{sum(1 for r in part if r.flags):,} {book.t('flagged')}")
+        for col, value, fmt in ((3, sum(r.lines for r in part), "int"), (4, math.fsum(r.billed for r in part), "money"),
+                                (13, math.fsum(r.saving for r in part), "money"),
+                                (15, math.fsum(r.to_attribute for r in part), "money")):
+            book.value(ws, row, col, value, "input", fmt)
+
+
+CSV_COLUMNS = ("resource_id", "task_id", "services", "lines", "billed", "hours", "avg_util_pct", "mem_peak_share",
+               "oom_events", "flags", "cards", "idle_cards", "saving", "to_attribute", "pricing")
+
+
+def write_resources_csv(path, mr, at: ReconLayout) -> None:
+    """The resources a Recon tab does not list, one line each (the Resources sheet's columns but the action)."""
+    _, rest = _split(mr, at)
+    frame = pd.DataFrame([{**r.to_json(), "services": ", ".join(r.services), "flags": " ".join(r.flags),
+                           "pricing": r.pricing} for r in rest]).reindex(columns=list(CSV_COLUMNS))
+    frame.to_csv(path, index=False)
 
 
 def _split(mr, at: ReconLayout) -> tuple[tuple, tuple]:
@@ -277,7 +309,7 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
 
     def over_all(rule: R.Rule) -> str:
         """A rule over the tab's resource rows, plus over the Resources sheet's when the tab lists only some."""
-        return rule.formula(cells) + (f"+{rule.formula(rest)}" if at.rest_rows else "")
+        return rule.formula(cells) + (f"+{rule.formula(rest)}" if at.rest_rows and not at.rest_in_csv else "")
 
     values = {"reserved": mr.buffer_reserved, "non_gpu": mr.non_gpu_not_planned,
               "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources],
