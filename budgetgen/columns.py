@@ -469,8 +469,10 @@ CALCS: tuple[Calc, ...] = (
          lambda r, s, g: s.plan_months.index(r["end_month"]) + 1),
     Calc("active_months", "active months", "months", "int", "={end_index}-{start_index}+1",
          lambda r, s, g: r["end_index"] - r["start_index"] + 1),
+    # the months' costs summed on Monthly (they follow the demand ramp); the Python view is the flat estimate a
+    # candidate is ranked by, which the engine replaces with the chosen GPU's months (ramp.task_months)
     Calc("period_cost", "cost over the plan", "currency", "money",
-         '=IF({monthly_cost}="","",{monthly_cost}*{active_months})',
+         "=INDEX(MonthlyPeriodCost,MATCH({task_id},MonthlyTaskId,0))",
          lambda r, s, g: None if r["monthly_cost"] is None else r["monthly_cost"] * r["active_months"]),
 )
 # Columns the Candidates sheet reads from the task's Tasks row instead of repeating: they do not depend on

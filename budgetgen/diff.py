@@ -24,7 +24,7 @@ import xlsxwriter
 from . import rules
 from .catalog import gpu_record
 from .commitments import adjustment_in, plan_commitments
-from .engine import MonthTotals, Plan, plan_budget, plan_task
+from .engine import MonthTotals, Plan, TaskPlan, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem
 from .i18n import LANGS, canonical_name, tr
 from .model import Inputs, Settings
@@ -354,7 +354,7 @@ class _Running:
         self.inputs = self.state.inputs()
         self.gpu = [Fraction(0)] * len(self.inputs.settings.plan_months)
         self.costs: dict[str, tuple[float, ...]] = {}
-        self.rows: dict[str, dict] = {}
+        self.plans: dict[str, TaskPlan] = {}
         self.failed: dict[str, list[Problem]] = {}
         for slot, task in self.state.tasks.items():
             self.enter(slot, task)
@@ -372,14 +372,14 @@ class _Running:
             return
         costs = tuple(planned.cost_in(i) for i in range(1, len(self.gpu) + 1))
         self.costs[slot] = costs
-        self.rows[slot] = planned.row
+        self.plans[slot] = planned
         self.gpu = [g + Fraction(c) for g, c in zip(self.gpu, costs)]
 
     def leave(self, slot: str) -> None:
         """Take one task's monthly costs out."""
         self.failed.pop(slot, None)
         costs = self.costs.pop(slot, None)
-        self.rows.pop(slot, None)
+        self.plans.pop(slot, None)
         if costs is not None:
             self.gpu = [g - Fraction(c) for g, c in zip(self.gpu, costs)]
 
@@ -400,7 +400,7 @@ class _Running:
             return None, _why(InputError([p for problems in self.failed.values() for p in problems]))
         s = self.inputs.settings
         months = []
-        commitments = plan_commitments(list(self.rows.values()), self.inputs, len(s.plan_months))
+        commitments = plan_commitments(list(self.plans.values()), self.inputs, len(s.plan_months))
         for i, (month, gpu_sum) in enumerate(zip(s.plan_months, self.gpu), start=1):
             gpu, adjustment = float(gpu_sum), adjustment_in(commitments, i)
             extras = math.fsum(e.monthly_cost if e.start_month <= month <= e.end_month else 0.0

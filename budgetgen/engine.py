@@ -13,6 +13,7 @@ from .commitments import Commitment, adjustment_in, commitment_rate, plan_commit
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
+from .ramp import TaskMonth, task_months
 from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
@@ -78,11 +79,11 @@ class TaskPlan:
     row: dict
     candidates: tuple[Candidate, ...]
     warnings: tuple[str, ...]
+    months: tuple[TaskMonth, ...] = ()  # every plan month: the demand factor, cards, GPU-hours and cost
 
     def cost_in(self, month_index: int) -> float:
         """Cost in plan month `month_index` (1-based): nothing outside start..end."""
-        active = self.row["start_index"] <= month_index <= self.row["end_index"]
-        return self.row["monthly_cost"] if active else 0.0
+        return self.months[month_index - 1].cost
 
 
 @dataclass(frozen=True)
@@ -310,7 +311,10 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
         raise InputError([_no_fit_problem(task, candidates, inputs)])
     marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
     warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards)
-    return TaskPlan(task, chosen.row, marked, tuple(warnings))
+    months = task_months(chosen.row, task.values.get("growth_per_month") or 0.0, inputs.settings)
+    # the cost over the plan is the months' (Monthly's row total), not the first month's times the active months
+    row = {**chosen.row, "period_cost": math.fsum(m.cost for m in months)}
+    return TaskPlan(task, row, marked, tuple(warnings), months)
 
 
 def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
@@ -326,8 +330,8 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         on_demand = gpu.prices.get(REFERENCE_TIER.name)
         break_even = rules.BREAK_EVEN(s, on_demand=on_demand, energy=energy, daily_fixed=daily_fixed)
         per_day = rules.PLAN_HOURS_PER_DAY(
-            s, gpu_hour_months=sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine),
-            card_months=sum(t.row["cards_held"] * t.row["active_months"] for t in mine))
+            s, gpu_hour_months=math.fsum(m.gpu_hours for t in mine for m in t.months),
+            card_months=sum(m.cards for t in mine for m in t.months))
         verdict = rules.VERDICT(s, daily_fixed=daily_fixed, on_demand=on_demand, energy=energy, break_even=break_even,
                                 plan_hours=per_day, no_price=rules.NO_PURCHASE_PRICE,
                                 no_on_demand=rules.NO_ON_DEMAND_PRICE, no_power=rules.NO_POWER)
@@ -368,7 +372,7 @@ def plan_budget(inputs: Inputs) -> Plan:
                        for m in months}
     month_totals = {}
     tier_totals = {t: {} for t in TIER_NAMES}
-    commitments = plan_commitments([t.row for t in tasks], inputs, len(months))
+    commitments = plan_commitments(tasks, inputs, len(months))
     for i, month in enumerate(months, start=1):
         gpu, adjustment = math.fsum(t.cost_in(i) for t in tasks), adjustment_in(commitments, i)
         month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]),

@@ -31,7 +31,7 @@ NAMES_ZH = {
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
     "tokens_per_sec": "每秒token数", "concurrency": "并发数", "kv_cache_gb": "KV缓存GB", "cards": "卡数",
     "tier": "计费方式", "mfu": "算力利用率", "start_month": "开始月份", "end_month": "结束月份",
-    "cost_center": "成本中心", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
+    "cost_center": "成本中心", "growth_per_month": "月增长率", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
     "resource_id": "资源编号",
     "currency": "币种", "catalog_fx": "目录汇率", "build_date": "编制日期", "period_start": "起始月份",
     "period_months": "计划月数", "hours_per_month": "每月小时数", "flops_per_token": "每token浮点运算",

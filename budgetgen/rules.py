@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .columns import K
 from .records import TIERS
+from .serving import sheet_ceil
 
 TIER_RECORDS = {t.name: t for t in TIERS}
 
@@ -93,22 +94,62 @@ VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; 
                no_price if daily_fixed is None else no_on_demand if on_demand is None else no_power if energy is None
                else "buy" if break_even is not None and plan_hours > break_even else "rent")
 
+# --------------------------------------------------------------- demand ramps (Demand, Monthly)
+# A task's demand in plan month m is its typed demand times a factor: (1 + growth_per_month)^(m - start) while it is
+# active, 0 outside. An online service's requests per day follow the factor (its replicas are sized again each
+# month); a training or batch task's runs follow it (the run's shape stays). The Tasks row is the factor-1 month, so
+# each month's figures are the row's scaled by a ratio that is exactly 1 in a month of factor 1.
+DEMAND_FACTOR = Rule("demand_factor", "the month's demand over the task's typed demand: compounded growth while "
+                     "active, 0 outside", "IF(AND({month}>={start},{month}<={end}),(1+{growth})^({month}-{start}),0)",
+                     lambda s, month, start, end, growth: (1 + growth) ** (month - start) if start <= month <= end
+                     else 0.0)
+
+
+def _month_cards(s, factor, online, requests, hours_per_day, req_s, min_replicas, cards_per_run, cards_held):
+    if factor <= 0:
+        return 0
+    if not online:
+        return cards_held
+    return max(min_replicas, sheet_ceil(requests * factor * s.peak_factor
+                                       / (hours_per_day * K.SecondsPerHour * req_s))) * cards_per_run
+
+
+MONTH_CARDS = Rule(
+    "month_cards", "cards held in the month: an online service's replicas for the month's requests times the cards "
+    "of one replica, a training or batch task's cards while active",
+    "IF({factor}>0,IF({online},MAX({min_replicas},CEILING({requests}*{factor}*PeakFactor/({hours_per_day}"
+    "*SecondsPerHour*{req_s}),1))*{cards_per_run},{cards_held}),0)", _month_cards)
+MONTH_GPU_HOURS = Rule(
+    "month_gpu_hours", "GPU-hours in the month: an online service's in proportion to its cards, a run's in "
+    "proportion to the factor", "IF({online},{hours}*({cards}/{cards_held}),{hours}*{factor})",
+    lambda s, online, hours, cards, cards_held, factor: hours * (cards / cards_held) if online else hours * factor)
+MONTH_CARDS_BILLED = Rule(
+    "month_cards_billed", "cards billed in the month: on a per-card-month tier at least the month's GPU-hours in "
+    "whole cards", "IF({per_card_month},MAX({cards},CEILING({hours}/HoursPerMonth,1)),{cards})",
+    lambda s, per_card_month, cards, hours: max(cards, sheet_ceil(hours / s.hours_per_month))
+    if per_card_month else cards)
+MONTH_COST = Rule(
+    "month_cost", "the task's GPU cost in the month: its monthly cost scaled by the billed cards (per-card-month "
+    "tiers) or the GPU-hours (hourly tiers)",
+    "IF({per_card_month},{cost}*({billed}/{cards_billed}),IF({hours_row}>0,{cost}*({hours}/{hours_row}),0))",
+    lambda s, per_card_month, cost, billed, cards_billed, hours, hours_row: cost * (billed / cards_billed)
+    if per_card_month else cost * (hours / hours_row) if hours_row > 0 else 0.0)
+
 # --------------------------------------------------------------- what to order (Order)
 def _selected(gpus, tiers, gpu, tier):
     return [g == gpu and t == tier for g, t in zip(gpus, tiers, strict=True)]
 
 
 ORDER_CARDS_IN_MONTH = Rule(
-    "order_cards_in_month", "cards billed for one GPU type and tier in one plan month",
-    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*({starts}<={month})*({ends}>={month})*{cards})",
-    lambda s, gpus, gpu, tiers, tier, starts, ends, month, cards: sum(
-        c for sel, a, b, c in zip(_selected(gpus, tiers, gpu, tier), starts, ends, cards, strict=True)
-        if sel and a <= month <= b))
+    "order_cards_in_month", "cards billed for one GPU type and tier in one plan month (the month's column of the "
+    "tasks' billed cards)", "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{cards})",
+    lambda s, gpus, gpu, tiers, tier, cards: sum(
+        c for sel, c in zip(_selected(gpus, tiers, gpu, tier), cards, strict=True) if sel))
 ORDER_OVER_PLAN = Rule(
-    "order_over_plan", "a monthly task amount of one GPU type and tier summed over the plan's active months",
-    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{active_months}*{amounts})",
-    lambda s, gpus, gpu, tiers, tier, active_months, amounts: math.fsum(
-        m * a for sel, m, a in zip(_selected(gpus, tiers, gpu, tier), active_months, amounts, strict=True) if sel))
+    "order_over_plan", "an amount of one GPU type and tier summed over the plan (the tasks' plan totals)",
+    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{amounts})",
+    lambda s, gpus, gpu, tiers, tier, amounts: math.fsum(
+        a for sel, a in zip(_selected(gpus, tiers, gpu, tier), amounts, strict=True) if sel))
 ORDER_PEAK = Rule("order_peak", "the most cards held in any plan month", "MAX({by_month})",
                   lambda s, by_month: max(by_month))
 ORDER_MONTHS = Rule("order_months", "plan months with at least one card", "SUMPRODUCT(({by_month}>0)*1)",
@@ -131,22 +172,16 @@ _PER_CARD_MONTH = "(" + "+".join(f'({{tiers}}="{t.name}")' for t in TIERS if t.p
     if any(t.per_card_month for t in TIERS) else "0"
 
 
-def _in_month(gpus, gpu, starts, ends, month):
-    return [g == gpu and a <= month <= b for g, a, b in zip(gpus, starts, ends, strict=True)]
-
-
 COMMIT_DEMAND = Rule(
-    "commit_demand", "GPU-hours a GPU type is used in one plan month: held cards all month on a per-card-month tier, "
-    "else the task's GPU-hours",
-    f"SUMPRODUCT(({{gpus}}={{gpu}})*({{starts}}<={{month}})*({{ends}}>={{month}})*({_PER_CARD_MONTH}*{{cards}}"
-    f"*HoursPerMonth+(1-{_PER_CARD_MONTH})*{{hours}}))",
-    lambda s, gpus, gpu, starts, ends, month, tiers, cards, hours: math.fsum(
+    "commit_demand", "GPU-hours a GPU type is used in one plan month: billed cards all month on a per-card-month tier, "
+    "else the tasks' GPU-hours (the month's columns on Demand)",
+    f"SUMPRODUCT(({{gpus}}={{gpu}})*({_PER_CARD_MONTH}*{{cards}}*HoursPerMonth+(1-{_PER_CARD_MONTH})*{{hours}}))",
+    lambda s, gpus, gpu, tiers, cards, hours: math.fsum(
         c * s.hours_per_month if TIER_RECORDS[t].per_card_month else h
-        for sel, t, c, h in zip(_in_month(gpus, gpu, starts, ends, month), tiers, cards, hours, strict=True) if sel))
-COMMIT_RENT = Rule("commit_rent", "what the plan rents a GPU type for in one plan month: its tasks' monthly cost",
-                   "SUMPRODUCT(({gpus}={gpu})*({starts}<={month})*({ends}>={month})*{costs})",
-                   lambda s, gpus, gpu, starts, ends, month, costs: math.fsum(
-                       c for sel, c in zip(_in_month(gpus, gpu, starts, ends, month), costs, strict=True) if sel))
+        for g, t, c, h in zip(gpus, tiers, cards, hours, strict=True) if g == gpu))
+COMMIT_RENT = Rule("commit_rent", "what the plan rents a GPU type for in one plan month: its tasks' cost that month",
+                   "SUMPRODUCT(({gpus}={gpu})*{costs})",
+                   lambda s, gpus, gpu, costs: math.fsum(c for g, c in zip(gpus, costs, strict=True) if g == gpu))
 BREAK_EVEN_UTILISATION = Rule("break_even_utilisation", "share of the term a committed card must be busy to beat "
                               "on-demand: the rate over the on-demand price", "{rate}/{on_demand}",
                               lambda s, rate, on_demand: rate / on_demand)
@@ -242,7 +277,8 @@ TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>
 ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
                   lambda s, checks: all(checks))
 
-RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
+RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
+                           MONTH_CARDS_BILLED, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
                            VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,

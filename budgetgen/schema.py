@@ -356,6 +356,9 @@ TASK_COLUMNS: tuple[Column, ...] = (
     C("start_month", "month", "YYYY-MM", help="first active month; blank: plan start"),
     C("end_month", "month", "YYYY-MM", help="last active month; blank: plan end"),
     C("cost_center", "text", default="unassigned", help="for grouping in the summary"),
+    C("growth_per_month", "percent", "share/month", default=0, minimum=-0.99, maximum=10,
+      help="demand growth a month, compounded from start_month: an online service's requests per day, a training "
+      "or batch task's runs; -0.05 shrinks 5% a month"),
 )
 
 EXTRA_COLUMNS: tuple[Column, ...] = (

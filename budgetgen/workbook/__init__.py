@@ -30,6 +30,7 @@ from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
 from .checks import plan_checks, tie_outs, write_checks
 from .commitments import write_commitments
+from .demand import write_demand
 from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
@@ -47,7 +48,7 @@ from .xlsx_private import zip_level
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
           "Checks")
 
 
@@ -98,6 +99,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("TaskList", lambda: write_task_list(book, ws["TaskList"], plan, layout.tasks)),
         (f"Candidates ({layout.candidate_rows:,} rows)",
          lambda: write_candidates(book, ws["Candidates"], plan, layout.candidates)),
+        ("Demand", lambda: write_demand(book, ws["Demand"], plan, layout.demand)),
         ("Monthly", lambda: write_monthly(book, ws["Monthly"], plan, layout.monthly)),
         ("Extras", lambda: write_extras(book, ws["Extras"], plan, layout.extras)),
         ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),

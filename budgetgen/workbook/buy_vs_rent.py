@@ -51,9 +51,9 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
         book.formula(ws, i, 5, rules.ENERGY_PER_HOUR.formula(power_w=f"C{n}"), b.energy_per_hour, "price")
         book.formula(ws, i, 6, rules.BREAK_EVEN.formula(on_demand=f"D{n}", energy=f"F{n}", daily_fixed=f"E{n}"),
                      b.break_even_hours_per_day, "number")
-        used = f"(TaskGpu=$A{n})*TaskActiveMonths"
-        book.formula(ws, i, 7, rules.PLAN_HOURS_PER_DAY.formula(gpu_hour_months=f"SUMPRODUCT({used}*TaskGpuHours)",
-                                                                card_months=f"SUMPRODUCT({used}*TaskCardsHeld)"),
+        used = f"(TaskGpu=$A{n})"
+        book.formula(ws, i, 7, rules.PLAN_HOURS_PER_DAY.formula(gpu_hour_months=f"SUMPRODUCT({used}*DemandGpuHours)",
+                                                                card_months=f"SUMPRODUCT({used}*DemandHeldMonths)"),
                      b.plan_hours_per_day, "number")
         verdict = rules.VERDICT.formula(daily_fixed=f"E{n}", on_demand=f"D{n}", energy=f"F{n}", break_even=f"G{n}",
                                         plan_hours=f"H{n}", no_price=MISSING[rules.NO_PURCHASE_PRICE][2],

@@ -177,6 +177,38 @@ class MonthMatrix:
         return len(self.lead) + len(self.months) - 1
 
 
+# The Demand sheet's blocks of one column per plan month: key -> header (and a name per month: DemandCards_2026_07).
+DEMAND_BLOCKS = {"factor": "demand factor", "cards": "cards held", "cards_billed": "cards billed",
+                 "gpu_hours": "GPU-hours"}
+DEMAND_LEAD = ("task_row", "task_id", "gpu", "tier", "start #", "end #", "growth a month", "online?",
+               "per card-month?", "requests a day", "serving hours a day", "requests/s per replica", "min replicas",
+               "cards per replica/run", "cards held", "GPU-hours a month", "card-months held", "card-months billed",
+               "GPU-hours over the plan")
+
+
+def demand_name(block: str, month: str) -> str:
+    """The Demand column of one block and month: DemandCardsBilled_2026_07."""
+    return month_name("Demand" + camel(block), month)
+
+
+@dataclass(frozen=True)
+class DemandMatrix:
+    """Demand: lead columns, then each block of DEMAND_BLOCKS with one column per plan month (row 0 headers, row 1
+    month numbers)."""
+
+    months: tuple[str, ...]
+    first: int   # first data row
+    last: int    # last data row (the first one when there is no data)
+    lead = DEMAND_LEAD
+
+    def col(self, block: str, j: int) -> int:
+        return len(self.lead) + list(DEMAND_BLOCKS).index(block) * len(self.months) + j
+
+    @property
+    def last_col(self) -> int:
+        return len(self.lead) + len(DEMAND_BLOCKS) * len(self.months) - 1
+
+
 @dataclass(frozen=True)
 class SummaryLayout:
     months: tuple[str, ...]
@@ -451,9 +483,10 @@ class Layout:
     order: OrderLayout
     recon: Mapping[str, ReconLayout]
     commitments: CommitmentsLayout
+    demand: DemandMatrix
 
 
-MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost")
+MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost", "period_cost")
 EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "start #", "end #")
 CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
 
@@ -516,5 +549,6 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
                   len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
                   OrderLayout(order_keys(plan), plan.months, tuple((c.gpu, c.tier) for c in plan.commitments)),
                   MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}),
-                  CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months))
+                  CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months),
+                  DemandMatrix(plan.months, 2, 1 + max(1, n)))
 
