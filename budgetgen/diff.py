@@ -21,10 +21,10 @@ from pathlib import Path
 
 import xlsxwriter
 
-from . import rules
+from . import rules, scenarios
 from .catalog import gpu_record
 from .commitments import adjustment_in, plan_commitments
-from .engine import MonthTotals, Plan, TaskPlan, plan_budget, plan_task
+from .engine import MonthTotals, Plan, TaskPlan, apply_scenario, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem
 from .i18n import LANGS, canonical_name, tr
 from .model import Inputs, Settings
@@ -365,6 +365,9 @@ class _Running:
         if not problems:
             try:
                 planned = plan_task(task, self.inputs)
+                levels = ("base",) * len(self.inputs.scenarios)
+                planned = apply_scenario([planned], self.inputs, scenarios.resolve(
+                    self.inputs.scenarios, levels, [planned], self.inputs))[0]
             except InputError as exc:
                 problems = exc.problems
         if problems:
@@ -401,11 +404,12 @@ class _Running:
         s = self.inputs.settings
         months = []
         commitments = plan_commitments(list(self.plans.values()), self.inputs, len(s.plan_months))
+        rate = scenarios.resolve(self.inputs.scenarios, ("base",) * len(self.inputs.scenarios), [], self.inputs).buffer
         for i, (month, gpu_sum) in enumerate(zip(s.plan_months, self.gpu), start=1):
             gpu, adjustment = float(gpu_sum), adjustment_in(commitments, i)
             extras = math.fsum(e.monthly_cost if e.start_month <= month <= e.end_month else 0.0
                                for e in self.inputs.extras)
-            months.append(MonthTotals(gpu, extras, rules.BUFFER(s, gpu=gpu, commitments=adjustment),
+            months.append(MonthTotals(gpu, extras, rules.BUFFER(s, gpu=gpu, commitments=adjustment, rate=rate),
                                       adjustment).total)
         return sum(months), ""
 

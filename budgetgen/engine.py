@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from . import rules, serving
+from . import rules, scenarios, serving
 from .columns import evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
@@ -119,6 +119,21 @@ class BuyVsRent:
 
 
 @dataclass(frozen=True)
+class Swing:
+    """One Scenarios row moved alone to its low and its high value, the others at base: the period totals."""
+
+    label: str
+    low: float
+    high: float
+    base: float
+
+    @property
+    def size(self) -> float:
+        """How far the row moves the period total at most: what the tornado sorts by."""
+        return max(abs(self.low - self.base), abs(self.high - self.base))
+
+
+@dataclass(frozen=True)
 class Plan:
     """The whole budget: tasks, months, tiers, buy-versus-rent and warnings."""
 
@@ -131,6 +146,9 @@ class Plan:
     buy_vs_rent: tuple[BuyVsRent, ...]
     warnings: tuple[str, ...] = field(default=())
     commitments: tuple[Commitment, ...] = field(default=())
+    buffer_rate: float = 0.0  # the base scenario's hidden-cost buffer rate (ScenarioBuffer)
+    scenario_totals: dict[str, float] = field(default_factory=dict)  # the period total of each level (low/base/high)
+    tornado: tuple[Swing, ...] = field(default=())  # each Scenarios row moved alone, the largest swing first
 
     @property
     def period_total(self) -> float:
@@ -370,13 +388,13 @@ def plan_budget(inputs: Inputs) -> Plan:
         raise InputError(problems)
     extras_by_month = {m: [e.monthly_cost if e.start_month <= m <= e.end_month else 0.0 for e in inputs.extras]
                        for m in months}
-    month_totals = {}
+    rows = inputs.scenarios
+    base_levels = ("base",) * len(rows)
+    scenario = scenarios.resolve(rows, base_levels, tasks, inputs)
+    tasks = apply_scenario(tasks, inputs, scenario)
+    month_totals, commitments = _month_totals(tasks, inputs, scenario.buffer)
     tier_totals = {t: {} for t in TIER_NAMES}
-    commitments = plan_commitments(tasks, inputs, len(months))
     for i, month in enumerate(months, start=1):
-        gpu, adjustment = math.fsum(t.cost_in(i) for t in tasks), adjustment_in(commitments, i)
-        month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]),
-                                          rules.BUFFER(s, gpu=gpu, commitments=adjustment), adjustment)
         for tier in TIER_NAMES:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
@@ -391,5 +409,46 @@ def plan_budget(inputs: Inputs) -> Plan:
         over = [m for m in months if cap is not None and tier_totals[tier.name][m] > cap]
         if over:
             warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
+    base_total = sum(t.total for t in month_totals.values())  # as Plan.period_total
+    totals = {level: base_total if level == "base" else _replanned_total(tasks, inputs, (level,) * len(rows))
+              for level in scenarios.LEVELS}
+    swings = []
+    for i, row in enumerate(rows):
+        low, high = (_replanned_total(tasks, inputs, base_levels[:i] + (level,) + base_levels[i + 1:])
+                     for level in ("low", "high"))
+        swings.append(Swing(row.label, low, high, base_total))
+    swings.sort(key=lambda w: -w.size)
     return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
-                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings), commitments)
+                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings), commitments, scenario.buffer, totals,
+                tuple(swings))
+
+
+def apply_scenario(tasks: list[TaskPlan], inputs: Inputs, scenario: scenarios.Scenario) -> list[TaskPlan]:
+    """The tasks' months again with the scenario's demand and price multipliers (the GPUs and shapes chosen stay)."""
+    out = []
+    for t in tasks:
+        tid = t.task.task_id
+        months = task_months(t.row, t.task.values.get("growth_per_month") or 0.0, inputs.settings,
+                             scenario.demand[tid], scenario.price[tid])
+        out.append(replace(t, months=months, row={**t.row, "period_cost": math.fsum(m.cost for m in months)}))
+    return out
+
+
+def _month_totals(tasks: list[TaskPlan], inputs: Inputs, buffer_rate: float):
+    """Each plan month's totals and the commitments proposed from the tasks' months."""
+    s = inputs.settings
+    commitments = plan_commitments(tasks, inputs, len(s.plan_months))
+    totals = {}
+    for i, month in enumerate(s.plan_months, start=1):
+        gpu, adjustment = math.fsum(t.cost_in(i) for t in tasks), adjustment_in(commitments, i)
+        extras = math.fsum(e.monthly_cost for e in inputs.extras if e.start_month <= month <= e.end_month)
+        totals[month] = MonthTotals(gpu, extras, rules.BUFFER(s, gpu=gpu, commitments=adjustment, rate=buffer_rate),
+                                    adjustment)
+    return totals, commitments
+
+
+def _replanned_total(tasks: list[TaskPlan], inputs: Inputs, levels: tuple[str, ...]) -> float:
+    """The period total with the Scenarios rows at `levels` (the GPUs and shapes chosen stay)."""
+    scenario = scenarios.resolve(inputs.scenarios, levels, tasks, inputs)
+    totals, _ = _month_totals(apply_scenario(tasks, inputs, scenario), inputs, scenario.buffer)
+    return sum(t.total for t in totals.values())

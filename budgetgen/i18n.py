@@ -15,7 +15,8 @@ LANGS = ("en", "zh")
 
 # Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
 SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
-             "Usage": "用量", "Assignments": "分配", "Models": "模型", "FX": "汇率"}
+             "Usage": "用量", "Assignments": "分配", "Models": "模型", "FX": "汇率",
+             "Scenarios": "情景"}
 
 # Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
 NAMES_ZH = {
@@ -678,6 +679,13 @@ PROBLEMS = {
     "method_for_kind": ('method: "{method}" is not a method for {kind!t} tasks (use {allowed!l})',
                         'method："{method}" 不适用于{kind!t}任务（请使用 {allowed!l}）'),
     "mfu_range": ("mfu: {mfu:g} must be above 0 and at most 1 (e.g. 40%)", "mfu：{mfu:g} 必须大于 0 且不超过 1（例如 40%）"),
+    "scenario_unknown_task": ('task_id: "{task}" is not a task on the Tasks sheet (leave it blank for every task)',
+                              'task_id："{task}" 不在任务表中（留空表示所有任务）'),
+    "scenario_duplicate": ("{driver} for {task} is on the Scenarios sheet twice (first at {first})",
+                           "{driver}（{task}）在情景表中重复（首次在 {first}）"),
+    "scenario_buffer_per_task": ("buffer: the hidden-cost buffer is one rate for the plan; leave task_id blank",
+                                 "buffer：隐性成本缓冲是整个计划的一个比率；task_id 请留空"),
+    "scenario_all_tasks": ("every task", "所有任务"),
     "unknown_gpu": ('gpu: "{gpu}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)',
                     'gpu："{gpu}" 不在目录中（请使用 {names} 之一，或在 GPUs（GPU）工作表中添加）'),
     "month_outside_plan": (

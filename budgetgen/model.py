@@ -97,6 +97,7 @@ class Inputs:
     source_sha256: str = ""  # and its SHA-256, shown on the About sheet
     models: object = None  # the model catalog (built-in plus the Models sheet): a models.ModelCatalog
     fx: object = None  # the rates the prices were converted with (fx.FxTable); None: every price in the plan currency
+    scenarios: tuple = ()  # the Scenarios sheet's rows (scenarios.ScenarioRow)
 
     def model(self, name: str | None):
         """The catalog model a task names (None: the task names none)."""

@@ -24,15 +24,17 @@ class TaskMonth:
     cost: float  # GPU cost in the plan currency
 
 
-def task_months(row: dict, growth: float, settings) -> tuple[TaskMonth, ...]:
-    """Every plan month of one task's evaluated row (the chosen GPU's) growing by `growth` a month."""
+def task_months(row: dict, growth: float, settings, scale: float = 1.0, price: float = 1.0) -> tuple[TaskMonth, ...]:
+    """Every plan month of one task's evaluated row (the chosen GPU's) growing by `growth` a month, its demand
+    times `scale` and its prices times `price` (the scenario's multipliers)."""
     s = settings
     online = KIND[row["kind"]].online
     per_card_month = TIER[row["tier"]].per_card_month
     min_replicas = row["min_replicas"] if row["min_replicas"] is not None else s.min_replicas
     out = []
     for month in range(1, len(s.plan_months) + 1):
-        factor = rules.DEMAND_FACTOR(s, month=month, start=row["start_index"], end=row["end_index"], growth=growth)
+        factor = rules.DEMAND_FACTOR(s, month=month, start=row["start_index"], end=row["end_index"], growth=growth,
+                                    scale=scale)
         cards = rules.MONTH_CARDS(s, factor=factor, online=online, requests=row["requests_per_day"],
                                   hours_per_day=row["serving_hours_per_day"], req_s=row["requests_per_sec"],
                                   min_replicas=min_replicas, cards_per_run=row["cards_per_run"],
@@ -41,6 +43,7 @@ def task_months(row: dict, growth: float, settings) -> tuple[TaskMonth, ...]:
                                       cards_held=row["cards_held"], factor=factor)
         billed = rules.MONTH_CARDS_BILLED(s, per_card_month=per_card_month, cards=cards, hours=hours)
         cost = rules.MONTH_COST(s, per_card_month=per_card_month, cost=row["monthly_cost"], billed=billed,
-                                cards_billed=row["cards_billed"], hours=hours, hours_row=row["gpu_hours_per_month"])
+                                cards_billed=row["cards_billed"], hours=hours, hours_row=row["gpu_hours_per_month"],
+                                price=price)
         out.append(TaskMonth(factor, cards, billed, hours, cost))
     return tuple(out)

@@ -27,13 +27,16 @@ from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
 from .prices import OFFER_FIELDS
 from .recon.table import sheet_frame
+from .records import BUFFER
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
+from .scenarios import DRIVER, ScenarioRow
 from .schema import (
     EXTRA_COLUMNS,
     FX_COLUMNS,
     GPU_COLUMNS,
     KIND,
     PRICE_COLUMNS,
+    SCENARIO_COLUMNS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
     Column,
@@ -492,6 +495,38 @@ def _read_extras(ws, settings: Settings, out: Collector) -> list[Extra]:
     return extras
 
 
+# ---------------------------------------------------------------- Scenarios
+
+def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -> tuple[ScenarioRow, ...]:
+    """The Scenarios rows: a blank base is 1 (the buffer's: the setting), a blank low or high the base."""
+    if ws is None:
+        return ()
+    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    rows, seen = [], {}
+    for rec in read_table(ws, "Scenarios", SCENARIO_COLUMNS, out):
+        v = rec.values
+        driver, task = v.get("driver"), v.get("task_id") or ""
+        if driver is None:
+            continue
+        if task and task.lower() not in ids:
+            out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_unknown_task", task=task))
+            continue
+        if task and DRIVER[driver].effect == BUFFER:
+            out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_buffer_per_task"))
+            continue
+        task = ids.get(task.lower(), "")
+        key = (driver, task)
+        if key in seen:
+            out.add(Code.DUPLICATE_SETTING, "Scenarios", rec.cells["driver"], Message(
+                "scenario_duplicate", driver=driver, task=task or Message("scenario_all_tasks"), first=seen[key]))
+            continue
+        seen[key] = rec.cells["driver"]
+        base = v.get("base", settings.hidden_cost_buffer if DRIVER[driver].effect == BUFFER else 1.0)
+        rows.append(ScenarioRow(driver, task, v.get("low", base), base, v.get("high", base), rec.row,
+                                v.get("source") or ""))
+    return tuple(rows)
+
+
 # ---------------------------------------------------------------- Bills, Usage, Assignments
 
 ASSIGNMENT_COLUMNS = (Column("resource_id", "text", required=True, help="billed resource id"),
@@ -534,6 +569,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         models = _read_models(sheets.get("models"), out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, models, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
+        scenarios = _read_scenarios(sheets.get("scenarios"), settings, tasks, out)
         bills_sheet = _table_sheet(sheets["bills"]) if "bills" in sheets else None
         usage_sheet = _table_sheet(sheets["usage"]) if "usage" in sheets else None
         assignments = _read_assignments(sheets.get("assignments"), out)
@@ -543,7 +579,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         raise InputError(out.problems)
     warnings += example_rows_left(tasks)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx)
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx, scenarios)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

@@ -54,8 +54,9 @@ def _days_per_month(s) -> float:
 
 
 # --------------------------------------------------------------- month totals (Summary)
-BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate times the month's GPU cost, commitments included",
-              "({gpu}+{commitments})*BufferRate", lambda s, gpu, commitments: (gpu + commitments) * s.hidden_cost_buffer)
+BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate (the scenario's, ScenarioBuffer) times the month's "
+              "GPU cost, commitments included", "({gpu}+{commitments})*{rate}",
+              lambda s, gpu, commitments, rate: (gpu + commitments) * rate)
 MONTH_TOTAL = Rule("month_total", "a month's total: GPU rent, commitments, extras and the hidden-cost buffer",
                    "{gpu}+{commitments}+{extras}+{buffer}",
                    lambda s, gpu, commitments, extras, buffer: gpu + commitments + extras + buffer)
@@ -100,9 +101,10 @@ VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; 
 # month); a training or batch task's runs follow it (the run's shape stays). The Tasks row is the factor-1 month, so
 # each month's figures are the row's scaled by a ratio that is exactly 1 in a month of factor 1.
 DEMAND_FACTOR = Rule("demand_factor", "the month's demand over the task's typed demand: compounded growth while "
-                     "active, 0 outside", "IF(AND({month}>={start},{month}<={end}),(1+{growth})^({month}-{start}),0)",
-                     lambda s, month, start, end, growth: (1 + growth) ** (month - start) if start <= month <= end
-                     else 0.0)
+                     "active times the scenario's demand multiplier, 0 outside",
+                     "IF(AND({month}>={start},{month}<={end}),(1+{growth})^({month}-{start})*{scale},0)",
+                     lambda s, month, start, end, growth, scale: (1 + growth) ** (month - start) * scale
+                     if start <= month <= end else 0.0)
 
 
 def _month_cards(s, factor, online, requests, hours_per_day, req_s, min_replicas, cards_per_run, cards_held):
@@ -130,10 +132,11 @@ MONTH_CARDS_BILLED = Rule(
     if per_card_month else cards)
 MONTH_COST = Rule(
     "month_cost", "the task's GPU cost in the month: its monthly cost scaled by the billed cards (per-card-month "
-    "tiers) or the GPU-hours (hourly tiers)",
-    "IF({per_card_month},{cost}*({billed}/{cards_billed}),IF({hours_row}>0,{cost}*({hours}/{hours_row}),0))",
-    lambda s, per_card_month, cost, billed, cards_billed, hours, hours_row: cost * (billed / cards_billed)
-    if per_card_month else cost * (hours / hours_row) if hours_row > 0 else 0.0)
+    "tiers) or the GPU-hours (hourly tiers), times the scenario's price multiplier",
+    "IF({per_card_month},{cost}*({billed}/{cards_billed}),IF({hours_row}>0,{cost}*({hours}/{hours_row}),0))*{price}",
+    lambda s, per_card_month, cost, billed, cards_billed, hours, hours_row, price: (
+        cost * (billed / cards_billed) if per_card_month else cost * (hours / hours_row) if hours_row > 0 else 0.0)
+    * price)
 
 # --------------------------------------------------------------- what to order (Order)
 def _selected(gpus, tiers, gpu, tier):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .records import SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, excel_is
+from .records import BUFFER, DEMAND, PRICE, SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, Driver, excel_is
 
 TRAIN_PRECISIONS = ("bf16", "fp8", "fp4")
 
@@ -384,12 +384,37 @@ SETTINGS_COLUMNS: tuple[Column, ...] = (
     C("note", "text", help="free text"),
 )
 
+# The scenario drivers (budgetgen/scenarios.py applies them) and the Scenarios sheet that gives their values.
+SCENARIO_LEVELS = ("low", "base", "high")
+DRIVERS: tuple[Driver, ...] = (
+    Driver("requests", DEMAND, "requests per day (batch: requests per run): serving tasks' demand", training=False),
+    Driver("tokens", DEMAND, "output tokens per request: serving tasks' work per request", training=False),
+    Driver("training_tokens", DEMAND, "training tokens: training tasks' work per run", training=True),
+    Driver("efficiency", DEMAND, "MFU and serving efficiency: the work a card does an hour (divides the demand)",
+           divides=True),
+    Driver("price", PRICE, "every GPU price"),
+    *(Driver(f"price_{t.name}", PRICE, f"GPU prices of the {t.name} tier", tier=t.name) for t in TASK_TIERS),
+    Driver("fx", PRICE, "the FX rate of GPU prices listed in another currency than the plan's", foreign=True),
+    Driver("buffer", BUFFER, "the hidden-cost buffer rate (a rate, not a multiplier; for every task)"),
+)
+SCENARIO_COLUMNS: tuple[Column, ...] = (
+    C("driver", "choice", required=True, choices=tuple(d.name for d in DRIVERS),
+      help="; ".join(f"{d.name}: {d.meaning}" for d in DRIVERS)),
+    C("task_id", "text", help="the task it moves; blank: every task (a task's own row wins)"),
+    C("low", "number", positive=True, help="the low scenario's value; blank: base"),
+    C("base", "number", positive=True, help="the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer "
+      "setting)"),
+    C("high", "number", positive=True, help="the high scenario's value; blank: base"),
+    C("source", "text", help="where the range comes from"),
+)
+
 SHEETS: dict[str, tuple[Column, ...]] = {
     "Settings": SETTINGS_COLUMNS,
     "GPUs": GPU_COLUMNS,
     "Tasks": TASK_COLUMNS,
     "Extras": EXTRA_COLUMNS,
     "FX": FX_COLUMNS,
+    "Scenarios": SCENARIO_COLUMNS,
 }
 REQUIRED_SHEETS = ("Tasks",)
 

@@ -39,6 +39,7 @@ from .models import write_models
 from .monthly import write_monthly
 from .order import write_order
 from .recon import recon_check, write_recon
+from .scenarios import write_scenarios
 from .summary import write_reforecast, write_summary
 from .task_list import write_task_list
 from .tasks import write_tasks
@@ -48,7 +49,7 @@ from .xlsx_private import zip_level
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
+SHEETS = ("Summary", "Order", "Scenarios", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
           "Checks")
 
 
@@ -107,6 +108,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Commitments", lambda: write_commitments(book, ws["Commitments"], plan, layout.commitments)),
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary,
                                           rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
+        ("Scenarios", lambda: write_scenarios(book, ws["Scenarios"], plan)),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))

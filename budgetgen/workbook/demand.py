@@ -8,10 +8,11 @@ from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 
 from .. import rules
 from ..engine import Plan
-from ..records import excel_is
+from ..records import DEMAND, PRICE, excel_is
+from ..scenarios import foreign_prices, multiplier_excel, task_multipliers
 from ..schema import KIND, TASK_KINDS, TASK_TIERS
 from .book import Book
-from .layout import DEMAND_BLOCKS, DemandMatrix, demand_name, task_name
+from .layout import DEMAND_BLOCKS, GPU_NAMES, DemandMatrix, demand_name, task_name
 from .printing import print_setup
 
 SHEET = "Demand"
@@ -23,15 +24,17 @@ LEAD_UNITS = {"task_row": "#", "task_id": "", "gpu": "", "tier": "", "start #": 
               "growth a month": "share", "online?": "1 = yes", "per card-month?": "1 = yes",
               "requests a day": "requests/day", "serving hours a day": "h/day", "requests/s per replica": "requests/s",
               "min replicas": "replicas", "cards per replica/run": "cards", "cards held": "cards",
-              "GPU-hours a month": "GPU-h", "card-months held": "card-months", "card-months billed": "card-months",
+              "GPU-hours a month": "GPU-h", "training?": "1 = yes", "prices in another currency?": "1 = yes",
+              "scenario demand x": "x", "scenario price x": "x", "card-months held": "card-months", "card-months billed": "card-months",
               "GPU-hours over the plan": "GPU-h"}
-_WIDTHS = [8, 10, 12, 10, 7, 7, 9, 8, 9, 11, 9, 10, 9, 9, 9, 11, 11, 11, 12]
+_WIDTHS = [8, 10, 12, 10, 7, 7, 9, 8, 9, 11, 9, 10, 9, 9, 9, 11, 8, 10, 10, 10, 11, 11, 12]
 _LINKS = {"task_id": ("task_id", "text"), "gpu": ("gpu", "text"), "tier": ("tier", "text"),
           "start #": ("start_index", "int"), "end #": ("end_index", "int"), "growth a month": ("growth_per_month",
                                                                                                "percent"),
           "requests a day": ("requests_per_day", "number"), "serving hours a day": ("serving_hours_per_day", "number"),
           "requests/s per replica": ("requests_per_sec", "number"), "cards per replica/run": ("cards_per_run", "int"),
-          "cards held": ("cards_held", "int"), "GPU-hours a month": ("gpu_hours_per_month", "number")}
+          "cards held": ("cards_held", "int"), "GPU-hours a month": ("gpu_hours_per_month", "number"),
+          "training?": ("training", "int")}
 _BLOCK_FORMATS = {"factor": "number", "cards": "int", "cards_billed": "int", "gpu_hours": "number"}
 _PER_CARD_MONTH = tuple(t.name for t in TASK_TIERS if t.per_card_month)
 
@@ -65,6 +68,16 @@ def write_demand(book: Book, ws, plan: Plan, at: DemandMatrix) -> None:
                      1 if KIND[tp.row["kind"]].online else 0, "int")
         book.formula(ws, r, lead["per card-month?"], f"IF({excel_is(tier, _PER_CARD_MONTH)},1,0)" if _PER_CARD_MONTH
                      else "0", 1 if tp.row["tier"] in _PER_CARD_MONTH else 0, "int")
+        currency = f"INDEX({GPU_NAMES['currency']},MATCH({cell['gpu']},GpuName,0))"
+        foreign = foreign_prices(plan.inputs.gpu(tp.row["gpu"]), s.currency)
+        book.formula(ws, r, lead["prices in another currency?"], f'IF(AND({currency}<>"",{currency}<>Currency),1,0)',
+                     1 if foreign else 0, "int")
+        demand_x, price_x = task_multipliers(plan.inputs.scenarios, ("base",) * len(plan.inputs.scenarios),
+                                             tp.task.task_id, bool(tp.row["training"]), tp.row["tier"], foreign)
+        parts = {"task": cell["task_id"], "training": cell["training?"], "tier": cell["tier"],
+                 "foreign": cell["prices in another currency?"]}
+        book.formula(ws, r, lead["scenario demand x"], multiplier_excel(DEMAND, **parts), demand_x, "number")
+        book.formula(ws, r, lead["scenario price x"], multiplier_excel(PRICE, **parts), price_x, "number")
         given = f"INDEX({task_name('min_replicas')},{position})"
         book.formula(ws, r, lead["min replicas"], f'IF({given}="",MinReplicas,{given})',
                      tp.row["min_replicas"] if tp.row["min_replicas"] is not None else s.min_replicas, "int")
@@ -77,7 +90,8 @@ def write_demand(book: Book, ws, plan: Plan, at: DemandMatrix) -> None:
             here = {b: xl_rowcol_to_cell(r, at.col(b, j)) for b in DEMAND_BLOCKS}
             month = xl_rowcol_to_cell(1, at.col("factor", j), row_abs=True)
             book.formula(ws, r, at.col("factor", j), rules.DEMAND_FACTOR.formula(
-                month=month, start=cell["start #"], end=cell["end #"], growth=cell["growth a month"]), m.factor,
+                month=month, start=cell["start #"], end=cell["end #"], growth=cell["growth a month"],
+                scale=cell["scenario demand x"]), m.factor,
                 "number")
             book.formula(ws, r, at.col("cards", j), rules.MONTH_CARDS.formula(
                 factor=here["factor"], online=f"{cell['online?']}=1", requests=cell["requests a day"],
@@ -94,6 +108,7 @@ def write_demand(book: Book, ws, plan: Plan, at: DemandMatrix) -> None:
         for j, month in enumerate(at.months):
             book.define_range(demand_name(block, month), SHEET, at.first, at.last, at.col(block, j))
     for key, name in (("online?", "DemandOnline"), ("per card-month?", "DemandPerCardMonth"),
+                      ("scenario price x", "DemandPriceScale"),
                       ("card-months held", "DemandHeldMonths"), ("card-months billed", "DemandBilledMonths"),
                       ("GPU-hours over the plan", "DemandGpuHours")):
         book.define_range(name, SHEET, at.first, at.last, lead[key])

@@ -22,7 +22,7 @@ GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "ban
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
              "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
-             "power_w": "GpuPowerW"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
+             "power_w": "GpuPowerW", "currency": "GpuCurrency"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
 # The FX table on Assumptions: each currency and its rate in plan currency per unit.
 FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
 FX_HEADER = "FX currency"  # the first header of the table, which `diff` reads a built budget's rates below
@@ -182,7 +182,8 @@ DEMAND_BLOCKS = {"factor": "demand factor", "cards": "cards held", "cards_billed
                  "gpu_hours": "GPU-hours"}
 DEMAND_LEAD = ("task_row", "task_id", "gpu", "tier", "start #", "end #", "growth a month", "online?",
                "per card-month?", "requests a day", "serving hours a day", "requests/s per replica", "min replicas",
-               "cards per replica/run", "cards held", "GPU-hours a month", "card-months held", "card-months billed",
+               "cards per replica/run", "cards held", "GPU-hours a month", "training?", "prices in another currency?",
+               "scenario demand x", "scenario price x", "card-months held", "card-months billed",
                "GPU-hours over the plan")
 
 

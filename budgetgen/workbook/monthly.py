@@ -61,7 +61,8 @@ def write_monthly(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
                 billed=f"INDEX({demand_name('cards_billed', month)},{position})",
                 cards_billed=f"INDEX({task_name('cards_billed')},{position})",
                 hours=f"INDEX({demand_name('gpu_hours', month)},{position})",
-                hours_row=f"INDEX({task_name('gpu_hours_per_month')},{position})"), tp.cost_in(j + 1), "money")
+                hours_row=f"INDEX({task_name('gpu_hours_per_month')},{position})",
+                price=f"INDEX(DemandPriceScale,{position})"), tp.cost_in(j + 1), "money")
     name_month_columns(book, SHEET, matrix, gpu_cost, GPU_COST_MATRIX)
     book.define_range(PERIOD_COST, SHEET, matrix.first, matrix.last, total_col)
     book.define_range(TASK_ID, SHEET, matrix.first, matrix.last, matrix.lead.index("task_id"))
