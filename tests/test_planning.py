@@ -1,0 +1,195 @@
+"""Planning like finance: demand ramps and scenarios.
+
+Ramps: a service growing 10% a month holds more cards month by month, its cost follows the cards, and the one-year
+commitment is proposed from that rising profile. Scenarios: low/base/high drivers, the selector moved to "high" in
+LibreOffice gives the engine's high total, and the tornado's largest row is the one a hand re-plan moves most.
+The expectations are worked out by hand: every service is sized from a measured throughput, so its replicas are
+its requests over what one replica serves. The workbooks are recalculated by LibreOffice in one run."""
+
+from __future__ import annotations
+
+import openpyxl
+import pytest
+from conftest import make_input
+from lo_recalc import recalc_many, soffice_path
+from openpyxl.utils import get_column_letter
+
+import budgetgen
+from budgetgen.errors import InputError
+
+ON_DEMAND = 2.0  # USD per card-hour, typed on the GPUs row
+HPM = 730  # hours_per_month's default
+REQ_S = 2000 / 200  # measured 2,000 output tokens/s over 200 tokens a request: 10 requests/s per replica
+PER_REPLICA_DAY = REQ_S * 24 * 3600  # 864,000 requests a day one replica serves around the clock
+REQUESTS = 4 * PER_REPLICA_DAY  # 3,456,000 a day: exactly 4 one-card replicas in the first month
+# Month m needs 4 x 1.1^(m-1) replicas, rounded up: 4, 4.4, 4.84, 5.32, 5.86, 6.44, 7.09, 7.79, 8.57, 9.43, 10.37,
+# 11.41 (none within rounding of a whole number but the first).
+CARDS = [4, 5, 5, 6, 6, 7, 8, 8, 9, 10, 11, 12]
+H100 = {"gpu": "H100 80G", "on_demand_per_hour": ON_DEMAND, "provider": "quote", "currency": "USD",
+        "source": "test quote", "as_of": "2026-06-01"}
+SERVICE = {"task_id": "SVC", "kind": "inference", "model_params_b": "7B", "requests_per_day": REQUESTS,
+           "tokens_per_request": 200, "tokens_per_sec": 2000, "cards": 1, "gpu": "H100 80G", "tier": "on_demand",
+           "serving_hours_per_day": 24, "growth_per_month": 0.10}
+
+
+def _build(folder, task):
+    book = make_input(folder / "in.xlsx", [task], gpus=[H100],
+                      settings={"currency": "USD", "period_months": 12, "build_date": "2026-06-15"})
+    out = folder / "out.xlsx"
+    return budgetgen.build_budget(book, out).plan, out
+
+
+@pytest.fixture(scope="module")
+def growing(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("ramp"), SERVICE)
+
+
+def test_cards_rise_month_by_month_with_the_demand(growing):
+    plan, _ = growing
+    months = plan.tasks[0].months
+    assert [m.factor for m in months] == pytest.approx([1.1 ** k for k in range(12)])
+    assert [m.cards for m in months] == CARDS
+    assert [m.cost for m in months] == pytest.approx([c * HPM * ON_DEMAND for c in CARDS])  # 5,840 ... 17,520
+    assert plan.tasks[0].row["period_cost"] == pytest.approx(sum(CARDS) * HPM * ON_DEMAND)  # 91 card-months
+
+
+def test_the_commitment_proposal_follows_the_profile(growing):
+    plan, _ = growing
+    one = next(c for c in plan.commitments if c.tier == "reserved_1y")
+    # One year at on-demand x (1 - 20%) = 1.6: a committed card must be busy 80% of the 12 months, 9.6 of them.
+    # Card 5 is busy in the 11 months holding 5 or more cards; card 6 in 9 months only. A flat plan would commit 4.
+    assert one.demand == pytest.approx([c * HPM for c in CARDS])
+    assert one.break_even == pytest.approx(0.8) and one.proposed == 5
+    three = next(c for c in plan.commitments if c.tier == "reserved_3y")
+    assert three.proposed == 0  # 12 busy months of a 36-month term are under its 53% break-even
+
+
+# Scenarios: two services on the H100 at 2.0 an hour for 3 months (no commitment: a term is longer than the plan).
+# Base: SVC 4 one-card replicas, API 2: 6 cards x 730 h x 2.0 = 8,760 a month, x 1.25 buffer x 3 months = 32,850.
+API = {**SERVICE, "task_id": "API", "requests_per_day": 2 * PER_REPLICA_DAY, "growth_per_month": None}
+SCENARIO_ROWS = [
+    {"driver": "requests", "low": 0.5, "base": 1, "high": 1.5, "source": "sales range"},
+    {"driver": "requests", "task_id": "API", "low": 1, "high": 3},   # its own row wins over the row for all
+    {"driver": "price_on_demand", "low": 0.9, "high": 1.1},
+    {"driver": "buffer", "low": 0.20, "base": 0.25, "high": 0.30},
+]
+CARD_MONTH = HPM * ON_DEMAND  # 1,460
+BASE_TOTAL = 6 * CARD_MONTH * 1.25 * 3  # 32,850
+# High: SVC 4 x 1.5 = 6 replicas, API 2 x 3 = 6: 12 cards x 1,460 x 1.1 = 19,272 a month, x 1.30 x 3 = 75,160.8.
+HIGH_TOTAL = 12 * CARD_MONTH * 1.1 * 1.30 * 3
+# Low: SVC 4 x 0.5 = 2, API 2 x 1 = 2: 4 cards x 1,460 x 0.9 = 5,256 a month, x 1.20 x 3 = 18,921.6.
+LOW_TOTAL = 4 * CARD_MONTH * 0.9 * 1.20 * 3
+SELECTOR_CELL = "B4"   # Summary: the named cell Scenario
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("scenarios")
+    svc = {**SERVICE, "growth_per_month": None}
+    book = make_input(folder / "in.xlsx", [svc, API], gpus=[H100],
+                      settings={"currency": "USD", "period_months": 3, "build_date": "2026-06-15"},
+                      extra_sheets={"Scenarios": [list(ROW_HEADERS)] + [[r.get(h) for h in ROW_HEADERS]
+                                                                         for r in SCENARIO_ROWS]})
+    out = folder / "out.xlsx"
+    return budgetgen.build_budget(book, out).plan, out
+
+
+ROW_HEADERS = ("driver", "task_id", "low", "base", "high", "source")
+
+
+def test_the_build_plans_low_base_and_high(scenarios):
+    plan, _ = scenarios
+    assert plan.period_total == pytest.approx(BASE_TOTAL)
+    assert plan.scenario_totals == pytest.approx({"low": LOW_TOTAL, "base": BASE_TOTAL, "high": HIGH_TOTAL})
+
+
+def test_the_tornado_puts_the_row_a_hand_replan_moves_most_first(scenarios):
+    plan, _ = scenarios
+    # Each row moved alone, the others at base (6 cards, 1.0 price, 25% buffer):
+    #   requests (API) high: API 6 replicas, SVC 4: 10 cards x 1,460 x 1.25 x 3 = 54,750 (+21,900); low 1: +0
+    #   requests (all): SVC 2 or 6, API 1 or 3 x ... no: API keeps its own row at base (2): 4 or 8 cards: -/+10,950
+    #   price_on_demand: 32,850 x 0.9 or 1.1: -/+3,285;  buffer: 8,760 x 3 x (1.20 or 1.30): -/+1,314
+    largest = plan.tornado[0]
+    assert largest.label == "requests (API)"
+    assert (largest.low, largest.high) == pytest.approx((BASE_TOTAL, 10 * CARD_MONTH * 1.25 * 3))
+    assert [w.label for w in plan.tornado] == ["requests (API)", "requests", "price_on_demand", "buffer"]
+    assert [w.size for w in plan.tornado] == pytest.approx([21_900, 10_950, 3_285, 1_314])
+
+
+@pytest.mark.slow
+def test_libreoffice_moves_the_total_with_the_selector(scenarios, libreoffice):
+    plan, out = scenarios
+    ws = openpyxl.load_workbook(out)["Summary"]
+    assert (ws[SELECTOR_CELL].value, ws["B3"].value) == ("base", "=PeriodTotal")
+    assert libreoffice["high"]["Summary"]["B3"] == pytest.approx(plan.scenario_totals["high"], rel=1e-9)
+    assert libreoffice["low"]["Summary"]["B3"] == pytest.approx(plan.scenario_totals["low"], rel=1e-9)
+
+
+def test_a_scenario_row_for_an_unknown_task_is_refused_at_its_cell(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], gpus=[H100], settings={"currency": "USD"},
+                      extra_sheets={"Scenarios": [["driver", "task_id", "high"], ["requests", "NOPE", 2],
+                                                  ["buffer", "SVC", 0.3]]})
+    with pytest.raises(InputError) as caught:
+        budgetgen.build_budget(book, tmp_path / "out.xlsx")
+    places = [(p.sheet, p.cell, p.code.value) for p in caught.value.problems]
+    assert places == [("Scenarios", "B2", "unknown_value"), ("Scenarios", "B3", "unknown_value")]
+
+
+def _proposed_cell(out) -> str:
+    """The Commitments cell of the one-year block's proposed cards (its header one row above the figures)."""
+    ws = openpyxl.load_workbook(out)["Commitments"]
+    for row in ws.iter_rows(min_col=1, max_col=2):
+        if (row[0].value, row[1].value) == ("H100 80G", "reserved_1y"):
+            header = next(c for c in ws[row[0].row - 1] if str(c.value or "").startswith("proposed cards"))
+            return f"{header.column_letter}{row[0].row}"
+    raise AssertionError("no one-year H100 block on Commitments")
+
+
+def _edited(out, folder, name: str, sheet: str, cell: str, value):
+    edited = folder / f"{name}.xlsx"
+    wb = openpyxl.load_workbook(out)
+    wb[sheet][cell] = value
+    wb.save(edited)
+    return edited
+
+
+@pytest.fixture(scope="module")
+def libreoffice(growing, scenarios, tmp_path_factory):
+    """The growing plan as built and with its growth typed 0, the scenario plan with the selector on high and on
+    low: recalculated by LibreOffice in one run."""
+    if soffice_path() is None:
+        pytest.skip("LibreOffice is not installed")
+    folder = tmp_path_factory.mktemp("lo")
+    (plan, out), (_, scenario_out) = growing, scenarios
+    growth = budgetgen.workbook.layout.plan_layout(plan).tasks.columns["growth_per_month"]
+    books = {"growing": out,
+             "flat": _edited(out, folder, "flat", "Tasks", f"{get_column_letter(growth + 1)}2", 0),
+             "high": _edited(scenario_out, folder, "high", "Summary", SELECTOR_CELL, "high"),
+             "low": _edited(scenario_out, folder, "low", "Summary", SELECTOR_CELL, "low")}
+    values = recalc_many(list(books.values()), folder / "work")
+    return {name: values[path] for name, path in books.items()}
+
+
+@pytest.mark.slow
+def test_libreoffice_sizes_the_months_as_the_engine_and_follows_an_edit(growing, libreoffice):
+    plan, out = growing
+    at = budgetgen.workbook.layout.plan_layout(plan)
+    cards = [f"{get_column_letter(at.demand.col('cards', j) + 1)}3" for j in range(12)]
+    period_cost = f"{get_column_letter(at.monthly.lead.index('period_cost') + 1)}3"
+    proposed = _proposed_cell(out)
+    grown, flat = libreoffice["growing"], libreoffice["flat"]
+    assert [grown["Demand"][c] for c in cards] == CARDS
+    assert grown["Monthly"][period_cost] == pytest.approx(sum(CARDS) * HPM * ON_DEMAND)  # 91 card-months: 132,860
+    assert grown["Commitments"][proposed] == 5
+    assert grown["Summary"]["B3"] == pytest.approx(plan.period_total, rel=1e-9)
+    assert [flat["Demand"][c] for c in cards] == [4] * 12
+    assert flat["Monthly"][period_cost] == pytest.approx(12 * 4 * HPM * ON_DEMAND)  # 70,080
+    assert flat["Commitments"][proposed] == 4  # every month's 4 cards busy all year
+
+
+def test_a_growth_below_minus_99_percent_is_refused_at_its_cell(tmp_path):
+    with pytest.raises(InputError) as caught:
+        _build(tmp_path, {**SERVICE, "growth_per_month": -1.5})
+    problem = caught.value.problems[0]
+    assert problem.sheet == "Tasks" and problem.cell.startswith(
+        get_column_letter(list(SERVICE).index("growth_per_month") + 1)) and "growth_per_month" in str(problem)
