@@ -32,7 +32,7 @@ NAMES_ZH = {
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
     "tokens_per_sec": "每秒token数", "concurrency": "并发数", "kv_cache_gb": "KV缓存GB", "cards": "卡数",
     "tier": "计费方式", "mfu": "算力利用率", "start_month": "开始月份", "end_month": "结束月份",
-    "cost_center": "成本中心", "growth_per_month": "月增长率", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
+    "cost_center": "成本中心", "growth_per_month": "月增长率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
     "resource_id": "资源编号",
     "currency": "币种", "catalog_fx": "目录汇率", "build_date": "编制日期", "period_start": "起始月份",
     "period_months": "计划月数", "hours_per_month": "每月小时数", "flops_per_token": "每token浮点运算",
@@ -77,8 +77,43 @@ VALUES_ZH = {
 
 # Visible output texts: headers, units, row labels, the How-to-read lines, the CLI's lines.
 TEXT_ZH = {
+    # unit costs, demand ramps and scenarios
+    "cost per million output tokens": "每百万输出token成本", "cost per thousand requests": "每千次请求成本",
+    "currency/M tokens": "货币/百万token", "currency/k requests": "货币/千次请求", "output tokens a month": "每月输出token",
+    "requests": "请求", "requests a month": "每月请求数", "self-host or API": "自建还是API",
+    "demand growth a month, compounded from start_month: an online service's requests per day, a training or batch "
+    "task's runs; -0.05 shrinks 5% a month": "每月需求增长率，自 start_month 起复利计算：在线服务的每日请求数，训练或批量任务的运行次数；"
+    "-0.05 表示每月减少 5%",
+    "what an API would charge per million output tokens, in the plan currency; gives a self-host-versus-API verdict "
+    "against the planned unit cost (serving tasks)": "API 每百万输出 token 的价格（计划货币）；与计划单位成本比较，给出自建还是用 API 的结论（服务类任务）",
+    "demand factor": "需求系数", "GPU-hours": "GPU小时",
+    "growth a month": "月增长率", "online?": "在线？", "per card-month?": "按卡月计费？", "requests a day": "每日请求数",
+    "serving hours a day": "每日服务小时", "min replicas": "最少副本数",
+    "cards per replica/run": "每副本/每次运行卡数", "training?": "训练？",
+    "prices in another currency?": "价格为其他货币？", "scenario demand x": "情景需求倍数", "scenario price x": "情景价格倍数",
+    "card-months held": "持有卡月", "card-months billed": "计费卡月", "GPU-hours over the plan": "计划期GPU小时",
+    "A month's demand is the task's typed demand times (1 + growth a month) to the months since its start, 0 outside "
+    "its months. An online service's replicas are sized again for the month's requests; a training or batch task's "
+    "runs follow the factor, each run the same size.": "某月需求 = 任务填写的需求 ×（1 + 月增长率）^（自开始以来的月数），活跃月份之外为 0。"
+    "在线服务按当月请求重新计算副本数；训练或批量任务的运行次数随系数变化，每次运行规模不变。",
+    "Scenarios: low, base and high, and what moves the total most": "情景：低、基准、高，以及对总额影响最大的因素",
+    "Demand and price values multiply what Tasks and GPUs say (1: as typed); buffer values are rates. A task's own row "
+    "wins over the row for every task. The selector on Summary (the named cell Scenario) chooses the column the whole "
+    "workbook computes with. The totals side by side and the tornado are computed by the build (each Scenarios row "
+    "moved alone to its low and high value, the others at base); build again after editing.":
+    "需求和价格的值是任务表和 GPU 表数值的倍数（1：按填写值）；缓冲的值是比率。任务自己的行优先于适用所有任务的行。"
+    "汇总表上的选择器（名称 Scenario）决定整个工作簿采用哪一列。并列的合计和龙卷风图由生成时计算（每行情景单独取低值和高值，"
+    "其余取基准值）；修改后请重新生成。",
+    "driver": "驱动因素", "low": "低", "base": "基准", "high": "高", "source": "来源",
+    "hidden-cost buffer in the chosen scenario": "所选情景的隐性成本缓冲", "scenario": "情景",
+    "period total": "计划期合计", "change vs base": "相对基准的变化",
+    "the scenario chosen on Summary (live)": "汇总表所选情景（实时）", "tornado: row moved alone": "龙卷风：单独变动的行",
+    "total at low": "取低值时合计", "total at high": "取高值时合计", "change at low": "取低值时变化",
+    "change at high": "取高值时变化", "swing": "摆幅",
+    "Tornado: change in the period total, largest first": "龙卷风图：计划期合计的变化，从大到小",
+    "Scenario (low, base, high)": "情景（low、base、high）",
     # calculated columns (columns.Calc.header) and units
-    "MFU used": "所用MFU", "training?": "训练？", "weights": "权重", "VRAM needed": "所需显存",
+    "MFU used": "所用MFU", "weights": "权重", "VRAM needed": "所需显存",
     "cards min": "最少卡数", "cards per run/replica": "每次运行/副本卡数", "speedup": "加速比",
     "FLOPs per run": "每次运行FLOPs", "compute hours (wall)": "计算小时（墙钟）", "compute GPU-hours": "计算GPU小时",
     "output tokens per day (batch: per run)": "每日输出token数（批量：每次运行）",
@@ -204,7 +239,7 @@ TEXT_ZH = {
     "gpu (chosen)": "GPU型号 (已选)", "excluded because": "排除原因", "cards given": "指定卡数", "chosen": "已选",
     "meaning": "含义", "unit": "单位", "name": "名称", "constant": "常量", "cap a month": "每月上限",
     "plan month": "计划月", "#": "序号", "month #": "月序号", "task row #": "任务行号", "month": "月份", "start #": "开始序号", "end #": "结束序号",
-    "GPU-hours": "GPU小时", "cost": "成本", "cap": "上限", "over cap?": "超上限？",
+    "cost": "成本", "cap": "上限", "over cap?": "超上限？",
     "purchase": "购买价", "power (W)": "功耗（W）", "on demand": "按需", "fixed": "固定成本", "energy": "电费",
     "break-even (h/day)": "盈亏平衡（小时/日）", "plan use (h/day/card)": "计划使用（小时/日/卡）", "verdict": "结论",
     "/card": "/卡", "/day": "/日", "/h": "/小时",

@@ -171,7 +171,7 @@ class TaskKind:
 
 _TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
                      "tokens_per_sec", "concurrency", "kv_cache_gb", "prompt_tokens", "context_tokens",
-                     "min_replicas")
+                     "min_replicas", "api_price_per_m_tokens")
 TASK_KINDS: tuple[TaskKind, ...] = (
     TaskKind("finetune", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
              default_tier="on_demand", requires=("train_tokens",), ignores=_TRAINING_IGNORES, zh="微调"),

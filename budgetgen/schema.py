@@ -263,6 +263,8 @@ CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("DaysPerYear", 365, "days in a year"),
     ("WattsPerKw", 1000, "watts per kilowatt"),
     ("PercentScale", 100, "utilisation percent per share"),
+    ("Million", 1e6, "tokens per million (unit costs)"),
+    ("Thousand", 1000, "requests per thousand (unit costs)"),
     ("DataStarvedMemShare", 0.8, "memory share above which a barely busy GPU is flagged data-starved"),
     ("DataStarvedUtil", 0.10, "utilisation under which a full-memory GPU is flagged data-starved"),
 ) + SERVING_CONSTANTS
@@ -356,6 +358,9 @@ TASK_COLUMNS: tuple[Column, ...] = (
     C("start_month", "month", "YYYY-MM", help="first active month; blank: plan start"),
     C("end_month", "month", "YYYY-MM", help="last active month; blank: plan end"),
     C("cost_center", "text", default="unassigned", help="for grouping in the summary"),
+    C("api_price_per_m_tokens", "number", "currency/M output tokens", positive=True,
+      help="what an API would charge per million output tokens, in the plan currency; gives a self-host-versus-API "
+      "verdict against the planned unit cost (serving tasks)"),
     C("growth_per_month", "percent", "share/month", default=0, minimum=-0.99, maximum=10,
       help="demand growth a month, compounded from start_month: an online service's requests per day, a training "
       "or batch task's runs; -0.05 shrinks 5% a month"),

@@ -49,7 +49,7 @@ from .xlsx_private import zip_level
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-SHEETS = ("Summary", "Order", "Scenarios", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Scenarios", "Extras",
           "Checks")
 
 
