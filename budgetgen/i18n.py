@@ -111,7 +111,8 @@ TEXT_ZH = {
     "total at low": "取低值时合计", "total at high": "取高值时合计", "change at low": "取低值时变化",
     "change at high": "取高值时变化", "swing": "摆幅",
     "Tornado: change in the period total, largest first": "龙卷风图：计划期合计的变化，从大到小",
-    "Scenario (low, base, high)": "情景（low、base、high）",
+    "Scenario (low, base, high)": "情景（low、base、high）", "every task": "所有任务",
+    "(no Scenarios sheet in the input: every multiplier is 1)": "（输入中没有情景表：所有倍数均为 1）",
     # calculated columns (columns.Calc.header) and units
     "MFU used": "所用MFU", "weights": "权重", "VRAM needed": "所需显存",
     "cards min": "最少卡数", "cards per run/replica": "每次运行/副本卡数", "speedup": "加速比",

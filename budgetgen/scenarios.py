@@ -99,38 +99,40 @@ def resolve(rows: tuple[ScenarioRow, ...], levels: tuple[str, ...], tasks, input
 
 
 # ---------------------------------------------------------------- the Excel view (Demand, Scenarios sheets)
-# The Scenarios sheet's rows as names: ScenarioDriver, ScenarioTask and ScenarioValue (the selected level's value).
-SCENARIO_DRIVER, SCENARIO_TASK, SCENARIO_VALUE = "ScenarioDriver", "ScenarioTask", "ScenarioValue"
+# Each Scenarios row's chosen value is a named cell (ScenarioChosen1, ...); which row a task's driver reads is fixed
+# by the rows the build was given (a row added or re-aimed takes a build), its low/base/high values stay live.
 SELECTOR, SCENARIO_BUFFER = "Scenario", "ScenarioBuffer"
 
 
-def _given(driver: str, task: str) -> tuple[str, str]:
-    sel = f'({SCENARIO_DRIVER}="{driver}")*({SCENARIO_TASK}={task})'
-    return f"SUMPRODUCT({sel})>0", f"SUMPRODUCT({sel}*{SCENARIO_VALUE})"
+def chosen_name(i: int) -> str:
+    """The named cell of Scenarios row i's (0-based) chosen value."""
+    return f"ScenarioChosen{i + 1}"
 
 
-def driver_value_excel(driver: str, task: str) -> str:
-    """The selected value of the driver's row for the task (a cell or ""), else of its all-tasks row, else 1."""
-    own, own_value = _given(driver, task)
-    every, every_value = _given(driver, '""')
-    return f"IF({own},{own_value},IF({every},{every_value},1))"
+def _row_for(rows, driver: str, task_id: str) -> int | None:
+    """The index of the row a task's driver reads: its own row, else the all-tasks row, else None."""
+    own = next((i for i, r in enumerate(rows) if r.driver == driver and r.task_id == task_id), None)
+    return own if own is not None else next((i for i, r in enumerate(rows) if r.driver == driver and not r.task_id),
+                                            None)
 
 
-def multiplier_excel(effect: str, *, task: str, training: str, tier: str, foreign: str) -> str:
-    """The task's demand or price multiplier: `task`, `training` (1/0), `tier` and `foreign` (1/0) are cells."""
+def multiplier_excel(rows, effect: str, *, task_id: str, training: str, tier: str, foreign: str) -> str:
+    """The task's demand or price multiplier, the Excel view of `task_multipliers`: `training` (1/0), `tier` and
+    `foreign` (1/0) are cells, so an edited tier moves it live."""
     out = "1"
     for d in DRIVERS:
-        if d.effect != effect:
+        i = _row_for(rows, d.name, task_id) if d.effect == effect else None
+        if i is None:
             continue
         tests = ([f"{training}={1 if d.training else 0}"] if d.training is not None else []) \
             + ([f'{tier}="{d.tier}"'] if d.tier else []) + ([f"{foreign}=1"] if d.foreign else [])
-        value = driver_value_excel(d.name, task)
-        term = f"IF({'AND(' + ','.join(tests) + ')' if len(tests) > 1 else tests[0]},{value},1)" if tests else value
+        test = tests[0] if len(tests) == 1 else f"AND({','.join(tests)})"
+        term = f"IF({test},{chosen_name(i)},1)" if tests else chosen_name(i)
         out = f"{out}/{term}" if d.divides else term if out == "1" else f"{out}*{term}"
     return out
 
 
-def buffer_excel(setting: str) -> str:
-    """The selected buffer rate: the all-tasks buffer row's, else the setting."""
-    every, every_value = _given("buffer", '""')
-    return f"IF({every},{every_value},{setting})"
+def buffer_excel(rows, setting: str) -> str:
+    """The chosen buffer rate: the buffer row's, else the setting."""
+    i = _row_for(rows, "buffer", "")
+    return setting if i is None else chosen_name(i)

@@ -74,10 +74,11 @@ def write_demand(book: Book, ws, plan: Plan, at: DemandMatrix) -> None:
                      1 if foreign else 0, "int")
         demand_x, price_x = task_multipliers(plan.inputs.scenarios, ("base",) * len(plan.inputs.scenarios),
                                              tp.task.task_id, bool(tp.row["training"]), tp.row["tier"], foreign)
-        parts = {"task": cell["task_id"], "training": cell["training?"], "tier": cell["tier"],
+        parts = {"task_id": tp.task.task_id, "training": cell["training?"], "tier": cell["tier"],
                  "foreign": cell["prices in another currency?"]}
-        book.formula(ws, r, lead["scenario demand x"], multiplier_excel(DEMAND, **parts), demand_x, "number")
-        book.formula(ws, r, lead["scenario price x"], multiplier_excel(PRICE, **parts), price_x, "number")
+        rows = plan.inputs.scenarios
+        book.formula(ws, r, lead["scenario demand x"], multiplier_excel(rows, DEMAND, **parts), demand_x, "number")
+        book.formula(ws, r, lead["scenario price x"], multiplier_excel(rows, PRICE, **parts), price_x, "number")
         given = f"INDEX({task_name('min_replicas')},{position})"
         book.formula(ws, r, lead["min replicas"], f'IF({given}="",MinReplicas,{given})',
                      tp.row["min_replicas"] if tp.row["min_replicas"] is not None else s.min_replicas, "int")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from xlsxwriter.utility import xl_rowcol_to_cell
 
 from ..engine import Plan
-from ..scenarios import SCENARIO_BUFFER, SCENARIO_DRIVER, SCENARIO_TASK, SCENARIO_VALUE, SELECTOR, buffer_excel
+from ..scenarios import SCENARIO_BUFFER, SELECTOR, buffer_excel, chosen_name
 from ..schema import SCENARIO_LEVELS
 from .book import Book
 from .layout import PERIOD_TOTAL
@@ -29,27 +29,23 @@ def write_scenarios(book: Book, ws, plan: Plan) -> None:
     ws.write_string(1, 0, book.t(NOTE), book.f.note)
     book.header(ws, HEADER, ["driver", "task_id", "low", "base", "high", "chosen", "source"], _WIDTHS)
     first = HEADER + 1
-    for i, row in enumerate(rows or [None]):
+    for i, row in enumerate(rows):
         r = first + i
-        if row is None:   # no rows: one blank input row, so the names exist and every multiplier is 1
-            for col in range(5):
-                ws.write_blank(r, col, None, book.f.get("input", "text" if col < 2 else "number"))
-            book.formula(ws, r, 5, '""', "", "number")
-            continue
-        ws.write_string(r, 0, row.driver, book.f.get("input", "text"))
-        book.value(ws, r, 1, row.task_id or None, "input", "text")
+        ws.write_string(r, 0, row.driver)   # which tasks read a row is fixed by the build; its values are live
+        ws.write_string(r, 1, row.task_id or book.t("every task"))
         for col, level in enumerate(SCENARIO_LEVELS, start=2):
             book.value(ws, r, col, row.value(level), "input", "number")
         low, base, high = (xl_rowcol_to_cell(r, c) for c in (2, 3, 4))
         book.formula(ws, r, 5, f'IF({SELECTOR}="low",{low},IF({SELECTOR}="high",{high},{base}))', row.base, "number")
+        book.define(chosen_name(i), SHEET, r, 5)
         book.value(ws, r, 6, row.source or None, "input", "text")
+    if not rows:
+        ws.write_string(first, 0, book.t("(no Scenarios sheet in the input: every multiplier is 1)"), book.f.note)
     last = first + max(1, len(rows)) - 1
-    for name, col in ((SCENARIO_DRIVER, 0), (SCENARIO_TASK, 1), (SCENARIO_VALUE, 5)):
-        book.define_range(name, SHEET, first, last, col)
 
     r = last + 2
     ws.write_string(r, 0, book.t("hidden-cost buffer in the chosen scenario"), book.f.bold)
-    book.formula(ws, r, 1, buffer_excel("BufferRate"), plan.buffer_rate, "percent")
+    book.formula(ws, r, 1, buffer_excel(rows, "BufferRate"), plan.buffer_rate, "percent")
     book.define(SCENARIO_BUFFER, SHEET, r, 1)
 
     r += 2
