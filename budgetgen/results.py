@@ -27,6 +27,9 @@ def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
     out.update({key: r[column] for key, column in SERVING_FIELDS.items()})
     out["deadline_hours"] = None if r["deadline_used"] is None else r["deadline_used"] * HOURS_PER_DAY
     out["cost_by_month"] = {m: tp.cost_in(i) for i, m in enumerate(months, start=1)}
+    out["cards_by_month"] = {m: tm.cards for m, tm in zip(months, tp.months, strict=True)}
+    out["unit_costs"] = {"per_million_output_tokens": r["cost_per_m_tokens"],
+                         "per_thousand_requests": r["cost_per_k_requests"], "api_verdict": r["api_verdict"] or None}
     out["tier_costs"] = {t: r[f"cost_{t}"] for t in TIER_NAMES}
     out["tier_advice"] = r["tier_advice"] or None
     out["candidates"] = [{"gpu": c.gpu, "cards": c.row["cards_held"], "gpu_hours_per_month": c.row["gpu_hours_per_month"],
@@ -64,6 +67,9 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
                         for c in plan.commitments],
         "tier_totals": plan.tier_totals,
         "period_total": plan.period_total,
+        "scenarios": {"totals": plan.scenario_totals,
+                      "tornado": [{"row": w.label, "low": w.low, "high": w.high, "swing": w.size}
+                                  for w in plan.tornado]},
         "warnings": list(plan.warnings),
         "reconciliation": reconciliation or {},
     }

@@ -16,7 +16,11 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed."""
+got their sources, no value changed. Then for demand ramps, scenarios and unit costs: the Demand and Scenarios
+sheets, Summary's scenario selector (A4:B4), Monthly's plan-total column (I, the months one column right), Tasks'
+growth_per_month, api_price_per_m_tokens and unit-cost columns (the columns after them to the right), the
+constants Million and Thousand on Assumptions (the rows below two down), the JSON's `scenarios`, `cards_by_month`
+and `unit_costs`; no value changed (the sample has no growth and no Scenarios sheet)."""
 
 from __future__ import annotations
 
