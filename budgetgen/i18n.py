@@ -32,7 +32,7 @@ NAMES_ZH = {
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
     "tokens_per_sec": "每秒token数", "concurrency": "并发数", "kv_cache_gb": "KV缓存GB", "cards": "卡数",
     "tier": "计费方式", "mfu": "算力利用率", "start_month": "开始月份", "end_month": "结束月份",
-    "cost_center": "成本中心", "growth_per_month": "月增长率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
+    "cost_center": "成本中心", "growth_per_month": "月增长率", "price_change_per_year": "年价格变化率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
     "resource_id": "资源编号",
     "currency": "币种", "catalog_fx": "目录汇率", "build_date": "编制日期", "period_start": "起始月份",
     "period_months": "计划月数", "hours_per_month": "每月小时数", "flops_per_token": "每token浮点运算",
@@ -86,6 +86,9 @@ TEXT_ZH = {
     "-0.05 表示每月减少 5%",
     "what an API would charge per million output tokens, in the plan currency; gives a self-host-versus-API verdict "
     "against the planned unit cost (serving tasks)": "API 每百万输出 token 的价格（计划货币）；与计划单位成本比较，给出自建还是用 API 的结论（服务类任务）",
+    "expected yearly change of this GPU's rental prices, applied month by month from the plan's first month (-0.2: "
+    "20% cheaper a year on); blank: 0; commitment rates stay as contracted":
+    "该 GPU 租用价格的预期年变化率，自计划首月起按月复利应用（-0.2：一年后便宜 20%）；留空：0；承诺价格按合同不变",
     "demand factor": "需求系数", "GPU-hours": "GPU小时",
     "growth a month": "月增长率", "online?": "在线？", "per card-month?": "按卡月计费？", "requests a day": "每日请求数",
     "serving hours a day": "每日服务小时", "min replicas": "最少副本数",

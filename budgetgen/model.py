@@ -45,6 +45,7 @@ class Gpu:
     fx: float = 1.0  # plan currency per 1 unit of `currency`
     bandwidth_efficiency: float | None = None  # share of bandwidth decode reaches; None: the decode_efficiency setting
     matmul_efficiency: float | None = None  # multiplies every MFU on this card; None: 1
+    price_change_per_year: float | None = None  # expected yearly change of its rental prices; None: 0
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,11 @@ class TaskMonth:
     cost: float  # GPU cost in the plan currency
 
 
-def task_months(row: dict, growth: float, settings, scale: float = 1.0, price: float = 1.0) -> tuple[TaskMonth, ...]:
+def task_months(row: dict, growth: float, settings, scale: float = 1.0, price: float = 1.0,
+                price_change: float = 0.0) -> tuple[TaskMonth, ...]:
     """Every plan month of one task's evaluated row (the chosen GPU's) growing by `growth` a month, its demand
-    times `scale` and its prices times `price` (the scenario's multipliers)."""
+    times `scale` and its prices times `price` (the scenario's multipliers) and the GPU's yearly `price_change`
+    compounded by month."""
     s = settings
     online = KIND[row["kind"]].online
     per_card_month = TIER[row["tier"]].per_card_month
@@ -44,6 +46,6 @@ def task_months(row: dict, growth: float, settings, scale: float = 1.0, price: f
         billed = rules.MONTH_CARDS_BILLED(s, per_card_month=per_card_month, cards=cards, hours=hours)
         cost = rules.MONTH_COST(s, per_card_month=per_card_month, cost=row["monthly_cost"], billed=billed,
                                 cards_billed=row["cards_billed"], hours=hours, hours_row=row["gpu_hours_per_month"],
-                                price=price)
+                                price=price * rules.PRICE_TREND(s, change=price_change, month=month))
         out.append(TaskMonth(factor, cards, billed, hours, cost))
     return tuple(out)

@@ -130,6 +130,9 @@ MONTH_CARDS_BILLED = Rule(
     "whole cards", "IF({per_card_month},MAX({cards},CEILING({hours}/HoursPerMonth,1)),{cards})",
     lambda s, per_card_month, cards, hours: max(cards, sheet_ceil(hours / s.hours_per_month))
     if per_card_month else cards)
+PRICE_TREND = Rule("price_trend", "what a GPU's rental prices are in a plan month relative to the first: its yearly "
+                   "change compounded by month", "(1+{change})^(({month}-1)/MonthsPerYear)",
+                   lambda s, change, month: (1 + change) ** ((month - 1) / K.MonthsPerYear))
 MONTH_COST = Rule(
     "month_cost", "the task's GPU cost in the month: its monthly cost scaled by the billed cards (per-card-month "
     "tiers) or the GPU-hours (hourly tiers), times the scenario's price multiplier",
@@ -281,7 +284,7 @@ ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({c
                   lambda s, checks: all(checks))
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
-                           MONTH_CARDS_BILLED, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
+                           MONTH_CARDS_BILLED, PRICE_TREND, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
                            VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,

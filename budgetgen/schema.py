@@ -265,6 +265,7 @@ CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("PercentScale", 100, "utilisation percent per share"),
     ("Million", 1e6, "tokens per million (unit costs)"),
     ("Thousand", 1000, "requests per thousand (unit costs)"),
+    ("MonthsPerYear", 12, "months in a year (price trends)"),
     ("DataStarvedMemShare", 0.8, "memory share above which a barely busy GPU is flagged data-starved"),
     ("DataStarvedUtil", 0.10, "utilisation under which a full-memory GPU is flagged data-starved"),
 ) + SERVING_CONSTANTS
@@ -300,6 +301,9 @@ GPU_COLUMNS: tuple[Column, ...] = (
       for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
     C("purchase_price", "number", "in the row's currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
+    C("price_change_per_year", "percent", "share/year", minimum=-0.9, maximum=1,
+      help="expected yearly change of this GPU's rental prices, applied month by month from the plan's first month "
+      "(-0.2: 20% cheaper a year on); blank: 0; commitment rates stay as contracted"),
     C("provider", "text", help="whose offer the prices are (built-in: market = the median over providers, "
       "cn-market = the Chinese market); a row that names one replaces the built-in offer, its blank prices not offered"),
     C("region", "text", help="the provider's region; any: not regional"),

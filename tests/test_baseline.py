@@ -20,7 +20,9 @@ got their sources, no value changed. Then for demand ramps, scenarios and unit c
 sheets, Summary's scenario selector (A4:B4), Monthly's plan-total column (I, the months one column right), Tasks'
 growth_per_month, api_price_per_m_tokens and unit-cost columns (the columns after them to the right), the
 constants Million and Thousand on Assumptions (the rows below two down), the JSON's `scenarios`, `cards_by_month`
-and `unit_costs`; no value changed (the sample has no growth and no Scenarios sheet)."""
+and `unit_costs`; no value changed (the sample has no growth and no Scenarios sheet). Then the GPUs sheet's
+price_change_per_year column (blank in the sample: the columns after it one right) and the constant MonthsPerYear
+on Assumptions (the rows below one down); no value changed."""
 
 from __future__ import annotations
 

@@ -64,8 +64,10 @@ def test_the_commitment_proposal_follows_the_profile(growing):
     assert three.proposed == 0  # 12 busy months of a 36-month term are under its 53% break-even
 
 
-# Scenarios: two services on the H100 at 2.0 an hour for 3 months (no commitment: a term is longer than the plan).
-# Base: SVC 4 one-card replicas, API 2: 6 cards x 730 h x 2.0 = 8,760 a month, x 1.25 buffer x 3 months = 32,850.
+# Scenarios: two services on the H100 at 2.0 an hour for 3 months (no commitment: a term is longer than the plan),
+# its prices expected 20% lower a year on: month m pays 0.8^((m - 1)/12) of them, 1 + 0.98158 + 0.96350 = 2.94508
+# over the three months (a plain 3 without the trend).
+# Base: SVC 4 one-card replicas, API 2: 6 cards x 730 h x 2.0 = 8,760 a month, x 1.25 buffer x 2.94508 = 32,249.
 API = {**SERVICE, "task_id": "API", "requests_per_day": 2 * PER_REPLICA_DAY, "growth_per_month": None}
 SCENARIO_ROWS = [
     {"driver": "requests", "low": 0.5, "base": 1, "high": 1.5, "source": "sales range"},
@@ -74,11 +76,12 @@ SCENARIO_ROWS = [
     {"driver": "buffer", "low": 0.20, "base": 0.25, "high": 0.30},
 ]
 CARD_MONTH = HPM * ON_DEMAND  # 1,460
-BASE_TOTAL = 6 * CARD_MONTH * 1.25 * 3  # 32,850
-# High: SVC 4 x 1.5 = 6 replicas, API 2 x 3 = 6: 12 cards x 1,460 x 1.1 = 19,272 a month, x 1.30 x 3 = 75,160.8.
-HIGH_TOTAL = 12 * CARD_MONTH * 1.1 * 1.30 * 3
-# Low: SVC 4 x 0.5 = 2, API 2 x 1 = 2: 4 cards x 1,460 x 0.9 = 5,256 a month, x 1.20 x 3 = 18,921.6.
-LOW_TOTAL = 4 * CARD_MONTH * 0.9 * 1.20 * 3
+TREND = 1 + 0.8 ** (1 / 12) + 0.8 ** (2 / 12)  # 2.94508: the three months' share of the first month's prices
+BASE_TOTAL = 6 * CARD_MONTH * 1.25 * TREND  # 32,249
+# High: SVC 4 x 1.5 = 6 replicas, API 2 x 3 = 6: 12 cards x 1,460 x 1.1 = 19,272 a month, x 1.30 x 2.94508 = 73,786.
+HIGH_TOTAL = 12 * CARD_MONTH * 1.1 * 1.30 * TREND
+# Low: SVC 4 x 0.5 = 2, API 2 x 1 = 2: 4 cards x 1,460 x 0.9 = 5,256 a month, x 1.20 x 2.94508 = 18,575.
+LOW_TOTAL = 4 * CARD_MONTH * 0.9 * 1.20 * TREND
 SELECTOR_CELL = "B4"   # Summary: the named cell Scenario
 
 
@@ -86,7 +89,7 @@ SELECTOR_CELL = "B4"   # Summary: the named cell Scenario
 def scenarios(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scenarios")
     svc = {**SERVICE, "growth_per_month": None}
-    book = make_input(folder / "in.xlsx", [svc, API], gpus=[H100],
+    book = make_input(folder / "in.xlsx", [svc, API], gpus=[{**H100, "price_change_per_year": -0.2}],
                       settings={"currency": "USD", "period_months": 3, "build_date": "2026-06-15"},
                       extra_sheets={"Scenarios": [list(ROW_HEADERS)] + [[r.get(h) for h in ROW_HEADERS]
                                                                          for r in SCENARIO_ROWS]})
@@ -99,21 +102,24 @@ ROW_HEADERS = ("driver", "task_id", "low", "base", "high", "source")
 
 def test_the_build_plans_low_base_and_high(scenarios):
     plan, _ = scenarios
+    first, second, _ = (t for t in plan.month_totals.values())
+    assert (first.gpu, second.gpu) == pytest.approx((6 * CARD_MONTH, 6 * CARD_MONTH * 0.8 ** (1 / 12)))  # 8,760; 8,599
     assert plan.period_total == pytest.approx(BASE_TOTAL)
     assert plan.scenario_totals == pytest.approx({"low": LOW_TOTAL, "base": BASE_TOTAL, "high": HIGH_TOTAL})
 
 
 def test_the_tornado_puts_the_row_a_hand_replan_moves_most_first(scenarios):
     plan, _ = scenarios
-    # Each row moved alone, the others at base (6 cards, 1.0 price, 25% buffer):
-    #   requests (API) high: API 6 replicas, SVC 4: 10 cards x 1,460 x 1.25 x 3 = 54,750 (+21,900); low 1: +0
-    #   requests (all): SVC 2 or 6, API 1 or 3 x ... no: API keeps its own row at base (2): 4 or 8 cards: -/+10,950
-    #   price_on_demand: 32,850 x 0.9 or 1.1: -/+3,285;  buffer: 8,760 x 3 x (1.20 or 1.30): -/+1,314
+    # Each row moved alone, the others at base (6 cards, 1.0 price, 25% buffer), in first-month money (x 2.94508
+    # for the three months):
+    #   requests (API) high: API 6 replicas, SVC 4: 10 cards x 1,460 x 1.25 = 18,250 a month (+7,300); low 1: +0
+    #   requests (all): SVC 2 or 6 (API keeps its own row at base, 2): 4 or 8 cards: -/+3,650 a month
+    #   price_on_demand: 10,950 x 0.9 or 1.1: -/+1,095;  buffer: 8,760 x (1.20 or 1.30) - 10,950: -/+438
     largest = plan.tornado[0]
     assert largest.label == "requests (API)"
-    assert (largest.low, largest.high) == pytest.approx((BASE_TOTAL, 10 * CARD_MONTH * 1.25 * 3))
+    assert (largest.low, largest.high) == pytest.approx((BASE_TOTAL, 10 * CARD_MONTH * 1.25 * TREND))
     assert [w.label for w in plan.tornado] == ["requests (API)", "requests", "price_on_demand", "buffer"]
-    assert [w.size for w in plan.tornado] == pytest.approx([21_900, 10_950, 3_285, 1_314])
+    assert [w.size for w in plan.tornado] == pytest.approx([x * TREND for x in (7_300, 3_650, 1_095, 438)])
 
 
 @pytest.mark.slow

@@ -22,7 +22,8 @@ GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "ban
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
              "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
-             "power_w": "GpuPowerW", "currency": "GpuCurrency"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
+             "power_w": "GpuPowerW", "currency": "GpuCurrency",
+             "price_change_per_year": "GpuPriceChange"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
 # The FX table on Assumptions: each currency and its rate in plan currency per unit.
 FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
 FX_HEADER = "FX currency"  # the first header of the table, which `diff` reads a built budget's rates below

@@ -55,6 +55,7 @@ def write_monthly(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
                          "money" if key == "monthly_cost" else "text", "link")
         book.formula(ws, r, total_col, f"SUM({first}{r + 1}:{last}{r + 1})", tp.row["period_cost"], "money")
         cost = xl_rowcol_to_cell(r, cost_col, col_abs=True)
+        gpu = xl_rowcol_to_cell(r, matrix.lead.index("gpu"), col_abs=True)
         for j, month in enumerate(matrix.months):
             book.formula(ws, r, matrix.first_month_col + j, rules.MONTH_COST.formula(
                 per_card_month=f"INDEX(DemandPerCardMonth,{position})=1", cost=cost,
@@ -62,7 +63,9 @@ def write_monthly(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
                 cards_billed=f"INDEX({task_name('cards_billed')},{position})",
                 hours=f"INDEX({demand_name('gpu_hours', month)},{position})",
                 hours_row=f"INDEX({task_name('gpu_hours_per_month')},{position})",
-                price=f"INDEX(DemandPriceScale,{position})"), tp.cost_in(j + 1), "money")
+                price=f"INDEX(DemandPriceScale,{position})*" + rules.PRICE_TREND.formula(
+                    change=f"INDEX(GpuPriceChange,MATCH({gpu},GpuName,0))", month=month_number(matrix, j))),
+                tp.cost_in(j + 1), "money")
     name_month_columns(book, SHEET, matrix, gpu_cost, GPU_COST_MATRIX)
     book.define_range(PERIOD_COST, SHEET, matrix.first, matrix.last, total_col)
     book.define_range(TASK_ID, SHEET, matrix.first, matrix.last, matrix.lead.index("task_id"))
