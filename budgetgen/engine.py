@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from . import rules, scenarios, serving
+from .budgets import plan_budgets
 from .columns import evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
@@ -149,6 +150,7 @@ class Plan:
     buffer_rate: float = 0.0  # the base scenario's hidden-cost buffer rate (ScenarioBuffer)
     scenario_totals: dict[str, float] = field(default_factory=dict)  # the period total of each level (low/base/high)
     tornado: tuple[Swing, ...] = field(default=())  # each Scenarios row moved alone, the largest swing first
+    budgets: tuple = field(default=())  # the Budgets rows against the plan (budgets.BudgetLine)
 
     @property
     def period_total(self) -> float:
@@ -419,9 +421,13 @@ def plan_budget(inputs: Inputs) -> Plan:
                      for level in ("low", "high"))
         swings.append(Swing(row.label, low, high, base_total))
     swings.sort(key=lambda w: -w.size)
-    return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
+    plan = Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
                 tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings), commitments, scenario.buffer, totals,
                 tuple(swings))
+    lines = plan_budgets(plan)
+    over = [Message("over_budget", center=line.label or Message("budget_whole_plan"), months=sum(line.over),
+                    budget=line.budget.monthly_budget, overrun=line.overrun) for line in lines if any(line.over)]
+    return replace(plan, budgets=lines, warnings=(*plan.warnings, *over))
 
 
 def apply_scenario(tasks: list[TaskPlan], inputs: Inputs, scenario: scenarios.Scenario) -> list[TaskPlan]:

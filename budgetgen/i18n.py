@@ -16,7 +16,7 @@ LANGS = ("en", "zh")
 # Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
 SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
              "Usage": "用量", "Assignments": "分配", "Models": "模型", "FX": "汇率",
-             "Scenarios": "情景"}
+             "Scenarios": "情景", "Budgets": "预算"}
 
 # Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
 NAMES_ZH = {
@@ -32,7 +32,7 @@ NAMES_ZH = {
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
     "tokens_per_sec": "每秒token数", "concurrency": "并发数", "kv_cache_gb": "KV缓存GB", "cards": "卡数",
     "tier": "计费方式", "mfu": "算力利用率", "start_month": "开始月份", "end_month": "结束月份",
-    "cost_center": "成本中心", "growth_per_month": "月增长率", "price_change_per_year": "年价格变化率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
+    "cost_center": "成本中心", "growth_per_month": "月增长率", "monthly_budget": "月预算", "price_change_per_year": "年价格变化率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
     "resource_id": "资源编号",
     "currency": "币种", "catalog_fx": "目录汇率", "build_date": "编制日期", "period_start": "起始月份",
     "period_months": "计划月数", "hours_per_month": "每月小时数", "flops_per_token": "每token浮点运算",
@@ -718,6 +718,13 @@ PROBLEMS = {
     "method_for_kind": ('method: "{method}" is not a method for {kind!t} tasks (use {allowed!l})',
                         'method："{method}" 不适用于{kind!t}任务（请使用 {allowed!l}）'),
     "mfu_range": ("mfu: {mfu:g} must be above 0 and at most 1 (e.g. 40%)", "mfu：{mfu:g} 必须大于 0 且不超过 1（例如 40%）"),
+    "budget_unknown_center": (('cost_center: "{center}" is no task\'s cost center (they are: {centers}); blank: the '
+                              "whole plan"), 'cost_center："{center}" 不是任何任务的成本中心（现有：{centers}）；留空表示整个计划'),
+    "budget_duplicate": ("a budget for {center} is on the Budgets sheet twice (first at {first})",
+                         "{center} 的预算在预算表中重复（首次在 {first}）"),
+    "budget_whole_plan": ("the whole plan", "整个计划"),
+    "over_budget": (("{center}: {months} plan month(s) over the monthly budget of {budget} (Budgets), {overrun} over in "
+                    "all"), "{center}：{months} 个计划月超出月预算 {budget}（见预算表），共超出 {overrun}"),
     "scenario_unknown_task": ('task_id: "{task}" is not a task on the Tasks sheet (leave it blank for every task)',
                               'task_id："{task}" 不在任务表中（留空表示所有任务）'),
     "scenario_duplicate": ("{driver} for {task} is on the Scenarios sheet twice (first at {first})",

@@ -99,6 +99,7 @@ class Inputs:
     models: object = None  # the model catalog (built-in plus the Models sheet): a models.ModelCatalog
     fx: object = None  # the rates the prices were converted with (fx.FxTable); None: every price in the plan currency
     scenarios: tuple = ()  # the Scenarios sheet's rows (scenarios.ScenarioRow)
+    budgets: tuple = ()  # the Budgets sheet's rows (budgets.Budget)
 
     def model(self, name: str | None):
         """The catalog model a task names (None: the task names none)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 from openpyxl.utils import get_column_letter
 
+from .budgets import Budget
 from .catalog import (
     CATALOG_CURRENCY,
     builtin_records,
@@ -31,6 +32,7 @@ from .records import BUFFER
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .scenarios import DRIVER, ScenarioRow
 from .schema import (
+    BUDGET_COLUMNS,
     EXTRA_COLUMNS,
     FX_COLUMNS,
     GPU_COLUMNS,
@@ -527,6 +529,33 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
     return tuple(rows)
 
 
+def _read_budgets(ws, tasks: list[Task], out: Collector) -> tuple[Budget, ...]:
+    """The Budgets rows: one per cost center of the Tasks sheet, one (blank cost center) for the whole plan."""
+    if ws is None:
+        return ()
+    centers = {str(t.values["cost_center"]) for t in tasks}
+    budgets, seen = [], {}
+    for rec in read_table(ws, "Budgets", BUDGET_COLUMNS, out):
+        center, amount = rec.values.get("cost_center") or "", rec.values.get("monthly_budget")
+        cell = rec.cells.get("cost_center") or rec.cells.get("monthly_budget") or f"A{rec.row}"
+        if center and center not in centers:
+            out.add(Code.UNKNOWN_VALUE, "Budgets", cell, Message("budget_unknown_center", center=center,
+                                                                 centers=", ".join(sorted(centers))))
+            continue
+        if center in seen:
+            out.add(Code.DUPLICATE_SETTING, "Budgets", cell, Message(
+                "budget_duplicate", center=center or Message("budget_whole_plan"), first=seen[center]))
+            continue
+        seen[center] = cell
+        if amount is None:
+            if "monthly_budget" not in rec.cells or not _had_problem(out, rec.cells["monthly_budget"], "Budgets"):
+                out.add(Code.REQUIRED, "Budgets", rec.cells.get("monthly_budget", f"A{rec.row}"),
+                        Message("required", column="monthly_budget", help=BUDGET_COLUMNS[1].help))
+            continue
+        budgets.append(Budget(center, amount, rec.row, rec.values.get("source") or ""))
+    return tuple(budgets)
+
+
 # ---------------------------------------------------------------- Bills, Usage, Assignments
 
 ASSIGNMENT_COLUMNS = (Column("resource_id", "text", required=True, help="billed resource id"),
@@ -570,6 +599,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, models, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
         scenarios = _read_scenarios(sheets.get("scenarios"), settings, tasks, out)
+        budgets = _read_budgets(sheets.get("budgets"), tasks, out)
         bills_sheet = _table_sheet(sheets["bills"]) if "bills" in sheets else None
         usage_sheet = _table_sheet(sheets["usage"]) if "usage" in sheets else None
         assignments = _read_assignments(sheets.get("assignments"), out)
@@ -579,7 +609,8 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         raise InputError(out.problems)
     warnings += example_rows_left(tasks)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx, scenarios)
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx, scenarios,
+                  budgets)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

@@ -259,6 +259,13 @@ BEST_COMMIT_RATE = Rule("best_commit_rate", "the lowest commitment rate offered 
                         "is the test that any is a number (MIN of none would be 0)", 'IF({known},MIN({rates}),"")',
                         lambda s, rates, known: min((r for r in rates if r is not None), default=None))
 
+# --------------------------------------------------------------- budgets (Budgets)
+OVER_BUDGET = Rule("over_budget", "a month's plan above its budget", "{planned}>{budget}",
+                   lambda s, planned, budget: planned > budget)
+OVER_BUDGET_MONTHS = Rule("over_budget_months", "months over budget, over every budget line",
+                          "SUMPRODUCT(({planned}>{budgets})*1)", lambda s, planned, budgets: sum(
+                              1 for p, b in zip(planned, budgets, strict=True) if p > b))
+
 # --------------------------------------------------------------- live warnings and the banner (Summary)
 OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its cap (blank: no cap)",
                        'IF({cap}="","",SUMPRODUCT(({costs}>{cap})*1))',
@@ -288,6 +295,6 @@ RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DEMAND_FACTOR, MONTH_CARDS, MONT
                            VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,
-                           BEST_COMMIT_RATE, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
+                           BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
                            ORDER_TOTAL, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
                            TIES_OUT, ALL_CHECKS)

@@ -417,6 +417,14 @@ SCENARIO_COLUMNS: tuple[Column, ...] = (
     C("source", "text", help="where the range comes from"),
 )
 
+BUDGET_COLUMNS: tuple[Column, ...] = (
+    C("cost_center", "text", help="a cost_center of the Tasks sheet; blank: the whole plan (every month's total)"),
+    C("monthly_budget", "number", "currency/month", required=True, minimum=0,
+      help="the budget of every plan month: against the month's total for the whole plan, against the GPU cost of "
+      "the cost center's tasks for a cost center"),
+    C("source", "text", help="who set the budget"),
+)
+
 SHEETS: dict[str, tuple[Column, ...]] = {
     "Settings": SETTINGS_COLUMNS,
     "GPUs": GPU_COLUMNS,
@@ -424,6 +432,7 @@ SHEETS: dict[str, tuple[Column, ...]] = {
     "Extras": EXTRA_COLUMNS,
     "FX": FX_COLUMNS,
     "Scenarios": SCENARIO_COLUMNS,
+    "Budgets": BUDGET_COLUMNS,
 }
 REQUIRED_SHEETS = ("Tasks",)
 

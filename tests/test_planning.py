@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import openpyxl
 import pytest
+from click.testing import CliRunner
 from conftest import make_input
 from lo_recalc import recalc_many, soffice_path
 from openpyxl.utils import get_column_letter
 
 import budgetgen
+from budgetgen.cli import main
 from budgetgen.errors import InputError
 
 ON_DEMAND = 2.0  # USD per card-hour, typed on the GPUs row
@@ -88,16 +90,24 @@ SELECTOR_CELL = "B4"   # Summary: the named cell Scenario
 @pytest.fixture(scope="module")
 def scenarios(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scenarios")
-    svc = {**SERVICE, "growth_per_month": None}
-    book = make_input(folder / "in.xlsx", [svc, API], gpus=[{**H100, "price_change_per_year": -0.2}],
+    svc = {**SERVICE, "growth_per_month": None, "cost_center": "search"}
+    book = make_input(folder / "in.xlsx", [svc, {**API, "cost_center": "platform"}],
+                      gpus=[{**H100, "price_change_per_year": -0.2}],
                       settings={"currency": "USD", "period_months": 3, "build_date": "2026-06-15"},
                       extra_sheets={"Scenarios": [list(ROW_HEADERS)] + [[r.get(h) for h in ROW_HEADERS]
-                                                                         for r in SCENARIO_ROWS]})
+                                                                         for r in SCENARIO_ROWS],
+                                    "Budgets": [["cost_center", "monthly_budget"], [None, WHOLE_BUDGET],
+                                                ["search", SEARCH_BUDGET]]})
     out = folder / "out.xlsx"
     return budgetgen.build_budget(book, out).plan, out
 
 
 ROW_HEADERS = ("driver", "task_id", "low", "base", "high", "source")
+# Budgets: the whole plan's months total 10,950, 10,749 and 10,551 (8,760 x 1.25 x 0.8^((m-1)/12)): against 10,800
+# the first is over by 150. SVC (cost center search) costs 5,840, 5,732 and 5,627: against 5,800 the first is over
+# by 40. Two months over budget.
+WHOLE_BUDGET, SEARCH_BUDGET = 10_800, 5_800
+BUDGETS_CELL = "E4"   # Summary: the months over budget, next to the selector
 
 
 def test_the_build_plans_low_base_and_high(scenarios):
@@ -129,6 +139,27 @@ def test_libreoffice_moves_the_total_with_the_selector(scenarios, libreoffice):
     assert (ws[SELECTOR_CELL].value, ws["B3"].value) == ("base", "=PeriodTotal")
     assert libreoffice["high"]["Summary"]["B3"] == pytest.approx(plan.scenario_totals["high"], rel=1e-9)
     assert libreoffice["low"]["Summary"]["B3"] == pytest.approx(plan.scenario_totals["low"], rel=1e-9)
+    # high: every month of both budget lines over (25,054 a month against 10,800; 9,636 against 5,800)
+    assert (libreoffice["high"]["Summary"][BUDGETS_CELL], libreoffice["low"]["Summary"][BUDGETS_CELL]) == (6, 0)
+
+
+def test_budgets_flag_the_months_over_and_ci_fails_on_them(scenarios):
+    plan, out = scenarios
+    whole, search = plan.budgets
+    assert whole.planned == pytest.approx([6 * CARD_MONTH * 1.25 * 0.8 ** (k / 12) for k in range(3)])
+    assert search.planned == pytest.approx([4 * CARD_MONTH * 0.8 ** (k / 12) for k in range(3)])
+    assert (whole.over, search.over) == ((True, False, False), (True, False, False))
+    assert (whole.overrun, search.overrun) == pytest.approx((10_950 - 10_800, 5_840 - 5_800))
+    assert openpyxl.load_workbook(out, data_only=True)["Summary"][BUDGETS_CELL].value == 2
+    source = out.parent / "in.xlsx"
+    runner = CliRunner()
+    over = runner.invoke(main, ["validate", str(source), "--max-total", "30000"])
+    within = runner.invoke(main, ["validate", str(source), "--max-total", "33000"])  # the base total is 32,249
+    assert (over.exit_code, within.exit_code) == (1, 0)
+    assert "Error: the period total 32,249 USD is above --max-total 30,000 USD" in over.output
+    built = runner.invoke(main, ["build", str(source), "-o", str(out.parent / "ci.xlsx"), "-q", "--fail-over-budget"])
+    assert built.exit_code == 1 and (out.parent / "ci.xlsx").exists()
+    assert "Error: over budget: the whole plan 1 month(s), 150 USD; search 1 month(s), 40 USD" in built.output
 
 
 def test_a_scenario_row_for_an_unknown_task_is_refused_at_its_cell(tmp_path):

@@ -26,6 +26,7 @@ from ..schema import TASK_TIERS
 from .about import write_about
 from .assumptions import write_assumptions
 from .book import SAFE_FUNCTIONS, Book, Sheet
+from .budgets import write_budgets
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
 from .checks import plan_checks, tie_outs, write_checks
@@ -49,7 +50,7 @@ from .xlsx_private import zip_level
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "why_not_writable",
            "write_workbook"]
 
-SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Scenarios", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Scenarios", "Budgets", "Extras",
           "Checks")
 
 
@@ -109,6 +110,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary,
                                           rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
         ("Scenarios", lambda: write_scenarios(book, ws["Scenarios"], plan)),
+        ("Budgets", lambda: write_budgets(book, ws["Budgets"], plan)),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))

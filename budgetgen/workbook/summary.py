@@ -14,6 +14,7 @@ from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
 from ..scenarios import SCENARIO_BUFFER
 from ..schema import TASK_TIERS, TIER, TIER_NAMES
 from .book import Book
+from .budgets import write_budget_line
 from .layout import (
     ALL_CHECKS,
     BUFFER_TOTAL,
@@ -61,6 +62,7 @@ def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bo
     book.formula(ws, at.period_row, 1, PERIOD_TOTAL, plan.period_total, "money", "total")
     ws.write_string(at.period_row, 2, book.t(BUFFER_NOTE), book.f.note)
     write_scenario_selector(book, ws, at.period_row + 1)
+    write_budget_line(book, ws, at.period_row + 1, plan)
     _month_table(book, ws, plan, at)
     _by_tier(book, ws, plan, at)
     _by_group(book, ws, plan, at.kind_header, "by kind", "kind", at.kinds, KIND_COSTS)
