@@ -89,6 +89,19 @@ TEXT_ZH = {
     "expected yearly change of this GPU's rental prices, applied month by month from the plan's first month (-0.2: "
     "20% cheaper a year on); blank: 0; commitment rates stay as contracted":
     "该 GPU 租用价格的预期年变化率，自计划首月起按月复利应用（-0.2：一年后便宜 20%）；留空：0；承诺价格按合同不变",
+    "Budgets: the plan against the budget, month by month": "预算：逐月比较计划与预算",
+    "The whole plan's budget is held against each month's total (GPU, commitments, extras, buffer); a cost center's "
+    "against the GPU cost of its tasks that month (Monthly). The budgets are inputs.":
+    "整个计划的预算与每月合计（GPU、承诺、额外费用、缓冲）比较；成本中心的预算与其任务当月的 GPU 成本（月度表）比较。预算为输入值。",
+    "plan": "计划", "over budget by": "超出预算", "over budget?": "超预算？",
+    "(no Budgets sheet in the input)": "（输入中没有预算表）", "months over budget": "超预算月数",
+    "months over budget (Budgets)": "超预算月数（见预算表）", "the whole plan": "整个计划",
+    "Error: the period total {total} is above --max-total {limit}": "错误：计划期合计 {total} 高于 --max-total {limit}",
+    "Error: over budget: {lines}": "错误：超出预算：{lines}",
+    "a cost_center of the Tasks sheet; blank: the whole plan (every month's total)": "任务表中的成本中心；留空：整个计划（每月合计）",
+    "the budget of every plan month: against the month's total for the whole plan, against the GPU cost of the cost "
+    "center's tasks for a cost center": "每个计划月的预算：整个计划与当月合计比较，成本中心与其任务的 GPU 成本比较",
+    "who set the budget": "预算制定者",
     "demand factor": "需求系数", "GPU-hours": "GPU小时",
     "growth a month": "月增长率", "online?": "在线？", "per card-month?": "按卡月计费？", "requests a day": "每日请求数",
     "serving hours a day": "每日服务小时", "min replicas": "最少副本数",
@@ -269,7 +282,7 @@ TEXT_ZH = {
     "GPU + extras + buffer = period total": "GPU + 额外费用 + 缓冲 = 计划期合计",
     "buffer = rate x GPU total": "缓冲 = 比率 × GPU合计",
     "About this workbook": "关于本工作簿", "made by": "生成工具", "input file": "输入文件", "input SHA-256": "输入SHA-256",
-    "build date": "编制日期", "plan": "计划", "setting": "设置项", "how to read": "阅读说明",
+    "build date": "编制日期", "setting": "设置项", "how to read": "阅读说明",
     "Summary: the period total, each month (GPU + extras + hidden-cost buffer), by tier, kind and cost center.":
     "Summary：计划期合计、每月（GPU + 额外费用 + 隐性成本缓冲），以及按计费方式、类型和成本中心的汇总。",
     "Blue cells on light yellow are inputs: prices (GPUs), assumptions (Assumptions), the chosen GPU and the task "

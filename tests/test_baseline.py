@@ -22,7 +22,8 @@ growth_per_month, api_price_per_m_tokens and unit-cost columns (the columns afte
 constants Million and Thousand on Assumptions (the rows below two down), the JSON's `scenarios`, `cards_by_month`
 and `unit_costs`; no value changed (the sample has no growth and no Scenarios sheet). Then the GPUs sheet's
 price_change_per_year column (blank in the sample: the columns after it one right) and the constant MonthsPerYear
-on Assumptions (the rows below one down); no value changed."""
+on Assumptions (the rows below one down); no value changed. Then the Budgets sheet and Summary's months over
+budget (D4:E4, 0: the sample has no Budgets sheet); no value changed."""
 
 from __future__ import annotations
 
