@@ -117,6 +117,7 @@ class BuyVsRent:
     verdict: str
     best_commitment_rate: float | None = None  # the lowest commitment rate for the GPU (None: none offered)
     break_even_vs_commitment: float | None = None  # daily use above which owning beats that rate (None: never/unknown)
+    break_even_utilisation: float | None = None  # break_even_hours_per_day as a share of the day
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,7 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         mine = [t for t in tasks if t.row["gpu"] == gpu.name]
         if not mine:
             continue
-        daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price)
+        daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price, power_w=gpu.power_w)
         energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w)
         on_demand = gpu.prices.get(REFERENCE_TIER.name)
         break_even = rules.BREAK_EVEN(s, on_demand=on_demand, energy=energy, daily_fixed=daily_fixed)
@@ -359,7 +360,8 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         rates = [commitment_rate(gpu, t, s) for t in COMMITMENT_TIERS]
         best = rules.BEST_COMMIT_RATE(s, rates=rates, known=any(r is not None for r in rates))
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict, best,
-                             rules.BREAK_EVEN(s, on_demand=best, energy=energy, daily_fixed=daily_fixed)))
+                             rules.BREAK_EVEN(s, on_demand=best, energy=energy, daily_fixed=daily_fixed),
+                             rules.BREAK_EVEN_SHARE(s, hours=break_even)))
     return out
 
 

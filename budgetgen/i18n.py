@@ -32,7 +32,7 @@ NAMES_ZH = {
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
     "tokens_per_sec": "每秒token数", "concurrency": "并发数", "kv_cache_gb": "KV缓存GB", "cards": "卡数",
     "tier": "计费方式", "mfu": "算力利用率", "start_month": "开始月份", "end_month": "结束月份",
-    "cost_center": "成本中心", "growth_per_month": "月增长率", "monthly_budget": "月预算", "price_change_per_year": "年价格变化率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
+    "cost_center": "成本中心", "growth_per_month": "月增长率", "pue": "电能使用效率", "colocation_per_kw_month": "每千瓦月托管费", "residual_value": "残值率", "discount_rate": "折现率", "monthly_budget": "月预算", "price_change_per_year": "年价格变化率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
     "resource_id": "资源编号",
     "currency": "币种", "catalog_fx": "目录汇率", "build_date": "编制日期", "period_start": "起始月份",
     "period_months": "计划月数", "hours_per_month": "每月小时数", "flops_per_token": "每token浮点运算",
@@ -102,6 +102,16 @@ TEXT_ZH = {
     "the budget of every plan month: against the month's total for the whole plan, against the GPU cost of the cost "
     "center's tasks for a cost center": "每个计划月的预算：整个计划与当月合计比较，成本中心与其任务的 GPU 成本比较",
     "who set the budget": "预算制定者",
+    "break-even utilisation": "盈亏平衡利用率",
+    "power usage effectiveness of the room owned machines stand in: the electricity and colocation of a card are its "
+    "power_w times this (1.0: power_w already counts cooling; 1.3-1.6 typical)":
+    "自有机器所在机房的电能使用效率（PUE）：一张卡的电费和托管按 power_w 乘以该值计（1.0：power_w 已含制冷；常见 1.3-1.6）",
+    "colocation rent of owned machines per kW of power (at the PUE) and month, paid whether busy or not":
+    "自有机器每千瓦（按 PUE 计）每月的托管费，无论是否使用都要支付",
+    "share of the purchase price an owned machine fetches at the end of depreciation_years":
+    "自有机器在折旧年限结束时可卖回的购买价比例",
+    "yearly cost of capital: owning's fixed cost is the purchase less the discounted residual value as a level monthly "
+    "payment over depreciation_years (Excel PMT)": "年资金成本：自有的固定成本为购买价减去折现残值，在折旧年限内按月等额支付（Excel PMT）",
     "demand factor": "需求系数", "GPU-hours": "GPU小时",
     "growth a month": "月增长率", "online?": "在线？", "per card-month?": "按卡月计费？", "requests a day": "每日请求数",
     "serving hours a day": "每日服务小时", "min replicas": "最少副本数",
@@ -489,7 +499,7 @@ TEXT_ZH = {
     "承诺卡数是输入项：采购可以修改。",
     "all commitments": "全部承诺", "committed cost": "承诺成本", "unused cost": "未使用成本",
     "rent displaced": "被替代的租金", "adjustment": "调整额", "term": "期限", "term (months)": "期限（月）",
-    "commitment rate": "承诺价", "on-demand": "按需价", "break-even utilisation": "盈亏平衡利用率", "proposed cards": "建议卡数",
+    "commitment rate": "承诺价", "on-demand": "按需价", "proposed cards": "建议卡数",
     "committed cards": "承诺卡数", "monthly cost": "月成本", "term total": "期限总额",
     "months after plan": "计划期后月数", "after-plan cost": "计划期后成本", "GPU-hours demand": "GPU小时需求",
     "GPU rent": "GPU租金", "demand left to this commitment": "留给本承诺的需求",

@@ -51,7 +51,8 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
                                 "break_even_hours_per_day": b.break_even_hours_per_day,
                                 "plan_hours_per_day": b.plan_hours_per_day, "verdict": b.verdict,
                                 "best_commitment_rate": b.best_commitment_rate,
-                                "break_even_vs_commitment": b.break_even_vs_commitment}
+                                "break_even_vs_commitment": b.break_even_vs_commitment,
+                                "break_even_utilisation": b.break_even_utilisation}
                         for b in plan.buy_vs_rent},
         "month_totals": {m: {"gpu": t.gpu, "commitments": t.commitments, "extras": t.extras, "buffer": t.buffer,
                              "total": t.total} for m, t in plan.month_totals.items()},

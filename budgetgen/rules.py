@@ -69,13 +69,37 @@ MONTH_TOTAL = Rule("month_total", "a month's total: GPU rent, commitments, extra
 NO_PURCHASE_PRICE = "no purchase price"
 NO_ON_DEMAND_PRICE = "no on-demand price"
 NO_POWER = "no power figure"
-DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: depreciation and upkeep (blank: no purchase price)",
-                   'IF(ISNUMBER({purchase}),{purchase}/(DepreciationYears*DaysPerYear)+UpkeepPerYear/DaysPerYear,"")',
-                   lambda s, purchase: None if purchase is None
-                   else purchase / (s.depreciation_years * K.DaysPerYear) + s.upkeep_per_year / K.DaysPerYear)
-ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour (blank: no power figure)",
-                       'IF(ISNUMBER({power_w}),{power_w}/WattsPerKw*ElectricityPerKwh,"")',
-                       lambda s, power_w: None if power_w is None else power_w / K.WattsPerKw * s.electricity_per_kwh)
+def pmt(rate: float, periods: float, present: float, future: float = 0.0) -> float:
+    """Excel's PMT: the level payment a period (negative for a positive present value) at `rate` a period."""
+    if rate == 0:
+        return -(present + future) / periods
+    growth = (1 + rate) ** periods
+    return -(present * growth + future) * rate / (growth - 1)
+
+
+def _daily_fixed(s, purchase, power_w):
+    if purchase is None:
+        return None
+    capital = pmt(s.discount_rate / K.MonthsPerYear, s.depreciation_years * K.MonthsPerYear, -purchase,
+                  purchase * s.residual_value) * K.MonthsPerYear
+    colocation = s.colocation_per_kw_month * K.MonthsPerYear * (power_w or 0) / K.WattsPerKw * s.pue
+    return (capital + s.upkeep_per_year + colocation) / K.DaysPerYear
+
+
+DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: the purchase less its discounted residual value "
+                   "as a level payment over the depreciation years (PMT), upkeep, and colocation of its power at the "
+                   "PUE (blank: no purchase price)",
+                   'IF(ISNUMBER({purchase}),(PMT(DiscountRate/MonthsPerYear,DepreciationYears*MonthsPerYear,'
+                   '-{purchase},{purchase}*ResidualValue)*MonthsPerYear+UpkeepPerYear+ColocationPerKwMonth'
+                   '*MonthsPerYear*IF(ISNUMBER({power_w}),{power_w},0)/WattsPerKw*Pue)/DaysPerYear,"")', _daily_fixed)
+ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour at the PUE (blank: no power figure)",
+                       'IF(ISNUMBER({power_w}),{power_w}/WattsPerKw*Pue*ElectricityPerKwh,"")',
+                       lambda s, power_w: None if power_w is None
+                       else power_w / K.WattsPerKw * s.pue * s.electricity_per_kwh)
+BREAK_EVEN_SHARE = Rule("break_even_share", "the break-even daily use as a share of the day: the utilisation above "
+                        "which owning a card pays (blank: never, or a figure missing)",
+                        'IF(ISNUMBER({hours}),{hours}/HoursPerDay,"")',
+                        lambda s, hours: None if hours is None else hours / K.HoursPerDay)
 BREAK_EVEN = Rule("break_even_hours_per_day",
                   "daily use above which owning beats renting on demand (blank: never, or a figure missing)",
                   'IF(AND(ISNUMBER({daily_fixed}),ISNUMBER({on_demand}),ISNUMBER({energy})),'
@@ -290,7 +314,7 @@ TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>
 ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
                   lambda s, checks: all(checks))
 
-RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
+RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
                            MONTH_CARDS_BILLED, PRICE_TREND, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
                            VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,

@@ -234,6 +234,18 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
     S("upkeep_per_year", "number", 2000, "UpkeepPerYear",
       "cooling, disks, repairs per owned machine (default 2,000 CNY, at the reference rate in another plan currency)",
       unit="currency/year", minimum=0, money="CNY"),
+    S("pue", "number", 1.0, "Pue", "power usage effectiveness of the room owned machines stand in: the electricity "
+      "and colocation of a card are its power_w times this (1.0: power_w already counts cooling; 1.3-1.6 typical)",
+      unit="x", minimum=1, maximum=3),
+    S("colocation_per_kw_month", "number", 0, "ColocationPerKwMonth",
+      "colocation rent of owned machines per kW of power (at the PUE) and month, paid whether busy or not",
+      unit="currency/kW-month", minimum=0),
+    S("residual_value", "percent", 0, "ResidualValue",
+      "share of the purchase price an owned machine fetches at the end of depreciation_years", minimum=0,
+      maximum=0.9),
+    S("discount_rate", "percent", 0, "DiscountRate",
+      "yearly cost of capital: owning's fixed cost is the purchase less the discounted residual value as a level "
+      "monthly payment over depreciation_years (Excel PMT)", minimum=0, maximum=1),
 )
 # One optional monthly cap per tier, from the tier records.
 TIER_CAP_SETTINGS: tuple[Setting, ...] = tuple(

@@ -23,7 +23,9 @@ constants Million and Thousand on Assumptions (the rows below two down), the JSO
 and `unit_costs`; no value changed (the sample has no growth and no Scenarios sheet). Then the GPUs sheet's
 price_change_per_year column (blank in the sample: the columns after it one right) and the constant MonthsPerYear
 on Assumptions (the rows below one down); no value changed. Then the Budgets sheet and Summary's months over
-budget (D4:E4, 0: the sample has no Budgets sheet); no value changed."""
+budget (D4:E4, 0: the sample has no Budgets sheet); no value changed. Then owned-hardware TCO: the settings pue,
+colocation_per_kw_month, residual_value and discount_rate (neutral defaults: Assumptions and About rows below them
+down), BuyVsRent's break-even utilisation column (L) and the JSON's `break_even_utilisation`; no value changed."""
 
 from __future__ import annotations
 

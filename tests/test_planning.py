@@ -34,9 +34,16 @@ SERVICE = {"task_id": "SVC", "kind": "inference", "model_params_b": "7B", "reque
            "serving_hours_per_day": 24, "growth_per_month": 0.10}
 
 
+# Owning an H100 (the growing plan's GPU row): 20,000 USD, 700 W, 3 years, 10% back at the end, 8% a year, PUE 1.5,
+# colocation 100 USD per kW-month, electricity 0.10 USD/kWh, upkeep 200 USD a year.
+OWNED = {"purchase_price": 20_000, "power_w": 700}
+TCO = {"pue": 1.5, "colocation_per_kw_month": 100, "residual_value": 0.10, "discount_rate": 0.08,
+       "electricity_per_kwh": 0.10, "upkeep_per_year": 200}
+
+
 def _build(folder, task):
-    book = make_input(folder / "in.xlsx", [task], gpus=[H100],
-                      settings={"currency": "USD", "period_months": 12, "build_date": "2026-06-15"})
+    book = make_input(folder / "in.xlsx", [task], gpus=[{**H100, **OWNED}],
+                      settings={"currency": "USD", "period_months": 12, "build_date": "2026-06-15", **TCO})
     out = folder / "out.xlsx"
     return budgetgen.build_budget(book, out).plan, out
 
@@ -219,9 +226,27 @@ def test_libreoffice_sizes_the_months_as_the_engine_and_follows_an_edit(growing,
     assert grown["Monthly"][period_cost] == pytest.approx(sum(CARDS) * HPM * ON_DEMAND)  # 91 card-months: 132,860
     assert grown["Commitments"][proposed] == 5
     assert grown["Summary"]["B3"] == pytest.approx(plan.period_total, rel=1e-9)
+    owned = next(b for b in plan.buy_vs_rent if b.gpu == "H100 80G")
+    assert (grown["BuyVsRent"]["E2"], grown["BuyVsRent"]["L2"]) == pytest.approx(
+        (owned.daily_fixed, owned.break_even_utilisation), rel=1e-9)   # PMT and the PUE, recalculated
     assert [flat["Demand"][c] for c in cards] == [4] * 12
     assert flat["Monthly"][period_cost] == pytest.approx(12 * 4 * HPM * ON_DEMAND)  # 70,080
     assert flat["Commitments"][proposed] == 4  # every month's 4 cards busy all year
+
+
+def test_owning_pays_above_the_break_even_utilisation_worked_out_by_hand(growing):
+    plan, _ = growing
+    b = next(b for b in plan.buy_vs_rent if b.gpu == "H100 80G")
+    r, n = 0.08 / 12, 36                  # a month's rate, the months of depreciation
+    g = (1 + r) ** n                      # 1.27024
+    payment = (20_000 * g - 2_000) * r / (g - 1)   # PMT: 577.39 a month recovers the price less the 2,000 back
+    colocation = 100 * 12 * 0.7 * 1.5     # 1,260 a year for 1.05 kW at the PUE
+    daily = (payment * 12 + 200 + colocation) / 365   # 22.98 a day
+    energy = 0.7 * 1.5 * 0.10             # 0.105 an hour busy
+    assert (b.daily_fixed, b.energy_per_hour) == pytest.approx((daily, energy))
+    assert b.break_even_hours_per_day == pytest.approx(daily / (2.0 - energy))   # 12.13 h a day
+    assert b.break_even_utilisation == pytest.approx(daily / (2.0 - energy) / 24)  # 50.5%
+    assert b.verdict == "buy"  # the service's cards are busy around the clock
 
 
 def test_a_growth_below_minus_99_percent_is_refused_at_its_cell(tmp_path):

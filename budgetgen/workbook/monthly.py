@@ -13,7 +13,7 @@ from .printing import print_setup
 SHEET = "Monthly"
 LEAD_HEADERS = {"task_row": "task row #", "period_cost": "cost over the plan"}
 PERIOD_COST, TASK_ID = "MonthlyPeriodCost", "MonthlyTaskId"  # the Tasks sheet's period_cost reads its row's total
-_WIDTHS = [8, 10, 28, 10, 10, 12, 14, 14, 14]
+_WIDTHS = [8, 10, 20, 10, 10, 12, 12, 12, 12]  # one page wide for a short plan, as before the plan total
 
 
 def write_matrix_header(book: Book, ws, matrix: MonthMatrix, widths: list[float]) -> None:
