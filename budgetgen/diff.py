@@ -66,6 +66,7 @@ class Diff:
     new_total: float
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()
+    budget: float | None = None  # the new version's budget for the whole plan over its months (None: none given)
 
     @property
     def total_change(self) -> float:
@@ -468,8 +469,10 @@ def diff_inputs(old: Inputs, new: Inputs, old_name: str = "old", new_name: str =
     new_total = _planned(new, new_name).period_total
     steps = _steps(old, new)
     totals = _totals(steps, _State.of(old), new_total)
+    whole = next((b.monthly_budget for b in new.budgets if not b.cost_center), None)
     return Diff(old_name, new_name, new.settings.currency, old_total, new_total,
-                _attribute(steps, totals, old_total), _notes(old, new))
+                _attribute(steps, totals, old_total), _notes(old, new),
+                None if whole is None else whole * len(new.settings.plan_months))
 
 
 def diff_files(old: Path, new: Path, today: dt.date | None = None) -> Diff:
@@ -502,6 +505,10 @@ def format_table(diff: Diff) -> str:
     for row in rows:
         out += line(row)
     out += [rule, *line(total)]
+    if diff.budget is not None:
+        out.append(f"Against the budget of {diff.budget:,.0f} {diff.currency} (Budgets, the whole plan): old "
+                   f"{_signed(diff.old_total - diff.budget)}, new {_signed(diff.new_total - diff.budget)}"
+                   + (" (over)" if diff.new_total > diff.budget else " (within)"))
     return "\n".join(out + [f"Note: {n}" for n in diff.notes])
 
 
