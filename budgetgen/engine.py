@@ -333,7 +333,8 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
     warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards)
     months = task_months(chosen.row, task.values.get("growth_per_month") or 0.0, inputs.settings,
-                         price_change=inputs.gpu(chosen.gpu).price_change_per_year or 0.0)
+                         price_change=inputs.gpu(chosen.gpu).price_change_per_year or 0.0,
+                         ramp=inputs.ramps.get(task.task_id))
     # the cost over the plan is the months' (Monthly's row total), not the first month's times the active months
     row = {**chosen.row, "period_cost": math.fsum(m.cost for m in months)}
     return TaskPlan(task, row, marked, tuple(warnings), months)
@@ -439,7 +440,7 @@ def apply_scenario(tasks: list[TaskPlan], inputs: Inputs, scenario: scenarios.Sc
         tid = t.task.task_id
         months = task_months(t.row, t.task.values.get("growth_per_month") or 0.0, inputs.settings,
                              scenario.demand[tid], scenario.price[tid],
-                             inputs.gpu(t.row["gpu"]).price_change_per_year or 0.0)
+                             inputs.gpu(t.row["gpu"]).price_change_per_year or 0.0, inputs.ramps.get(tid))
         out.append(replace(t, months=months, row={**t.row, "period_cost": math.fsum(m.cost for m in months)}))
     return out
 

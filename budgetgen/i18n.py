@@ -16,7 +16,7 @@ LANGS = ("en", "zh")
 # Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
 SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
              "Usage": "用量", "Assignments": "分配", "Models": "模型", "FX": "汇率",
-             "Scenarios": "情景", "Budgets": "预算"}
+             "Scenarios": "情景", "Budgets": "预算", "Ramp": "渐进"}
 
 # Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
 NAMES_ZH = {
@@ -112,15 +112,19 @@ TEXT_ZH = {
     "自有机器在折旧年限结束时可卖回的购买价比例",
     "yearly cost of capital: owning's fixed cost is the purchase less the discounted residual value as a level monthly "
     "payment over depreciation_years (Excel PMT)": "年资金成本：自有的固定成本为购买价减去折现残值，在折旧年限内按月等额支付（Excel PMT）",
-    "demand factor": "需求系数", "GPU-hours": "GPU小时",
+    "demand factor": "需求系数", "ramp (input)": "渐进倍数（输入）",
+    "the task the row ramps": "该行渐进的任务",
+    "one column per plan month (headed by the month): the month's demand over the demand typed on Tasks, instead of "
+    "the growth (0: the task pauses); blank: the growth": "每个计划月一列（表头为月份）：当月需求相对任务表所填需求的倍数，代替增长率（0：任务暂停）；留空：按增长率", "GPU-hours": "GPU小时",
     "growth a month": "月增长率", "online?": "在线？", "per card-month?": "按卡月计费？", "requests a day": "每日请求数",
     "serving hours a day": "每日服务小时", "min replicas": "最少副本数",
     "cards per replica/run": "每副本/每次运行卡数", "training?": "训练？",
     "prices in another currency?": "价格为其他货币？", "scenario demand x": "情景需求倍数", "scenario price x": "情景价格倍数",
     "card-months held": "持有卡月", "card-months billed": "计费卡月", "GPU-hours over the plan": "计划期GPU小时",
-    "A month's demand is the task's typed demand times (1 + growth a month) to the months since its start, 0 outside "
-    "its months. An online service's replicas are sized again for the month's requests; a training or batch task's "
-    "runs follow the factor, each run the same size.": "某月需求 = 任务填写的需求 ×（1 + 月增长率）^（自开始以来的月数），活跃月份之外为 0。"
+    "A month's demand is the task's typed demand times (1 + growth a month) to the months since its start, or the "
+    "ramp typed for the month, times the scenario's multiplier; 0 outside its months. An online service's replicas "
+    "are sized again for the month's requests; a training or batch task's runs follow the factor, each run the same "
+    "size.": "某月需求 = 任务填写的需求 ×（1 + 月增长率）^（自开始以来的月数）或当月填写的渐进倍数，再乘以情景倍数；活跃月份之外为 0。"
     "在线服务按当月请求重新计算副本数；训练或批量任务的运行次数随系数变化，每次运行规模不变。",
     "Scenarios: low, base and high, and what moves the total most": "情景：低、基准、高，以及对总额影响最大的因素",
     "Demand and price values multiply what Tasks and GPUs say (1: as typed); buffer values are rates. A task's own row "
@@ -745,6 +749,8 @@ PROBLEMS = {
                               "whole plan"), 'cost_center："{center}" 不是任何任务的成本中心（现有：{centers}）；留空表示整个计划'),
     "budget_duplicate": ("a budget for {center} is on the Budgets sheet twice (first at {first})",
                          "{center} 的预算在预算表中重复（首次在 {first}）"),
+    "ramp_header": ('"{text}" is not a plan month (head each Ramp column with its month, YYYY-MM)',
+                    '"{text}" 不是计划月份（渐进表每列的表头请写月份 YYYY-MM）'),
     "budget_whole_plan": ("the whole plan", "整个计划"),
     "over_budget": (("{center}: {months} plan month(s) over the monthly budget of {budget} (Budgets), {overrun} over in "
                     "all"), "{center}：{months} 个计划月超出月预算 {budget}（见预算表），共超出 {overrun}"),

@@ -100,6 +100,7 @@ class Inputs:
     fx: object = None  # the rates the prices were converted with (fx.FxTable); None: every price in the plan currency
     scenarios: tuple = ()  # the Scenarios sheet's rows (scenarios.ScenarioRow)
     budgets: tuple = ()  # the Budgets sheet's rows (budgets.Budget)
+    ramps: dict = field(default_factory=dict)  # task_id -> {plan month index (1-based): multiplier} (Ramp sheet)
 
     def model(self, name: str | None):
         """The catalog model a task names (None: the task names none)."""

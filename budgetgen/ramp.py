@@ -25,10 +25,11 @@ class TaskMonth:
 
 
 def task_months(row: dict, growth: float, settings, scale: float = 1.0, price: float = 1.0,
-                price_change: float = 0.0) -> tuple[TaskMonth, ...]:
+                price_change: float = 0.0, ramp: dict | None = None) -> tuple[TaskMonth, ...]:
     """Every plan month of one task's evaluated row (the chosen GPU's) growing by `growth` a month, its demand
     times `scale` and its prices times `price` (the scenario's multipliers) and the GPU's yearly `price_change`
-    compounded by month."""
+    compounded by month; `ramp` gives a month's multiplier instead of the growth (plan month index -> value)."""
+    ramp = ramp or {}
     s = settings
     online = KIND[row["kind"]].online
     per_card_month = TIER[row["tier"]].per_card_month
@@ -36,7 +37,7 @@ def task_months(row: dict, growth: float, settings, scale: float = 1.0, price: f
     out = []
     for month in range(1, len(s.plan_months) + 1):
         factor = rules.DEMAND_FACTOR(s, month=month, start=row["start_index"], end=row["end_index"], growth=growth,
-                                    scale=scale)
+                                    scale=scale, ramp=ramp.get(month))
         cards = rules.MONTH_CARDS(s, factor=factor, online=online, requests=row["requests_per_day"],
                                   hours_per_day=row["serving_hours_per_day"], req_s=row["requests_per_sec"],
                                   min_replicas=min_replicas, cards_per_run=row["cards_per_run"],

@@ -38,6 +38,7 @@ from .schema import (
     GPU_COLUMNS,
     KIND,
     PRICE_COLUMNS,
+    RAMP_COLUMNS,
     SCENARIO_COLUMNS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
@@ -45,7 +46,7 @@ from .schema import (
     normalise_header,
 )
 from .template import example_rows_left
-from .values import BadValue, add_months, is_blank, parse_cell, text_length
+from .values import BadValue, add_months, is_blank, parse_cell, parse_month, text_length
 
 # Filled rows (the header included) read from an inventory sheet: room for 20,000 tasks (a large company's
 # inventory is thousands), while a bloated or hostile sheet is refused within seconds (openpyxl reads some
@@ -529,6 +530,64 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
     return tuple(rows)
 
 
+def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> dict[str, dict[int, float]]:
+    """The Ramp sheet: per task the multiplier of each plan month it gives (a month column left blank: none)."""
+    if ws is None:
+        return {}
+    rows = iter_rows(ws, max_rows=MAX_TABLE_ROWS)
+    first = next(rows, None)
+    if first is None:
+        return {}
+    key, value_column = RAMP_COLUMNS
+    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    id_col, months = None, {}
+    for i, text in enumerate(first[1]):
+        if is_blank(text):
+            continue
+        cell = f"{get_column_letter(i + 1)}1"
+        if normalise_header(canonical_name(text)) == normalise_header(key.name):
+            id_col = i
+            continue
+        try:
+            month = parse_month(text)
+        except BadValue:
+            out.add(Code.BAD_MONTH, "Ramp", cell, Message("ramp_header", text=str(text)))
+            continue
+        if month not in settings.plan_months:
+            out.add(Code.MONTH_OUTSIDE_PLAN, "Ramp", cell, Message(
+                "month_outside_plan", column="Ramp", month=month, first=settings.plan_months[0],
+                last=settings.plan_months[-1]))
+            continue
+        months[i] = settings.plan_months.index(month) + 1
+    if id_col is None:
+        out.add(Code.MISSING_COLUMN, "Ramp", "A1", Message("missing_column", column=key.name, help=key.help))
+        return {}
+    ramps: dict[str, dict[int, float]] = {}
+    for row_no, values in rows:
+        raw = values[id_col] if id_col < len(values) else None
+        if is_blank(raw):
+            continue
+        cell = f"{get_column_letter(id_col + 1)}{row_no}"
+        task = ids.get(str(raw).strip().lower())
+        if task is None:
+            out.add(Code.UNKNOWN_VALUE, "Ramp", cell, Message("scenario_unknown_task", task=str(raw)))
+            continue
+        if task in ramps:
+            out.add(Code.DUPLICATE_TASK, "Ramp", cell, Message("duplicate_task_id", task_id=task, first="Ramp"))
+            continue
+        ramp = ramps[task] = {}
+        for i, month in months.items():
+            value = values[i] if i < len(values) else None
+            if is_blank(value):
+                continue
+            try:
+                ramp[month] = parse_cell(value, value_column)
+            except BadValue as exc:
+                out.add(exc.code, "Ramp", f"{get_column_letter(i + 1)}{row_no}",
+                        Message("cell_value", column=str(first[1][i]), problem=exc.message))
+    return ramps
+
+
 def _read_budgets(ws, tasks: list[Task], out: Collector) -> tuple[Budget, ...]:
     """The Budgets rows: one per cost center of the Tasks sheet, one (blank cost center) for the whole plan."""
     if ws is None:
@@ -600,6 +659,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         extras = _read_extras(sheets.get("extras"), settings, out)
         scenarios = _read_scenarios(sheets.get("scenarios"), settings, tasks, out)
         budgets = _read_budgets(sheets.get("budgets"), tasks, out)
+        ramps = _read_ramps(sheets.get("ramp"), settings, tasks, out)
         bills_sheet = _table_sheet(sheets["bills"]) if "bills" in sheets else None
         usage_sheet = _table_sheet(sheets["usage"]) if "usage" in sheets else None
         assignments = _read_assignments(sheets.get("assignments"), out)
@@ -610,7 +670,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
     warnings += example_rows_left(tasks)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
                   bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx, scenarios,
-                  budgets)
+                  budgets, ramps)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

@@ -125,9 +125,12 @@ VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; 
 # month); a training or batch task's runs follow it (the run's shape stays). The Tasks row is the factor-1 month, so
 # each month's figures are the row's scaled by a ratio that is exactly 1 in a month of factor 1.
 DEMAND_FACTOR = Rule("demand_factor", "the month's demand over the task's typed demand: compounded growth while "
-                     "active times the scenario's demand multiplier, 0 outside",
-                     "IF(AND({month}>={start},{month}<={end}),(1+{growth})^({month}-{start})*{scale},0)",
-                     lambda s, month, start, end, growth, scale: (1 + growth) ** (month - start) * scale
+                     "active (or the Ramp sheet's multiplier of the month, where given) times the scenario's demand "
+                     "multiplier, 0 outside",
+                     "IF(AND({month}>={start},{month}<={end}),IF(ISNUMBER({ramp}),{ramp},(1+{growth})^({month}-{start}))"
+                     "*{scale},0)",
+                     lambda s, month, start, end, growth, scale, ramp: (
+                         (ramp if ramp is not None else (1 + growth) ** (month - start)) * scale)
                      if start <= month <= end else 0.0)
 
 

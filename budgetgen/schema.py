@@ -429,6 +429,13 @@ SCENARIO_COLUMNS: tuple[Column, ...] = (
     C("source", "text", help="where the range comes from"),
 )
 
+# The Ramp sheet: a task_id, then one column per plan month headed YYYY-MM, each a multiplier of the typed demand.
+RAMP_COLUMNS: tuple[Column, ...] = (
+    C("task_id", "text", required=True, help="the task the row ramps"),
+    C("YYYY-MM", "number", "x", minimum=0,
+      help="one column per plan month (headed by the month): the month's demand over the demand typed on Tasks, "
+      "instead of the growth (0: the task pauses); blank: the growth"),
+)
 BUDGET_COLUMNS: tuple[Column, ...] = (
     C("cost_center", "text", help="a cost_center of the Tasks sheet; blank: the whole plan (every month's total)"),
     C("monthly_budget", "number", "currency/month", required=True, minimum=0,
@@ -443,6 +450,7 @@ SHEETS: dict[str, tuple[Column, ...]] = {
     "Tasks": TASK_COLUMNS,
     "Extras": EXTRA_COLUMNS,
     "FX": FX_COLUMNS,
+    "Ramp": RAMP_COLUMNS,
     "Scenarios": SCENARIO_COLUMNS,
     "Budgets": BUDGET_COLUMNS,
 }

@@ -25,7 +25,8 @@ price_change_per_year column (blank in the sample: the columns after it one righ
 on Assumptions (the rows below one down); no value changed. Then the Budgets sheet and Summary's months over
 budget (D4:E4, 0: the sample has no Budgets sheet); no value changed. Then owned-hardware TCO: the settings pue,
 colocation_per_kw_month, residual_value and discount_rate (neutral defaults: Assumptions and About rows below them
-down), BuyVsRent's break-even utilisation column (L) and the JSON's `break_even_utilisation`; no value changed."""
+down), BuyVsRent's break-even utilisation column (L) and the JSON's `break_even_utilisation`; no value changed. Then the
+Demand sheet's ramp block (blank inputs: the blocks after it three columns right); no value changed."""
 
 from __future__ import annotations
 

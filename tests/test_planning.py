@@ -201,26 +201,29 @@ def _proposed_cell(out) -> str:
     raise AssertionError("no one-year H100 block on Commitments")
 
 
-def _edited(out, folder, name: str, sheet: str, cell: str, value):
+def _edited(out, folder, name: str, edits: dict[tuple[str, str], object]):
     edited = folder / f"{name}.xlsx"
     wb = openpyxl.load_workbook(out)
-    wb[sheet][cell] = value
+    for (sheet, cell), value in edits.items():
+        wb[sheet][cell] = value
     wb.save(edited)
     return edited
 
 
 @pytest.fixture(scope="module")
 def libreoffice(growing, scenarios, tmp_path_factory):
-    """The growing plan as built and with its growth typed 0, the scenario plan with the selector on high:
-    recalculated by LibreOffice in one run."""
+    """The growing plan as built and with its growth typed 0 and the last month's ramp 3, the scenario plan with the
+    selector on high: recalculated by LibreOffice in one run."""
     if soffice_path() is None:
         pytest.skip("LibreOffice is not installed")
     folder = tmp_path_factory.mktemp("lo")
     (plan, out), (_, scenario_out) = growing, scenarios
-    growth = budgetgen.workbook.layout.plan_layout(plan).tasks.columns["growth_per_month"]
+    at = budgetgen.workbook.layout.plan_layout(plan)
+    growth = f"{get_column_letter(at.tasks.columns['growth_per_month'] + 1)}2"
+    ramp = f"{get_column_letter(at.demand.col('ramp', 11) + 1)}3"
     books = {"growing": out,
-             "flat": _edited(out, folder, "flat", "Tasks", f"{get_column_letter(growth + 1)}2", 0),
-             "high": _edited(scenario_out, folder, "high", "Summary", SELECTOR_CELL, "high")}
+             "flat": _edited(out, folder, "flat", {("Tasks", growth): 0, ("Demand", ramp): 3}),
+             "high": _edited(scenario_out, folder, "high", {("Summary", SELECTOR_CELL): "high"})}
     values = recalc_many(list(books.values()), folder / "work")
     return {name: values[path] for name, path in books.items()}
 
@@ -240,9 +243,10 @@ def test_libreoffice_sizes_the_months_as_the_engine_and_follows_an_edit(growing,
     owned = next(b for b in plan.buy_vs_rent if b.gpu == "H100 80G")
     assert (grown["BuyVsRent"]["E2"], grown["BuyVsRent"]["L2"]) == pytest.approx(
         (owned.daily_fixed, owned.break_even_utilisation), rel=1e-9)   # PMT and the PUE, recalculated
-    assert [flat["Demand"][c] for c in cards] == [4] * 12
-    assert flat["Monthly"][period_cost] == pytest.approx(12 * 4 * HPM * ON_DEMAND)  # 70,080
-    assert flat["Commitments"][proposed] == 4  # every month's 4 cards busy all year
+    # flat, and the last month ramped to 3 times the typed demand: 12 one-card replicas in December
+    assert [flat["Demand"][c] for c in cards] == [4] * 11 + [12]
+    assert flat["Monthly"][period_cost] == pytest.approx((11 * 4 + 12) * HPM * ON_DEMAND)  # 81,760
+    assert flat["Commitments"][proposed] == 4  # 4 cards busy all year; the 5th only in December
 
 
 def test_owning_pays_above_the_break_even_utilisation_worked_out_by_hand(growing):
@@ -258,6 +262,28 @@ def test_owning_pays_above_the_break_even_utilisation_worked_out_by_hand(growing
     assert b.break_even_hours_per_day == pytest.approx(daily / (2.0 - energy))   # 12.13 h a day
     assert b.break_even_utilisation == pytest.approx(daily / (2.0 - energy) / 24)  # 50.5%
     assert b.verdict == "buy"  # the service's cards are busy around the clock
+
+
+def test_a_ramp_row_starts_pauses_and_scales_a_task_month_by_month(tmp_path):
+    """SVC ramped 0 in July (not yet live), as typed in August, 2.5 times in September: 0, 4 and 10 one-card
+    replicas at 1,460 a card-month; API has no Ramp row and keeps its 2 cards."""
+    book = make_input(tmp_path / "in.xlsx", [{**SERVICE, "growth_per_month": None}, API], gpus=[H100],
+                      settings={"currency": "USD", "period_months": 3, "build_date": "2026-06-15"},
+                      extra_sheets={"Ramp": [["task_id", "2026-07", "2026-08", "2026-09"], ["SVC", 0, None, 2.5]]})
+    plan = budgetgen.plan_budget(budgetgen.read_inputs(book))
+    svc, api = plan.tasks
+    assert [m.cards for m in svc.months] == [0, 4, 10] and [m.cards for m in api.months] == [2, 2, 2]
+    assert [t.gpu for t in plan.month_totals.values()] == pytest.approx([2 * CARD_MONTH, 6 * CARD_MONTH,
+                                                                          12 * CARD_MONTH])
+
+
+def test_ramp_headers_and_tasks_are_checked_at_their_cells(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], gpus=[H100], settings={"currency": "USD"},
+                      extra_sheets={"Ramp": [["task_id", "July", "2026-08"], ["NOPE", 1, 2], ["SVC", 1, -1]]})
+    with pytest.raises(InputError) as caught:
+        budgetgen.read_inputs(book)
+    places = [(p.sheet, p.cell, p.code.value) for p in caught.value.problems]
+    assert places == [("Ramp", "B1", "bad_month"), ("Ramp", "A2", "unknown_value"), ("Ramp", "C3", "negative")]
 
 
 def test_a_growth_below_minus_99_percent_is_refused_at_its_cell(tmp_path):

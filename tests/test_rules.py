@@ -26,8 +26,9 @@ CASES = [
     (rules.BUFFER, {"gpu": 1000, "commitments": -200, "rate": 0.25}, 200),
     (rules.BUFFER, {"gpu": 1000, "commitments": 0, "rate": 0.30}, 300),     # the high scenario's rate
     # demand ramps: month 3 of a task from month 1 growing 10%, doubled by a scenario: 1.1^2 x 2; outside: 0
-    (rules.DEMAND_FACTOR, {"month": 3, "start": 1, "end": 12, "growth": 0.1, "scale": 2}, 2.42),
-    (rules.DEMAND_FACTOR, {"month": 3, "start": 4, "end": 12, "growth": 0.1, "scale": 1}, 0),
+    (rules.DEMAND_FACTOR, {"month": 3, "start": 1, "end": 12, "growth": 0.1, "scale": 2, "ramp": None}, 2.42),
+    (rules.DEMAND_FACTOR, {"month": 3, "start": 4, "end": 12, "growth": 0.1, "scale": 1, "ramp": None}, 0),
+    (rules.DEMAND_FACTOR, {"month": 3, "start": 1, "end": 12, "growth": 0.1, "scale": 2, "ramp": 0.5}, 1),  # typed
     # 864,000 requests a day x 1.21 over one replica's 10 requests/s around the clock: 1.21 -> 2 replicas x 4 cards
     (rules.MONTH_CARDS, {"factor": 1.21, "online": True, "requests": 864_000, "hours_per_day": 24, "req_s": 10,
                          "min_replicas": 1, "cards_per_run": 4, "cards_held": 4}, 8),

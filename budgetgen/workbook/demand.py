@@ -16,9 +16,10 @@ from .layout import DEMAND_BLOCKS, GPU_NAMES, DemandMatrix, demand_name, task_na
 from .printing import print_setup
 
 SHEET = "Demand"
-NOTE = ("A month's demand is the task's typed demand times (1 + growth a month) to the months since its start, 0 "
-        "outside its months. An online service's replicas are sized again for the month's requests; a training or "
-        "batch task's runs follow the factor, each run the same size.")
+NOTE = ("A month's demand is the task's typed demand times (1 + growth a month) to the months since its start, or "
+        "the ramp typed for the month, times the scenario's multiplier; 0 outside its months. An online service's "
+        "replicas are sized again for the month's requests; a training or batch task's runs follow the factor, each "
+        "run the same size.")
 # Lead columns: what each month's formulas read of the task, linked from Tasks, and the plan totals.
 LEAD_UNITS = {"task_row": "#", "task_id": "", "gpu": "", "tier": "", "start #": "#", "end #": "#",
               "growth a month": "share", "online?": "1 = yes", "per card-month?": "1 = yes",
@@ -35,7 +36,7 @@ _LINKS = {"task_id": ("task_id", "text"), "gpu": ("gpu", "text"), "tier": ("tier
           "requests/s per replica": ("requests_per_sec", "number"), "cards per replica/run": ("cards_per_run", "int"),
           "cards held": ("cards_held", "int"), "GPU-hours a month": ("gpu_hours_per_month", "number"),
           "training?": ("training", "int")}
-_BLOCK_FORMATS = {"factor": "number", "cards": "int", "cards_billed": "int", "gpu_hours": "number"}
+_BLOCK_FORMATS = {"ramp": "number", "factor": "number", "cards": "int", "cards_billed": "int", "gpu_hours": "number"}
 _PER_CARD_MONTH = tuple(t.name for t in TASK_TIERS if t.per_card_month)
 
 
@@ -87,12 +88,14 @@ def write_demand(book: Book, ws, plan: Plan, at: DemandMatrix) -> None:
                                   ("GPU-hours over the plan", "gpu_hours", sum(m.gpu_hours for m in tp.months))):
             first, last = xl_col_to_name(at.col(block, 0)), xl_col_to_name(at.col(block, len(at.months) - 1))
             book.formula(ws, r, lead[key], f"SUM({first}{r + 1}:{last}{r + 1})", value, _BLOCK_FORMATS[block])
+        ramp = plan.inputs.ramps.get(tp.task.task_id, {})
         for j, m in enumerate(tp.months):
             here = {b: xl_rowcol_to_cell(r, at.col(b, j)) for b in DEMAND_BLOCKS}
+            book.value(ws, r, at.col("ramp", j), ramp.get(j + 1), "input", "number")
             month = xl_rowcol_to_cell(1, at.col("factor", j), row_abs=True)
             book.formula(ws, r, at.col("factor", j), rules.DEMAND_FACTOR.formula(
                 month=month, start=cell["start #"], end=cell["end #"], growth=cell["growth a month"],
-                scale=cell["scenario demand x"]), m.factor,
+                scale=cell["scenario demand x"], ramp=here["ramp"]), m.factor,
                 "number")
             book.formula(ws, r, at.col("cards", j), rules.MONTH_CARDS.formula(
                 factor=here["factor"], online=f"{cell['online?']}=1", requests=cell["requests a day"],

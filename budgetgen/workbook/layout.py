@@ -179,8 +179,8 @@ class MonthMatrix:
 
 
 # The Demand sheet's blocks of one column per plan month: key -> header (and a name per month: DemandCards_2026_07).
-DEMAND_BLOCKS = {"factor": "demand factor", "cards": "cards held", "cards_billed": "cards billed",
-                 "gpu_hours": "GPU-hours"}
+DEMAND_BLOCKS = {"ramp": "ramp (input)", "factor": "demand factor", "cards": "cards held",
+                 "cards_billed": "cards billed", "gpu_hours": "GPU-hours"}
 DEMAND_LEAD = ("task_row", "task_id", "gpu", "tier", "start #", "end #", "growth a month", "online?",
                "per card-month?", "requests a day", "serving hours a day", "requests/s per replica", "min replicas",
                "cards per replica/run", "cards held", "GPU-hours a month", "training?", "prices in another currency?",
