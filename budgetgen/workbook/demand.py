@@ -26,7 +26,8 @@ LEAD_UNITS = {"task_row": "#", "task_id": "", "gpu": "", "tier": "", "start #": 
               "requests a day": "requests/day", "serving hours a day": "h/day", "requests/s per replica": "requests/s",
               "min replicas": "replicas", "cards per replica/run": "cards", "cards held": "cards",
               "GPU-hours a month": "GPU-h", "training?": "1 = yes", "prices in another currency?": "1 = yes",
-              "scenario demand x": "", "scenario price x": "", "card-months held": "card-months", "card-months billed": "card-months",
+              "scenario demand x": "", "scenario price x": "", "card-months held": "card-months",
+              "card-months billed": "card-months",
               "GPU-hours over the plan": "GPU-h"}
 _WIDTHS = [8, 10, 12, 10, 7, 7, 9, 8, 9, 11, 9, 10, 9, 9, 9, 11, 8, 10, 10, 10, 11, 11, 12]
 _LINKS = {"task_id": ("task_id", "text"), "gpu": ("gpu", "text"), "tier": ("tier", "text"),
