@@ -19,7 +19,8 @@ NOTE = ("The whole plan's budget is held against each month's total (GPU, commit
 
 def _planned(line, month: str) -> str:
     if line.budget.cost_center:
-        return f'SUMPRODUCT(EXACT(TaskCostCenter,"{line.budget.cost_center}")*{gpu_cost(month)})'
+        center = line.budget.cost_center.replace('"', '""')   # a quote in the name, doubled inside the string
+        return f'SUMPRODUCT(EXACT(TaskCostCenter,"{center}")*{gpu_cost(month)})'
     return rules.MONTH_TOTAL.formula(gpu=f"SUM({gpu_cost(month)})", commitments=commit_adjustment(month),
                                      extras=f"SUM({extras_cost(month)})", buffer=month_buffer(month))
 
