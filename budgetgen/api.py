@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .engine import Plan, plan_budget
+from .i18n import Message
 from .reader import read_inputs
 from .recon import reconcile_plan
+from .recon.bill_sums import expand_bill_path
 from .results import plan_json
 from .safefile import check_outputs, staged_outputs
 from .workbook import write_workbook
@@ -59,25 +61,38 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     progress = progress or _quiet
     if isinstance(build_date, dt.datetime):
         build_date = build_date.date()
-    check_outputs((output, json_path), (input_path, *bills, *usage))
-    progress(f"reading {input_path.name}")
-    inputs = read_inputs(input_path, today=build_date)
-    progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
-    plan = plan_budget(inputs)
-    if bills or inputs.bills_sheet is not None:
-        progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
-    reconciled = reconcile_plan(plan, bills, usage, progress=progress)
-    recon, billed = reconciled.months, reconciled.billed_input
-    # The bills' and usage warnings join the plan's, so the Summary and the JSON list them all.
-    plan = dataclasses.replace(plan, warnings=plan.warnings + reconciled.warnings)
+    # Every file a bill folder or glob expands to is an input no output may replace, and an output a bill folder
+    # or glob would pick up is refused too: both before anything is read.
+    bill_files = [f for p in bills for f in expand_bill_path(p, p.name)]
+    check_outputs((output, json_path), (input_path, *bill_files, *usage), collected=bills)
     with staged_outputs((output, json_path)) as staging:
+        progress(f"reading {input_path.name}")
+        inputs = read_inputs(input_path, today=build_date)
+        progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
+        plan = plan_budget(inputs)
+        if bills or inputs.bills_sheet is not None:
+            progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
+        # DuckDB spills into the staging folder: the destination's disk, removed with it, never $TMPDIR.
+        reconciled = reconcile_plan(plan, bills, usage, temp_parent=staging[output].parent, progress=progress)
+        recon, billed = reconciled.months, reconciled.billed_input
+        # The bills' and usage warnings join the plan's, so the Summary and the JSON list them all.
+        warnings = reconciled.warnings + months_outside_plan(recon, plan.months)
+        plan = dataclasses.replace(plan, warnings=plan.warnings + warnings)
         if json_path is not None:
             document = plan_json(plan, {month: r.to_json() for month, r in recon.items()})
             staging[json_path].write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
         # xlsxwriter's temporary files go beside the file it writes, inside the staging folder.
         write_workbook(plan, staging[output], recon=recon, billed_input=billed, progress=progress, lang=lang,
                        tmpdir=staging[output].parent)
-    return Result(plan, recon, output, json_path, reconciled.warnings)
+    return Result(plan, recon, output, json_path, warnings)
+
+
+def months_outside_plan(recon: Mapping[str, object], months: tuple[str, ...]) -> tuple[Message, ...]:
+    """A warning naming the billed months outside the plan (a bill of 1950 or 2300 is reconciled against nothing)."""
+    outside = sorted(m for m in recon if m not in months)
+    if not outside:
+        return ()
+    return (Message("bill_months_outside_plan", months=", ".join(outside), first=months[0], last=months[-1]),)
 
 
 def _quiet(message: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .catalog import gpu_record
 from .columns import evaluate, evaluate_task
-from .errors import Code, InputError, Problem
+from .errors import Code, InputError, Problem, printable
 from .model import Gpu, Settings
 from .models import ModelCatalog
 from .schema import GPU_COLUMNS, SETTINGS_BY_KEY, TASK_COLUMNS
@@ -211,7 +211,7 @@ def format_fit(fit: Fit) -> str:
     """Each run's ratio before and after, the error, and the fitted figures, as the command prints them."""
     lines = [f"{'line':<6}{'kind':<7}{'model':<20}{'gpu':<12}{'before':>8}{'after':>8}"]
     for run, b, a in zip(fit.runs, fit.before, fit.after, strict=True):
-        lines.append(f"{run.line:<6}{run.kind:<7}{run.model:<20}{run.gpu:<12}{b:>8.2f}{a:>8.2f}")
+        lines.append(f"{run.line:<6}{run.kind:<7}{printable(run.model):<20}{printable(run.gpu):<12}{b:>8.2f}{a:>8.2f}")
     lines.append(f"sum of squared log ratios: {Fit.error(fit.before):.3f} before, {Fit.error(fit.after):.3f} after")
     for g in fit.gpus:
         lines.append(f"{g.name}: bandwidth_efficiency {g.bandwidth_efficiency if g.bandwidth_efficiency else '-'}, "

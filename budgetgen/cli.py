@@ -4,13 +4,16 @@ imports click."""
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import io
+import os
 import re
 import signal
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +25,7 @@ from .calibrate import format_fit, read_measured, write_fit
 from .catalog import CATALOG_CURRENCY, builtin_catalog
 from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
-from .errors import BudgetgenError, InputError, OutputError
+from .errors import BudgetgenError, InputError, OutputError, printable
 from .i18n import LANGS, say, tr
 from .model import Settings
 from .models import builtin_models, format_models_table
@@ -48,34 +51,63 @@ def _fail(exc: BudgetgenError, lang: str = "en") -> None:
     error = tr("Error: ", lang)
     if isinstance(exc, InputError):
         for problem in exc.problems:
-            click.echo(f"{error}{problem.render(lang)}", err=True)
+            click.echo(error + printable(problem.render(lang)), err=True)
         click.echo(tr("{n} problem(s) found; nothing was written.", lang).format(n=len(exc.problems)), err=True)
     else:
-        click.echo(f"{error}{exc}", err=True)
+        click.echo(error + printable(exc), err=True)
     sys.exit(1)
 
 
 @contextmanager
-def _reported(lang: str = "en") -> Iterator[None]:
+def _reported(lang: str = "en", outputs: Iterable[Path | None] = ()) -> Iterator[None]:
     """Run a command's work: a BudgetgenError becomes `Error:` lines and exit 1; SIGINT, SIGTERM and SIGHUP all
-    unwind it (every `finally` removes its temporary files) and end in an `Error:` line and exit 128 + signal."""
-    with _signals_raise():
+    unwind it (every `finally` removes its temporary files) and end in an `Error:` line and exit 128 + signal.
+
+    A signal that came while a library was running (DuckDB turns it into its own "interrupted" error) counts as
+    that signal, whatever the library raised. `outputs` are the command's output files: the line after a signal
+    says which of them changed (the commit of outputs holds signals back until all are in place), else none."""
+    before = {Path(p): _state(Path(p)) for p in outputs if p is not None}
+    received: list[int] = []
+    with _signals_raise(received):
         try:
             yield
-        except BudgetgenError as exc:
-            _fail(exc, lang)
-        except OSError as exc:  # the machine's, not the input's (no usable temporary folder, say): one clear line
-            _fail(BudgetgenError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")), lang)
         except (Interrupted, KeyboardInterrupt) as exc:
             signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-            message = tr("stopped by {signal}; no output was written or changed", lang)
-            click.echo(tr("Error: ", lang) + message.format(signal=signal.Signals(signum).name), err=True)
-            sys.exit(128 + signum)
+            _stopped(signum, [p for p, state in before.items() if _state(p) != state], lang)
+        except Exception as exc:
+            if received:
+                _stopped(received[0], [p for p, state in before.items() if _state(p) != state], lang)
+            if isinstance(exc, BudgetgenError):
+                _fail(exc, lang)
+            if isinstance(exc, OSError):  # the machine's, not the input's (no usable temporary folder, say)
+                _fail(BudgetgenError(f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")), lang)
+            raise
+
+
+def _state(path: Path) -> tuple | None:
+    """What identifies a file's content version: inode, size and modification time (None: no file)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _stopped(signum: int, changed: list[Path], lang: str) -> None:
+    name = signal.Signals(signum).name
+    if changed:
+        message = tr("stopped by {signal} after writing {files}", lang).format(
+            signal=name, files=", ".join(printable(str(p)) for p in changed))
+    else:
+        message = tr("stopped by {signal}; no output was written or changed", lang).format(signal=name)
+    click.echo(tr("Error: ", lang) + message, err=True)
+    sys.exit(128 + signum)
 
 
 @contextmanager
-def _signals_raise() -> Iterator[None]:
-    """Turn the stop signals into Interrupted while the work runs; once one came, the cleanup ignores the rest."""
+def _signals_raise(received: list[int]) -> Iterator[None]:
+    """Turn the stop signals into Interrupted while the work runs (each noted in `received`); once one came, the
+    cleanup ignores the rest."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may handle signals
         return
@@ -83,6 +115,7 @@ def _signals_raise() -> Iterator[None]:
     def stop(signum: int, frame: object) -> None:
         for s in STOP_SIGNALS:
             signal.signal(s, signal.SIG_IGN)
+        received.append(signum)
         raise Interrupted(signum)
 
     previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
@@ -101,7 +134,33 @@ LANG_OPTION = click.option("--lang", type=click.Choice(LANGS), default="en", sho
                                 "and of the messages: en or zh (Chinese).")
 
 
-@click.group()
+class _Commands(click.Group):
+    """budgetgen's commands: a report that cannot reach standard output (a full disk: /dev/full) ends in one
+    `Error:` line on stderr and exit 1, not a traceback (a closed pipe stays click's: exit 1 quietly)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise
+            _silence_stdout()
+            click.echo(f"Error: cannot write to standard output ({exc.strerror or exc}); the command ran, "
+                       "only its report was lost", err=True)
+            sys.exit(1)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush has nowhere to fail."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # not a real file (a test's buffer)
+        return
+
+
+@click.group(cls=_Commands)
 @click.version_option(package_name="budgetgen")
 def main() -> None:
     """budgetgen: turn an inventory of AI workloads into a GPU budget workbook."""
@@ -117,7 +176,7 @@ def main() -> None:
 @LANG_OPTION
 def init(path: Path, force: bool, currency: str, build_date, lang: str) -> None:
     """Write a fillable input workbook with notes, dropdowns and example rows."""
-    with _reported(lang):
+    with _reported(lang, (path,)):
         currency = currency.strip().upper()
         if not re.fullmatch(r"[A-Z]{3}", currency):
             raise OutputError(f"--currency {currency!r} is not an ISO currency code (three letters, e.g. USD)")
@@ -126,7 +185,7 @@ def init(path: Path, force: bool, currency: str, build_date, lang: str) -> None:
         check_outputs([path])
         with staged_outputs([path]) as staging:
             write_template(staging[path], lang, currency, build_date and build_date.date())
-    click.echo(tr("Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.", lang).format(path=path))
+    click.echo(tr("Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.", lang).format(path=printable(path)))
 
 
 @main.command()
@@ -157,13 +216,13 @@ def _warn(warnings, lang: str) -> None:
     amount they name); the full list is on Summary and in the JSON."""
     if len(warnings) <= SHOWN_WARNINGS:
         for warning in warnings:
-            click.echo(tr("Warning: ", lang) + say(warning, lang))
+            click.echo(tr("Warning: ", lang) + printable(say(warning, lang)))
         return
     kinds = Counter(getattr(w, "key", "other") for w in warnings)
     click.echo(tr("Warning: ", lang) + ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common()) +
                f" ({len(warnings):,}; all on Summary and in the JSON), the {SHOWN_WARNINGS} largest:")
     for warning in sorted(warnings, key=_size, reverse=True)[:SHOWN_WARNINGS]:
-        click.echo("  " + say(warning, lang))
+        click.echo("  " + printable(say(warning, lang)))
 
 
 def _size(warning) -> float:
@@ -196,12 +255,12 @@ def _money(value: float, currency: str) -> str:
 def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
           json_path: Path | None, quiet: bool, fail_over_budget: bool, build_date, lang: str) -> None:
     """Validate, compute and write the budget workbook."""
-    with _reported(lang):
+    with _reported(lang, (output or default_output(path), json_path)):
         result = build_budget(path, output, bills=bills, usage=usage, json_path=json_path, lang=lang,
                               build_date=build_date and build_date.date(), progress=_progress(quiet))
     plan, recon = result.plan, result.recon
     cur = plan.inputs.settings.currency
-    click.echo(f"{tr('Wrote', lang)} {result.workbook}")
+    click.echo(f"{tr('Wrote', lang)} {printable(result.workbook)}")
     click.echo(tr("Period total {first} to {last}: {total}", lang).format(
         first=plan.months[0], last=plan.months[-1], total=_money(plan.period_total, cur)))
     for month, t in plan.month_totals.items():
@@ -211,7 +270,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
     for month, r in sorted(recon.items()):
         click.echo(tr("Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against "
                       "planned {planned_all}; {flagged} flagged resource(s)", lang).format(
-            month=month, gpu=_money(r.gpu_billed, cur), planned=_money(r.planned_total, cur),
+            month=printable(month), gpu=_money(r.gpu_billed, cur), planned=_money(r.planned_total, cur),
             billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
             flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
     _warn(plan.warnings, lang)  # the plan's, then those about the bills and usage
@@ -237,7 +296,7 @@ def models() -> None:
 @DATE_OPTION
 def diff(old: Path, new: Path, output: Path | None, build_date) -> None:
     """Show what changed from OLD to NEW (input or budget workbooks) and what each change costs."""
-    with _reported():
+    with _reported(outputs=(output,)):
         check_outputs([output], [old, new])
         result = diff_files(old, new, today=build_date and build_date.date())
         with staged_outputs([output]) as staging:
@@ -245,7 +304,7 @@ def diff(old: Path, new: Path, output: Path | None, build_date) -> None:
                 write_diff_workbook(result, staging[output])
     click.echo(format_table(result))
     if output:
-        click.echo(f"Wrote {output}")
+        click.echo(f"Wrote {printable(output)}")
 
 
 def _progress(quiet: bool):
@@ -254,7 +313,7 @@ def _progress(quiet: bool):
 
     def say(message: str) -> None:
         if not quiet:
-            click.echo(f"[{time.monotonic() - start:6.1f}s] {message}", err=True)
+            click.echo(f"[{time.monotonic() - start:6.1f}s] {printable(message)}", err=True)
     return say
 
 
@@ -267,7 +326,7 @@ def _progress(quiet: bool):
 def calibrate(measured: Path, output: Path | None, build_date) -> None:
     """Fit each GPU's bandwidth and matmul efficiency to your measured runs (CSV: kind, model, gpu, cards, method,
     train_precision, kv_cache_dtype, prompt, output, concurrency, tokens, measured)."""
-    with _reported():
+    with _reported(outputs=(output,)):
         check_outputs([output], [measured])
         gpus = {g.name.lower(): g for g in builtin_catalog()}
         catalog_models = builtin_models()
@@ -279,7 +338,7 @@ def calibrate(measured: Path, output: Path | None, build_date) -> None:
                 write_fit(fit, staging[output])
     click.echo(format_fit(fit), nl=False)
     if output:
-        click.echo(f"Wrote {output}: paste its rows on your input's GPUs sheet")
+        click.echo(f"Wrote {printable(output)}: paste its rows on your input's GPUs sheet")
 
 
 @main.group(invoke_without_command=True)
@@ -321,22 +380,18 @@ def import_prices_command(path: Path, into: Path, output: Path | None, provider:
     with _reported():
         done = import_prices(path, into, output, provider, region)
     found = done.found
-    click.echo(f"Read {shown(str(path))}: a {'price snapshot' if found.kind == 'snapshot' else 'quote sheet'}, "
-               f"{len(found.offers)} offer(s)" + (f"; flags from {shown(found.flags)}" if found.flags else "") +
-               (f"; labels not in the catalog, skipped: {shown(', '.join(found.skipped))}" if found.skipped else ""))
+    click.echo(f"Read {printable(str(path))}: a {'price snapshot' if found.kind == 'snapshot' else 'quote sheet'}, "
+               f"{len(found.offers)} offer(s)" + (f"; flags from {printable(found.flags)}" if found.flags else "") +
+               (f"; labels not in the catalog, skipped: {printable(', '.join(found.skipped))}" if found.skipped else ""))
     for o in done.written:
         tiers = ", ".join(f"{t} {o.prices[t]:g}" for t in TIER_NAMES if o.prices.get(t) is not None) or "no price"
-        click.echo(shown(f"  {o.gpu}: {o.provider} ({o.region}) {o.currency} {tiers}; as_of {o.as_of}"))
+        click.echo(printable(f"  {o.gpu}: {o.provider} ({o.region}) {o.currency} {tiers}; as_of {o.as_of}"))
     if done.not_offered:
-        click.echo(shown(f"  not offered: {', '.join(done.not_offered)}"))
-    click.echo(f"Wrote {shown(str(done.output))} (GPUs sheet, {len(done.written)} GPU(s))")
+        click.echo(printable(f"  not offered: {', '.join(done.not_offered)}"))
+    click.echo(f"Wrote {printable(str(done.output))} (GPUs sheet, {len(done.written)} GPU(s))")
 
 
 def _price(value: float | None) -> str:
     """A price as listed: thousands grouped, up to four decimals, no trailing zeros; - for none."""
     return "-" if value is None else f"{value:,.4f}".rstrip("0").rstrip(".")
 
-
-def shown(text: str) -> str:
-    """Text from a file as printable: control characters (terminal escapes, newlines) shown as escapes."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)

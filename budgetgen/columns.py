@@ -101,25 +101,18 @@ def _min_batch(r: Row, s) -> float:
 
 def _vram_gb(r: Row, s, g) -> float:
     if _training(r):
-        return serving.training_memory_gb(r["method"], params_b=r["params_used"], layers=_model(r, "layers"),
-                                          hidden=_model(r, "hidden"), lora_trainable=s.lora_trainable,
-                                          micro_batch_tokens=s.micro_batch_tokens,
-                                          lora_workspace_gb=s.lora_workspace_gb,
+        return serving.training_memory_gb(r["method"], params_b=r["params_used"], hidden=_model(r, "hidden"),
+                                          lora_trainable=s.lora_trainable, state_bytes=r["state_bytes"],
+                                          activations_gb=r["activations_gb"],
                                           activation_gb_per_b=s.activation_gb_per_b)
     return r["weights_gb"] * (1 + s.inference_overhead) + (r["kv_cache_gb"] or 0) \
         + _min_batch(r, s) * r["kv_bytes_per_token"] * r["context_used"] / K.Billion
 
 
-def _adapters_on_whole_card(r: Row) -> bool:
-    """LoRA/QLoRA with a known architecture: the estimate carries its own workspace, so it is held against the
-    card's whole memory (in GiB, as vendors count it) instead of the UsableVram share."""
-    return _training(r) and r["method"] in ("lora", "qlora") and _model(r, "hidden") is not None
-
-
 def _cards_min(r: Row, s, g) -> int:
     if _training(r):
-        card = g.vram_gb * (serving.KS.GibPerGb if _adapters_on_whole_card(r) else s.usable_vram)
-        return serving.training_shape(sheet_ceil(r["vram_gb"] / card))
+        return serving.training_shape(serving.training_cards(r["vram_gb"], activations_gb=r["activations_gb"],
+                                                             card_gb=r["card_gb"], impossible=s.max_cards + 1))
     shape = serving.cards_per_replica(
         cards=None, attn_heads=_model(r, "attn_heads"), concurrency=r["concurrency"], min_batch=s.min_batch,
         vram_gb=g.vram_gb, usable_vram=s.usable_vram, params_b=r["params_used"], bytes_per_param=r["bytes_per_param"],
@@ -147,9 +140,21 @@ def _free_gb(r: Row, s, g) -> float:
 
 
 def _batch(r: Row, s, g) -> float:
-    """The §D batch, at least one sequence: a replica whose memory holds none is excluded by its cards_min."""
+    """The §D batch, at least one sequence: a replica whose memory holds none is excluded by its cards_min, one
+    that misses the latency targets with one sequence is excluded by its latency_batch."""
     return max(1, serving.batch_size(r["concurrency"], cards=r["cards_per_run"],
-                                     max_batch_per_card=s.max_batch_per_card, batch_mem=r["batch_mem"]))
+                                     max_batch_per_card=s.max_batch_per_card, batch_mem=r["batch_mem"],
+                                     latency_batch=r["latency_batch"]))
+
+
+def _latency_batch(r: Row, s, g):
+    return serving.latency_batch(
+        r["step_target"], step_overhead_ms=s.step_overhead_ms, layers_fixed=r["t_layers_fixed"],
+        layers_per_sequence=r["t_layers_per_sequence"], params_b=r["params_used"], active_params_b=r["active_used"],
+        routed_b=r["routed_b"],
+        bytes_per_param=r["bytes_per_param"], kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"],
+        output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
+        decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])
 
 
 def _t_mem(r: Row, s, g) -> float:
@@ -170,6 +175,10 @@ def _peak_tflops(r: Row, s, g) -> float:
 def _run_mfu(r: Row, s, g):
     if not _training(r):
         return None
+    return _mfu_on_card(r, s) / r["optimizer_slowdown"]
+
+
+def _mfu_on_card(r: Row, s) -> float:
     return serving.run_mfu(r["mfu_used"], task_mfu=r["mfu"], params_b=r["params_used"],
                            active_params_b=r["active_used"], k=r["flops_per_token_used"],
                            experts_per_token=_model(r, "experts_per_token"), hidden=_model(r, "hidden"),
@@ -177,10 +186,14 @@ def _run_mfu(r: Row, s, g):
                            moe_network_gbs=s.moe_network_gbs, moe_comm_exposed=s.moe_comm_exposed)
 
 
-def _t_layers(r: Row, s, g) -> float:
-    return serving.layer_overhead_seconds(
-        layers=_model(r, "layers"), hidden=_model(r, "hidden"), moe=r["active_used"] < r["params_used"],
-        cards=r["cards_per_run"], batch=r["batch"], interconnect=g.interconnect, s=s)
+def _t_layers_fixed(r: Row, s, g) -> float:
+    return serving.layer_fixed_seconds(layers=_model(r, "layers"), moe=r["active_used"] < r["params_used"],
+                                       cards=r["cards_per_run"], interconnect=g.interconnect, s=s)
+
+
+def _t_layers_per_sequence(r: Row, s, g) -> float:
+    return serving.layer_seconds_per_sequence(layers=_model(r, "layers"), hidden=_model(r, "hidden"),
+                                              cards=r["cards_per_run"], interconnect=g.interconnect, s=s)
 
 
 def _t_pre(r: Row, s, g) -> float:
@@ -306,7 +319,6 @@ def _fits_shape_excel() -> str:
 
 _SERVING_VRAM = ('{weights_gb}*(1+InferenceOverhead)+{kv_cache_gb}+IF({concurrency}="",MinBatch,'
                  'MIN({concurrency},MinBatch))*{kv_bytes_per_token}*{context_used}/Billion')
-_ADAPTERS_ON_WHOLE_CARD = 'AND({training}=1,OR({method}="lora",{method}="qlora"),{model.hidden}<>"")'
 _MIN_REPLICAS = 'IF({min_replicas}="",MinReplicas,{min_replicas})'
 # §F's n_needed: 1 when one card meets the deadline, MaxCards + 1 when no number of cards can.
 _RUN_WINDOW = "({deadline_used}*HoursPerDay-SetupHours)"
@@ -345,6 +357,23 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL,
                   lambda r, s, g: serving.context_used(r["context_tokens"], prompt=r["prompt_used"],
                                                        output=r["tokens_per_request"])),
+    _serving_calc("routed_b", "parameters a further sequence may add to a step", "B params", "number",
+                  serving.ROUTED_EXCEL,
+                  lambda r, s, g: serving.routed_params(params_b=r["params_used"], active_params_b=r["active_used"],
+                                                        experts=_model(r, "experts"),
+                                                        experts_per_token=_model(r, "experts_per_token"))),
+    Calc("state_bytes", "training state per parameter on a card", "bytes", "number",
+         _training_only(serving.STATE_BYTES_EXCEL),
+         lambda r, s, g: serving.state_bytes(r["optimizer"], adam_state_bytes=s.adam_state_bytes,
+                                             adam_8bit_state_bytes=s.adam_8bit_state_bytes) if _training(r) else None),
+    Calc("activations_gb", "activations on every card", "GB", "number", _training_only(serving.ACTIVATIONS_EXCEL),
+         lambda r, s, g: serving.activations_gb(r["method"], layers=_model(r, "layers"), hidden=_model(r, "hidden"),
+                                                micro_batch_tokens=s.micro_batch_tokens,
+                                                lora_workspace_gb=s.lora_workspace_gb) if _training(r) else None),
+    Calc("optimizer_slowdown", "optimizer slowdown", "x", "number", _training_only(serving.OPTIMIZER_SLOWDOWN_EXCEL),
+         lambda r, s, g: serving.optimizer_slowdown(r["optimizer"], r["method"],
+                                                    cpu_offload_slowdown=s.cpu_offload_slowdown,
+                                                    lora_trainable=s.lora_trainable) if _training(r) else None),
     Calc("vram_gb", "VRAM needed", "GB", "number",
          f'=IF({{training}}=1,{serving.TRAINING_VRAM_EXCEL.removeprefix("=")},{_SERVING_VRAM})', _vram_gb),
     Calc("flops_per_token_used", "training FLOPs per parameter and token", "FLOP/param/token", "number",
@@ -361,14 +390,17 @@ CALCS: tuple[Calc, ...] = (
          lambda r, s, g: None if _online(r) else serving.deadline_days(
              r["deadline_days"], hours_per_month=s.hours_per_month, runs_per_month=r["runs_per_month"])),
     Calc("peak_tflops", "matmul peak used", "TFLOP/s", "number", serving.PEAK_TFLOPS_EXCEL, _peak_tflops),
-    Calc("mfu_run", "MFU of the run", "share", "percent", _training_only(serving.RUN_MFU_EXCEL), _run_mfu),
+    Calc("mfu_run", "MFU of the run", "share", "percent",
+         _training_only(f'({serving.RUN_MFU_EXCEL.removeprefix("=")})/{{optimizer_slowdown}}'), _run_mfu),
     Calc("single_card_hours", "compute hours on one card", "h", "number",
          _training_only(serving.TRAINING_GPU_HOURS_EXCEL),
          lambda r, s, g: serving.training_gpu_hours(r["flops_per_run"], tflops=r["peak_tflops"], mfu=r["mfu_run"])
          if _training(r) else None),
+    Calc("card_gb", "memory a card offers training", "GB", "number", _training_only(serving.CARD_GB_EXCEL),
+         lambda r, s, g: serving.training_card_gb(r["method"], vram_gb=g.vram_gb, hidden=_model(r, "hidden"),
+                                                  usable_vram=s.usable_vram) if _training(r) else None),
     Calc("cards_min", "cards min", "cards", "int",
-         "=IF({training}=1," + serving.training_shape_excel(
-             f"CEILING({{vram_gb}}/({{gpu.vram_gb}}*IF({_ADAPTERS_ON_WHOLE_CARD},GibPerGb,UsableVram)),1)")
+         "=IF({training}=1," + serving.training_shape_excel(f"({serving.TRAINING_CARDS_EXCEL.removeprefix('=')})")
          + f",{_fits_shape_excel()})", _cards_min),
     Calc("cards_needed", "cards to meet the deadline", "cards", "int",
          "=IF({training}=1," + serving.training_shape_excel(
@@ -394,6 +426,15 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),
     _serving_calc("batch_mem", "sequences memory holds", "sequences", "int", serving.BATCH_MEM_EXCEL,
                   lambda r, s, g: serving.batch_by_memory(r["free_gb"], r["kv_bytes_per_token"], r["context_used"])),
+    _serving_calc("t_pre", "prompt reading per request", "s", "number", serving.T_PRE_EXCEL, _t_pre),
+    _serving_calc("t_layers_fixed", "decode step, per-layer fixed time", "s", "number", serving.LAYER_FIXED_EXCEL,
+                  _t_layers_fixed),
+    _serving_calc("t_layers_per_sequence", "decode step, per-layer time a sequence adds", "s", "number",
+                  serving.LAYER_PER_SEQUENCE_EXCEL, _t_layers_per_sequence),
+    _serving_calc("step_target", "decode step the latency targets allow", "s", "number", serving.STEP_TARGET_EXCEL,
+                  lambda r, s, g: serving.step_target(r["ttft_ms"], r["tpot_ms"], t_pre=r["t_pre"])),
+    _serving_calc("latency_batch", "sequences the latency targets allow", "sequences", "int",
+                  serving.LATENCY_BATCH_EXCEL, _latency_batch),
     _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})", _batch),
     _serving_calc("weights_read", "weights read per step", "B params", "number", serving.WEIGHTS_READ_EXCEL,
                   lambda r, s, g: serving.weights_read(
@@ -405,10 +446,9 @@ CALCS: tuple[Calc, ...] = (
                       active_params_b=r["active_used"], batch=r["batch"], cards=r["cards_per_run"],
                       peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])),
     _serving_calc("t_layers", "decode step, per-layer overhead", "s", "number", serving.LAYER_OVERHEAD_EXCEL,
-                  _t_layers),
+                  lambda r, s, g: r["t_layers_fixed"] + r["t_layers_per_sequence"] * r["batch"]),
     _serving_calc("t_step", "decode step", "s", "number", serving.T_STEP_EXCEL,
                   lambda r, s, g: serving.step_seconds(r["t_mem"], r["t_cmp"], s.step_overhead_ms, r["t_layers"])),
-    _serving_calc("t_pre", "prompt reading per request", "s", "number", serving.T_PRE_EXCEL, _t_pre),
     _serving_calc("requests_per_sec", "requests/s per replica", "requests/s", "number", serving.REQ_S_EXCEL,
                   lambda r, s, g: serving.requests_per_sec(t_pre=r["t_pre"], output=r["tokens_per_request"],
                                                            t_step=r["t_step"], batch=r["batch"],
@@ -501,6 +541,7 @@ CALCS: tuple[Calc, ...] = (
 # the GPU, or only advise on the chosen one.
 CANDIDATE_FROM_TASKS = frozenset({"params_used", "active_used", "mfu_used", "training", "bytes_per_param",
                                   "weights_gb", "kv_bytes_per_token", "prompt_used", "context_used", "vram_gb",
+                                  "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown",
                                   "flops_per_token_used", "flops_per_run", "tokens_per_day", "deadline_used",
                                   "start_index", "end_index", "active_months", "cheapest_tier", "tier_saving",
                                   "tier_advice", "cards_billed", "period_cost", "tokens_per_month",
@@ -514,7 +555,8 @@ MODEL_FIELDS = ("total_params_b", "active_params_b", "layers", "hidden", "attn_h
 # The leading columns that do not depend on the GPU: worked out once per task, not once per catalog GPU.
 TASK_CALCS = tuple(c for c in CALCS if c.key in {
     "params_used", "active_used", "training", "mfu_used", "bytes_per_param", "weights_gb", "kv_bytes_per_token",
-    "prompt_used", "context_used", "vram_gb", "flops_per_token_used", "flops_per_run", "deadline_used"})
+    "prompt_used", "context_used", "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown", "vram_gb",
+    "flops_per_token_used", "flops_per_run", "deadline_used"})
 GPU_CALCS = CALCS[len(TASK_CALCS):]
 assert CALCS[:len(TASK_CALCS)] == TASK_CALCS, "the GPU-independent columns lead CALCS"
 

@@ -25,7 +25,7 @@ from . import rules, scenarios
 from .catalog import gpu_record
 from .commitments import adjustment_in, plan_commitments
 from .engine import MonthTotals, Plan, TaskPlan, apply_scenario, plan_budget, plan_task
-from .errors import Code, InputError, OutputError, Problem
+from .errors import Code, InputError, OutputError, Problem, printable
 from .i18n import LANGS, canonical_name, tr
 from .model import Inputs, Settings
 from .reader import read_inputs
@@ -490,7 +490,8 @@ def _signed(value: float) -> str:
 def format_table(diff: Diff) -> str:
     """The changes as an aligned text table: change, detail, effect on the period total, then the total."""
     head = ("change", "detail", f"effect on the period total ({diff.currency})", "")
-    rows = [(f"{c.kind} {c.key}", c.detail, _signed(c.delta), c.note) for c in diff.changes] or \
+    rows = [(printable(f"{c.kind} {c.key}"), printable(c.detail), _signed(c.delta), printable(c.note))
+            for c in diff.changes] or \
         [("no changes", "", "", "")]
     parts = math.fsum(c.delta for c in diff.changes)
     total = ("total", f"{diff.old_total:,.0f} -> {diff.new_total:,.0f}", _signed(parts), "")
@@ -501,7 +502,7 @@ def format_table(diff: Diff) -> str:
         text = f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:>{widths[2]}}".rstrip()
         return [text] + ([f"{'':<{widths[0]}}  note: {row[3]}"] if row[3] else [])
 
-    out = [f"Changes from {diff.old_name} to {diff.new_name}", *line(head), rule]
+    out = [f"Changes from {printable(diff.old_name)} to {printable(diff.new_name)}", *line(head), rule]
     for row in rows:
         out += line(row)
     out += [rule, *line(total)]
@@ -509,7 +510,7 @@ def format_table(diff: Diff) -> str:
         out.append(f"Against the budget of {diff.budget:,.0f} {diff.currency} (Budgets, the whole plan): old "
                    f"{_signed(diff.old_total - diff.budget)}, new {_signed(diff.new_total - diff.budget)}"
                    + (" (over)" if diff.new_total > diff.budget else " (within)"))
-    return "\n".join(out + [f"Note: {n}" for n in diff.notes])
+    return "\n".join(out + [f"Note: {printable(n)}" for n in diff.notes])
 
 
 def write_diff_workbook(diff: Diff, path: Path) -> Path:

@@ -22,16 +22,19 @@ CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards
 SLOW_STREAM = 10  # tokens/s one user sees, under which a service is warned about
 DEADLINE_TOLERANCE = 1e-9  # a run ending on its deadline, up to rounding, is in time
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
+MILLI = CONSTANT_VALUES["Milli"]
 
 
 class Exclusion(Enum):
     """Why a catalog GPU cannot be chosen for a task; the value is its message's template key."""
 
+    ACTIVATIONS = "excluded_activations"  # one card's own activations fill its memory: no number of cards holds the run
     TOO_FEW_CARDS = "excluded_cards"  # the task's own `cards` is below what its memory needs
     CARDS_TOO_SLOW = "excluded_cards_too_slow"  # the task's own `cards` cannot finish a run by its deadline
     REPLICA_TOO_LARGE = "excluded_replica"  # a serving replica would need more than 8 cards
     OVER_MAX_CARDS = "excluded_max_cards"  # it needs more cards than max_cards
     TOO_SLOW = "excluded_too_slow"  # it fits, but finishing a run by its deadline needs more than max_cards
+    LATENCY = "excluded_latency"  # a replica misses the service's latency targets even one sequence at a time
     NO_PRICE = "excluded_no_price"  # it fits, but has no price for the task's tier
 
     @property
@@ -42,7 +45,11 @@ class Exclusion(Enum):
         """The reason as a translatable message, with the numbers of the candidate's row."""
         slow = {"cards": row["cards_needed"], "gpu": row["gpu"], "days": row["deadline_used"] or 0,
                 "max_cards": max_cards}
-        params = {Exclusion.TOO_FEW_CARDS: {"cards_min": row["cards_min"], "vram": row["vram_gb"], "given": row["cards"]},
+        params = {Exclusion.ACTIVATIONS: {"activations": row["activations_gb"] or 0, "card": row["card_gb"] or 0,
+                                          "gpu": row["gpu"]},
+                  Exclusion.LATENCY: {"ttft": ((row["t_pre"] or 0) + (row["t_step"] or 0)) * MILLI,
+                                      "tpot": (row["t_step"] or 0) * MILLI, "gpu": row["gpu"]},
+                  Exclusion.TOO_FEW_CARDS: {"cards_min": row["cards_min"], "vram": row["vram_gb"], "given": row["cards"]},
                   Exclusion.CARDS_TOO_SLOW: {"given": row["cards"], "gpu": row["gpu"],
                                              "hours": row["wall_hours_per_run"] or 0, "days": row["deadline_used"] or 0,
                                              "cards": row["cards_needed"]},
@@ -171,7 +178,9 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candida
     row = evaluate(values, s, gpu, task_row=task_row)
     given = values["cards"]
     exclusion = None
-    if given is not None and given < row["cards_min"]:
+    if row["training"] and row["card_gb"] <= row["activations_gb"]:
+        exclusion = Exclusion.ACTIVATIONS
+    elif given is not None and given < row["cards_min"]:
         exclusion = Exclusion.TOO_FEW_CARDS
     elif given is not None and _too_slow(row):
         exclusion = Exclusion.CARDS_TOO_SLOW
@@ -181,6 +190,8 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candida
         exclusion = Exclusion.OVER_MAX_CARDS
     elif given is None and row["cards_needed"] > s.max_cards:
         exclusion = Exclusion.TOO_SLOW
+    elif row["latency_batch"] == 0:
+        exclusion = Exclusion.LATENCY
     elif gpu.prices.get(task.values["tier"]) is None:
         exclusion = Exclusion.NO_PRICE
     return Candidate(gpu.name, row, exclusion, excluded=exclusion.message(row, s.max_cards) if exclusion else "")
@@ -219,6 +230,9 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
                            Message("cards_do_not_fit", reason=c.excluded))
         if c.exclusion in (Exclusion.TOO_SLOW, Exclusion.REPLICA_TOO_LARGE):
             return Problem(Code.TOO_MANY_CARDS, "Tasks", cell, Message("named_gpu_excluded", reason=c.excluded))
+        if c.exclusion in (Exclusion.ACTIVATIONS, Exclusion.LATENCY):
+            return Problem(Code.DOES_NOT_FIT, "Tasks", _latency_cell(task) if c.exclusion is Exclusion.LATENCY
+                           else cell, Message("named_gpu_excluded", reason=c.excluded))
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
                        Message("gpu_no_price", gpu=c.gpu, tier=tier))
     fitting = [c for c in candidates if c.exclusion is None or c.exclusion.fits]
@@ -229,6 +243,11 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
                        task.cell("task_id"),
                        Message("no_gpu_in_time", days=fastest.row["deadline_used"], max_cards=s.max_cards,
                                cards=fastest.row["cards_needed"], gpu=fastest.gpu))
+    late = [c for c in candidates if c.exclusion is Exclusion.LATENCY]
+    if not fitting and late:
+        fastest = min(late, key=lambda c: (c.row["t_step"], c.gpu))
+        return Problem(Code.DOES_NOT_FIT, "Tasks", _latency_cell(task),
+                       Message("no_gpu_meets_latency", reason=fastest.excluded))
     if fitting:
         return Problem(Code.NO_PRICE, "Tasks", task.cell("tier"),
                        Message("no_fitting_price", tier=tier, fits=", ".join(c.gpu for c in fitting)))
@@ -236,6 +255,11 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
     need = candidates[0].row["vram_gb"] if candidates else 0
     return Problem(Code.DOES_NOT_FIT, "Tasks", cell,
                    Message("fits_no_gpu", need=need, max_cards=s.max_cards, gpu=largest.name, vram=largest.vram_gb))
+
+
+def _latency_cell(task: Task) -> str:
+    """The latency target a task gives: time per output token, else time to the first token."""
+    return task.cell("tpot_ms") if task.values.get("tpot_ms") is not None else task.cell("ttft_ms")
 
 
 def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]:

@@ -47,6 +47,14 @@ class Code(str, Enum):
     DUPLICATE_FILE = "duplicate_file"
 
 
+def printable(text: object) -> str:
+    """Text that came from a file as the terminal shows it: control characters (escape sequences, newlines), format
+    characters (bidi overrides, zero-width) and separators other than the space as Python escapes (`\\x1b`,
+    `\\n`, `\\u202e`), so no value can move the cursor, reorder a line or forge one. Every printed message that
+    quotes a file passes through here."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+
+
 def _cell_key(cell: str) -> tuple[int, int]:
     """Sort key for an A1 reference: row first, then column (so a row's problems read left to right)."""
     m = re.fullmatch(r"(?:row )?([A-Z]*)(\d*)", cell or "")  # a sheet's B7 or a file's "row 7"

@@ -41,7 +41,7 @@ NAMES_ZH = {
     "decode_efficiency": "解码效率", "peak_factor": "峰值系数", "spot_overhead": "竞价开销",
     "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式", "max_cards": "最大卡数",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
-    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限",
+    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费",
     "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
@@ -61,6 +61,9 @@ NAMES_ZH = {
     "allreduce_us_pcie": "PCIe全归约微秒", "nvlink_gbs": "NVLink带宽GBs", "pcie_gbs": "PCIe带宽GBs",
     "moe_layer_overhead_us": "MoE每层开销微秒", "train_fp8_efficiency": "训练FP8效率", "lora_mfu": "LoRA算力利用率",
     "moe_network_gbs": "MoE网络带宽GBs", "moe_comm_exposed": "MoE通信暴露比例",
+    "optimizer": "优化器", "ttft_ms": "首token目标毫秒", "tpot_ms": "每token目标毫秒",
+    "adam_state_bytes": "AdamW状态字节", "adam_8bit_state_bytes": "8位AdamW状态字节",
+    "cpu_offload_slowdown": "CPU卸载减速倍数",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -154,6 +157,31 @@ TEXT_ZH = {
     "training FLOPs per parameter and token": "每参数每token训练FLOPs", "matmul peak used": "所用矩阵峰值算力",
     "MFU of the run": "运行MFU", "bandwidth share reached": "达到的带宽比例", "weights read per step": "每步读取权重",
     "decode step, per-layer overhead": "解码步每层开销",
+    "parameters a further sequence may add to a step": "每多一个序列解码步可能多读的参数",
+    "training state per parameter on a card": "每张卡上每参数训练状态", "activations on every card": "每张卡的激活",
+    "optimizer slowdown": "优化器减速", "memory a card offers training": "单卡可供训练的显存",
+    "decode step, per-layer fixed time": "解码步每层固定时间",
+    "decode step, per-layer time a sequence adds": "解码步每个序列增加的每层时间",
+    "decode step the latency targets allow": "延迟目标允许的解码步时间",
+    "sequences the latency targets allow": "延迟目标允许的序列数",
+    "training optimizer: adamw (blank), adamw_8bit (8-bit moments), cpu_offload (optimizer state and master weights "
+    "in host memory: less card memory, a slower run)":
+        "训练优化器：adamw（空白）、adamw_8bit（8位动量）、cpu_offload（优化器状态和主权重放在主机内存：省显存，运行更慢）",
+    "target time to the first token of a request (prompt reading plus one decode step); blank: none":
+        "请求首token的目标时间（读取提示加一个解码步）；空白：无",
+    "target time per output token (one decode step); blank: none. Targets cap the batch, adding replicas":
+        "每个输出token的目标时间（一个解码步）；空白：无。目标会限制批量，从而增加副本",
+    "bytes of AdamW state per trained parameter on the card: fp32 master weights, momentum and variance, 4 + 4 + 4 "
+    "(ZeRO, arXiv:1910.02054 section 3.1: 16 bytes a parameter with the bf16 weights and gradients)":
+        "卡上每个训练参数的AdamW状态字节：fp32主权重、动量和方差，4 + 4 + 4（ZeRO，arXiv:1910.02054第3.1节：加上bf16权重和梯度共16字节）",
+    "bytes of 8-bit AdamW state per trained parameter on the card: fp32 master weights plus 1-byte momentum and "
+    "variance, 4 + 1 + 1 (8-bit optimizers, arXiv:2110.02861)":
+        "卡上每个训练参数的8位AdamW状态字节：fp32主权重加1字节动量和方差，4 + 1 + 1（8位优化器，arXiv:2110.02861）",
+    "run time of a full fine-tune whose optimizer state and master weights live in host memory (ZeRO-Offload) "
+    "against one that keeps them on the card: the GPU waits over 60% of each step (DeepSpeed ZenFlow blog: "
+    "Llama-2-7B on 4 A100, a CPU path over 4 s against a 2 s backward pass); LoRA pays it on the trained share":
+        "优化器状态和主权重放在主机内存（ZeRO-Offload）的全量微调相对放在卡上的运行时间倍数：每步GPU等待超过60%"
+        "（DeepSpeed ZenFlow博客：4张A100上的Llama-2-7B，CPU路径超过4秒，反向传播约2秒）；LoRA只按训练参数比例计",
     "tensor-parallel factor": "张量并行系数", "memory for KV cache": "KV缓存可用显存",
     "sequences memory holds": "显存可容纳序列数", "sequences batched": "批量序列数", "decode step, memory": "解码步（显存）",
     "decode step, compute": "解码步（计算）", "decode step": "解码步", "prompt reading per request": "每请求预填充",
@@ -309,9 +337,10 @@ TEXT_ZH = {
     "黑字单元格是公式，绿字单元格是对其他工作表的引用；每个公式都带有budgetgen计算的值，任何查看器都能正确显示。",
     "Checks must read TRUE in its first row: every total ties out to its parts.":
     "Checks表第一行必须为TRUE：每个合计都与其组成部分一致。",
-    "Candidates shows every GPU for every task with its cost; Tiers the money per price tier against the caps; "
-    "BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage.":
-    "Candidates列出每个任务在每种GPU上的成本；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
+    "Candidates shows every GPU for every task with its cost and the provider behind its price; Tiers the money "
+    "per price tier against the caps; BuyVsRent whether owning a card pays; Recon tabs compare the plan with the "
+    "cloud bill and GPU usage.":
+    "Candidates列出每个任务在每种GPU上的成本及其价格所属的供应商；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
     "Recon表将计划与云账单和GPU用量对比。",
     "Reconciliation": "对账", "plan versus bill versus usage": "计划、账单与用量对比", "planned": "计划",
     "billed": "账单", "variance": "偏差", "variance %": "偏差%", "status": "状态",
@@ -321,9 +350,13 @@ TEXT_ZH = {
     "non-GPU lines": "非GPU费用行", "non-GPU billed": "非GPU账单", "hidden-cost buffer reserved": "预留隐性成本缓冲",
     "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
     "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
-    "network": "网络",
     "buffer share": "缓冲份额", "planned GPU hours": "计划GPU小时", "GPU hours billed": "账单GPU小时",
-    "rate variance": "价格差异", "usage variance": "用量差异", "cards to drop": "可减少卡数",
+    "rate variance": "价格差异", "usage variance": "用量差异", "idle cards": "闲置卡数",
+    "to attribute or stop": "待归属或停止", "GPU resources": "GPU资源数", "planned (Extras)": "计划（额外费用）",
+    "not planned": "未计划", "non-GPU not planned": "未计划的非GPU账单", "credits": "抵扣额",
+    "refunds and adjustments": "退款与调整", "saving from idle cards": "闲置卡可节省",
+    "achievable saving": "可实现的节省", "achievable saving, bill of": "可实现的节省，账单月份",
+    "credits and refunds": "抵扣与退款",
     "bill coverage": "账单覆盖", "first charge day": "首个计费日", "last charge day": "最后计费日",
     "days with lines": "有费用行的天数", "partial month": "不完整月份", "duplicate lines counted once": "仅计一次的重复行",
     "their BilledCost": "其BilledCost", "not known": "未知", "not reported": "未报告", "like for like": "同口径对比",
@@ -421,6 +454,11 @@ TEXT_ZH = {
     "计算账单月份所用的时区（IANA 名称，例如 Asia/Shanghai）；带偏移的时间戳换算到该时区，不带的按该时区读取",
     "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB":
     "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB",
+    "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
+    "and listed on the month's Resources sheet":
+    "对账表列出的资源数，有标记的按涉及金额优先；其余资源合计为一行，并完整列在当月的Resources表中",
+    "more resources, listed on": "个其他资源，完整列在", "flagged": "个有标记",
+    "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
     "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)":
         "自购机器的电价（默认 1.0 人民币，其他计划币种按参考汇率折算）", "write-off period of an owned machine": "自购机器的折旧年限",
     "cooling, disks, repairs per owned machine (default 2,000 CNY, at the reference rate in another plan currency)":
@@ -444,8 +482,8 @@ TEXT_ZH = {
     "bytes per parameter of fp16/bf16 weights": "fp16/bf16权重每参数字节数",
     "bytes per parameter of int8 weights": "int8权重每参数字节数",
     "bytes per parameter of int4 (QLoRA 4-bit) weights": "int4（QLoRA 4位）权重每参数字节数",
-    "bytes per parameter of mixed-precision AdamW training state": "混合精度AdamW训练状态每参数字节数",
-    "bytes per trained LoRA parameter (weights, gradients, Adam state)": "每个LoRA训练参数的字节数（权重、梯度、Adam状态）",
+    "bytes per trained parameter of bf16 weights and gradients (the optimizer state apart)":
+        "每个训练参数的bf16权重与梯度字节数（不含优化器状态）",
     "FLOPs per parameter per generated token": "每生成一个token每参数的浮点运算",
     "parameters per billion": "每十亿的参数数", "FLOP/s per TFLOP/s": "每TFLOP/s的FLOP/s",
     "seconds in an hour": "每小时秒数", "seconds in a day": "每天秒数", "hours in a day": "每天小时数",
@@ -467,6 +505,7 @@ TEXT_ZH = {
     "Warning: ": "警告：", "Error: ": "错误：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
+    "stopped by {signal} after writing {files}": "被 {signal} 中止，此前已写入 {files}",
     "OK: {tasks} tasks, {warnings} warning(s).": "通过：{tasks} 个任务，{warnings} 条警告。",
     "Wrote {path}: fill in the Tasks sheet, then run `budgetgen build {path}`.":
     "已写入 {path}：填写“任务”工作表，然后运行 `budgetgen build {path}`。",
@@ -476,6 +515,8 @@ TEXT_ZH = {
     "quantity": "数量", "unit price": "单价", "tasks served": "服务的任务", "provider / SKU": "供应商 / 规格型号",
     "notes": "备注", "cards by month": "每月卡数", "sign-off": "签核", "date": "日期", "signature": "签字",
     "prepared by": "编制人", "approved by": "审批人", "card-months": "卡·月",
+    "provider: {provider}": "供应商：{provider}", " · region: {regions}": " · 区域：{regions}",
+    "Subtotal {provider}": "{provider} 小计", "provider not given": "未注明供应商", "any": "不限",
     "All checks pass": "全部检查通过", "CHECKS FAIL — see Checks": "检查未通过 — 见 Checks 表",
     "{count} task(s) would cost less on their cheapest suited tier, saving {saving} a month (Tasks: tier advice)":
     "{count} 个任务改用最便宜的适用计费方式会更省钱，每月可省 {saving}（见任务表的计费建议）",
@@ -486,9 +527,9 @@ TEXT_ZH = {
     "every task's GPU is on the GPUs sheet": "每个任务的GPU都在GPU表中",
     "Order total = Summary GPU total": "订购清单合计 = 汇总GPU合计",
     "model size": "模型规模", "training": "训练", "task id": "任务编号",
-    ("Order lists what to buy or reserve per GPU type and tier; TaskList is the tasks' key columns for printing "
-     "(Tasks holds every column and prints across several pages)."):
-    "Order 表列出按GPU型号和计费方式需要购买或预留的资源；TaskList 表是便于打印的任务关键列（Tasks 表含全部列，打印时跨多页）。",
+    ("Order lists what to buy or reserve per GPU type and tier, a block and a printed page per provider; TaskList "
+     "is the tasks' key columns for printing (Tasks holds every column and prints across several pages)."):
+    "Order 表列出按GPU型号和计费方式需要购买或预留的资源，每个供应商一个区块、打印时各占一页；TaskList 表是便于打印的任务关键列（Tasks 表含全部列，打印时跨多页）。",
     "value (formulas compare this)": "取值（公式比较此值）", "shown as": "显示为",
     "text of a Summary sentence": "汇总表语句的文字",
     "Not on the list": "不在列表中",
@@ -763,6 +804,10 @@ PROBLEMS = {
     "scenario_all_tasks": ("every task", "所有任务"),
     "unknown_gpu": ('gpu: "{gpu}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)',
                     'gpu："{gpu}" 不在目录中（请使用 {names} 之一，或在 GPUs（GPU）工作表中添加）'),
+    "plan_past_last_month": (
+        ("period_start {start} with {months} period_months runs past {last}, the last month a workbook can show: "
+         "start by {latest}"),
+        "period_start {start} 加 {months} 个月的计划期超过了工作簿能显示的最后月份 {last}：请不晚于 {latest} 开始"),
     "month_outside_plan": (
         ("{column}: {month} is outside the plan {first} to {last} "
          "(change the month or the period_start/period_months settings)"),
@@ -772,6 +817,20 @@ PROBLEMS = {
         ('{column}: "{value}" contains {chars}, which spreadsheet lookups read as wildcards: '
          "use letters, digits, spaces, - _ . / instead"),
         '{column}："{value}" 含有 {chars}，电子表格查找会将其视为通配符：请改用字母、数字、空格、- _ . /'),
+    "error_value": ('"{raw}" is a spreadsheet error, not a value: fix the formula or type the value',
+                    '"{raw}" 是电子表格错误值，不是数据：请修正公式或直接输入值'),
+    "near_sheet_name": (('sheet "{title}" is not read: budgetgen reads a sheet named "{sheet}"; rename it (or, if it '
+                        'is a note of your own, give it a name further from "{sheet}")'),
+                        '工作表 "{title}" 不会被读取：budgetgen 读取名为 "{sheet}" 的工作表；请重命名（若是自己的备注，请起一个与 "{sheet}" 差别更大的名字）'),
+    "duplicate_assignment": (('resource_id: "{resource}" is already assigned in {first}: a resource serves one task, '
+                             'keep one row'),
+                             'resource_id："{resource}" 已在 {first} 分配：一个资源只对应一个任务，请只保留一行'),
+    "active_above_total": (("active_params_b: {active:g} is more than the model's {total:g} billion parameters in all; "
+                           "active parameters are a part of the total"),
+                           "active_params_b：{active:g} 超过模型总参数 {total:g} 十亿；激活参数是总参数的一部分"),
+    "prompt_beyond_context": (("prompt_tokens: {prompt:,.0f} is beyond {model}'s context of {context:,} tokens; "
+                              "shorten the prompt or choose a model with a longer context"),
+                              "prompt_tokens：{prompt:,.0f} 超出 {model} 的上下文长度 {context:,} 个token；请缩短提示或选择上下文更长的模型"),
     "duplicate_task_id": ('task_id: "{task_id}" is already used in {first} (task ids must be unique, ignoring case)',
                           'task_id："{task_id}" 已在 {first} 使用（任务编号必须唯一，不区分大小写）'),
     "no_tasks": ("no tasks: fill in at least one row under the header", "没有任务：请在表头下至少填写一行"),
@@ -781,6 +840,18 @@ PROBLEMS = {
     "excluded_max_cards": ("does not fit within max_cards: needs {cards_min} x {gpu}, max_cards is {max_cards}",
                            "超出 max_cards：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}"),
     "excluded_no_price": ("no {tier!t} price", "没有{tier!t}价格"),
+    "excluded_activations": (
+        ("does not fit: one card's own activations ({activations:,.1f} GB) fill the {card:,.1f} GB a {gpu} offers, "
+         "on any number of cards: lower micro_batch_tokens or take a larger card"),
+        ("放不下：每张卡自身的激活（{activations:,.1f} GB）已占满 {gpu} 可用的 {card:,.1f} GB，卡数再多也不行："
+         "请降低 micro_batch_tokens 或换更大显存的显卡")),
+    "excluded_latency": (
+        ("misses the latency targets even one sequence at a time: {ttft:,.0f} ms to the first token, {tpot:,.1f} ms "
+         "a token on {gpu}"),
+        ("即使一次只处理一个序列也达不到延迟目标：在 {gpu} 上首 token {ttft:,.0f} 毫秒，每 token {tpot:,.1f} 毫秒")),
+    "no_gpu_meets_latency": (
+        "no GPU meets the latency targets; the fastest {reason}: relax ttft_ms or tpot_ms, or use fp8/int4",
+        "没有显卡能达到延迟目标；最快的方案{reason}：请放宽 ttft_ms 或 tpot_ms，或使用 fp8/int4"),
     "too_many_cards": ("gpu: needs {cards_min} x {gpu}, max_cards is {max_cards}: set cards or raise max_cards",
                        "gpu：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}：请设置 cards 或提高 max_cards"),
     "cards_do_not_fit": ("cards: {reason}: raise cards or leave it blank", "cards：{reason}：请增加 cards 或留空"),
@@ -837,6 +908,37 @@ PROBLEMS = {
     "unknown_timezone": (('billing_timezone: "{zone}" is not a time zone; write an IANA name such as UTC or '
                          "America/New_York"),
                          'billing_timezone："{zone}" 不是时区；请写 IANA 名称，例如 UTC 或 Asia/Shanghai'),
+    "file_duplicate_column": (('has the column "{column}" {count} times ({headers}): keep one, so no value is '
+                              'read from the wrong one'),
+                              '"{column}" 列出现了 {count} 次（{headers}）：只保留一列，以免读错数值'),
+    "column_wrong_type": ('column "{header}" holds {kind} values, not {what}: export it as {what}',
+                          '"{header}" 列的值是 {kind} 类型，不是{what}：请按{what}导出'),
+    "not_utf8_text": ("is not UTF-8 text ({reason}); save it as CSV UTF-8",
+                      "不是 UTF-8 文本（{reason}）；请另存为 CSV UTF-8"),
+    "csv_bad_row": (("has {found} fields where the header has {expected} (an unquoted comma or a missing field); "
+                    "quote the text that holds a comma, or export the bill again"),
+                    "有 {found} 个字段，而表头有 {expected} 个（未加引号的逗号或缺字段）；请给含逗号的文本加引号，或重新导出账单"),
+    "hidden_sheet": (("is a hidden sheet of the bill: unhide it if its lines belong to the bill, else delete it "
+                     "(a hidden copy would be counted twice)"),
+                     "是账单中的隐藏工作表：若其行属于账单请取消隐藏，否则删除（隐藏的副本会被重复计算）"),
+    "formula_no_value": (("holds a formula without a saved result: open the file in Excel or LibreOffice and save it "
+                         "again, so its value can be read"),
+                         "含有没有保存结果的公式：请用 Excel 或 LibreOffice 打开并重新保存，以便读取其值"),
+    "spreadsheet_error": ('{column}: "{raw}" is a spreadsheet error, not a value: fix the formula or type the value',
+                          '{column}："{raw}" 是电子表格错误值，不是数据：请修正公式或直接输入值'),
+    "tags_two_tasks": ('"{raw}" names more than one task ({tasks}); keep one task_id key',
+                       '"{raw}" 指定了多个任务（{tasks}）；只保留一个 task_id 键'),
+    "bill_months_outside_plan": (("the bills hold months outside the plan {first} to {last}: {months}; they are "
+                                  "reconciled against no planned cost (check the bills' dates or the plan period)"),
+                                 "账单含有计划期 {first} 至 {last} 之外的月份：{months}；这些月份没有计划成本可对账（请检查账单日期或计划期）"),
+    "bill_without_lines": ("{file} has the bill's columns but no line: nothing of it is reconciled",
+                           "{file} 有账单的列但没有任何行：其中没有可对账的内容"),
+    "bill_without_currency": (("{file} has no BillingCurrency column: its amounts are taken to be in the plan's "
+                              "currency {currency}; add the column to have it checked"),
+                              "{file} 没有 BillingCurrency 列：其金额按计划货币 {currency} 计；请添加该列以便核对"),
+    "memory_limit_small": (('recon_memory_limit: "{limit}" is below the {least} DuckDB needs to read a bill; write '
+                           'e.g. 1GB'),
+                           'recon_memory_limit："{limit}" 低于 DuckDB 读取账单所需的 {least}；请写例如 1GB'),
     "bad_memory_limit": ('recon_memory_limit: "{limit}" is not an amount of memory; write e.g. 1GB or 512MB',
                          'recon_memory_limit："{limit}" 不是内存大小；请写例如 1GB 或 512MB'),
     "bills_out_of_memory": (("the bills need more memory than recon_memory_limit allows ({reason}); raise the "

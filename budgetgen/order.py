@@ -1,4 +1,5 @@
-"""What to order: per GPU type and price tier the plan uses, the cards, quantity, unit price and cost.
+"""What to order: per GPU type and price tier the plan uses, the cards, quantity, unit price and cost, grouped
+by the provider whose offer the GPU's prices are (procurement places one order per provider).
 
 The Python view of the Order sheet, computed with the `rules` the sheet writes as formulas. No I/O.
 """
@@ -28,6 +29,8 @@ class OrderLine:
     unit_price: float
     total: float
     tasks: tuple[str, ...]
+    provider: str = ""  # whose offer the GPU's prices are (GPUs sheet); blank: not said
+    region: str = ""
 
     @property
     def quantity_unit(self) -> str:
@@ -35,9 +38,18 @@ class OrderLine:
 
 
 def order_keys(plan) -> tuple[tuple[str, str], ...]:
-    """The (GPU, tier) pairs the plan uses, in catalog order, then tier order."""
+    """The (GPU, tier) pairs the plan uses, grouped by provider (the providers in the order their first GPU comes
+    in the catalog), in catalog order, then tier order, within a provider."""
     used = {(tp.row["gpu"], tp.row["tier"]) for tp in plan.tasks}
-    return tuple((g.name, t) for g in plan.inputs.gpus for t in TIER_NAMES if (g.name, t) in used)
+    keys = [(g.name, t) for g in plan.inputs.gpus for t in TIER_NAMES if (g.name, t) in used]
+    providers = list(dict.fromkeys(plan.inputs.gpu(gpu).provider for gpu, _ in keys))
+    return tuple(sorted(keys, key=lambda k: providers.index(plan.inputs.gpu(k[0]).provider)))
+
+
+def order_groups(plan) -> tuple[tuple[str, int], ...]:
+    """Each provider of the order lines (blank: not said) and its number of lines, in order_keys' order."""
+    providers = [plan.inputs.gpu(gpu).provider for gpu, _ in order_keys(plan)]
+    return tuple((p, providers.count(p)) for p in dict.fromkeys(providers))
 
 
 def plan_order(plan) -> tuple[OrderLine, ...]:
@@ -60,5 +72,6 @@ def plan_order(plan) -> tuple[OrderLine, ...]:
             rules.ORDER_AVERAGE(s, card_months=over_plan["cards_billed"]), rules.ORDER_MONTHS(s, by_month=by_month),
             over_plan["cards_billed"], over_plan["gpu_hours_per_month"], quantity, price,
             rules.ORDER_TOTAL(s, quantity=quantity, price=price),
-            tuple(tp.task.task_id for tp in plan.tasks if (tp.row["gpu"], tp.row["tier"]) == (gpu, tier))))
+            tuple(tp.task.task_id for tp in plan.tasks if (tp.row["gpu"], tp.row["tier"]) == (gpu, tier)),
+            plan.inputs.gpu(gpu).provider, plan.inputs.gpu(gpu).region))
     return tuple(lines)

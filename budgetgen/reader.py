@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -161,8 +162,8 @@ def _setting_column(setting) -> Column:
 def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
     """Settings with defaults; the build date is `today` (--date), else the build_date setting, else today."""
     values: dict[str, object] = {}
+    seen: dict[str, str] = {}
     if ws is not None:
-        seen: dict[str, str] = {}
         for rec in read_table(ws, "Settings", (Column("setting", "text", required=True, help="e.g. period_start"),
                                                Column("value", "text"), Column("note", "text")), out):
             _read_setting(rec, values, seen, out)
@@ -180,9 +181,19 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
             values[setting.key] = amount
     start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
     months = int(values.get("period_months", SETTINGS_BY_KEY["period_months"].default))
+    last = add_months(start, months - 1)
+    if len(last) > len(LAST_MONTH) or last > LAST_MONTH:  # as text, a 5-digit year sorts before 9999
+        latest = add_months(LAST_MONTH, 1 - months)
+        out.add(Code.OUT_OF_RANGE, "Settings", seen.get("period_start", "") if ws is not None else "", Message(
+            "plan_past_last_month", start=start, months=months, last=LAST_MONTH, latest=latest))
+        start = latest
     values["period_start"] = start
     values["plan_months"] = tuple(add_months(start, i) for i in range(months))
     return Settings(**values)
+
+
+LAST_MONTH = "9999-12"
+"""The last month a workbook can show (Excel's dates end in 9999)."""
 
 
 def _read_setting(rec: Record, values: dict, seen: dict[str, str], out: Collector) -> None:
@@ -314,6 +325,10 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                                                  catalog, dt.date.fromisoformat(settings.build_date))) \
                     and not ("as_of" in rec.values and rec.values["as_of"] != catalog.get("as_of")):
                 quoted.add(merged["gpu"])  # the user's quote: dated by the user only if they typed a date of theirs
+                if "provider" not in rec.values:  # nor the built-in offer's: its provider and source are not the quote's
+                    merged.update(provider=None, region=None)
+                    if "source" not in rec.values:
+                        merged["source"] = None
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
@@ -380,6 +395,24 @@ def _resolve_model(v: dict, rec: Record, models: ModelCatalog, out: Collector) -
         out.add(Code.UNKNOWN_VALUE, "Tasks", rec.cells["model"], Message("unknown_model", model=exc.name, hint=hint))
 
 
+def _check_sizes(v: dict, rec: Record, models: ModelCatalog, out: Collector) -> None:
+    """active_params_b no more than the total (typed, else the catalog model's); prompt_tokens within the catalog
+    model's context."""
+    try:
+        spec = models.find(v["model"]) if v.get("model") is not None else None
+    except UnknownModelError:  # already a problem at its cell
+        spec = None
+    total = v.get("model_params_b") or (spec.total_params_b if spec else None)
+    active = v.get("active_params_b")
+    if active is not None and total is not None and active > total:
+        out.add(Code.OUT_OF_RANGE, "Tasks", rec.cells["active_params_b"],
+                Message("active_above_total", active=active, total=total))
+    prompt, context = v.get("prompt_tokens"), spec.native_context if spec else None
+    if prompt is not None and context and prompt > context:
+        out.add(Code.OUT_OF_RANGE, "Tasks", rec.cells["prompt_tokens"],
+                Message("prompt_beyond_context", prompt=prompt, model=spec.name, context=context))
+
+
 def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: ModelCatalog,
                  out: Collector) -> dict | None:
     v = dict(rec.values)
@@ -399,6 +432,7 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: 
         if col not in v and not _had_problem(out, cell(col, "")):
             out.add(Code.REQUIRED, "Tasks", cell(col) or f"A{rec.row}",
                     Message("required_for_kind", column=col, kind=kind.name, unit=_column(col).unit))
+    _check_sizes(v, rec, models, out)
     method = v.get("method")
     if method is not None and method not in kind.methods:
         out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method"),
@@ -458,6 +492,13 @@ def _column(name: str) -> Column:
     return next(c for c in TASK_COLUMNS if c.name == name)
 
 
+def id_key(text: str) -> str:
+    """An id as compared for sameness: zero-width and other format characters dropped, compatibility forms
+    folded (NFKC), case folded (STRASSE and straße are one id; a zero-width space does not make another)."""
+    visible = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    return unicodedata.normalize("NFKC", visible).casefold()
+
+
 def _read_tasks(ws, settings: Settings, gpus: list[Gpu], models: ModelCatalog,
                 out: Collector) -> tuple[list[Task], list[str]]:
     by_name = {g.name.lower(): g for g in gpus}
@@ -470,7 +511,7 @@ def _read_tasks(ws, settings: Settings, gpus: list[Gpu], models: ModelCatalog,
         task_id = rec.values.get("task_id")
         if task_id is not None:
             _check_key(task_id, "task_id", "Tasks", rec.cells["task_id"], out)
-            key = task_id.lower()
+            key = id_key(task_id)
             if key in seen:
                 out.add(Code.DUPLICATE_TASK, "Tasks", rec.cells["task_id"],
                         Message("duplicate_task_id", task_id=task_id, first=seen[key]))
@@ -630,9 +671,17 @@ def _table_sheet(ws) -> pd.DataFrame | None:
 def _read_assignments(ws, out: Collector) -> tuple[tuple[str, str], ...]:
     if ws is None:
         return ()
-    return tuple((rec.values["resource_id"], rec.values["task_id"])
-                 for rec in read_table(ws, "Assignments", ASSIGNMENT_COLUMNS, out)
-                 if "resource_id" in rec.values and "task_id" in rec.values)
+    pairs: dict[str, tuple[str, str]] = {}  # resource -> (task, its cell)
+    for rec in read_table(ws, "Assignments", ASSIGNMENT_COLUMNS, out):
+        if "resource_id" not in rec.values or "task_id" not in rec.values:
+            continue
+        resource = rec.values["resource_id"]
+        if resource in pairs:  # a resource serves one task: a second row would silently win
+            out.add(Code.DUPLICATE_TASK, "Assignments", rec.cells["resource_id"], Message(
+                "duplicate_assignment", resource=resource, first=pairs[resource][1]))
+            continue
+        pairs[resource] = (rec.values["task_id"], rec.cells["resource_id"])
+    return tuple((resource, task) for resource, (task, _) in pairs.items())
 
 
 # ---------------------------------------------------------------- the workbook
@@ -682,4 +731,15 @@ def _input_sheets(wb, out: Collector) -> dict:
         if first is not ws and name in SHEETS_ZH:
             out.add(Code.DUPLICATE_SHEET, name, "", Message("duplicate_sheet", first=first.title, second=ws.title,
                                                             sheet=name))
+    # A sheet named nearly like an absent input sheet (Extra, Setting) would be silently ignored: name it.
+    absent = [n.lower() for n in SHEETS_ZH if n.lower() not in sheets]
+    for ws in wb.worksheets:
+        name = canonical_sheet(ws.title).strip().lower()
+        guess = difflib.get_close_matches(name, absent, n=1, cutoff=0.8) if name not in SHEET_KEYS else []
+        if guess:
+            sheet = next(n for n in SHEETS_ZH if n.lower() == guess[0])
+            out.add(Code.MISSING_SHEET, ws.title, "", Message("near_sheet_name", title=ws.title, sheet=sheet))
     return sheets
+
+
+SHEET_KEYS = frozenset(n.lower() for n in SHEETS_ZH)

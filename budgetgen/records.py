@@ -171,7 +171,7 @@ class TaskKind:
 
 _TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
                      "tokens_per_sec", "concurrency", "kv_cache_gb", "prompt_tokens", "context_tokens",
-                     "min_replicas", "api_price_per_m_tokens")
+                     "min_replicas", "ttft_ms", "tpot_ms", "api_price_per_m_tokens")
 TASK_KINDS: tuple[TaskKind, ...] = (
     TaskKind("finetune", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
              default_tier="on_demand", requires=("train_tokens",), ignores=_TRAINING_IGNORES, zh="微调"),
@@ -179,11 +179,12 @@ TASK_KINDS: tuple[TaskKind, ...] = (
              default_tier="on_demand", requires=("train_tokens",), ignores=_TRAINING_IGNORES, zh="预训练"),
     TaskKind("inference", training=False, online=True, methods=SERVING_METHODS, default_method="fp16",
              default_tier="monthly", requires=("requests_per_day", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests", "deadline_days"),
+             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests", "deadline_days", "optimizer"),
              zh="推理", requests="requests_per_day", meaning="online serving"),
     TaskKind("batch", training=False, online=False, methods=SERVING_METHODS, default_method="fp16",
              default_tier="idle", requires=("batch_requests", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day", "min_replicas"),
+             ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day", "min_replicas",
+                      "optimizer", "ttft_ms", "tpot_ms"),
              zh="批量", requests="batch_requests", meaning="offline batch inference"),
 )
 

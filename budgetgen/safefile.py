@@ -4,14 +4,17 @@ declares; write a command's outputs beside their destinations and rename them in
 from __future__ import annotations
 
 import errno
+import fnmatch
 import hashlib
 import io
 import os
 import posixpath
 import re
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 import zipfile
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -436,19 +439,26 @@ STAGE_PREFIX = ".budgetgen-"
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = ()) -> None:
+def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = (),
+                  collected: Iterable[Path] = ()) -> None:
     """Refuse, before any work, outputs that would overwrite an input or each other, or replace what is not a file.
 
+    An input is the same file by its resolved path (symbolic links followed); a hard link of an input may be an
+    output, since the rename replaces the link, never the input's content.
+    `collected` are folders and globs whose files are read as inputs (bills): an output with a suffix they read
+    that would land among them is refused too, so that the next run does not read it back.
     An existing output that is a folder, a device node or a fifo is never replaced (`-o /dev/null` as root would
     replace the system's); a symbolic link to a regular file is replaced by the new file, as editors do.
     """
-    sources = {Path(p).resolve(): Path(p) for p in inputs}
+    inputs = [Path(p) for p in inputs]
+    sources = {p.resolve(): p for p in inputs}
     seen: dict[Path, Path] = {}
     problems = []
     for target in (Path(t) for t in targets if t is not None):
         key = target.resolve()
-        if key in sources:
-            problems.append(Problem(Code.OUTPUT, sources[key].name, "",
+        source = sources.get(key)
+        if source is not None:
+            problems.append(Problem(Code.OUTPUT, source.name, "",
                                     "the output would overwrite the input: choose another -o/--json path"))
         elif key in seen:
             problems.append(Problem(Code.OUTPUT, target.name, "",
@@ -457,9 +467,34 @@ def check_outputs(targets: Iterable[Path | None], inputs: Iterable[Path] = ()) -
             problems.append(Problem(Code.OUTPUT, target.name, "",
                                     f"exists and is {kind}, not a regular file: it is never replaced; "
                                     "choose another output path"))
+        elif (where := _collected_by(target, collected)) is not None:
+            problems.append(Problem(Code.OUTPUT, target.name, "",
+                                    f"would be written into {where}, which is read as input: the next run would "
+                                    "read the output back; choose a path outside it"))
         seen.setdefault(key, target)
     if problems:
         raise InputError(problems)
+
+
+COLLECTED_SUFFIXES = (".csv", ".parquet", ".xlsx")
+"""What a folder or glob of bills reads (recon.bill_sums)."""
+
+
+def _collected_by(target: Path, collected: Iterable[Path]) -> Path | None:
+    """The folder or glob of `collected` that would read `target` as an input (None: none)."""
+    if target.suffix.lower() not in COLLECTED_SUFFIXES:
+        return None
+    resolved = target.resolve()
+    for source in (Path(c) for c in collected):
+        if source.is_dir():
+            if resolved.is_relative_to(source.resolve()):
+                return source
+        elif re.search(r"[*?\[]", str(source)) and not source.exists():
+            pattern = str(source.absolute())
+            if fnmatch.fnmatchcase(str(target.absolute()), pattern) or \
+                    fnmatch.fnmatchcase(str(resolved), pattern):
+                return source
+    return None
 
 
 def _special_kind(path: Path) -> str | None:
@@ -495,19 +530,24 @@ def staged_outputs(targets: Iterable[Path | None]) -> Iterator[Staging]:
 
     The staging folders are unique (two commands writing the same file never share a temporary name), sit in
     the destination's folder (so the rename is atomic and the disk is the destination's, not $TMPDIR's), and
-    are removed on any exit, an exception or KeyboardInterrupt included. An OSError while writing (a full disk,
-    a read-only folder) becomes an OutputError, and every earlier output stays as it was.
+    are removed on any exit, an exception or KeyboardInterrupt included, with any destination folder created for
+    them when nothing was committed. An OSError while writing (a full disk, a read-only folder) becomes an
+    OutputError, and every earlier output stays as it was. The renames are one set: the stop signals wait until
+    all are done, and a rename that fails puts the ones before it back.
     """
     staging = Staging()
+    created: list[Path] = []
+    committed = False
     try:
         for target in (Path(t) for t in targets if t is not None):
             folder = target.parent
             if folder not in staging.folders:
-                staging.folders[folder] = _make_staging_folder(folder)
+                staging.folders[folder] = _make_staging_folder(folder, created)
             staging.paths[target] = staging.folders[folder] / target.name
         try:
             yield staging
             _commit(staging)
+            committed = True
         except OutputError as exc:  # a writer's own message names the file it wrote: the destination, to the user
             message = str(exc)
             for target, staged in staging.paths.items():
@@ -523,19 +563,34 @@ def staged_outputs(targets: Iterable[Path | None]) -> Iterator[Staging]:
     finally:
         for folder in staging.folders.values():
             shutil.rmtree(folder, ignore_errors=True)
+        if not committed:
+            for folder in reversed(created):  # deepest first; a folder something else filled meanwhile stays
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
 
 
-def _make_staging_folder(folder: Path) -> Path:
+def _make_staging_folder(folder: Path, created: list[Path]) -> Path:
+    """A private folder inside `folder`; the folders made on the way are appended to `created` (outermost first)."""
+    missing = [p for p in (folder, *folder.parents) if not p.exists()][::-1]
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        created += missing
         return Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=folder))
     except OSError as exc:
         raise OutputError(f"cannot write to {folder}: {why_not_writable(exc, folder)}") from None
 
 
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
 def _commit(staging: Staging) -> None:
     """Rename every staged file into place, holding each destination folder's lock so that concurrent
-    commands into one folder commit one after the other (their outputs always come from one command)."""
+    commands into one folder commit one after the other (their outputs always come from one command).
+
+    The stop signals are held back while the files are renamed (they arrive once all are in place), and an
+    OSError part way puts back the files already replaced: the outputs change together or not at all."""
     umask = os.umask(0)
     os.umask(umask)
     with ExitStack() as locks:
@@ -547,8 +602,51 @@ def _commit(staging: Staging) -> None:
             if (kind := _special_kind(target)) is not None:  # appeared while we were working
                 raise OutputError(f"{target} is {kind}, not a regular file: it is never replaced")
             os.chmod(staged, 0o666 & ~umask)  # an ordinary file, whatever the writer created it as
+        with _signals_held():
+            _replace_all(staging)
+
+
+def _replace_all(staging: Staging) -> None:
+    """os.replace each staged file onto its target; on an OSError, the targets replaced so far are restored."""
+    done: list[tuple[Path, Path | None]] = []  # (target, its old file kept in the staging folder; None: was new)
+    try:
         for target, staged in staging.paths.items():
+            backup: Path | None = Path(tempfile.mkdtemp(prefix="old-", dir=staged.parent)) / target.name
+            try:
+                os.link(target, backup, follow_symlinks=False)  # the old file (or link) itself, no copy
+            except FileNotFoundError:
+                backup = None
+            except OSError:  # a file system without hard links
+                shutil.copy2(target, backup, follow_symlinks=False)
             os.replace(staged, target)
+            done.append((target, backup))
+    except OSError:
+        for target, backup in reversed(done):
+            if backup is None:
+                target.unlink(missing_ok=True)
+            else:
+                os.replace(backup, target)
+        raise
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold back the stop signals while the block runs: one that comes is noted and raised again at its end.
+
+    Python runs signal handlers in the main thread between two steps of its own, whichever thread the system
+    delivered the signal to, so swapping the handlers (not the thread's signal mask) is what holds them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread handles signals
+        return
+    pending: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        for signum in pending:
+            signal.raise_signal(signum)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from .records import BUFFER, DEMAND, PRICE, SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, Driver, excel_is
 
 TRAIN_PRECISIONS = ("bf16", "fp8", "fp4")
+OPTIMIZERS = ("adamw", "adamw_8bit", "cpu_offload")  # blank: adamw
 
 TIER = {t.name: t for t in TIERS}  # every tier, commitments included
 PRICE_COLUMNS = tuple(t.price_column for t in TIERS) + ("purchase_price",)  # a GPUs row's money, in its currency
@@ -141,6 +142,18 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       unit="GB/s", positive=True),
     S("moe_comm_exposed", "percent", 0.5, "MoeCommExposed",
       "share of the expert all-to-all time of MoE training not hidden behind compute", minimum=0, maximum=1),
+    S("adam_state_bytes", "number", 12, "AdamStateBytes",
+      "bytes of AdamW state per trained parameter on the card: fp32 master weights, momentum and variance, 4 + 4 + 4 "
+      "(ZeRO, arXiv:1910.02054 section 3.1: 16 bytes a parameter with the bf16 weights and gradients)",
+      unit="bytes/param", minimum=0),
+    S("adam_8bit_state_bytes", "number", 6, "Adam8bitStateBytes",
+      "bytes of 8-bit AdamW state per trained parameter on the card: fp32 master weights plus 1-byte momentum and "
+      "variance, 4 + 1 + 1 (8-bit optimizers, arXiv:2110.02861)", unit="bytes/param", minimum=0),
+    S("cpu_offload_slowdown", "number", 2.5, "CpuOffloadSlowdown",
+      "run time of a full fine-tune whose optimizer state and master weights live in host memory (ZeRO-Offload) "
+      "against one that keeps them on the card: the GPU waits over 60% of each step (DeepSpeed ZenFlow blog: "
+      "Llama-2-7B on 4 A100, a CPU path over 4 s against a 2 s backward pass); LoRA pays it on the trained share",
+      unit="x", minimum=1),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
@@ -226,6 +239,9 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       "are converted to it, those without are read in it", structural=True),
     S("recon_memory_limit", "text", "1GB", "ReconMemoryLimit",
       "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB", structural=True),
+    S("recon_top_resources", "count", 50, "ReconTopResources",
+      "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
+      "and listed on the month's Resources sheet", unit="resources", structural=True, minimum=1, maximum=100000),
     S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh",
       "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)",
       unit="currency/kWh", minimum=0, money="CNY"),
@@ -264,8 +280,7 @@ CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("BytesFp16", 2, "bytes per parameter of fp16/bf16 weights"),
     ("BytesInt8", 1, "bytes per parameter of int8 weights"),
     ("BytesInt4", 0.5, "bytes per parameter of int4 (QLoRA 4-bit) weights"),
-    ("BytesFullTraining", 16, "bytes per parameter of mixed-precision AdamW training state"),
-    ("BytesTrainableState", 16, "bytes per trained LoRA parameter (weights, gradients, Adam state)"),
+    ("BytesWeightsGrads", 4, "bytes per trained parameter of bf16 weights and gradients (the optimizer state apart)"),
     ("InferenceFlopsPerToken", 2, "FLOPs per parameter per generated token"),
     ("Billion", 1e9, "parameters per billion"),
     ("Tera", 1e12, "FLOP/s per TFLOP/s"),
@@ -341,6 +356,9 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="training: full (default), lora, qlora; serving: fp16 (default, = bf16), fp8, int8, int4, fp4"),
     C("train_precision", "choice", choices=TRAIN_PRECISIONS,
       help="training matmul precision: bf16 (blank), fp8, fp4 (the card's FP8/FP4 peak where it has one)"),
+    C("optimizer", "choice", choices=OPTIMIZERS,
+      help="training optimizer: adamw (blank), adamw_8bit (8-bit moments), cpu_offload (optimizer state and master "
+      "weights in host memory: less card memory, a slower run)"),
     C("train_tokens", "number", "tokens per epoch", positive=True, help="required for training, e.g. 5M"),
     C("epochs", "number", "epochs", default=1, positive=True, help="passes over the training tokens"),
     C("runs_per_month", "number", "runs/month", default=1, positive=True,
@@ -355,13 +373,17 @@ TASK_COLUMNS: tuple[Column, ...] = (
       help="output (generated) tokens per request (serving)"),
     C("context_tokens", "number", "tokens", positive=True,
       help="tokens one sequence holds in the KV cache; blank: prompt plus output"),
-    C("serving_hours_per_day", "number", "h/day", default=24, positive=True,
+    C("serving_hours_per_day", "number", "h/day", default=24, positive=True, maximum=24,
       help="hours a day the service is up and the traffic falls in"),
     C("tokens_per_sec", "number", "tokens/s", positive=True,
       help="measured output tokens/s of one replica under load; blank: estimated per replica"),
-    C("concurrency", "number", "sequences", positive=True,
+    C("concurrency", "count", "sequences", positive=True,
       help="sequences one replica decodes together; blank: as many as memory holds (at most max_batch_per_card "
       "per card)"),
+    C("ttft_ms", "number", "ms", positive=True,
+      help="target time to the first token of a request (prompt reading plus one decode step); blank: none"),
+    C("tpot_ms", "number", "ms", positive=True,
+      help="target time per output token (one decode step); blank: none. Targets cap the batch, adding replicas"),
     C("min_replicas", "count", "replicas", positive=True, maximum=MAX_CARDS,
       help="replicas an online service keeps at least (failover); blank: the min_replicas setting"),
     C("kv_cache_gb", "number", "GB", default=0, minimum=0,

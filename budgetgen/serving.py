@@ -202,13 +202,16 @@ def batch_by_memory(free_gb: float, kv_tok: float, context: float) -> int:
     return max(0, sheet_floor(free_gb * K.Billion / (kv_tok * context)))
 
 
-BATCH_EXCEL = '=MIN(IF({concurrency}="",MaxBatchPerCard*{cards_per_run},{concurrency}),{batch_mem})'
+BATCH_EXCEL = ('=MIN(IF({concurrency}="",MaxBatchPerCard*{cards_per_run},{concurrency}),{batch_mem},'
+               'IF({latency_batch}="",{batch_mem},{latency_batch}))')
 
 
-def batch_size(concurrency: float | None, *, cards: int, max_batch_per_card: int, batch_mem: int) -> float:
-    """Sequences decoded together: the user's concurrency, else the engine's cap, at most what fits."""
+def batch_size(concurrency: float | None, *, cards: int, max_batch_per_card: int, batch_mem: int,
+               latency_batch: int | None = None) -> float:
+    """Sequences decoded together: the user's concurrency, else the engine's cap, at most what fits and what the
+    latency targets allow."""
     wanted = max_batch_per_card * cards if concurrency is None else concurrency
-    return min(wanted, batch_mem)
+    return min(wanted, batch_mem, batch_mem if latency_batch is None else latency_batch)
 
 
 # ---------------------------------------------------------------- time per step and per request
@@ -258,30 +261,50 @@ def decode_compute_seconds(*, active_params_b: float, batch: float, cards: int, 
 
 
 _NVLINK = '{gpu.interconnect}="nvlink"'
-LAYER_OVERHEAD_EXCEL = (
+LAYER_FIXED_EXCEL = (
     '=IF({model.layers}<>"",{model.layers}*(IF({active_used}<{params_used},MoeLayerOverheadUs/Micro,0)'
-    f'+IF({{cards_per_run}}>1,AllReducesPerLayer*(IF({_NVLINK},AllReduceUsNvlink,AllReduceUsPcie)/Micro'
-    '+IF({model.hidden}<>"",RingAllReduceTraffic*({cards_per_run}-1)/{cards_per_run}*{batch}*{model.hidden}'
-    f'*BytesActivation/(IF({_NVLINK},NvlinkGbs,PcieGbs)*Billion),0)),0)),0)')
+    f'+IF({{cards_per_run}}>1,AllReducesPerLayer*IF({_NVLINK},AllReduceUsNvlink,AllReduceUsPcie)/Micro,0)),0)')
 
 
-def layer_overhead_seconds(*, layers: float | None, hidden: float | None, moe: bool, cards: int, batch: float,
-                           interconnect: str, s) -> float:
-    """Time a decode step spends per layer beyond reading and multiplying: router and expert kernels of a mixture
-    of experts (MoeLayerOverheadUs), and a multi-card replica's two all-reduces of the batch's hidden states over
-    its interconnect (a latency, plus a ring's twice (n-1)/n of the bytes at the link's bandwidth when the hidden
-    size is known). 0 when the layers are unknown. `s`: the settings."""
+def layer_fixed_seconds(*, layers: float | None, moe: bool, cards: int, interconnect: str, s) -> float:
+    """The part of a decode step's per-layer time that does not grow with the batch: router and expert kernels of a
+    mixture of experts (MoeLayerOverheadUs), and the latency of a multi-card replica's two all-reduces over its
+    interconnect. 0 when the layers are unknown. `s`: the settings."""
     if layers is None:
         return 0
     per_layer = s.moe_layer_overhead_us / KS.Micro if moe else 0
     if cards > 1:
-        nvlink = interconnect == "nvlink"
-        allreduce = (s.allreduce_us_nvlink if nvlink else s.allreduce_us_pcie) / KS.Micro
-        if hidden is not None:
-            allreduce += KS.RingAllReduceTraffic * (cards - 1) / cards * batch * hidden * KS.BytesActivation / (
-                (s.nvlink_gbs if nvlink else s.pcie_gbs) * K.Billion)
-        per_layer += KS.AllReducesPerLayer * allreduce
+        latency = s.allreduce_us_nvlink if interconnect == "nvlink" else s.allreduce_us_pcie
+        per_layer += KS.AllReducesPerLayer * latency / KS.Micro
     return layers * per_layer
+
+
+LAYER_PER_SEQUENCE_EXCEL = (
+    '=IF(AND({model.layers}<>"",{model.hidden}<>"",{cards_per_run}>1),{model.layers}*AllReducesPerLayer'
+    '*RingAllReduceTraffic*({cards_per_run}-1)/{cards_per_run}*{model.hidden}*BytesActivation'
+    f'/(IF({_NVLINK},NvlinkGbs,PcieGbs)*Billion),0)')
+
+
+def layer_seconds_per_sequence(*, layers: float | None, hidden: float | None, cards: int, interconnect: str,
+                               s) -> float:
+    """The per-layer time each sequence of the batch adds to a decode step: a ring's twice (n-1)/n of its hidden
+    state, two all-reduces a layer, at the interconnect's bandwidth. 0 on one card or with the size unknown."""
+    if layers is None or hidden is None or cards <= 1:
+        return 0
+    gbs = s.nvlink_gbs if interconnect == "nvlink" else s.pcie_gbs
+    return layers * KS.AllReducesPerLayer * KS.RingAllReduceTraffic * (cards - 1) / cards * hidden \
+        * KS.BytesActivation / (gbs * K.Billion)
+
+
+LAYER_OVERHEAD_EXCEL = "={t_layers_fixed}+{t_layers_per_sequence}*{batch}"
+
+
+def layer_overhead_seconds(*, layers: float | None, hidden: float | None, moe: bool, cards: int, batch: float,
+                           interconnect: str, s) -> float:
+    """Time a decode step spends per layer beyond reading and multiplying: the fixed part and each sequence's
+    all-reduce traffic (`layer_fixed_seconds`, `layer_seconds_per_sequence`)."""
+    return layer_fixed_seconds(layers=layers, moe=moe, cards=cards, interconnect=interconnect, s=s) + batch * \
+        layer_seconds_per_sequence(layers=layers, hidden=hidden, cards=cards, interconnect=interconnect, s=s)
 
 
 T_STEP_EXCEL = "=StepOverheadMs/Milli+{t_layers}+MAX({t_mem},{t_cmp})"
@@ -304,6 +327,74 @@ def prefill_seconds(*, active_params_b: float, prompt: float, layers: float | No
     attention = KS.PrefillAttentionFlops * layers * attn_heads * head_dim * prompt * prompt if head_dim is not None else 0
     return (K.InferenceFlopsPerToken * active_params_b * K.Billion * prompt + attention) / (
         cards * peak * K.Tera * prefill_mfu * tp)
+
+
+# ---------------------------------------------------------------- latency targets
+
+STEP_TARGET_EXCEL = ('=IF(AND({tpot_ms}="",{ttft_ms}=""),"",MIN(IF({tpot_ms}="",{ttft_ms},{tpot_ms})/Milli,'
+                     'IF({ttft_ms}="",{tpot_ms}/Milli,{ttft_ms}/Milli-{t_pre})))')
+
+
+def step_target(ttft_ms: float | None, tpot_ms: float | None, *, t_pre: float) -> float | None:
+    """Longest decode step (s) the latency targets allow: the time per output token, and the time to the first
+    token less the request's prompt reading (the first token is one step after it); None without targets."""
+    limits = [t / KS.Milli for t in (tpot_ms,) if t is not None]
+    if ttft_ms is not None:
+        limits.append(ttft_ms / KS.Milli - t_pre)
+    return min(limits) if limits else None
+
+
+ROUTED_EXCEL = ('=IF({active_used}<{params_used},IF({model.experts}<>"",{model.experts_per_token}'
+                '*({params_used}-{active_used})/({model.experts}-{model.experts_per_token}),{active_used}),0)')
+
+
+def routed_params(*, params_b: float, active_params_b: float, experts: int | None,
+                  experts_per_token: int | None) -> float:
+    """Parameters (billions) each added sequence can at most add to a decode step's reads: one token's routed
+    experts (all its active parameters without the expert counts); 0 for a dense model."""
+    if active_params_b >= params_b:
+        return 0
+    if experts is None:
+        return active_params_b
+    return experts_per_token * (params_b - active_params_b) / (experts - experts_per_token)
+
+
+_ROOM = "({step_target}-StepOverheadMs/Milli-{t_layers_fixed})"
+_READ = "{cards_per_run}*{gpu.bandwidth_gbs}*Billion*{bandwidth_share}*{tp}"
+_KV_READ = "{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)"
+_COMPUTE = "({cards_per_run}*{peak_tflops}*Tera*DecodeMfu*{tp})"
+# INT, not FLOOR(..., 1): LibreOffice answers #VALUE! for FLOOR over this expression (it takes INT, and both
+# agree on the non-negative numbers it sees).
+LATENCY_BATCH_EXCEL = (
+    f'=IF({{step_target}}="","",INT(MAX(0,MIN(MAX('
+    f'({_ROOM}*{_READ}-({{active_used}}-{{routed_b}})*Billion*{{bytes_per_param}})'
+    f'/({{t_layers_per_sequence}}*{_READ}+{{routed_b}}*Billion*{{bytes_per_param}}+{_KV_READ}),'
+    f'({_ROOM}*{_READ}-{{params_used}}*Billion*{{bytes_per_param}})/({{t_layers_per_sequence}}*{_READ}+{_KV_READ})),'
+    f'{_ROOM}*{_COMPUTE}/({{t_layers_per_sequence}}*{_COMPUTE}+InferenceFlopsPerToken*{{active_used}}*Billion)'
+    '))))')
+
+
+def latency_batch(target: float | None, *, step_overhead_ms: float, layers_fixed: float, layers_per_sequence: float,
+                  params_b: float, active_params_b: float, routed_b: float, bytes_per_param: float, kv_tok: float,
+                  prompt: float, output: float, cards: int, bandwidth_gbs: float, decode_efficiency: float,
+                  peak: float, decode_mfu: float, tp: float) -> int | None:
+    """Most sequences a replica decodes together within the step `target` (s): 0 when even one misses it, None
+    without a target. A step is linear in the batch b but for the weights it reads, which are bounded twice: by
+    one sequence's active parameters plus `routed_b` for each further one (exact for one sequence), and by all the
+    parameters; a batch that meets the target on either bound meets it on the distinct experts it reads. Memory
+    and compute must both meet it (the step takes the slower)."""
+    if target is None:
+        return None
+    room = target - step_overhead_ms / KS.Milli - layers_fixed
+    read = cards * bandwidth_gbs * K.Billion * decode_efficiency * tp
+    kv_read = kv_tok * (prompt + output * KS.MeanOutputShare)
+    by_first = (room * read - (active_params_b - routed_b) * K.Billion * bytes_per_param) / (
+        layers_per_sequence * read + routed_b * K.Billion * bytes_per_param + kv_read)
+    by_all = (room * read - params_b * K.Billion * bytes_per_param) / (layers_per_sequence * read + kv_read)
+    compute = cards * peak * K.Tera * decode_mfu * tp
+    by_compute = room * compute / (layers_per_sequence * compute + K.InferenceFlopsPerToken * active_params_b
+                                   * K.Billion)
+    return math.floor(max(0, min(max(by_first, by_all), by_compute)))
 
 
 REQ_S_EXCEL = ('=IF({tokens_per_sec}<>"",{tokens_per_sec}/{tokens_per_request},'
@@ -523,30 +614,89 @@ def training_gpu_hours(flops: float, *, tflops: float, mfu: float) -> float:
     return flops / (tflops * K.Tera * mfu * K.SecondsPerHour)
 
 
-TRAINING_VRAM_EXCEL = ('=IF(OR({method}="lora",{method}="qlora"),'
-                       'IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16)*{params_used}'
-                       '+{params_used}*LoraTrainable*BytesTrainableState'
-                       '+IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion'
-                       '+LoraWorkspaceGb,'
-                       'ActivationGbPerB*{params_used}),'
-                       '{params_used}*BytesFullTraining+ActivationGbPerB*{params_used})')
+STATE_BYTES_EXCEL = ('=BytesWeightsGrads+IF({optimizer}="adamw_8bit",Adam8bitStateBytes,'
+                     'IF({optimizer}="cpu_offload",0,AdamStateBytes))')
 
 
-def training_memory_gb(method: str | None, *, params_b: float, layers: float | None, hidden: float | None,
-                       lora_trainable: float, micro_batch_tokens: float, lora_workspace_gb: float,
-                       activation_gb_per_b: float) -> float:
-    """Training memory (GB) on the total parameters. LoRA/QLoRA: frozen base, trained adapters with Adam state,
-    and, architecture known, an NF4 base with its scales (BytesQloraBase), checkpointed activations of one
-    micro-batch plus workspace, else SPEC.md §3.1 (a 4-bit base and the per-parameter activation allowance). Full training and pretraining: SPEC.md §3.1 (16 bytes a parameter plus activations)."""
-    if method not in ("lora", "qlora"):
-        return params_b * K.BytesFullTraining + activation_gb_per_b * params_b
-    adapters = params_b * lora_trainable * K.BytesTrainableState
+def state_bytes(optimizer: str | None, *, adam_state_bytes: float, adam_8bit_state_bytes: float) -> float:
+    """Bytes a trained parameter holds on the card: bf16 weights and gradients plus the optimizer's state there
+    (AdamW: fp32 master, momentum, variance; 8-bit AdamW: fp32 master and 1-byte moments; CPU offload: none)."""
+    if optimizer == "cpu_offload":
+        return K.BytesWeightsGrads
+    return K.BytesWeightsGrads + (adam_8bit_state_bytes if optimizer == "adamw_8bit" else adam_state_bytes)
+
+
+_LORA = 'OR({method}="lora",{method}="qlora")'
+ACTIVATIONS_EXCEL = ('=IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion'
+                     f'+IF({_LORA},LoraWorkspaceGb,0),0)')
+
+
+def activations_gb(method: str | None, *, layers: float | None, hidden: float | None, micro_batch_tokens: float,
+                   lora_workspace_gb: float) -> float:
+    """Memory every card of a training run holds for itself (GB): with the architecture known, the checkpointed
+    activations of its own micro-batch (MicroBatchTokens·layers·hidden·2 bytes), plus LoRA/QLoRA's workspace;
+    0 without it (the per-parameter allowance is then a total, sharded with the states)."""
     if hidden is None:
-        base = (K.BytesInt4 if method == "qlora" else K.BytesFp16) * params_b
-        return base + adapters + activation_gb_per_b * params_b
-    base = (KS.BytesQloraBase if method == "qlora" else K.BytesFp16) * params_b
-    activations = micro_batch_tokens * layers * hidden * KS.BytesActivation / K.Billion
-    return base + adapters + activations + lora_workspace_gb
+        return 0
+    workspace = lora_workspace_gb if method in ("lora", "qlora") else 0
+    return micro_batch_tokens * layers * hidden * KS.BytesActivation / K.Billion + workspace
+
+
+TRAINING_VRAM_EXCEL = (f'=IF({_LORA},'
+                       'IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16)*{params_used}'
+                       '+{params_used}*LoraTrainable*{state_bytes},'
+                       '{params_used}*{state_bytes})'
+                       '+IF({model.hidden}<>"",0,ActivationGbPerB*{params_used})+{activations_gb}')
+
+
+def training_memory_gb(method: str | None, *, params_b: float, hidden: float | None, lora_trainable: float,
+                       state_bytes: float, activations_gb: float, activation_gb_per_b: float) -> float:
+    """Training memory (GB) of a run on one card: the states sharded over the cards, plus `activations_gb`, which
+    every card holds for itself. LoRA/QLoRA: a frozen base (NF4 with its scales, BytesQloraBase, when the
+    architecture is known, else SPEC.md §3.1's 4 bits) and the trained adapters at `state_bytes`; full training
+    and pretraining: every parameter at `state_bytes` (16 with AdamW, SPEC.md §3.1). Architecture unknown: SPEC.md
+    §3.1's per-parameter activation allowance, a total sharded with the states."""
+    if method in ("lora", "qlora"):
+        base = (K.BytesFp16 if method == "lora" else KS.BytesQloraBase if hidden is not None else K.BytesInt4)
+        states = base * params_b + params_b * lora_trainable * state_bytes
+    else:
+        states = params_b * state_bytes
+    allowance = 0 if hidden is not None else activation_gb_per_b * params_b
+    return states + allowance + activations_gb
+
+
+CARD_GB_EXCEL = f'={{gpu.vram_gb}}*IF(AND({_LORA},{{model.hidden}}<>""),GibPerGb,UsableVram)'
+
+
+def training_card_gb(method: str | None, *, vram_gb: float, hidden: float | None, usable_vram: float) -> float:
+    """Memory a card offers a training run (GB). LoRA/QLoRA with a known architecture: the estimate carries its own
+    workspace, so the card's whole memory, counted in GiB as vendors count it; otherwise the UsableVram share."""
+    whole = method in ("lora", "qlora") and hidden is not None
+    return vram_gb * (KS.GibPerGb if whole else usable_vram)
+
+
+TRAINING_CARDS_EXCEL = ('=IF({card_gb}<={activations_gb},MaxCards+1,'
+                        'CEILING(({vram_gb}-{activations_gb})/({card_gb}-{activations_gb}),1))')
+
+
+def training_cards(vram_gb: float, *, activations_gb: float, card_gb: float, impossible: int) -> int:
+    """Cards whose memory holds a run: the sharded states over the room each card leaves beside its own
+    activations; `impossible` when one card's activations leave no room (no number of cards holds the run)."""
+    if card_gb <= activations_gb:
+        return impossible
+    return sheet_ceil((vram_gb - activations_gb) / (card_gb - activations_gb))
+
+
+OPTIMIZER_SLOWDOWN_EXCEL = f'=IF({{optimizer}}="cpu_offload",1+(CpuOffloadSlowdown-1)*IF({_LORA},LoraTrainable,1),1)'
+
+
+def optimizer_slowdown(optimizer: str | None, method: str | None, *, cpu_offload_slowdown: float,
+                       lora_trainable: float) -> float:
+    """Run time against an optimizer on the card: CPU offload makes each step wait for the host's optimizer step
+    over the trained parameters, CpuOffloadSlowdown for a full fine-tune, that stall on LoRA's trained share only."""
+    if optimizer != "cpu_offload":
+        return 1
+    return 1 + (cpu_offload_slowdown - 1) * (lora_trainable if method in ("lora", "qlora") else 1)
 
 
 # ---------------------------------------------------------------- one replica end to end

@@ -145,8 +145,15 @@ def parse_date(raw: object) -> str:
         raise BadValue(Code.BAD_DATE, Message("not_a_date", raw=str(raw))) from None
 
 
+SPREADSHEET_ERRORS = frozenset(("#N/A", "#REF!", "#VALUE!", "#DIV/0!", "#NAME?", "#NUM!", "#NULL!", "#SPILL!",
+                                "#CALC!", "#GETTING_DATA", "#FIELD!", "#BLOCKED!", "#CONNECT!", "#BUSY!", "#UNKNOWN!"))
+"""What a spreadsheet saves as the result of a formula that failed (openpyxl reads it as that text): never a value."""
+
+
 def parse_cell(raw: object, column: Column) -> object:
-    """The typed value of a non-blank cell, or BadValue."""
+    """The typed value of a non-blank cell, or BadValue (a cached spreadsheet error such as #N/A is one)."""
+    if isinstance(raw, str) and raw.strip().upper() in SPREADSHEET_ERRORS:
+        raise BadValue(Code.FORMULA, Message("error_value", raw=raw.strip()))
     if column.type in ("number", "count", "percent"):
         return parse_number(raw, column)
     if column.type == "date":

@@ -16,7 +16,21 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed. Then for demand ramps, scenarios and unit costs: the Demand and Scenarios
+got their sources, no value changed. Once more for model v3's last part (issue 22: per-card activations,
+`optimizer`, latency targets): new Tasks input columns (optimizer, ttft_ms, tpot_ms), calculated columns and
+Assumptions rows move cells; the one value that moved is ML01's `vram_gb`, 132.8 -> 128.5 GB (the architecture's
+checkpointed micro-batch replaces the per-parameter allowance on every card), still 2 A800 80G, no cost changed. Once more for providers on the plan (issue 21): Candidates gained the
+provider and region columns (AR:AS); Order's lines moved into a block per provider (cn-market, then market's
+H200) with a title and a subtotal each, the total and the blocks below it a few rows down; About's reading
+guide for Order and Candidates says so; no value changed, the JSON unchanged. Then a warning names the sample bills' months outside the plan (2027-01,
+2027-02: reconciled against no planned cost): the JSON's warnings and Summary's warning list (A41) one longer,
+no value changed. Then for reconciliation with money to act on: the Recon tabs'
+non-GPU block by the Extras' five categories with planned and not-planned columns, five more total rows (non-GPU
+not planned, credits, refunds, saving from idle cards, achievable saving), a credits row in like for like, the
+cards-to-drop column replaced by idle cards (M) and a to-attribute-or-stop column (P), the tasks' GPU resources (R);
+the JSON's resources' cards_to_drop became idle_cards, new month keys; no billed, planned or total value moved.
+Then the recon_top_resources setting: Assumptions' settings from row 29 one down (About's list too), and the Recon
+tabs list the flagged resources first by money at stake (2027-01: i-orphan, 300 to attribute or stop, first). Then for demand ramps, scenarios and unit costs: the Demand and Scenarios
 sheets, Summary's scenario selector (A4:B4), Monthly's plan-total column (I, the months one column right), Tasks'
 growth_per_month, api_price_per_m_tokens and unit-cost columns (the columns after them to the right), the
 constants Million and Thousand on Assumptions (the rows below two down), the JSON's `scenarios`, `cards_by_month`

@@ -169,9 +169,9 @@ def test_task_from_tags_then_assignments(tmp_path):
     ])
     frame = bills(path, assignments={"i-b": "T05", "i-c": "T06"})
     assert frame["task_id"].tolist() == ["T01", "T09", "T05", "T02", "T06", "", "7"]
-    # A line's task never makes it a GPU line: these CloudWatch lines keep their task and stay "other".
+    # A line's task never makes it a GPU line: these CloudWatch lines keep their task and stay "platform".
     assert frame["is_gpu"].tolist() == [False] * 7
-    assert frame["category"].tolist() == ["other"] * 7
+    assert frame["category"].tolist() == ["platform"] * 7
 
 
 def test_headers_match_ignoring_case_spaces_and_underscores(tmp_path):
@@ -197,12 +197,15 @@ def test_x_columns_and_resource_names_can_name_the_gpu(tmp_path):
 
 @pytest.mark.parametrize("category, service, description, expected", [
     ("Storage", "Amazon Elastic Compute Cloud", "$0.08 per GB-month of gp3", "storage"),
-    ("Networking", "Amazon Virtual Private Cloud", "$0.005 per In-use public IPv4 address per hour", "network"),
-    ("Compute", "Amazon Elastic Compute Cloud", "$0.09 per GB - data transfer out", "network"),
-    ("NULL", "Bandwidth", "Standard Data Transfer Out", "network"),
-    ("Other", "Azure Egress", "Inter-region", "network"),
+    ("Networking", "Amazon Virtual Private Cloud", "$0.005 per In-use public IPv4 address per hour", "egress"),
+    ("Compute", "Amazon Elastic Compute Cloud", "$0.09 per GB - data transfer out", "egress"),
+    ("NULL", "Bandwidth", "Standard Data Transfer Out", "egress"),
+    ("Other", "Azure Egress", "Inter-region", "egress"),
     ("NULL", "Amazon Simple Storage Service", "$0.023 per GB-month", "storage"),
-    ("Management and Governance", "AmazonCloudWatch", "$0.30 per metric-month", "other"),
+    ("Management and Governance", "AmazonCloudWatch", "$0.30 per metric-month", "platform"),
+    ("Containers", "Amazon Elastic Container Registry", "$0.10 per GB-month", "images"),
+    ("Compute", "Amazon Elastic Kubernetes Service", "$0.10 per cluster hour", "platform"),
+    ("Other", "Support", "promotional credit", "other"),
     ("Compute", "Amazon Elastic Compute Cloud", "$0.0116 per On Demand Linux t2.micro Instance Hour", "other"),
 ])
 def test_non_gpu_categories(tmp_path, category, service, description, expected):

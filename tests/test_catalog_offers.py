@@ -116,6 +116,33 @@ def test_every_datacenter_card_the_snapshot_prices_has_a_sourced_dated_usd_price
         assert g.source.startswith("price snapshot (gpu_prices.csv) retrieved 2026-12-03") and g.as_of == "2026-12-03"
 
 
+def test_every_datacenter_card_of_the_shipped_catalog_has_a_sourced_dated_on_demand_offer():
+    """Read from the shipped package files themselves (not the tests' fixed copies): each datacenter card of
+    gpus.csv has at least one prices.csv row with an on-demand price, a source and a date, so a new card
+    without a sourced price fails here."""
+    data = resources.files("budgetgen") / "data"
+    with (data / "gpus.csv").open(newline="", encoding="utf-8") as fh:
+        datacenter = [row["gpu"] for row in csv.DictReader(fh) if row["class"] == "datacenter"]
+    with (data / "prices.csv").open(newline="", encoding="utf-8") as fh:
+        priced = {row["gpu"] for row in csv.DictReader(fh)
+                  if row["on_demand_per_hour"].strip() and float(row["on_demand_per_hour"]) > 0
+                  and row["source"].strip() and row["as_of"].strip()}
+    assert {"H800", "L20", "H20", "A800 80G", "H200", "B200", "MI300X", "L4"} <= set(datacenter)
+    assert [g for g in datacenter if g not in priced] == []
+
+
+def test_the_h800_and_l20_rents_are_the_page_prices_they_quote():
+    """H800 25.00 and L20 4.00 CNY a card-hour: the figures of the 共绩算力 page price table the rows cite, in CNY,
+    on-demand only (the page gives no other tier)."""
+    shipped = prices.read_offers(resources.files("budgetgen") / "data" / "prices.csv")
+    offers = {o.gpu: o for o in shipped if o.gpu in ("H800", "L20")}
+    for gpu, price in (("H800", 25.0), ("L20", 4.0)):
+        o = offers[gpu]
+        assert (o.provider, o.region, o.currency, o.prices["on_demand"]) == ("cn-market", "cn", "CNY", price)
+        assert f"'{gpu} | " in o.source and f"| {price:.2f} 元/小时'" in o.source and "gongjiyun.com" in o.source
+        assert [t for t, p in o.prices.items() if p is not None] == ["on_demand"] and o.as_of == "2026-08"
+
+
 def test_the_shipped_prices_csv_is_what_the_tool_derives(tmp_path):
     """tools/make_prices.py run on the snapshot copy rebuilds the shipped file byte for byte (its hand-entered
     CNY rows kept)."""
@@ -199,14 +226,17 @@ def test_a_gpus_row_in_another_currency_is_converted_and_a_bad_code_refused_at_i
 def test_a_gpus_row_naming_a_provider_replaces_the_builtin_offer(tmp_path):
     path = make_input(tmp_path / "in.xlsx", [TASK], gpus=[
         {"gpu": "A100 80G", "provider": "acme", "on_demand_per_hour": 10, "as_of": "2026-06-01"},  # currency blank
-        {"gpu": "H100 80G", "spot_per_hour": 9}])  # no provider: the other built-in prices stay
+        {"gpu": "H100 80G", "spot_per_hour": 9}])  # no provider: the other built-in prices stay, unattributed
     inputs = read_inputs(path, today=TODAY)
     a100, h100 = inputs.gpu("A100 80G"), inputs.gpu("H100 80G")
     assert a100.prices == {"monthly": None, "on_demand": 10, "idle": None, "spot": None,
                            "reserved_1y": None, "reserved_3y": None}
     assert (a100.provider, a100.region, a100.currency, a100.source) == ("acme", "", "CNY", "")
     assert h100.prices == {"monthly": 27900, "on_demand": 45, "idle": 22.5, "spot": 9,
-                           "reserved_1y": None, "reserved_3y": None} and h100.provider == "cn-market"
+                           "reserved_1y": None, "reserved_3y": None}
+    # a typed price makes the row the user's: the built-in offer's provider, region and source are not shown
+    # beside it (Candidates and Order would otherwise name cn-market behind the user's own quote)
+    assert (h100.provider, h100.region, h100.source) == ("", "", "")
 
 
 # ------------------------------------------------------------------ quote sheets

@@ -201,3 +201,38 @@ def test_a_few_warnings_are_listed_one_per_line(capsys):
         "Warning: T1: online inference on spot: an interruption takes the service down",
         "Warning: T2: online inference on spot: an interruption takes the service down",
     ]
+
+
+# ------------------------------------------------------------------ text from files on the terminal
+
+CLEAR, LINK = "\x1b[2J", "\x1b]8;;x.invalid\x07"
+
+
+def test_a_task_id_cannot_reorder_or_forge_a_line(tmp_path):
+    forged = "T1\u202e\nPeriod total 2026-07 to 2026-09: 0 CNY"
+    book = make_input(tmp_path / "in.xlsx", [{"task_id": forged, "kind": "finetune", "model_params_b": 7,
+                                              "method": "lora", "train_tokens": "5M"}])
+    result = CliRunner().invoke(main, ["validate", str(book)])
+    assert "\u202e" not in result.output
+    assert not any(line.startswith("Period total") for line in result.output.splitlines())
+    assert "T1\\u202e\\nPeriod total" in result.output  # shown, as escapes, within its own line
+
+
+def test_a_file_name_and_a_quoted_cell_reach_the_terminal_escaped(tmp_path):
+    bill = tmp_path / f"bill{LINK}.csv"
+    bill.write_text(f"ChargePeriodStart,BilledCost,BillingCurrency\n2026-07-03,12{CLEAR}\u202e5,CNY\n")
+    book = make_input(tmp_path / "in.xlsx", [{"task_id": "T1", "kind": "finetune", "model_params_b": 7,
+                                              "method": "lora", "train_tokens": "5M"}])
+    result = CliRunner().invoke(main, ["build", str(book), "--bills", str(bill), "-o", str(tmp_path / "b.xlsx"), "-q"])
+    assert result.exit_code == 1
+    error, = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert error.startswith("Error: bill\\x1b]8;;x.invalid\\x07.csv!row 2 BilledCost: \"12\\x1b[2J\\u202e5\"")
+    assert "\x1b" not in result.output and "\u202e" not in result.output
+
+
+def test_every_message_is_one_line_however_the_value_breaks():
+    from budgetgen.errors import printable
+
+    assert printable("a\nb\r\u2028c\u2029d\x85e") == "a\\nb\\r\\u2028c\\u2029d\\x85e"
+    assert printable("\u202e\u2066\u200b\ufeff") == "\\u202e\\u2066\\u200b\\ufeff"  # bidi and zero-width
+    assert printable("任务 T1 ü") == "任务 T1 ü"  # letters of any script stay as they are

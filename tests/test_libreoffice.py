@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import SAMPLE, TODAY, formula_cells, make_input
 from lo_recalc import SheetValues, is_error, read_values, recalc_many, soffice_path
+from test_order_providers import ACME_REQUOTED, ZETA, formulas_by_label, quoted, requote_h100  # noqa: F401
 from test_workbook import BASE_SETTINGS, BASE_TASKS
 
 from budgetgen.cli import main
@@ -20,6 +21,7 @@ from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.template import write_template
 from budgetgen.workbook import write_workbook
+from budgetgen.workbook.layout import OrderLayout
 
 SKIP_REASON = "LibreOffice (soffice) not installed: apt-get install libreoffice-calc-nogui"
 pytestmark = pytest.mark.slow
@@ -30,7 +32,8 @@ if soffice_path() is None:
     pytest.skip(SKIP_REASON, allow_module_level=True)
 
 ERROR_MARKERS = ("#NAME?", "#REF!", "#VALUE!", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
-BOOKS = ("sample", "template", "base", "recon-zh")  # plus "broken", a sample copy with one formula doubled
+# plus "broken", a sample copy with one formula doubled, and "requoted", test_order_providers' plan re-quoted
+BOOKS = ("sample", "template", "base", "recon-zh")
 
 
 def lo_same(lo, cached) -> bool:
@@ -98,7 +101,7 @@ def _build_recon_zh(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def books(tmp_path_factory) -> dict[str, tuple[Path, dict, SheetValues]]:
+def books(tmp_path_factory, quoted) -> dict[str, tuple[Path, dict, SheetValues]]:  # noqa: F811
     """Each workbook's path, formula cells with cached values, and LibreOffice's values, from one soffice run."""
     tmp = tmp_path_factory.mktemp("lo")
     paths = {
@@ -109,11 +112,23 @@ def books(tmp_path_factory) -> dict[str, tuple[Path, dict, SheetValues]]:
     paths["recon-zh"] = _build_recon_zh(tmp)
     paths["broken"] = tmp / "broken-budget.xlsx"
     broken_cell = _break_one_cost(paths["sample"], paths["broken"])
+    paths["requoted"] = requote_h100(quoted[1], tmp / "requoted-budget.xlsx")
     recalculated = recalc_many(list(paths.values()), tmp / "recalc")
     out = {name: (path, formula_cells(path), recalculated[path]) for name, path in paths.items()}
     # The broken copy is compared with the cached values of the original it was made from.
     out["broken"] = (paths["broken"], formula_cells(paths["sample"]), recalculated[paths["broken"]], broken_cell)
+    out["requoted"] = (quoted[1], {}, recalculated[paths["requoted"]])
     return out
+
+
+def test_order_subtotals_follow_an_edited_quote(books):
+    """test_order_providers' plan with the H100 80G re-quoted at 3.0 on GPUs: acme's subtotal 16,425 and the total
+    18,615 (worked out there), zeta's 2,190 unchanged; the Order total still ties to the Summary's GPU total."""
+    original, _, values = books["requoted"]
+    total = openpyxl.utils.get_column_letter(OrderLayout.columns.index("total") + 1)
+    got = {label: values["Order"][f"{total}{r}"] for label, r in formulas_by_label(original).items()}
+    assert got == pytest.approx({"Subtotal zeta": ZETA, "Subtotal acme": ACME_REQUOTED, "Total": ZETA + ACME_REQUOTED})
+    assert values["Checks"]["D2"] is True
 
 
 @pytest.mark.parametrize("name", BOOKS)

@@ -450,3 +450,184 @@ def test_an_unwritable_folder_is_an_output_error(tmp_path):
         budgetgen.build_budget(SAMPLE, tmp_path / "file" / "b.xlsx")
     assert str(info.value) == f"cannot write to {tmp_path / 'file'}: {tmp_path / 'file'} is a file, not a folder; " \
                               "choose another path"
+
+
+# ------------------------------------------------------------------ bills given as a folder or a glob
+
+BILL_HEAD = "ChargePeriodStart,BilledCost,BillingCurrency,ResourceId,ChargeDescription\n"
+
+
+def bill_folder(tmp_path: Path) -> Path:
+    """A folder g/ holding one xlsx bill and one CSV bill, whose bytes a refused build must leave as they are."""
+    folder = tmp_path / "g"
+    folder.mkdir()
+    wb = openpyxl.Workbook()
+    wb.active.append(["ChargePeriodStart", "BilledCost", "BillingCurrency"])
+    wb.active.append(["2026-07-03", 100, "CNY"])
+    wb.save(folder / "bill.xlsx")
+    (folder / "bill.csv").write_text(BILL_HEAD + "2026-07-04,50,CNY,i-1,x\n")
+    return folder
+
+
+@pytest.mark.parametrize(("bills", "output"), [
+    ("g/*.xlsx", ["-o", "g/bill.xlsx"]),  # the glob's file replaced by the budget: exit 0 before
+    ("g", ["--json", "g/bill.csv"]),  # a file of the folder replaced by the JSON
+    ("g", ["-o", "g/sub/budget.xlsx"]),  # a new file the folder would read back as a bill next time
+    ("g/*.xlsx", ["-o", "g/new.xlsx"]),  # the same for the glob
+    ("linked", ["-o", "g/bill.xlsx"]),  # the folder reached through a link
+])
+def test_an_output_among_the_files_a_bill_folder_or_glob_reads_is_refused(tmp_path, debris, monkeypatch, bills,
+                                                                          output):
+    folder = bill_folder(tmp_path)
+    (tmp_path / "linked").symlink_to(folder)
+    monkeypatch.chdir(tmp_path)
+    before = {p.name: sha(p) for p in folder.iterdir()}
+    debris.watch(tmp_path)
+    result = cli("build", SAMPLE, "--bills", bills, *output)
+    assert result.exit_code == 1, result.output
+    assert len(error_lines(result)) == 1 and "Traceback" not in result.output
+    assert {p.name: sha(p) for p in folder.iterdir()} == before
+    debris.check()
+
+
+def test_duckdb_spills_inside_the_staging_folder_never_into_tmpdir(tmp_path, monkeypatch, private_tmpdir):
+    from budgetgen.recon import bill_sums
+
+    folder = bill_folder(tmp_path)
+    made: list[Path] = []
+    real = bill_sums.tempfile.TemporaryDirectory
+
+    def recorded(*args, **kwargs):
+        made.append(Path(kwargs["dir"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bill_sums.tempfile, "TemporaryDirectory", recorded)
+    out = tmp_path / "out" / "b.xlsx"
+    assert cli("build", SAMPLE, "--bills", folder / "bill.csv", "-o", out, "-q").exit_code == 0
+    assert made and all(p.parent == out.parent and p.name.startswith(STAGE_PREFIX) for p in made)
+    assert listing(out.parent) == {"b.xlsx"} and listing(private_tmpdir) == set()
+
+
+# ------------------------------------------------------------------ the commit of several outputs
+
+
+def test_a_rename_that_fails_puts_back_the_outputs_replaced_before_it(tmp_path, monkeypatch):
+    first, second = tmp_path / "a.xlsx", tmp_path / "b.json"
+    earlier(first, second)
+    real, calls = os.replace, []
+
+    def failing(src, dst):
+        calls.append(Path(dst))
+        if Path(dst) == second:
+            raise OSError(errno.EIO, "Input/output error")
+        real(src, dst)
+
+    monkeypatch.setattr(safefile.os, "replace", failing)
+    with pytest.raises(OutputError), staged_outputs([first, second]) as staging:
+        staging[first].write_text("new workbook")
+        staging[second].write_text("new json")
+    assert calls[:2] == [first, second]  # the workbook was replaced, then put back
+    assert first.read_bytes() == second.read_bytes() == EARLIER
+    assert listing(tmp_path) == {"a.xlsx", "b.json"}
+
+
+def test_a_stop_signal_during_the_renames_waits_until_all_are_done(tmp_path, monkeypatch):
+    """A signal between the two renames used to leave a new workbook beside the old JSON."""
+    first, second = tmp_path / "a.xlsx", tmp_path / "b.json"
+    events: list[str] = []
+    real = os.replace
+
+    def replace(src, dst):
+        real(src, dst)
+        events.append(f"renamed {Path(dst).name}")
+        if len(events) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def handler(signum, frame):
+        events.append("signal")
+
+    monkeypatch.setattr(safefile.os, "replace", replace)
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        with staged_outputs([first, second]) as staging:
+            staging[first].write_text("new workbook")
+            staging[second].write_text("new json")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert events == ["renamed a.xlsx", "renamed b.json", "signal"]
+
+
+def test_a_signal_after_the_commit_says_what_was_written(tmp_path, monkeypatch):
+    out = tmp_path / "b.xlsx"
+
+    def built(path, output, **kwargs):
+        output.write_text("the budget")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr("budgetgen.cli.build_budget", built)
+    result = cli("build", SAMPLE, "-o", out)
+    assert result.exit_code == 128 + signal.SIGTERM
+    assert error_lines(result) == [f"Error: stopped by SIGTERM after writing {out}"]
+
+
+def test_a_failed_build_removes_the_output_folders_it_made(tmp_path, debris):
+    debris.watch(tmp_path)
+    result = cli("build", tmp_path / "missing.xlsx", "-o", tmp_path / "new" / "deeper" / "b.xlsx")
+    assert result.exit_code == 1
+    debris.check()
+
+
+@pytest.fixture(scope="module")
+def long_bill(tmp_path_factory) -> Path:
+    """A Parquet bill of a million lines: DuckDB sums it for a few seconds."""
+    path = tmp_path_factory.mktemp("long") / "long.parquet"
+    import duckdb
+
+    duckdb.sql(f"""COPY (SELECT '2026-07-' || lpad((i % 28 + 1)::VARCHAR, 2, '0') AS ChargePeriodStart,
+        (i % 100) / 10.0 AS BilledCost, 'CNY' AS BillingCurrency, 'i-' || (i % 5000)::VARCHAR AS ResourceId,
+        'p5.48xlarge ' || (i % 777)::VARCHAR AS ChargeDescription FROM range(1000000) t(i))
+        TO '{path}' (FORMAT parquet)""")
+    return path
+
+
+@pytest.mark.slow
+def test_stop_signals_during_duckdb_work_exit_with_their_number(tmp_path, private_tmpdir, long_bill):
+    """SIGTERM, SIGINT and SIGHUP while DuckDB sums a bill (it turns each into its own "interrupted" error): exit
+    128 + signal, one Error line, nothing left behind. The three builds run side by side."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(private_tmpdir)}
+    book = make_input(tmp_path / "in.xlsx", [SERVICE])
+    runs = {}
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        folder = tmp_path / signum.name
+        folder.mkdir()
+        log = (folder / "stderr").open("w+")
+        proc = subprocess.Popen([sys.executable, "-m", "budgetgen", "build", str(book), "--bills", str(long_bill),
+                                 "-o", str(folder / "out" / "b.xlsx")], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=log)
+        runs[signum] = (proc, folder, log)
+    for signum, (proc, folder, log) in runs.items():
+        wait_for(lambda folder=folder: "reconciling" in (folder / "stderr").read_text(), proc, "the bills read")
+        time.sleep(0.5)  # into DuckDB's scan of the lines
+        proc.send_signal(signum)
+    for signum, (proc, folder, log) in runs.items():
+        proc.communicate(timeout=120)
+        log.seek(0)
+        stderr = log.read()
+        log.close()
+        assert proc.returncode == 128 + signum, stderr
+        assert "Traceback" not in stderr
+        assert stderr.splitlines()[-1] == f"Error: stopped by {signum.name}; no output was written or changed"
+        assert listing(folder) == {"stderr"}
+    assert listing(private_tmpdir) == set()
+    assert listing(tmp_path) == {"in.xlsx", "SIGTERM", "SIGINT", "SIGHUP", "SIGTERM/stderr", "SIGINT/stderr",
+                                 "SIGHUP/stderr"}
+
+
+def test_a_full_standard_output_is_one_error_line():
+    """`budgetgen models > /dev/full`: the report cannot be printed; one Error line, no traceback."""
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "budgetgen", "models"], stdout=full, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "Error: cannot write to standard output (No space left on device); the command ran, only its report was lost"]

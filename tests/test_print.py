@@ -20,6 +20,7 @@ import xlsxwriter
 from conftest import SAMPLE, TODAY
 from lo_recalc import export_pdf, soffice_path
 from test_order import catalog_price
+from test_order_providers import quoted  # noqa: F401  (a plan whose GPUs two providers quote)
 from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
 
 from budgetgen.engine import plan_budget
@@ -79,14 +80,14 @@ def _strip(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def printed(tmp_path_factory, built):  # noqa: F811
+def printed(tmp_path_factory, built, quoted):  # noqa: F811
     tmp = tmp_path_factory.mktemp("print")
     book = write_workbook(plan_budget(read_inputs(SAMPLE, today=TODAY)), tmp / "q3.xlsx")
     strip = _strip(tmp / "strip.xlsx")
-    recon = built[0]
-    pdfs = export_pdf([book, strip, recon], tmp / "lo")
+    recon, providers = built[0], quoted[1]
+    pdfs = export_pdf([book, strip, recon, providers], tmp / "lo")
     return book, read_pages(pdfs[book], book.name), read_pages(pdfs[strip], strip.name), \
-        read_pages(pdfs[recon], recon.name)
+        read_pages(pdfs[recon], recon.name), read_pages(pdfs[providers], providers.name)
 
 
 def _by_sheet(pages: list[Page]) -> dict[str, list[Page]]:
@@ -101,8 +102,10 @@ def test_every_sheet_prints_and_the_short_ones_on_one_page(printed):
     sheets = _by_sheet(pages)
     assert list(sheets) == openpyxl.load_workbook(book, read_only=True).sheetnames
     counts = {sheet: len(p) for sheet, p in sheets.items()}
-    assert {s: counts[s] for s in ("Order", "TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks")} == \
-        dict.fromkeys(("Order", "TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks"), 1)
+    assert {s: counts[s] for s in ("TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks")} == \
+        dict.fromkeys(("TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks"), 1)
+    # Order: a page per provider (the sample's CNY cn-market offers and H200's USD market one), then the total
+    assert counts["Order"] == 3
     # About and Assumptions list every setting (Assumptions every constant too): model v3's ten settings and four
     # constants take About to a fourth page and Assumptions to a sixth
     assert counts["Summary"] <= 2 and counts["About"] <= 4 and counts["Assumptions"] <= 6
@@ -117,7 +120,7 @@ def test_no_page_is_a_shrunk_strip(printed):
 
 
 def test_the_readability_measure_sees_a_shrunk_strip(printed):
-    _, _, strip, _ = printed
+    _, _, strip, *_ = printed
     assert strip[0].sheet == "Strip"
     assert 0 < strip[0].smallest < READABLE / 2
 
@@ -137,8 +140,9 @@ def test_sheets_printed_across_pages_repeat_their_labels(printed):
 
 
 def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
-    """A block's header and its last label print on the same page; the Order page carries the RTX 4090
-    monthly line worked out by hand in test_order (6 card-months at the catalog's rent) and the sign-off."""
+    """A block's header and its last label print on the same page; the Order's first page (cn-market's block)
+    carries the RTX 4090 monthly line worked out by hand in test_order (6 card-months at the catalog's rent), its
+    last page the total and the sign-off."""
     _, pages, *_ = printed
     summary = _by_sheet(pages)["Summary"]
 
@@ -147,17 +151,33 @@ def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
     assert "All checks pass" in summary[0].text
     assert page_of("by kind") == page_of("batch")
     assert page_of("by cost center") == page_of("support")
-    order = _by_sheet(pages)["Order"][0].text
-    assert f"¥{6 * catalog_price('RTX 4090', 'monthly_per_card'):,.0f}" in order and "KB01" in order
-    assert "prepared by" in order and "approved by" in order
+    order = _by_sheet(pages)["Order"]
+    assert f"¥{6 * catalog_price('RTX 4090', 'monthly_per_card'):,.0f}" in order[0].text and "KB01" in order[0].text
+    assert "prepared by" in order[-1].text and "approved by" in order[-1].text
 
 
 def test_recon_tabs_repeat_their_labels_on_every_page(printed):
     """A Recon tab is wider than a page: each page repeats the column of task and resource ids, so every
     value prints next to its label, at a readable size."""
-    *_, recon = printed
+    *_, recon, _ = printed
     tabs = _by_sheet(recon)
     assert {"Recon 2026-07", "Recon 2026-08"} <= set(tabs)
     july = tabs["Recon 2026-07"]
     assert all("i-aaa" in page.text.split() and "T1" in page.text.split() for page in july)
     assert [p for p in recon if p.smallest < READABLE] == []
+
+
+def test_order_prints_a_page_per_provider_each_line_beside_its_gpu(printed):
+    """The quoted plan (test_order_providers): zeta's page holds its L40S line and subtotal, acme's its A100 80G
+    and H100 80G lines and subtotal, the last page the total and the sign-off; every page repeats the column
+    headers, and the lines print in full beside their GPU at a size a reader hands on."""
+    *_, providers = printed
+    order = _by_sheet(providers)["Order"]
+    words = [page.text for page in order]
+    assert len(order) == 3
+    assert "zeta" in words[0] and "L40S" in words[0] and "acme" not in words[0] and "Subtotal zeta" in words[0]
+    assert "acme" in words[1] and "A100 80G" in words[1] and "H100 80G" in words[1] and "L40S" not in words[1]
+    assert "Subtotal acme" in words[1] and "$12,045" in words[1] and "$2,190" in words[0]
+    assert "Total" in words[2] and "$14,235" in words[2] and "prepared by" in words[2]
+    assert all("tasks served" in w and "unit price" in w for w in words)
+    assert [p.smallest for p in order if p.smallest < COMFORTABLE] == []

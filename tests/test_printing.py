@@ -58,3 +58,28 @@ def test_a_sheet_printed_across_pages_is_one_page_tall_where_readable(tmp_path, 
         assert sheet.page_setup.fitToWidth == 0 and sheet.page_setup.fitToHeight in (None, 1)
     assert sheet.print_title_cols == "$A:$A"
     assert [b.id for b in sheet.row_breaks.brk] == breaks
+
+
+@pytest.mark.parametrize(("blocks", "forced", "expected"), [
+    ([(0, 4), (5, 9), (10, 14)], [5, 10], [5, 10]),   # all fit on one page; each forced block starts its own
+    ([(0, 4), (5, 9), (10, 14)], [10], [10]),         # only the forced one breaks
+    ([(0, 15), (16, 25), (26, 30)], [26], [16, 26]),  # 16-25 would not fit after 0-15: broken there as well
+])
+def test_forced_breaks_start_a_page_at_their_block(blocks, forced, expected):
+    assert page_breaks(blocks, PAGE, {}, forced) == expected
+
+
+def test_a_sheet_with_forced_breaks_across_pages_is_never_squeezed_one_page_tall(tmp_path):
+    """The case above that prints one page tall (40 rows at 81 %), with a page forced at row 25 (an Order's second
+    provider): full size instead, the break kept, the id column repeated on every page."""
+    path = tmp_path / "forced.xlsx"
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet("Across")
+    for row in range(40):
+        ws.write_string(row, 0, f"id {row}")
+    print_setup(ws, "en", [14] * 20, 39, repeat_cols=(0, 0), blocks=[(0, 24), (25, 39)], breaks=[25])
+    wb.close()
+    sheet = openpyxl.load_workbook(path)["Across"]
+    assert not (sheet.sheet_properties.pageSetUpPr and sheet.sheet_properties.pageSetUpPr.fitToPage)
+    assert sheet.print_title_cols == "$A:$A"
+    assert [b.id for b in sheet.row_breaks.brk] == [25]

@@ -47,7 +47,7 @@ HEADER = [
 # ChargePeriodStart, BilledCost, ResourceId, ChargeDescription, ServiceName, ServiceCategory, ChargeCategory,
 # ConsumedQuantity, ConsumedUnit, Tags
 LINES = [
-    # July: T01 trains on i-train (tagged), with a credit on the same instance.
+    # July: T01 trains on i-train (tagged), with a credit on the same instance (shown apart, not netted).
     ("2026-07-01T00:00:00Z", "300.00", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
      "Compute", "Usage", "50", "Hours", '{"task_id": "T01"}'),
     ("2026-07-20 00:00:00", "267.20", "i-train", "$5.672 per On Demand Linux g5.12xlarge Instance Hour", EC2,
@@ -111,7 +111,8 @@ PLANNED = {
 BUFFER = {"2026-07": 150.0, "2026-08": 75.0, "2026-10": 10.0}
 FACTS = PlanFacts(cards={"T01": 4, "T02": 2, "T03": 1, "T04": 1, "T05": 8},
                   planned_hours={"T01": {"2026-07": 100.0, "2026-08": 50.0}, "T05": {"2026-07": 40.0}},
-                  extras={"2026-07": 100.0})
+                  extras={"2026-07": 100.0},
+                  extras_by_category={"2026-07": {"storage": 50.0, "other": 50.0}})
 DUPLICATES = {"2026-07": (1, 12.34)}   # as the bill reader reports lines it counted once
 MIB_GB = 1048576 / 1e9
 
@@ -181,14 +182,20 @@ def test_every_billed_month_and_only_those(scenario):
 def test_july_totals(scenario):
     july = scenario["2026-07"]
     assert july.gpu_billed == pytest.approx(
-        (300.00 + 267.20 - 50.00) + 587.00 + (420.00 + 10.00) + 95.00 + 1300.00 + 20.00 + 250.00)
+        (300.00 + 267.20) + 587.00 + (420.00 + 10.00) + 95.00 + 1300.00 + 20.00 + 250.00)
     assert july.unallocated == pytest.approx(250.00)
-    assert july.non_gpu == pytest.approx({"storage": 40.10 + 33.00, "network": 12.34, "other": 7.00 - 10.00})
-    assert july.non_gpu_billed == pytest.approx(40.10 + 33.00 + 12.34 + 7.00 - 10.00)
-    assert july.billed_total == pytest.approx(3199.20 + 82.44)
+    # CloudWatch is a platform service; the two credit lines are credits, in no category of usage.
+    assert july.non_gpu == pytest.approx({"storage": 40.10 + 33.00, "egress": 12.34, "images": 0.0,
+                                          "platform": 7.00, "other": 0.0})
+    assert july.credits == pytest.approx({"credit": -50.00 - 10.00, "refund": 0.0})
+    assert july.non_gpu_billed == pytest.approx(40.10 + 33.00 + 12.34 + 7.00)
+    assert july.billed_total == pytest.approx(3249.20 + 92.44 - 60.00)
     assert july.planned_total == pytest.approx(600 + 580 + 400 + 100 + 1000 + 200)
     assert july.buffer_reserved == 150.0
-    assert july.buffer_left == pytest.approx(150.0 - 82.44)
+    # Only what no Extra planned uses the buffer: storage 73.10 against 50 planned, egress and platform
+    # unplanned; other's 50 planned and unbilled does not offset them.
+    assert july.non_gpu_not_planned == pytest.approx((73.10 - 50.00) + 12.34 + 7.00)
+    assert july.buffer_left == pytest.approx(150.0 - 42.44)
     # Like for like: GPU against GPU, non-GPU against Extras + buffer, total against total.
     assert (july.planned_extras, july.planned_all) == (100.0, 2880.0 + 100.0 + 150.0)
     assert july.duplicates == (1, 12.34)
@@ -197,7 +204,7 @@ def test_july_totals(scenario):
 def test_july_by_task(scenario):
     found = [(t.task_id, t.planned, round(t.billed, 2), round(t.variance, 2)) for t in scenario["2026-07"].tasks]
     assert found == [
-        ("T01", 600.0, 517.20, -82.80),    # the tagged storage line is not T01's GPU spend
+        ("T01", 600.0, 567.20, -32.80),    # neither the tagged storage line nor the credit is T01's GPU spend
         ("T02", 580.0, 587.00, 7.00),
         ("T03", 400.0, 430.00, 30.00),     # `t03` is T03
         ("T04", 100.0, 95.00, -5.00),
@@ -213,7 +220,7 @@ def test_july_by_task(scenario):
 
 def test_tagged_non_gpu_lines_count_against_the_tasks_buffer_share(scenario):
     t01 = scenario["2026-07"].tasks[0]
-    assert (t01.billed, t01.non_gpu_billed) == (pytest.approx(517.20), 33.00)
+    assert (t01.billed, t01.non_gpu_billed) == (pytest.approx(567.20), 33.00)
     assert t01.buffer_share == pytest.approx(150.0 * 600 / 2880)      # 31.25
     assert t01.buffer_left == pytest.approx(31.25 - 33.00)
     assert [t.non_gpu_billed for t in scenario["2026-07"].tasks[1:]] == [0.0] * 6
@@ -224,8 +231,8 @@ def test_rate_and_usage_variances(scenario):
     # T05: 1000 planned for 40 h is 25 an hour; billed 1300 for 39.67 h.
     assert tasks["T05"].rate_variance == pytest.approx(1300 - 25 * 39.67)          # 308.25
     assert tasks["T05"].usage_variance == pytest.approx((39.67 - 40) * 25)         # -8.25
-    # T01: 100 h planned at 6 an hour, 100 h billed: all of the variance is rate (the credit is a lower rate).
-    assert tasks["T01"].rate_variance == pytest.approx(517.20 - 600)
+    # T01: 100 h planned at 6 an hour, 100 h billed: all of the variance is rate (the credit is not in it).
+    assert tasks["T01"].rate_variance == pytest.approx(567.20 - 600)
     assert tasks["T01"].usage_variance == 0.0
     # T04's bill gives no hours, T02 has no planned hours: no split.
     assert (tasks["T04"].rate_variance, tasks["T02"].usage_variance) == (None, None)
@@ -234,7 +241,7 @@ def test_rate_and_usage_variances(scenario):
 def test_july_resources_and_flags(scenario):
     found = [(r.resource_id, r.task_id, round(r.billed, 2), r.flags) for r in scenario["2026-07"].resources]
     assert found == [
-        ("i-train", "T01", 517.20, ()),
+        ("i-train", "T01", 567.20, ()),
         ("i-serve", "T02", 587.00, (LOW_UTILIZATION,)),
         ("i-oom", "T03", 430.00, (OOM,)),
         ("i-starved", "T04", 95.00, (LOW_UTILIZATION, DATA_STARVED)),
@@ -250,7 +257,7 @@ def test_july_resources_and_flags(scenario):
 def test_july_resource_usage_and_hours(scenario):
     by_id = {r.resource_id: r for r in scenario["2026-07"].resources}
     train, serve, oom, starved = by_id["i-train"], by_id["i-serve"], by_id["i-oom"], by_id["i-starved"]
-    assert (train.hours, train.lines, train.services) == (50 + 50, 3, (EC2,))
+    assert (train.hours, train.lines, train.services) == (50 + 50, 2, (EC2,))   # the credit line is apart
     assert train.mem_peak_share == pytest.approx(20 / 24)
     assert serve.hours == pytest.approx(729.19)
     assert (oom.avg_util_pct, oom.oom_events, oom.mem_peak_share) == (75.0, 5.0, pytest.approx(23.5 / 24))
@@ -267,7 +274,7 @@ def test_august_and_october(scenario):
     assert [(t.task_id, t.planned, t.billed) for t in august.tasks] == [("T01", 300.0, 300.0)]
     assert [(r.resource_id, r.flags) for r in august.resources] == [("i-train", (LOW_UTILIZATION,))]
     assert (october.gpu_billed, october.non_gpu, october.planned_total) == (
-        0.0, {"storage": 5.0, "network": 0.0, "other": 0.0}, 300.0,
+        0.0, {"storage": 5.0, "egress": 0.0, "images": 0.0, "platform": 0.0, "other": 0.0}, 300.0,
     )
     assert (october.resources, october.buffer_reserved) == ((), 10.0)
     assert [(t.task_id, t.planned, t.billed, t.buffer_share) for t in october.tasks] == [("T01", 300.0, 0.0, 10.0)]
@@ -290,32 +297,37 @@ def test_nothing_is_dropped(scenario):
     expected = line_totals()
     assert set(scenario) == set(expected)
     for month, recon in scenario.items():
-        parts = [*(r.billed for r in recon.resources), *recon.non_gpu.values()]
+        parts = [*(r.billed for r in recon.resources), *recon.non_gpu.values(), *recon.credits.values()]
         assert cents(math.fsum(parts)) == cents(recon.billed_total) == expected[month]
         assert cents(math.fsum([*(t.billed for t in recon.tasks), recon.unallocated])) == cents(recon.gpu_billed)
-        assert cents(recon.allocated_gpu + recon.unallocated + recon.non_gpu_billed) == expected[month]
+        assert cents(recon.allocated_gpu + recon.unallocated + recon.non_gpu_billed + recon.credit_billed) == \
+            expected[month]
 
 
 def test_next_month_actions(scenario):
     actions = next_month_actions(scenario["2026-07"])
     assert [(a.resource_id, a.flag, round(a.plan_change, 2)) for a in actions] == [
-        # T02 holds 2 replicas on i-serve, 10 % busy: 1.8 replicas idle, drop one (half the bill), not both.
-        ("i-serve", LOW_UTILIZATION, -587.00 / 2),
+        # T02 holds 2 replicas on i-serve, 10 % busy: 2 x 0.90 = 1.8 replicas idle, 587 x 1.8 / 2 at its rate.
+        ("i-serve", LOW_UTILIZATION, -528.30),                    # 587 x 1.8 / 2
         ("i-oom", OOM, 0.0),
-        # T04's single card at 5 %: no whole card to drop (the action is a smaller card), no saving claimed.
-        ("i-starved", LOW_UTILIZATION, 0.0),
+        # T04's single card at 5 %: 0.95 of it idle (stop it or move it to a cheaper tier), 95 x 0.95.
+        ("i-starved", LOW_UTILIZATION, -90.25),                   # 95 x 0.95
         ("i-starved", DATA_STARVED, 0.0),
         # Over plan saves nothing by itself: its overrun share (300) is a re-forecast, not a saving (rules.SAVING).
         ("i-over", OVER_PLAN, 0.0),
         ("i-wild", OVER_PLAN, 0.0),
         ("i-orphan", UNTAGGED_GPU, 0.0),
     ]
-    assert actions[0] == Action("i-serve", "T02", LOW_UTILIZATION, ACTIONS[LOW_UTILIZATION], -293.5)
+    assert actions[0] == Action("i-serve", "T02", LOW_UTILIZATION, ACTIONS[LOW_UTILIZATION], pytest.approx(-528.3))
     by_id = {r.resource_id: r for r in scenario["2026-07"].resources}
-    assert (by_id["i-serve"].cards, by_id["i-serve"].cards_to_drop) == (2, 1)
-    # August: T01 holds 4 cards on i-train, 15 % busy: 3.4 idle, drop 3 of 4 (225 of 300).
+    assert (by_id["i-serve"].cards, by_id["i-serve"].idle_cards) == (2, pytest.approx(1.8))
+    # August: T01 holds 4 cards on i-train, 15 % busy: 4 x 0.85 = 3.4 idle, 300 x 3.4 / 4 = 255 of 300.
     train = scenario["2026-08"].resources[0]
-    assert (train.cards, train.cards_to_drop, train.saving) == (4, 3, pytest.approx(225.0))
+    assert (train.cards, train.idle_cards, train.saving) == (4, pytest.approx(3.4), pytest.approx(255.0))
+    # The month's achievable saving: the tasks' idle cards (i-serve, i-starved) and the untagged i-orphan whole.
+    july = scenario["2026-07"]
+    assert july.idle_saving == pytest.approx(587.00 * 0.90 + 95.00 * 0.95)
+    assert july.achievable_saving == pytest.approx(528.30 + 90.25 + 250.00)
 
 
 def test_json_is_specs_reconciliation_month(scenario):
@@ -325,19 +337,20 @@ def test_json_is_specs_reconciliation_month(scenario):
     assert list(july) == [
         "billed_total", "gpu_billed", "non_gpu_billed", "unallocated", "planned_total", "buffer_reserved",
         "tasks", "resources", "planned_extras", "partial", "coverage", "commitments", "commitment_billed",
-        "effective_total",
+        "effective_total", "non_gpu", "non_gpu_planned", "non_gpu_not_planned", "buffer_left", "credits", "credit_billed",
+        "idle_saving", "achievable_saving",
     ]
-    assert july["tasks"][0] == {"task_id": "T01", "planned": 600.0, "billed": pytest.approx(517.20),
-                                "variance": pytest.approx(-82.80), "non_gpu_billed": 33.0,
-                                "rate_variance": pytest.approx(-82.80), "usage_variance": 0.0,
-                                "effective": None, "compared": pytest.approx(517.20), "planned_pricing": None}
+    assert july["tasks"][0] == {"task_id": "T01", "planned": 600.0, "billed": pytest.approx(567.20),
+                                "variance": pytest.approx(-32.80), "non_gpu_billed": 33.0,
+                                "rate_variance": pytest.approx(-32.80), "usage_variance": 0.0,
+                                "effective": None, "compared": pytest.approx(567.20), "planned_pricing": None}
     assert (july["commitments"], july["commitment_billed"], july["effective_total"]) == ([], 0.0, None)
     assert july["coverage"] == {"first": "2026-07-01", "last": "2026-07-31", "days_with_lines": 11}
     assert july["resources"][3] == {
         "resource_id": "i-starved", "task_id": "T04", "billed": 95.0, "hours": None,
         "avg_util_pct": pytest.approx(5.0), "mem_peak_share": pytest.approx(0.9), "oom_events": None,
-        "flags": ["low_utilization", "data_starved"], "cards": 1, "cards_to_drop": 0, "saving": 0.0,
-        "pricing": None,
+        "flags": ["low_utilization", "data_starved"], "cards": 1, "idle_cards": pytest.approx(0.95),
+        "saving": pytest.approx(95.0 * 0.95), "to_attribute": 0.0, "pricing": None,
     }
     assert july["resources"][-1]["task_id"] is None and july["resources"][-1]["flags"] == ["untagged_gpu"]
 
@@ -389,7 +402,7 @@ def test_bill_without_gpu_lines_sets_everything_against_the_buffer():
     frame = read_bills(sheet, "Bills", "USD", DEFAULT_GPU_LINE_PATTERN, {}, [])
     july = reconcile(aggregate_lines(frame), pd.DataFrame(), {"T01": {"2026-07": 5.0}}, {"2026-07": 2.0}, 0.2, 3, 0.1)["2026-07"]
     assert (july.gpu_billed, july.resources, july.non_gpu_billed, july.billed_total) == (0.0, (), 3.0 + 4.5, 7.5)
-    assert july.non_gpu == {"storage": 3.0, "network": 4.5, "other": 0.0}
+    assert july.non_gpu == {"storage": 3.0, "egress": 4.5, "images": 0.0, "platform": 0.0, "other": 0.0}
     assert [(t.task_id, t.billed, t.variance) for t in july.tasks] == [("T01", 0.0, -5.0)]
     assert july.buffer_left == 2.0 - 7.5
 

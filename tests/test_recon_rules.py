@@ -75,27 +75,29 @@ CASES = [
     (rules.ACTION, {"flags": "oom over_plan"}, "fix memory. see the plan."),
     (rules.ACTION, {"flags": "untagged_gpu low_utilization"}, "drop it. tag it."),   # in FLAG_RULES' order
     (rules.ACTION, {"flags": ""}, ""),
-    # A resource's cards: its task's cards held over the task's resource rows, rounded (halves up), at least 1.
-    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 4, "tasks": ["T1", "T1", "T2"]}, 2),
-    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 2, "tasks": ["T1", "T1", "T1"]}, 1),   # 0.67 → 1
-    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 3, "tasks": ["T1", "T1"]}, 2),         # 1.5 → 2
-    (rules.RESOURCE_CARDS, {"task": "", "task_cards": None, "tasks": ["", "T1"]}, 1),          # unallocated
-    (rules.RESOURCE_CARDS, {"task": "T9", "task_cards": None, "tasks": ["T9"]}, 1),            # not in the plan
-    (rules.RESOURCE_CARDS, {"task": "t?1", "task_cards": 4, "tasks": ["t?1", "tX1"]}, 4),     # ? is no wildcard
-    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 4, "tasks": ["t1", "T1"]}, 4),        # ids are exact
-    # Cards to drop: ⌊cards × (100 − util) / 100⌋ when flagged low_utilization.
-    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 10.0, "cards": 2}, 1),      # 1.8 idle: one, not both
-    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 10.0, "cards": 1}, 0),      # 0.9: keep the one card
-    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 0.0, "cards": 4}, 4),       # all idle
-    (rules.CARDS_TO_DROP, {"flags": "low_utilization over_plan", "util": 19.9, "cards": 8}, 6),   # 6.408
-    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": 25.0, "cards": 4}, 3),      # exactly 3
-    (rules.CARDS_TO_DROP, {"flags": "oom untagged_gpu", "util": 5.0, "cards": 4}, 0),      # not flagged low
-    (rules.CARDS_TO_DROP, {"flags": "low_utilization", "util": None, "cards": 2}, 0),
-    # The saving if acted on: the resource's bill in proportion of its cards to drop.
-    (rules.SAVING, {"billed": 587.0, "drop": 1, "cards": 2}, 293.5),
-    (rules.SAVING, {"billed": 1200.0, "drop": 3, "cards": 4}, 900.0),
-    (rules.SAVING, {"billed": 500.0, "drop": 0, "cards": 1}, 0.0),
-    (rules.SAVING, {"billed": -50.0, "drop": 1, "cards": 1}, -50.0),  # a credit is a negative bill
+    # A resource's cards: its task's cards held over the task's resource rows (counted once, on the task's row),
+    # rounded (halves up), at least 1.
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 4, "task_rows": 2}, 2),     # 4 cards over 2 resources
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 2, "task_rows": 3}, 1),     # 0.67 → 1
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 3, "task_rows": 2}, 2),     # 1.5 → 2
+    (rules.RESOURCE_CARDS, {"task": "", "task_cards": None, "task_rows": None}, 1),  # unallocated
+    (rules.RESOURCE_CARDS, {"task": "T9", "task_cards": None, "task_rows": 1}, 1),   # not in the plan
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 8, "task_rows": 1}, 8),
+    (rules.RESOURCE_CARDS, {"task": "T1", "task_cards": 4, "task_rows": 0}, 4),      # no count: one row
+    # Idle cards: cards × (100 − util) / 100 when flagged low_utilization.
+    (rules.IDLE_CARDS, {"flags": "low_utilization", "util": 10.0, "cards": 2}, 1.8),
+    (rules.IDLE_CARDS, {"flags": "low_utilization", "util": 3.0, "cards": 1}, 0.97),   # one card at 3 % counts
+    (rules.IDLE_CARDS, {"flags": "low_utilization", "util": 0.0, "cards": 4}, 4.0),     # all idle
+    (rules.IDLE_CARDS, {"flags": "low_utilization over_plan", "util": 19.9, "cards": 8}, 8 * 0.801),   # 6.408
+    (rules.IDLE_CARDS, {"flags": "oom untagged_gpu", "util": 5.0, "cards": 4}, 0.0),   # not flagged low
+    (rules.IDLE_CARDS, {"flags": "low_utilization", "util": None, "cards": 2}, 0.0),
+    # The saving if acted on: the idle cards at the resource's billed rate, billed × idle / cards.
+    (rules.SAVING, {"billed": 587.0, "idle": 1.8, "cards": 2}, 528.3),
+    (rules.SAVING, {"billed": 412.0, "idle": 0.97, "cards": 1}, 399.64),
+    (rules.SAVING, {"billed": 500.0, "idle": 0.0, "cards": 1}, 0.0),
+    # An untagged GPU's whole bill is to attribute or stop; a task's resource has none.
+    (rules.TO_ATTRIBUTE, {"task": "", "billed": 412.0}, 412.0),
+    (rules.TO_ATTRIBUTE, {"task": "T1", "billed": 412.0}, 0.0),
     (rules.VARIANCE, {"billed": 517.2, "planned": 600.0}, 517.2 - 600.0),
     # The cost compared with the plan: the EffectiveCost where the bill gives it, else the BilledCost.
     (rules.COMPARED, {"billed": 0.0, "effective": 412.5}, 412.5),
@@ -137,10 +139,17 @@ CASES = [
     (rules.ALLOCATED_GPU, {"tasks": ["T1", "", "T2", ""], "billed": [517.2, 250.0, 587.0, -10.0]}, 517.2 + 587.0),
     (rules.UNALLOCATED_GPU, {"tasks": ["T1", "", "T2", ""], "billed": [517.2, 250.0, 587.0, -10.0]}, 250.0 - 10.0),
     (rules.UNALLOCATED_GPU, {"tasks": ["T1"], "billed": [5.0]}, 0.0),
-    (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0, "commitments": 0.0},
-     49.44 + 2919.2 + 250.0),
-    (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0, "commitments": 1234.56},
-     49.44 + 2919.2 + 250.0 + 1234.56),
+    (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0, "commitments": 0.0,
+                          "credits": 0.0}, 49.44 + 2919.2 + 250.0),
+    (rules.BILLED_TOTAL, {"non_gpu": 49.44, "allocated": 2919.2, "unallocated": 250.0, "commitments": 1234.56,
+                          "credits": -60.0}, 49.44 + 2919.2 + 250.0 + 1234.56 - 60.0),
+    # A non-GPU category: only its bill beyond its Extras uses the buffer; an under-run offsets nothing.
+    (rules.NOT_PLANNED, {"billed": 73.1, "planned": 50.0}, 73.1 - 50.0),
+    (rules.NOT_PLANNED, {"billed": 300.0, "planned": 300.0}, 0.0),
+    (rules.NOT_PLANNED, {"billed": 0.0, "planned": 50.0}, 0.0),
+    # The tasks' idle-card savings (an untagged resource's is in its whole bill, counted apart).
+    (rules.IDLE_SAVING, {"tasks": ["T1", "", "T2"], "saving": [528.3, 399.64, 0.0]}, 528.3),
+    (rules.ACHIEVABLE_SAVING, {"idle_saving": 528.3, "unallocated": 412.0}, 528.3 + 412.0),
     # A month is partial when its first to last charge day spans fewer days than the month.
     (rules.PARTIAL, {"first": dt.date(2026, 7, 1), "last": dt.date(2026, 7, 31)}, False),
     (rules.PARTIAL, {"first": dt.date(2026, 7, 1), "last": dt.date(2026, 7, 30)}, True),
@@ -214,12 +223,12 @@ def test_every_rule_has_cases_and_every_flag_an_action():
 
 
 def test_formula_over_named_cells():
-    formula = rules.SAVING.formula({"cards": "L5", "billed": "E5", "drop": "M5"})
+    formula = rules.SAVING.formula({"cards": "L5", "billed": "E5", "idle": "M5"})
     assert formula == "IF(L5>0,E5*M5/L5,0)"
     assert not formula.startswith("=")
     with pytest.raises(KeyError) as caught:
         rules.SAVING.formula({"cards": "L5"})
-    assert "billed, drop" in str(caught.value)
+    assert "billed, idle" in str(caught.value)
 
 
 def test_every_flag_has_an_action_sentence():

@@ -104,12 +104,13 @@ def test_every_line_lands_somewhere(built):
         expected = sum(line[1] for line in lines)
         assert r["billed_total"] == pytest.approx(expected, abs=0.005)
         resources = sum(x["billed"] for x in r["resources"])
-        assert resources + r["non_gpu_billed"] == pytest.approx(expected, abs=0.005)
+        assert resources + r["non_gpu_billed"] + r["credit_billed"] == pytest.approx(expected, abs=0.005)
         assert r["unallocated"] == pytest.approx(300 if month == "2026-07" else 0)
     july = data["reconciliation"]["2026-07"]
     t1 = next(t for t in july["tasks"] if t["task_id"] == "T1")
     assert t1["planned"] == pytest.approx(T1_PLANNED) and t1["variance"] == pytest.approx(0.3 * T1_PLANNED)
-    assert july["non_gpu_billed"] == pytest.approx(60)   # storage 80, credit -20
+    assert july["non_gpu_billed"] == pytest.approx(80)   # storage 80; the credit -20 is apart
+    assert july["credits"] == {"credit": -20.0, "refund": 0.0}
 
 
 @pytest.mark.slow
@@ -227,14 +228,17 @@ def test_partial_month_and_like_for_like(contract_book):
     assert july.cell(_rows(july)["duplicate lines counted once"], 2).value == 1
     like = _rows(july)
     gpu_billed = T1_PLANNED * 1.3 + 300 + 25
-    non_gpu_billed = 80 - 20 + 15
+    non_gpu_billed = 80 + 15
+    credits = -20
     month = plan.month_totals["2026-07"]
     assert july.cell(like["GPU"], 2).value == pytest.approx(month.gpu)
     assert july.cell(like["GPU"], 3).value == pytest.approx(gpu_billed)
     assert july.cell(like["non-GPU (extras + buffer)"], 2).value == pytest.approx(month.extras + month.buffer)
     assert july.cell(like["non-GPU (extras + buffer)"], 3).value == pytest.approx(non_gpu_billed)
+    assert (july.cell(like["credits and refunds"], 2).value, july.cell(like["credits and refunds"], 3).value) == \
+        (0, pytest.approx(credits))
     assert july.cell(like["total"], 2).value == pytest.approx(month.total)
-    assert july.cell(like["total"], 4).value == pytest.approx(gpu_billed + non_gpu_billed - month.total)
+    assert july.cell(like["total"], 4).value == pytest.approx(gpu_billed + non_gpu_billed + credits - month.total)
 
 
 def test_reforecast_on_summary(contract_book):

@@ -34,10 +34,10 @@ from openpyxl.utils import get_column_letter
 
 from ..errors import Code, InputError, Problem
 from ..i18n import Message
-from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
-from ..values import LARGEST
-from .columns import BILL_INPUT_COLUMNS, PRICING_CATEGORIES, match_headers
-from .table import MAX_ROW_PROBLEMS, listed_problems, sheet_frame, shown
+from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
+from ..values import LARGEST, SPREADSHEET_ERRORS
+from .columns import BILL_INPUT_COLUMNS, PRICING_CATEGORIES, duplicate_headers, match_headers
+from .table import MAX_ROW_PROBLEMS, csv_header, listed_problems, parquet_headers, sheet_frame, shown
 
 SUM_KEYS = ("month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit", "commitment",
             "commitment_id", "commitment_type", "pricing_category")
@@ -46,6 +46,11 @@ _SUM_TEXTS = dict.fromkeys(("month", "resource_id", "task_id", "service_name", "
                             "commitment_type", "pricing_category"), "str")
 GPU_TEXT_COLUMNS = ("ChargeDescription", "SkuId", "ResourceType", "ServiceName", "ResourceName")
 NETWORK_TEXT = r"egress|data transfer|bandwidth"
+IMAGES_TEXT = r"container registry|artifact registry|\becr\b|\bacr\b|image storage"
+PLATFORM_TEXT = r"kubernetes|\beks\b|\bgke\b|\baks\b|cloudwatch|monitor|logging|sagemaker studio|vertex ai pipelines"
+"""How a non-GPU line's category is told (with its ServiceCategory: Storage, Networking): egress, container images
+and platform services by the words of its ServiceName (and ChargeDescription); the categories are the Extras'
+(schema.EXTRA_CATEGORIES). A Credit line is a credit and an Adjustment line a refund, whatever it bills."""
 DEFAULT_MEMORY_LIMIT = "1GB"
 THREADS = 2
 PROGRESS_SECONDS = 5.0
@@ -67,8 +72,9 @@ class BillSums:
         NaN when the group has none), `lines` (count), `first_charge` and `last_charge` (earliest and latest
         ChargePeriodStart, tz-aware timestamps in the billing time zone). Duplicates are left out. month is
         `YYYY-MM`; resource_id, task_id and service_name are "" when absent; a tagged storage or egress
-        line keeps its task_id with is_gpu False and its category (storage, network, other); GPU lines have
-        category "gpu".
+        line keeps its task_id with is_gpu False and its category (one of the Extras' categories: storage,
+        egress, images, platform, other); a Credit line has category "credit" and an Adjustment line "refund"
+        (never GPU); GPU lines have category "gpu".
     billed: {month: Σ BilledCost of the de-duplicated lines}, what Checks ties to (= Σ sums.billed).
     coverage: {month: (first charge day, last charge day, number of distinct days with lines)} as
         datetime.date, date, int; the days are those of ChargePeriodStart in the billing time zone, so a month
@@ -103,6 +109,7 @@ class _Part:
     types: Mapping[str, str]
     row: str | None  # SQL of the row number the user sees; None: numbered by scan order (CSV)
     file: str | None = None  # SQL of the file name, when the part is several files
+    headers: tuple[str, ...] | None = None  # the headers as the file writes them (twice, if so); None: columns
 
 
 @dataclass
@@ -113,6 +120,7 @@ class _Options:
     timezone: str
     progress: Callable[[str], None]
     frames: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)  # found while the sources are opened, raised with the headers'
 
 
 def sum_bills(
@@ -139,7 +147,7 @@ def sum_bills(
         options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, progress or _quiet)
         parts = [(i, part) for i, s in enumerate(sources) for part in _parts(con, s, options)]
         _check_pattern(con, pattern, gpu_line_pattern)
-        _check_headers(parts)
+        _check_headers(parts, options.problems)
         lines = " UNION ALL ".join(_line_select(p, i, with_rows=False) for i, p in parts)
         keyed = _deduplicated(lines) if len(sources) > 1 else f"SELECT *, false AS dup FROM ({lines})"
         # (a constant false dup folds away: one source costs no de-duplication)
@@ -148,6 +156,7 @@ def sum_bills(
             grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone), effective=_EFFECTIVE[effective])
             con.execute(_sql(f"CREATE TEMP TABLE groups AS {grouped}", options))
         _raise_problems(con, parts, options)
+        notes = _part_warnings(con, [p for _, p in parts], plan_currency)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
         coverage = con.execute(_COVERAGE).fetchall()
@@ -156,7 +165,7 @@ def sum_bills(
     sums = sums.astype(_SUM_TEXTS)
     billed = {m: math.fsum(g.to_numpy()) for m, g in sums.groupby("month", sort=True)["billed"]}
     duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
-    warnings = tuple(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items())
+    warnings = (*notes, *(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items()))
     return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage},
                     duplicates, warnings)
 
@@ -182,7 +191,7 @@ def read_bill_lines(
         options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, _quiet)
         parts = [(0, p) for p in _parts(con, BillSource(source, name), options)]
         _check_pattern(con, pattern, gpu_line_pattern)
-        _check_headers(parts)
+        _check_headers(parts, options.problems)
         lines = " UNION ALL ".join(_line_select(p, i, with_rows=True) for i, p in parts)
         lines = _LINES.format(lines=_local_lines(lines, billing_timezone))
         con.execute(_sql(f"CREATE TEMP TABLE groups AS {lines}", options))
@@ -307,42 +316,83 @@ def _parts(con: duckdb.DuckDBPyConnection, source: BillSource, options: _Options
     try:
         if parquet:
             files = "[" + ", ".join(_literal(str(p)) for p in parquet) + "]"
-            relation = f"read_parquet({files}, union_by_name=true, filename=true, file_row_number=true)"
+            relation = (f"read_parquet({files}, union_by_name=true, filename={_literal(_FILE_COLUMN)}, "
+                        "file_row_number=true)")
             parts.append(_described(con, relation, parquet[0].name if len(parquet) == 1 else source.name,
-                                    row="file_row_number + 1", file="filename" if several else None))
+                                    row="file_row_number + 1", file=_ident(_FILE_COLUMN) if several else None,
+                                    headers=parquet_headers(parquet)))
         for path in (p for p in paths if p.suffix.lower() == ".csv"):
-            relation = (f"read_csv({_literal(str(path))}, all_varchar=true, header=true, "
-                        "quote='\"', escape='\"', null_padding=true, strict_mode=false)")
-            parts.append(_described(con, relation, path.name, row=None))
+            headers, delimiter = csv_header(path)
+            # The header is read here, so DuckDB's sniffer never guesses: a row with more or fewer fields than
+            # the header is an error at its line, and a quoted field may hold newlines.
+            columns = "{" + ", ".join(f"{_literal(c)}: 'VARCHAR'" for c in _unique(headers)) + "}"
+            relation = (f"read_csv({_literal(str(path))}, columns={columns}, header=true, auto_detect=false, "
+                        f"delim={_literal(delimiter)}, quote='\"', escape='\"', strict_mode=true)")
+            parts.append(_described(con, relation, path.name, row=None, headers=headers))
         for path in (p for p in paths if p.suffix.lower() == ".xlsx"):
-            parts += [_frame_part(con, frame, name, options) for frame, name in _xlsx_sheets(path)]
+            parts += [_frame_part(con, frame, name, options) for frame, name in _xlsx_sheets(path, options)]
     except duckdb.Error as exc:
-        reason = str(exc).split("\n")[0]
-        raise InputError([Problem(Code.UNREADABLE, source.name, "", Message("unreadable_file", reason=reason))]) \
-            from None
+        raise InputError([_duckdb_problem(exc, source.name)]) from None
     return parts
 
 
+_FILE_COLUMN = "budgetgen_file"
+"""The column DuckDB adds with each line's file (a bill may have a `filename` column of its own)."""
+
+
+def _unique(headers: Iterable[str]) -> list[str]:
+    """Headers made distinct for DuckDB (a header written twice is refused by _check_headers, by its own name)."""
+    seen: Counter = Counter()
+    out = []
+    for h in headers:
+        seen[h] += 1
+        out.append(h if seen[h] == 1 else f"{h} ({seen[h]})")
+    return out
+
+
+def _duckdb_problem(exc: duckdb.Error, name: str) -> Problem:
+    """A DuckDB error reading a bill as one problem: a CSV row with the wrong number of fields at its row, else
+    the error's first line."""
+    text = str(exc)
+    line = re.search(r"CSV Error on Line: (\d+)", text)
+    counts = re.search(r"Expected Number of Columns: (\d+) Found: (\d+)", text)
+    file = re.search(r"^\s*file = (.+)$", text, re.MULTILINE)
+    if line and counts:
+        return Problem(Code.WRONG_FORMAT, Path(file.group(1).strip()).name if file else name, f"row {line.group(1)}",
+                       Message("csv_bad_row", expected=int(counts.group(1)), found=int(counts.group(2))))
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return Problem(Code.UNREADABLE, "Settings", "", Message("bills_out_of_memory", reason=text.split("\n")[0]))
+    return Problem(Code.UNREADABLE, name, "", Message("unreadable_file", reason=text.split("\n")[0]))
+
+
 def _described(con: duckdb.DuckDBPyConnection, relation: str, name: str, row: str | None,
-               file: str | None = None) -> _Part:
+               file: str | None = None, headers: tuple[str, ...] | None = None) -> _Part:
     described = con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
-    hidden = {"filename", "file_row_number"}
+    hidden = {_FILE_COLUMN, "file_row_number"}
     columns = tuple(c for c, *_ in described if c not in hidden)
     types = {c: t for c, t, *_ in described}
-    return _Part(name, relation, False, columns, types, row, file)
+    return _Part(name, relation, False, columns, types, row, file, headers)
 
 
 def _frame_part(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame, name: str, options: _Options) -> _Part:
-    """A sheet's frame (index: its rows) registered as text columns and a `_row` column."""
+    """A sheet's frame (index: its rows) registered as text columns and a `_row` column; a cell holding a
+    spreadsheet error (#N/A, #REF!) is a problem at its cell."""
     table = f"frame_{len(options.frames)}"
-    texts = pd.DataFrame({f"c{i}": _texts(frame[c]) for i, c in enumerate(frame.columns)}, index=frame.index)
+    texts = pd.DataFrame({f"c{i}": _texts(frame.iloc[:, i]) for i in range(frame.shape[1])}, index=frame.index)
     texts["_row"] = np.asarray(frame.index, dtype="int64")
     options.frames[table] = texts
     con.register(table, texts)
-    columns = tuple(str(c) for c in frame.columns)
+    headers = tuple(str(c) for c in frame.columns)
+    columns = tuple(_unique(headers))
+    for i, header in enumerate(headers):
+        errors = texts[f"c{i}"].str.strip().str.upper().isin(SPREADSHEET_ERRORS)
+        options.problems += [
+            Problem(Code.FORMULA, name, f"{get_column_letter(i + 1)}{row}", Message(
+                "spreadsheet_error", column=header, raw=value))
+            for row, value in texts.loc[errors, f"c{i}"].head(MAX_ROW_PROBLEMS).items()]
     renamed = ", ".join(f'c{i} AS {_ident(c)}' for i, c in enumerate(columns))
     relation = f"(SELECT {renamed}{', ' if columns else ''}_row FROM {table})"
-    return _Part(name, relation, True, columns, dict.fromkeys(columns, "VARCHAR"), "_row")
+    return _Part(name, relation, True, columns, dict.fromkeys(columns, "VARCHAR"), "_row", headers=headers)
 
 
 def _texts(column: pd.Series) -> pd.Series:
@@ -351,29 +401,84 @@ def _texts(column: pd.Series) -> pd.Series:
                       for v in column], index=column.index, dtype=object)
 
 
-def _xlsx_sheets(path: Path) -> Iterator[tuple[pd.DataFrame, str]]:
-    """Every non-empty sheet of an xlsx bill, named `bill.xlsx` when it is the only one, else `bill.xlsx[Sheet]`."""
-    workbook = load_input_workbook(path)
+def _xlsx_sheets(path: Path, options: _Options) -> Iterator[tuple[pd.DataFrame, str]]:
+    """Every non-empty sheet of an xlsx bill, named `bill.xlsx` when it is the only one, else `bill.xlsx[Sheet]`.
+
+    A hidden sheet and a formula without a saved result are problems (options.problems): a hidden copy of the
+    bill would be counted twice, a formula read as blank would lose a currency, a tag or a month."""
+    source = read_input_file(path)
+    workbook = load_input_workbook(source)
     try:
-        sheets = [(ws.title, list(iter_rows(ws, max_rows=EXCEL_MAX_ROWS))) for ws in workbook.worksheets]
+        sheets = [(ws.title, ws.sheet_state, list(iter_rows(ws, max_rows=EXCEL_MAX_ROWS)))
+                  for ws in workbook.worksheets]
     finally:
         workbook.close()
-    sheets = [(title, rows) for title, rows in sheets if rows]
-    for title, rows in sheets:
-        yield sheet_frame(rows), path.name if len(sheets) == 1 else f"{path.name}[{title}]"
+    sheets = [(title, state, rows) for title, state, rows in sheets if rows]
+
+    def name(title: str) -> str:
+        return path.name if len(sheets) == 1 else f"{path.name}[{title}]"
+
+    unsaved = unsaved_formulas(source.data, path.name, {title for title, _, _ in sheets})
+    for title, cells in unsaved.items():
+        options.problems += [Problem(Code.FORMULA_WITHOUT_VALUE, name(title), cell, Message("formula_no_value"))
+                             for cell in cells[:MAX_ROW_PROBLEMS]]
+    for title, state, rows in sheets:
+        if state != "visible":
+            options.problems.append(Problem(Code.WRONG_FORMAT, name(title), "", Message("hidden_sheet")))
+        else:
+            yield sheet_frame(rows), name(title)
 
 
-
-def _check_headers(parts: list[tuple[int, _Part]]) -> None:
-    """Each part has the required columns (a sheet that is no bill is named, not ignored)."""
-    problems = [
-        Problem(Code.MISSING_COLUMN, part.name, "", Message("file_missing_column", column=c.name))
-        for _, part in parts
-        for c in BILL_INPUT_COLUMNS
-        if c.required and c.name not in match_headers(part.columns, BILL_INPUT_COLUMNS)
-    ]
+def _check_headers(parts: list[tuple[int, _Part]], problems: list[Problem] = ()) -> None:
+    """Each part has the required columns once (a sheet that is no bill is named, not ignored) and columns of a
+    type that can hold their values; `problems` found while opening the parts are raised with these."""
+    problems = list(problems)
+    for _, part in parts:
+        headers = match_headers(part.columns, BILL_INPUT_COLUMNS)
+        problems += [Problem(Code.MISSING_COLUMN, part.name, "", Message("file_missing_column", column=c.name))
+                     for c in BILL_INPUT_COLUMNS if c.required and c.name not in headers]
+        for column, found in duplicate_headers(part.headers or part.columns, BILL_INPUT_COLUMNS).items():
+            problems.append(Problem(Code.DUPLICATE_COLUMN, part.name, "", Message(
+                "file_duplicate_column", column=column, count=len(found), headers=", ".join(found))))
+        for column in BILL_INPUT_COLUMNS:
+            header = headers.get(column.name)
+            kind = part.types.get(header, "VARCHAR") if header else "VARCHAR"
+            wanted = {"number": "numbers", "timestamp": "dates or timestamps"}.get(column.type)
+            fits = kind == "VARCHAR" or (column.type == "number" and _NUMERIC.match(kind)) or \
+                (column.type == "timestamp" and (kind.startswith("TIMESTAMP") or kind == "DATE"))
+            if wanted and not fits:
+                problems.append(Problem(Code.WRONG_FORMAT, part.name, "", Message(
+                    "column_wrong_type", header=header, kind=kind, what=wanted)))
     if problems:
         raise InputError(problems)
+
+
+def _part_warnings(con: duckdb.DuckDBPyConnection, parts: list[_Part], currency: str) -> list[Message]:
+    """A warning for each part without a line (a header alone, a Parquet schema alone) and each without a
+    BillingCurrency column (its amounts are taken to be in the plan's currency)."""
+    warnings = []
+    for part in parts:
+        if "BillingCurrency" not in match_headers(part.columns, BILL_INPUT_COLUMNS):
+            warnings.append(Message("bill_without_currency", file=part.name, currency=currency))
+        if not con.execute(f"SELECT EXISTS (SELECT 1 FROM {part.relation})").fetchone()[0]:
+            warnings.append(Message("bill_without_lines", file=part.name))
+    return warnings
+
+
+def _check_memory_limit(limit: str) -> None:
+    """Refuse a recon_memory_limit DuckDB could not read a bill in (below MIN_MEMORY_MB), by the setting's name."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B?\s*", limit or "", re.IGNORECASE)
+    if found is None:
+        return  # DuckDB's own reading decides, and names the setting (bad_memory_limit)
+    number, prefix, binary = found.groups()
+    size = float(number) * (1024 if binary else 1000) ** " KMGT".index(prefix.upper() or " ") / 1e6
+    if size < MIN_MEMORY_MB:
+        raise InputError([Problem(Code.OUT_OF_RANGE, "Settings", "", Message(
+            "memory_limit_small", limit=limit, least=f"{MIN_MEMORY_MB}MB"))])
+
+
+MIN_MEMORY_MB = 64
+"""The least recon_memory_limit budgetgen accepts: DuckDB needs some tens of MB to scan and group a bill."""
 
 
 # ---------------------------------------------------------------- SQL
@@ -395,8 +500,12 @@ _MACROS = (
         || lpad(CASE WHEN p.d = '' THEN '1' ELSE p.d END, 2, '0') || p.rest AS TIMESTAMPTZ) END""",
     # A date or date-time text (2026-07-31T23:00:00Z, 2026/7/31 10:00, 2026-07): its instant. A text without an
     # offset is in the session's TimeZone, the billing time zone.
-    r"""CREATE MACRO ts(x) AS coalesce(try_cast(x AS TIMESTAMPTZ), ts_parts(
-        regexp_extract(x, '^(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?([T ].*)?$', ['y', 'm', 'd', 'rest'])))""",
+    # Only a text that starts with a four-digit year is a date (DuckDB also reads 'epoch', 'infinity'); a UTC offset
+    # beyond the ±14:00 any zone uses (+99:00) is no instant.
+    r"""CREATE MACRO ts(x) AS CASE WHEN regexp_matches(x, '^\d{4}[-/.]')
+        AND NOT regexp_matches(x, '[T ][\d:.]+\s*[+-](?:(?:1[5-9]|[2-9]\d)(?::?\d{2})?|\d{2}:?[6-9]\d)$')
+        THEN coalesce(try_cast(x AS TIMESTAMPTZ), ts_parts(
+        regexp_extract(x, '^(\d{4})[-/.](\d{1,2})(?:[-/.](\d{1,2}))?([T ].*)?$', ['y', 'm', 'd', 'rest']))) END""",
 )
 
 
@@ -559,11 +668,16 @@ _PRICING_CASES = " ".join(f"WHEN {_literal(c.lower())} THEN {_literal(c)}" for c
 """SQL CASE arms: a PricingCategory in any case → its FOCUS spelling."""
 _CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
     coalesce(u.hours_unit, false) AS hours_unit,
-    CASE WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
-         WHEN lower(coalesce(service_category, '')) = 'networking' THEN 'network'
+    CASE WHEN lower(coalesce(charge_category, '')) = 'credit' THEN 'credit'
+         WHEN lower(coalesce(charge_category, '')) = 'adjustment' THEN 'refund'
+         WHEN lower(coalesce(service_category, '')) = 'storage' THEN 'storage'
+         WHEN lower(coalesce(service_category, '')) = 'networking' THEN 'egress'
          WHEN regexp_matches(coalesce(service_name, '') || ' ' || coalesce(description, ''), $network, 'i')
-              THEN 'network'
+              THEN 'egress'
          WHEN contains(lower(coalesce(service_name, '')), 'storage') THEN 'storage'
+         WHEN regexp_matches(coalesce(service_name, '') || ' ' || coalesce(description, ''), $images, 'i')
+              THEN 'images'
+         WHEN regexp_matches(coalesce(service_name, ''), $platform, 'i') THEN 'platform'
          ELSE 'other' END AS base_category,
     CASE WHEN lower(commitment_status) = 'unused' THEN 'unused'
          WHEN lower(charge_category) = 'purchase' AND commitment_id IS NOT NULL THEN 'purchase'
@@ -575,7 +689,7 @@ _CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id
     FROM ({_NORMALISED}) g LEFT JOIN tag_tasks t ON g.tags = t.tags LEFT JOIN hours_units u
     ON g.consumed_unit = u.unit"""
 _FINAL = """CREATE TEMP VIEW final AS SELECT *, CASE WHEN is_gpu THEN 'gpu' ELSE base_category END AS category FROM (
-    SELECT *, names_gpu AND base_category NOT IN ('storage', 'network') AS is_gpu,
+    SELECT *, names_gpu AND base_category NOT IN ('storage', 'egress', 'credit', 'refund') AS is_gpu,
     coalesce(nullif(tag_task, ''), a.assigned, '') AS task_id FROM classified c
     LEFT JOIN assigned a ON c.resource_id = a.resource)"""
 _SUMS = f"""SELECT month, coalesce(resource_id, '') AS resource_id, task_id, is_gpu, category,
@@ -602,6 +716,7 @@ _LINE_FRAME = """CREATE TEMP VIEW final AS SELECT month, resource_id, task_id, i
 @contextmanager
 def _connection(memory_limit: str, temp_parent: Path | None, timezone: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB bounded to memory_limit and THREADS, spilling to a private folder removed at the end."""
+    _check_memory_limit(memory_limit)
     with tempfile.TemporaryDirectory(prefix="budgetgen-duckdb-", dir=temp_parent) as spill:
         try:
             con = duckdb.connect(":memory:", config={
@@ -621,6 +736,8 @@ def _connection(memory_limit: str, temp_parent: Path | None, timezone: str) -> I
             for macro in _MACROS:
                 con.execute(macro)
             yield con
+        except duckdb.Error as exc:  # any query over the bills (a CSV row's fields are counted as it is read)
+            raise InputError([_duckdb_problem(exc, "Bills")]) from None
         finally:
             con.close()
 
@@ -640,12 +757,8 @@ def _reporting(con: duckdb.DuckDBPyConnection, progress: Callable[[str], None], 
     watcher.start()
     try:
         yield
-    except duckdb.OutOfMemoryException as exc:
-        raise InputError([Problem(Code.UNREADABLE, "Settings", "", Message(
-            "bills_out_of_memory", reason=str(exc).split("\n")[0]))]) from None
     except duckdb.Error as exc:
-        raise InputError([Problem(Code.UNREADABLE, "Bills", "", Message(
-            "unreadable_file", reason=str(exc).split("\n")[0]))]) from None
+        raise InputError([_duckdb_problem(exc, "Bills")]) from None
     finally:
         done.set()
         watcher.join()
@@ -664,7 +777,8 @@ def _classify(con: duckdb.DuckDBPyConnection, options: _Options) -> None:
                                             "task_id": pd.Series(list(tags.values()), dtype=object)}))
     con.register("assigned", pd.DataFrame({"resource": pd.Series(list(options.assignments), dtype=object),
                                            "assigned": pd.Series(list(options.assignments.values()), dtype=object)}))
-    con.execute(_CLASSIFIED.format(pattern=_literal(options.pattern)), {"network": NETWORK_TEXT})
+    con.execute(_CLASSIFIED.format(pattern=_literal(options.pattern)),
+                {"network": NETWORK_TEXT, "images": IMAGES_TEXT, "platform": PLATFORM_TEXT})
     con.execute(_FINAL)
 
 
@@ -675,17 +789,32 @@ def _tag_tasks(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 
 def task_of_tags(tags: str) -> str | None:
-    """The task_id key of a JSON object ("" when absent, None when not a JSON object)."""
+    """The task_id key of a JSON object ("" when absent, None when not a JSON object or naming two tasks)."""
+    tasks = _tag_task_values(tags)
+    return None if tasks is None or len(tasks) > 1 else next(iter(tasks), "")
+
+
+def _tag_task_values(tags: str) -> list[str] | None:
+    """The distinct task ids a Tags text names (task_id, user:task_id, Task-ID, ...); None: no JSON object."""
     try:
         parsed = json.loads(tags)
     except ValueError:
         return None
     if not isinstance(parsed, dict):
         return None
-    for key, value in parsed.items():
-        if re.sub(r"^user:|[\s_-]", "", str(key).lower()) == "taskid" and value not in (None, ""):
-            return str(value).strip()
-    return ""
+    values = [str(value).strip() for key, value in parsed.items()
+              if re.sub(r"^user:|[\s_-]", "", str(key).lower()) == "taskid" and value not in (None, "")]
+    return list(dict.fromkeys(values))
+
+
+def _tags_problem(tags: str) -> Message | None:
+    """Why a Tags text cannot be read (not a JSON object, or two task ids), None when it can."""
+    tasks = _tag_task_values(tags)
+    if tasks is None:
+        return Message("tags_not_json", raw=tags)
+    if len(tasks) > 1:
+        return Message("tags_two_tasks", raw=tags, tasks=", ".join(tasks))
+    return None
 
 
 # ---------------------------------------------------------------- problems, found by SQL
@@ -736,9 +865,11 @@ def _raise_problems(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, _Part
     """If the groups counted any problem (or a Tags text is no JSON object), find its first rows and raise."""
     found = con.execute("SELECT bit_or(problems) FROM groups").fetchone()[0] or 0
     counts = {flag: found >> i & 1 for i, flag in enumerate(_CHECKS)}
-    bad_tags = [t for (t,) in con.execute(
-        "SELECT DISTINCT txt(tags) AS t FROM groups WHERE contains(lower(t), 'task')").fetchall()
-        if task_of_tags(t) is None]
+    # Every Tags text is a JSON object (DuckDB checks each distinct one) naming at most one task (Python reads
+    # those that mention a task).
+    bad_tags = {t: problem for (t,) in con.execute(
+        "SELECT DISTINCT txt(tags) AS t FROM groups WHERE t IS NOT NULL AND (contains(lower(t), 'task') "
+        "OR NOT json_valid(t) OR json_type(t) <> 'OBJECT')").fetchall() if (problem := _tags_problem(t))}
     counts["currency_other"] = con.execute(_sql(f"SELECT count(*) FROM groups WHERE {_CURRENCY_OTHER}", options)
                                            ).fetchone()[0]
     for column, bad in _BAD_CHOICES.items():  # checked once per group, not per line
@@ -751,7 +882,8 @@ def _raise_problems(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, _Part
     raise InputError(problems)
 
 
-def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[str, int], bad_tags: list[str],
+def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[str, int],
+                   bad_tags: Mapping[str, Message],
                    options: _Options) -> list[Problem]:
     """The problems of one part: its first rows of each kind by SQL, with their row numbers."""
     headers = match_headers(part.columns, BILL_INPUT_COLUMNS)
@@ -779,13 +911,13 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
                                     lambda v, choices=choices: Message("not_a_choice", raw=v, choices=list(choices)),
                                     found, total)
     if bad_tags and headers.get("Tags"):
-        con.register("bad_tags", pd.DataFrame({"tags": pd.Series(bad_tags, dtype=object)}))
+        con.register("bad_tags", pd.DataFrame({"tags": pd.Series(list(bad_tags), dtype=object)}))
         where = "txt(tags) IN (SELECT tags FROM bad_tags)"
         found = con.execute(f"SELECT file, row, tags_raw FROM numbered WHERE {where} ORDER BY file, row "
                             f"LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
         (total,), = con.execute(f"SELECT count(*) FROM numbered WHERE {where}").fetchall()
         problems += listed_problems(place.name_of, place.cell_of(headers["Tags"]), headers["Tags"], Code.WRONG_FORMAT,
-                                    lambda v: Message("tags_not_json", raw=v), found, total)
+                                    lambda v: bad_tags.get(v) or Message("tags_not_json", raw=v), found, total)
     if counts.get("currency_other") and headers.get("BillingCurrency"):
         header = headers["BillingCurrency"]
         other = con.execute(_sql("SELECT upper(txt(currency)), count(*), min((coalesce(file, ''), row)) "

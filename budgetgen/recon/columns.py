@@ -88,6 +88,21 @@ USAGE_INPUT_COLUMNS: tuple[FileColumn, ...] = (
 )
 
 
+def duplicate_headers(headers: Iterable[object], declared: Iterable[FileColumn]) -> dict[str, list[str]]:
+    """Each declared column that more than one header matches (written twice, or as two of its names), with the
+    headers: match_headers would take the first and silently drop the other's values."""
+    keys = []
+    for header in headers:
+        text = str(canonical_name(header))
+        keys.append((str(header), {normalise_header(text), normalise_header(_UNIT_SUFFIX.sub("", text))}))
+    found = {}
+    for column in declared:
+        matching = [header for header, own in keys if own & set(column.keys)]
+        if len(matching) > 1:
+            found[column.name] = matching
+    return found
+
+
 def header_unit(header: str) -> str:
     """The `[unit]` written in a header (`memory.used [MiB]` → `MiB`), "" when none."""
     found = _UNIT_SUFFIX.search(header)

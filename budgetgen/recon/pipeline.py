@@ -6,7 +6,7 @@ import datetime as dt
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +14,7 @@ import pandas as pd
 from ..engine import Plan
 from ..errors import InputError
 from ..i18n import Message
-from ..schema import TIER
+from ..schema import EXTRA_CATEGORIES, TIER
 from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
 from .bills import DEFAULT_GPU_LINE_PATTERN
 from .columns import PRICING_CATEGORIES
@@ -22,14 +22,16 @@ from .rules import (
     ACTIONS,
     BUFFER_LEFT,
     BUFFER_SHARE,
-    CARDS_TO_DROP,
     COMPARED,
+    IDLE_CARDS,
+    NOT_PLANNED,
     PARTIAL,
     PLANNED_HOURS,
     RATE_VARIANCE,
     RESOURCE_CARDS,
     SAVING,
     STATUS,
+    TO_ATTRIBUTE,
     USAGE_VARIANCE,
     VARIANCE,
     VARIANCE_PCT,
@@ -39,7 +41,10 @@ from .rules import (
 )
 from .usage import USAGE_COLUMNS, read_usage
 
-NON_GPU_CATEGORIES = ("storage", "network", "other")
+NON_GPU_CATEGORIES = EXTRA_CATEGORIES
+"""The bill's non-GPU lines are told apart by the Extras' categories, so each is reconciled with its plan."""
+CREDIT_KINDS = ("credit", "refund")
+"""Credit lines (ChargeCategory Credit) and refunds (Adjustment), shown apart from the usage they relate to."""
 _RESOURCE_KEYS = ["month", "resource_id", "task_id"]
 LINE_GROUP_KEYS = ["month", "resource_id", "task_id", "is_gpu", "category", "service_name", "hours_unit", "commitment",
                    "commitment_id", "commitment_type", "pricing_category"]
@@ -67,6 +72,7 @@ class TaskRecon:
     partial: bool = False
     effective: float | None = None
     planned_pricing: str = ""
+    resources: int = 0   # its GPU resource rows in the month (each resource's cards are cards / resources)
 
     @property
     def compared(self) -> float:
@@ -127,13 +133,24 @@ class ResourceRecon:
     oom_events: float
     flags: tuple[str, ...]
     cards: int = 1
-    cards_to_drop: int = 0
+    idle_cards: float = 0.0
     saving: float = 0.0
     pricing: str = ""  # the FOCUS PricingCategories of its lines, in FOCUS order ("" when the bill gives none)
 
     @property
     def actions(self) -> tuple[str, ...]:
         return tuple(ACTIONS[f] for f in self.flags)
+
+    @property
+    def to_attribute(self) -> float:
+        """An untagged resource's whole bill, to attribute to a task or stop (rules.TO_ATTRIBUTE)."""
+        return TO_ATTRIBUTE.py({"task": self.task_id or "", "billed": self.billed}, None)
+
+    @property
+    def at_stake(self) -> float:
+        """The money a flagged resource's actions concern, to rank the flagged resources: its saving if acted on,
+        or its whole bill when untagged."""
+        return max(self.saving, self.to_attribute)
 
     def to_json(self) -> dict:
         return {
@@ -146,8 +163,9 @@ class ResourceRecon:
             "oom_events": _json_number(self.oom_events),
             "flags": list(self.flags),
             "cards": self.cards,
-            "cards_to_drop": self.cards_to_drop,
+            "idle_cards": self.idle_cards,
             "saving": self.saving,
+            "to_attribute": self.to_attribute,
             "pricing": self.pricing or None,
         }
 
@@ -222,10 +240,37 @@ class MonthRecon:
     duplicates: tuple[int, float] | None = None
     commitments: tuple[CommitmentRecon, ...] = ()
     effective_total: float | None = None
+    credits: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(CREDIT_KINDS, 0.0))
+    non_gpu_planned: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def commitment_billed(self) -> float:
         return math.fsum(c.billed for c in self.commitments)
+
+    @property
+    def credit_billed(self) -> float:
+        """Credits and refunds (negative when they reduce the invoice), apart from any usage."""
+        return math.fsum(self.credits.values())
+
+    def not_planned(self, category: str) -> float:
+        """A non-GPU category's bill beyond its Extras in the month (rules.NOT_PLANNED)."""
+        return NOT_PLANNED.py({"billed": self.non_gpu.get(category, 0.0),
+                               "planned": self.non_gpu_planned.get(category, 0.0)}, None)
+
+    @property
+    def non_gpu_not_planned(self) -> float:
+        """The non-GPU bill that no Extra planned: what the hidden-cost buffer pays for."""
+        return math.fsum(self.not_planned(c) for c in self.non_gpu)
+
+    @property
+    def idle_saving(self) -> float:
+        """The idle cards' cost of the tasks' resources (rules.IDLE_SAVING)."""
+        return math.fsum(r.saving for r in self.resources if r.task_id is not None)
+
+    @property
+    def achievable_saving(self) -> float:
+        """The tasks' idle cards at their billed rate plus the untagged GPU's whole bill (rules.ACHIEVABLE_SAVING)."""
+        return self.idle_saving + self.unallocated
 
     @property
     def partial(self) -> bool:
@@ -242,7 +287,8 @@ class MonthRecon:
 
     @property
     def buffer_left(self) -> float:
-        return BUFFER_LEFT.py({"reserved": self.buffer_reserved, "non_gpu": self.non_gpu_billed}, None)
+        """The buffer less the non-GPU bill that no Extra planned."""
+        return BUFFER_LEFT.py({"reserved": self.buffer_reserved, "non_gpu": self.non_gpu_not_planned}, None)
 
     @property
     def unallocated_resources(self) -> tuple[ResourceRecon, ...]:
@@ -267,6 +313,14 @@ class MonthRecon:
             "commitments": [c.to_json() for c in self.commitments],
             "commitment_billed": self.commitment_billed,
             "effective_total": self.effective_total,
+            "non_gpu": dict(self.non_gpu),
+            "non_gpu_planned": dict(self.non_gpu_planned),
+            "non_gpu_not_planned": self.non_gpu_not_planned,
+            "buffer_left": self.buffer_left,
+            "credits": dict(self.credits),
+            "credit_billed": self.credit_billed,
+            "idle_saving": self.idle_saving,
+            "achievable_saving": self.achievable_saving,
         }
 
 
@@ -285,6 +339,7 @@ class PlanFacts:
     planned_hours: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     extras: Mapping[str, float] = field(default_factory=dict)
     pricing: Mapping[str, str] = field(default_factory=dict)
+    extras_by_category: Mapping[str, Mapping[str, float]] = field(default_factory=dict)   # {month: {category: cost}}
 
 
 def reconcile(
@@ -313,6 +368,8 @@ def reconcile(
     effective_totals = _effective_by(sums, ["month"])
     commitment_sums, sums = sums[sums["commitment"] != ""], sums[sums["commitment"] == ""]
     commitments = _commitment_recons(commitment_sums)
+    is_credit = sums["category"].isin(CREDIT_KINDS)
+    credits, sums = _fsum_by(sums[is_credit], ["month", "category"]), sums[~is_credit]
     gpu, non_gpu_sums = sums[sums["is_gpu"]], sums[~sums["is_gpu"]]
     gpu_totals = _fsum_by(gpu, ["month"])
     unallocated_totals = _fsum_by(gpu[gpu["task_id"] == ""], ["month"])
@@ -338,7 +395,8 @@ def reconcile(
         status = {t.task_id: t.status(limits) for t in tasks}
         cards = {t.task_id: t.cards for t in tasks}
         month_resources = resources[resources["month"] == month]
-        task_rows = list(month_resources["task_id"])
+        task_rows = month_resources["task_id"].value_counts().to_dict()   # grouped once, not per row
+        tasks = tuple(replace(t, resources=int(task_rows.get(t.task_id, 0))) for t in tasks)
         result[month] = MonthRecon(
             month=month,
             tasks=tasks,
@@ -358,6 +416,8 @@ def reconcile(
             duplicates=(duplicates or {}).get(month),
             commitments=commitments.get(month, ()),
             effective_total=_known_or_none(effective_totals.get(month)),
+            credits={k: float(credits.get((month, k), 0.0)) for k in CREDIT_KINDS},
+            non_gpu_planned={c: float(facts.extras_by_category.get(month, {}).get(c, 0.0)) for c in NON_GPU_CATEGORIES},
         )
     return result
 
@@ -444,16 +504,27 @@ def _resource_frame(gpu: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
     sums = gpu.assign(hours=gpu["quantity"].where(gpu["hours_unit"]))
     grouped = sums.groupby(_RESOURCE_KEYS, sort=True)
     frame = pd.DataFrame({
-        "billed": _fsum_by(sums, _RESOURCE_KEYS),
+        "billed": _by_group(sums, "billed", lambda s: math.fsum(s.to_numpy()), float).astype("float64"),
         "hours": grouped["hours"].sum(min_count=1),
         "lines": grouped["lines"].sum(),
-        "services": grouped["service_name"].agg(lambda s: tuple(sorted(set(s) - {""}))),
-        "pricing": grouped["pricing_category"].agg(_pricing_words),
+        "services": _by_group(sums, "service_name", lambda s: tuple(sorted(set(s) - {""})),
+                              lambda name: (name,) if name else ()),
+        "pricing": _by_group(sums, "pricing_category", _pricing_words, str),
     }).reset_index().astype(dict.fromkeys(_RESOURCE_KEYS, "str"))
     frame = frame.merge(_usage_by_month(usage), on=["resource_id", "month"], how="left")
     frame["mem_peak_share"] = frame["mem_peak_gb"] / frame["mem_total_gb"].where(frame["mem_total_gb"] > 0)
     frame["unallocated"] = frame["task_id"] == ""
     return frame.sort_values(["unallocated", "task_id", "resource_id"], kind="stable", ignore_index=True)
+
+
+def _by_group(sums: pd.DataFrame, column: str, many, one) -> pd.Series:
+    """A column aggregated per resource group (_RESOURCE_KEYS, sorted): `one` of the value where the group has one
+    row (most resources: a Python call per group was most of a large month's time), `many` of the rows else."""
+    several = sums.duplicated(_RESOURCE_KEYS, keep=False)
+    single = sums.loc[~several].set_index(_RESOURCE_KEYS)[column]
+    single = pd.Series([one(v) for v in single.to_numpy()], index=single.index, dtype=object)
+    grouped = sums.loc[several].groupby(_RESOURCE_KEYS, sort=True)[column].agg(many).astype(object)
+    return pd.concat([single, grouped]).sort_index()
 
 
 def _pricing_words(categories: pd.Series) -> str:
@@ -481,18 +552,18 @@ def is_hours_unit(unit: str) -> bool:
 
 
 def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, float | None],
-                    pricing: Mapping[str, str], task_rows: list[str], limits: Limits) -> ResourceRecon:
-    """One row of the resource frame as a ResourceRecon with its flags, its cards and the cards to drop."""
+                    pricing: Mapping[str, str], task_rows: Mapping[str, int], limits: Limits) -> ResourceRecon:
+    """One row of the resource frame as a ResourceRecon with its flags, its cards and its idle cards."""
     task_id = row.task_id or None
     flags = resource_flags({
         "util": row.avg_util_pct, "mem_share": row.mem_peak_share, "oom": row.oom_events,
         "task": row.task_id, "task_status": status.get(row.task_id, ""), "pricing": row.pricing,
         "planned_pricing": pricing.get(row.task_id, ""),
     }, limits)
-    values = {"task": row.task_id, "task_cards": cards.get(row.task_id), "tasks": task_rows, "flags": " ".join(flags),
-              "util": row.avg_util_pct, "billed": float(row.billed)}
+    values = {"task": row.task_id, "task_cards": cards.get(row.task_id), "task_rows": task_rows.get(row.task_id, 0),
+              "flags": " ".join(flags), "util": row.avg_util_pct, "billed": float(row.billed)}
     values["cards"] = RESOURCE_CARDS.py(values, limits)
-    values["drop"] = CARDS_TO_DROP.py(values, limits)
+    values["idle"] = IDLE_CARDS.py(values, limits)
     return ResourceRecon(
         resource_id=row.resource_id,
         task_id=task_id,
@@ -505,10 +576,22 @@ def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, f
         oom_events=float(row.oom_events),
         flags=flags,
         cards=values["cards"],
-        cards_to_drop=values["drop"],
+        idle_cards=values["idle"],
         saving=SAVING.py(values, limits),
         pricing=row.pricing,
     )
+
+
+def tab_resources(resources: tuple[ResourceRecon, ...], top: int
+                  ) -> tuple[tuple[ResourceRecon, ...], tuple[ResourceRecon, ...]]:
+    """The resources a Recon tab lists (at most `top`: the flagged ones first, by the money at stake, then by
+    billed) and the others, in the month's order, for its Resources sheet. Linear in the resources but for the
+    sort."""
+    ranked = sorted(range(len(resources)), key=lambda i: (not resources[i].flags, -resources[i].at_stake,
+                                                          -resources[i].billed, i))
+    shown = set(ranked[:top])
+    return (tuple(resources[i] for i in ranked[:top]),
+            tuple(r for i, r in enumerate(resources) if i not in shown))
 
 
 def next_month_actions(recon: MonthRecon) -> tuple[Action, ...]:
@@ -599,8 +682,11 @@ def plan_facts(plan: Plan) -> PlanFacts:
             "planned": tp.cost_in(i), "tier": row["tier"], "cards_billed": row["cards_billed"],
             "gpu_hours": row["gpu_hours_per_month"], "hours_per_month": hours_per_month}, None)
             for i, m in enumerate(plan.months, start=1)}
+    categories = [e.category for e in plan.inputs.extras]
+    by_category = {m: {c: math.fsum(v for k, v in zip(categories, costs, strict=True) if k == c)
+                       for c in NON_GPU_CATEGORIES} for m, costs in plan.extras_by_month.items()}
     return PlanFacts(cards={tp.task.task_id: tp.row["cards_held"] for tp in plan.tasks}, planned_hours=hours,
-                     extras={m: t.extras for m, t in plan.month_totals.items()},
+                     extras={m: t.extras for m, t in plan.month_totals.items()}, extras_by_category=by_category,
                      pricing={tp.task.task_id: TIER[tp.row["tier"]].focus_category for tp in plan.tasks})
 
 

@@ -14,13 +14,15 @@ Placeholders in `excel` are the cells a Recon row (or a block of the tab) puts t
 - resource rows: `{task}` (the task id, blank when unallocated), `{task_status}` (the task's status
   cell, blank when it has none), `{billed}`, `{util}` (average utilisation in percent), `{mem_share}`
   (peak memory share), `{oom}` (OOM events), `{flags}` (the row's flags cell), `{task_cards}` (the task's
-  cards held), `{tasks}` (the resource rows' task range), `{cards}` (the resource's cards), `{drop}` (its
-  cards to drop), `{pricing}` (the FOCUS PricingCategories of its lines, words in FOCUS order, blank when the
-  bill gives none), `{planned_pricing}` (the task's tier's focus_category, blank when the task is not planned);
+  cards held), `{task_rows}` (the task's resource rows in the month, counted once on the task's row),
+  `{cards}` (the resource's cards), `{idle}` (its idle cards), `{pricing}` (the FOCUS PricingCategories of its
+  lines, words in FOCUS order, blank when the bill gives none), `{planned_pricing}` (the task's tier's focus_category, blank when the task is not planned);
   unknown usage is a blank cell, None or NaN in Python;
-- totals: `{tasks}` and `{billed}` (the resource rows' task and billed ranges; lists in Python),
-  `{reserved}`, `{non_gpu}`, `{allocated}`, `{unallocated}`, `{commitments}` (the commitment lines: unused
-  commitment and commitment purchases, apart from the tasks);
+- totals: `{tasks}`, `{billed}` and `{saving}` (the resource rows' task, billed and saving ranges; lists in
+  Python), `{reserved}`, `{non_gpu}` (for the buffer: the non-GPU bill not planned as Extras), `{allocated}`,
+  `{unallocated}`, `{commitments}` (the commitment lines: unused commitment and commitment purchases, apart
+  from the tasks), `{credits}` (credits and refunds, apart from the usage), `{idle_saving}`; per non-GPU
+  category `{billed}` and `{planned}` (its Extras in the month);
 - coverage: `{first}` and `{last}` (the first and last charge day, dates);
 - re-forecast rows: `{planned}`, `{billed}` (blank when the month has no bill), `{partial}`.
 Every other word is a workbook-scoped name on Assumptions: LowUtilThreshold, OomThreshold,
@@ -94,7 +96,7 @@ class FlagRule(Rule):
     """A resource flag: its condition (both views), the action next month and whether acting saves the bill."""
 
     action: str = ""
-    saves_bill: bool = False  # acting on it drops the resource's idle cards (CARDS_TO_DROP)
+    saves_bill: bool = False  # acting on it drops the resource's idle cards (IDLE_CARDS)
 
     @property
     def action_name(self) -> str:
@@ -165,7 +167,7 @@ def resource_flags(values: Values, limits: Limits) -> tuple[str, ...]:
 
 def flag_saving(flag: str, saving: float) -> float:
     """What next month's bill drops by when one flag's action is taken: the resource's saving (SAVING) if the
-    flag's action drops cards (low_utilization), else 0."""
+    flag's action drops idle cards (low_utilization), else 0."""
     return saving if FLAGS_BY_KEY[flag].saves_bill else 0.0
 
 
@@ -190,10 +192,11 @@ def _actions(v: Values, s: Limits) -> str:
 
 def _resource_cards(v: Values, s: Limits) -> int:
     """The cards (or replicas) of one resource: its task's cards held shared over the task's resource rows of
-    the month, rounded, at least 1 (an unallocated resource counts as 1)."""
+    the month (`task_rows`, counted once per task, never per row), rounded, at least 1 (an unallocated resource
+    counts as 1)."""
     if not v["task"]:
         return 1
-    rows = sum(t == v["task"] for t in v["tasks"])
+    rows = v["task_rows"] if _known(v["task_rows"]) and v["task_rows"] > 0 else 1
     held = v["task_cards"] if _known(v["task_cards"]) else 0
     return max(1, _round_half_up(held / rows))
 
@@ -203,21 +206,27 @@ def _round_half_up(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-def _cards_to_drop(v: Values, s: Limits) -> int:
-    """The cards the utilisation shows idle, rounded down to whole cards: ⌊cards × (100 − util%) / 100⌋, when the
-    resource is flagged low_utilization; else 0. Two cards at 10 % drop one (1.8 → 1), not both."""
+def _idle_cards(v: Values, s: Limits) -> float:
+    """The cards (or replicas) the utilisation shows idle, cards × (100 − util%) / 100, when the resource is
+    flagged low_utilization; else 0. Two replicas at 10 % hold 1.8 idle cards; one card at 3 % holds 0.97 (stop
+    it, or move it to a cheaper tier)."""
     if not any(r.saves_bill for r in _raised(v)) or not _known(v["util"]):
-        return 0
-    return math.floor(v["cards"] * (K.PercentScale - v["util"]) / K.PercentScale)
+        return 0.0
+    return v["cards"] * (K.PercentScale - v["util"]) / K.PercentScale
 
 
 def _saving(v: Values, s: Limits) -> float:
-    """The saving if acted on: the resource's bill in proportion of the cards to drop, billed × drop / cards.
+    """The saving if acted on: the idle cards' cost at the resource's billed rate, billed × idle / cards.
 
     over_plan saves nothing here: its action is to look at the plan, and its share of the task's overrun is
-    not a saving (acting on it is a re-forecast); untagged_gpu neither: tagging it may show it is needed.
+    not a saving (acting on it is a re-forecast). An untagged GPU's whole bill is `to attribute or stop`.
     """
-    return v["billed"] * v["drop"] / v["cards"] if v["cards"] > 0 else 0.0
+    return v["billed"] * v["idle"] / v["cards"] if v["cards"] > 0 else 0.0
+
+
+def _to_attribute(v: Values, s: Limits) -> float:
+    """An untagged GPU resource's whole bill, to attribute to a task or stop; 0 for a task's resource."""
+    return 0.0 if v["task"] else v["billed"]
 
 
 def _status(v: Values, s: Limits) -> str:
@@ -309,14 +318,15 @@ ACTION = Rule("action", "action next month", "text",
               "TRIM(" + "&".join(f'IF({_has_flag(r.key)},{r.action_name}&". ","")' for r in FLAG_RULES) + ")",
               _actions)
 RESOURCE_CARDS = Rule("cards", "cards", "int",
-                      'IF({task}="",1,MAX(1,ROUND(N({task_cards})/SUMPRODUCT(EXACT({tasks},{task})*1),0)))',
+                      'IF({task}="",1,MAX(1,ROUND(N({task_cards})/IF(N({task_rows})>0,{task_rows},1),0)))',
                       _resource_cards)
-CARDS_TO_DROP = Rule("cards_to_drop", "cards to drop", "int",
-                     "IF(AND(OR(" + ",".join(_has_flag(r.key) for r in FLAG_RULES if r.saves_bill)
-                     + "),ISNUMBER({util})),ROUNDDOWN({cards}*(PercentScale-{util})/PercentScale,0),0)",
-                     _cards_to_drop)
-SAVING = Rule("saving", "saving if acted on", "money", "IF({cards}>0,{billed}*{drop}/{cards},0)", _saving)
-RESOURCE_RULES = (FLAGS, ACTION, RESOURCE_CARDS, CARDS_TO_DROP, SAVING)
+IDLE_CARDS = Rule("idle_cards", "idle cards", "number",
+                  "IF(AND(OR(" + ",".join(_has_flag(r.key) for r in FLAG_RULES if r.saves_bill)
+                  + "),ISNUMBER({util})),{cards}*(PercentScale-{util})/PercentScale,0)",
+                  _idle_cards)
+SAVING = Rule("saving", "saving if acted on", "money", "IF({cards}>0,{billed}*{idle}/{cards},0)", _saving)
+TO_ATTRIBUTE = Rule("to_attribute", "to attribute or stop", "money", 'IF({task}="",{billed},0)', _to_attribute)
+RESOURCE_RULES = (FLAGS, ACTION, RESOURCE_CARDS, IDLE_CARDS, SAVING, TO_ATTRIBUTE)
 
 # The totals block of a Recon tab.
 BUFFER_LEFT = Rule("buffer_left", "buffer left", "money", "{reserved}-{non_gpu}",
@@ -325,9 +335,20 @@ ALLOCATED_GPU = Rule("allocated_gpu", "GPU billed to tasks", "money", 'SUMPRODUC
                      lambda v, s: _split_billed(v, allocated=True))
 UNALLOCATED_GPU = Rule("unallocated_gpu", "unallocated GPU", "money", 'SUMPRODUCT(({tasks}="")*{billed})',
                        lambda v, s: _split_billed(v, allocated=False))
-BILLED_TOTAL = Rule("billed_total", "billed total", "money", "{non_gpu}+{allocated}+{unallocated}+{commitments}",
-                    lambda v, s: v["non_gpu"] + v["allocated"] + v["unallocated"] + v["commitments"])
-TOTAL_RULES = (BUFFER_LEFT, ALLOCATED_GPU, UNALLOCATED_GPU, BILLED_TOTAL)
+BILLED_TOTAL = Rule("billed_total", "billed total", "money",
+                    "{non_gpu}+{allocated}+{unallocated}+{commitments}+{credits}",
+                    lambda v, s: v["non_gpu"] + v["allocated"] + v["unallocated"] + v["commitments"] + v["credits"])
+NOT_PLANNED = Rule("not_planned", "not planned", "money", "MAX(0,{billed}-{planned})",
+                   lambda v, s: max(0.0, v["billed"] - v["planned"]))
+"""A non-GPU category's bill beyond what the Extras plan for it: only this consumes the hidden-cost buffer."""
+IDLE_SAVING = Rule("idle_saving", "saving from idle cards", "money", 'SUMPRODUCT(({tasks}<>"")*{saving})',
+                   lambda v, s: math.fsum(x for t, x in zip(v["tasks"], v["saving"], strict=True) if t))
+"""The idle cards' cost of the tasks' resources (an untagged resource's whole bill is counted apart)."""
+ACHIEVABLE_SAVING = Rule("achievable_saving", "achievable saving", "money", "{idle_saving}+{unallocated}",
+                         lambda v, s: v["idle_saving"] + v["unallocated"])
+"""The month's achievable saving: the tasks' idle cards at their billed rate, plus the untagged GPU's whole bill
+(to attribute or stop): each resource counted once."""
+TOTAL_RULES = (BUFFER_LEFT, ALLOCATED_GPU, UNALLOCATED_GPU, BILLED_TOTAL, NOT_PLANNED, IDLE_SAVING, ACHIEVABLE_SAVING)
 
 # The month's coverage, and the re-forecast on Summary.
 PARTIAL = Rule("partial", "partial month", "flag", "{last}-{first}+1<DAY(DATE(YEAR({first}),MONTH({first})+1,0))",

@@ -7,8 +7,11 @@ the row (or cell) and is an i18n Message.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +25,7 @@ from ..errors import Code, InputError, Problem
 from ..i18n import Message
 from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
 from ..values import LARGEST, BadValue, parse_month
-from .columns import FileColumn, match_headers
+from .columns import FileColumn, duplicate_headers, match_headers
 
 MAX_ROW_PROBLEMS = 20
 NULL_TEXTS = ("", "NULL")
@@ -222,10 +225,64 @@ def read_table(source: str | Path | pd.DataFrame, name: str, declared: Iterable[
     """Read a path (CSV, Parquet, xlsx first sheet) or take a sheet's DataFrame, its headers matched to declared."""
     declared = {c.name: c for c in declared}
     if isinstance(source, pd.DataFrame):
-        frame, a1 = source, True
+        frame, a1, headers = source, True, tuple(str(c) for c in source.columns)
     else:
         frame, a1 = _read_file(Path(source), name)
+        headers = _file_headers(Path(source)) or tuple(str(c) for c in frame.columns)
+    twice = duplicate_headers(headers, declared.values())
+    if twice:  # the first would be read and the other silently dropped
+        raise InputError([Problem(Code.DUPLICATE_COLUMN, name, "", Message(
+            "file_duplicate_column", column=column, count=len(found), headers=", ".join(found)))
+            for column, found in twice.items()])
     return Table(frame, name, a1, declared, match_headers(frame.columns, declared.values()))
+
+
+def _file_headers(path: Path) -> tuple[str, ...] | None:
+    """The headers as a CSV or Parquet file writes them (a reader renames a header written twice)."""
+    if path.suffix.lower() == ".csv":
+        return csv_header(path)[0]
+    if path.suffix.lower() == ".parquet":
+        return parquet_headers([path])
+    return None
+
+
+def parquet_headers(paths: list[Path]) -> tuple[str, ...] | None:
+    """The column names the Parquet files declare: each once, plus every repeat within one file."""
+    try:
+        import pyarrow.parquet as pq
+
+        schemas = [pq.read_schema(path).names for path in paths]
+    except Exception:  # noqa: BLE001 - DuckDB reads the file next and names what is wrong with it
+        return None
+    names = list(dict.fromkeys(n for own in schemas for n in own))
+    return tuple(names + [n for own in schemas for n, k in Counter(own).items() for _ in range(k - 1)])
+
+
+def csv_header(path: Path) -> tuple[tuple[str, ...], str]:
+    """A CSV file's header fields and delimiter (comma, else semicolon, tab or bar, whichever the header uses
+    most); a file that is no UTF-8 text (UTF-16, binary) is refused by name."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 20)
+    except OSError as exc:
+        raise InputError([Problem(Code.UNREADABLE, path.name, "", Message(
+            "unreadable_file", reason=exc.strerror or str(exc)))]) from None
+    reason = None
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head:
+        reason = "it holds NUL bytes: UTF-16 or a binary file"
+    else:
+        try:
+            text = head.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 4:  # not merely a character cut at the end of the 1 MB read
+                reason = f"byte {exc.start + 1:,} is not UTF-8"
+            text = head[:exc.start].decode("utf-8-sig")
+    if reason is not None:
+        raise InputError([Problem(Code.WRONG_FORMAT, path.name, "", Message("not_utf8_text", reason=reason))])
+    first = text.split("\n", 1)[0]
+    delimiter = max((",", ";", "\t", "|"), key=lambda d: (first.count(d), d == ","))
+    header = next(csv.reader(io.StringIO(text), delimiter=delimiter), [])
+    return tuple(h.strip() for h in header), delimiter
 
 
 def _read_file(path: Path, name: str) -> tuple[pd.DataFrame, bool]:

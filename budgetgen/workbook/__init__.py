@@ -39,7 +39,7 @@ from .layout import plan_layout
 from .models import write_models
 from .monthly import write_monthly
 from .order import write_order
-from .recon import recon_check, write_recon
+from .recon import recon_check, write_recon, write_resources_detail, write_saving_line
 from .scenarios import write_scenarios
 from .summary import write_reforecast, write_summary
 from .task_list import write_task_list
@@ -87,6 +87,8 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     ws = {name: wb.add_worksheet(name, Sheet) for name in SHEETS}
     for at in layout.recon.values():
         ws[at.sheet] = wb.add_worksheet(at.sheet, Sheet)
+        if at.rest_rows:
+            ws[at.detail_sheet] = wb.add_worksheet(at.detail_sheet, Sheet)
     ws["About"] = wb.add_worksheet("About", Sheet)
     order = plan_order(plan)
     checks = plan_checks(plan, order) + [recon_check(at, billed_input[m], recon[m].billed_total)
@@ -113,8 +115,12 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Budgets", lambda: write_budgets(book, ws["Budgets"], plan)),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
+        ("Summary saving", lambda: write_saving_line(book, ws["Summary"], recon, layout.summary)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m]))
           for m, at in layout.recon.items()),
+        *((f"Resources {m} ({at.rest_rows:,} rows)",
+           lambda m=m, at=at: write_resources_detail(book, ws[at.detail_sheet], plan, recon[m], at))
+          for m, at in layout.recon.items() if at.rest_rows),
         ("Checks", lambda: write_checks(book, ws["Checks"], plan, checks)),
         ("About", lambda: write_about(book, ws["About"], plan)),
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..engine import Plan
 from ..schema import EXTRA_CATEGORIES
 from .book import Book
-from .layout import EXTRAS_COST_MATRIX, MonthMatrix, extras_cost
+from .layout import EXTRAS_CATEGORY, EXTRAS_COST_MATRIX, MonthMatrix, extras_cost
 from .monthly import month_number, name_month_columns, write_matrix_header
 from .printing import print_setup
 
@@ -29,6 +29,7 @@ def write_extras(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
             book.formula(ws, r, matrix.first_month_col + j, f"IF(AND({k}>=$F{n},{k}<=$G{n}),$C{n},0)",
                          plan.extras_by_month[month][i], "money")
     name_month_columns(book, SHEET, matrix, extras_cost, EXTRAS_COST_MATRIX)
+    book.define_range(EXTRAS_CATEGORY, SHEET, matrix.first, matrix.last, 1)   # Recon sums the Extras by category
     book.dropdown(ws, matrix.first, matrix.last, 1, "category", EXTRA_CATEGORIES)
     ws.freeze_panes(2, 1)
     print_setup(ws, book.lang, _WIDTHS + [13] * len(months), matrix.last, header_rows=(0, 1), repeat_cols=(0, 0))

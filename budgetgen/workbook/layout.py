@@ -12,8 +12,9 @@ from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
 from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
-from ..order import order_keys
+from ..order import order_groups, order_keys
 from ..recon import ACTIONS
+from ..recon.pipeline import tab_resources
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 
@@ -22,8 +23,9 @@ GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "ban
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
              "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
-             "power_w": "GpuPowerW", "currency": "GpuCurrency",
-             "price_change_per_year": "GpuPriceChange"}  # the prices' names are on the plan-currency columns (workbook/gpus.py)
+             "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion", "currency": "GpuCurrency",
+             "price_change_per_year": "GpuPriceChange"}
+# (the prices' names are on the plan-currency columns: workbook/gpus.py)
 # The FX table on Assumptions: each currency and its rate in plan currency per unit.
 FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
 FX_HEADER = "FX currency"  # the first header of the table, which `diff` reads a built budget's rates below
@@ -43,7 +45,7 @@ TIER_PERIOD_COSTS, KIND_COSTS, COST_CENTER_COSTS = "TierPeriodCosts", "KindCosts
 GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix", "ExtrasCostMatrix", "MonthlyTier", \
     "TiersCost"
 # Order and Checks cells other sheets read.
-ORDER_TOTALS, ALL_CHECKS = "OrderTotals", "AllChecks"
+ORDER_TOTAL, ALL_CHECKS = "OrderTotal", "AllChecks"
 
 
 # Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
@@ -114,6 +116,24 @@ def recon_billed_input(month: str) -> str:
 
 def recon_partial(month: str) -> str:
     return month_name("ReconPartial", month)
+
+
+def recon_saving(month: str) -> str:
+    """The month's achievable saving on its Recon tab: ReconSaving_2026_07."""
+    return month_name("ReconSaving", month)
+
+
+EXTRAS_CATEGORY = "ExtrasCategory"   # the Extras' category column
+
+
+def recon_task_column(month: str, column: str) -> str:
+    """A column of a Recon tab's task block, for the month's Resources sheet: ReconTaskStatus_2026_07."""
+    return month_name(f"ReconTask{column}", month)
+
+
+def recon_rest(month: str, column: str) -> str:
+    """A column of the month's Resources sheet, for its Recon tab's totals: ReconRestBilled_2026_07."""
+    return month_name(f"ReconRest{column}", month)
 
 
 # ------------------------------------------------------------------ sheet layouts
@@ -273,11 +293,13 @@ class SummaryLayout:
 
 @dataclass(frozen=True)
 class OrderLayout:
-    """Order: the heading lines, one order line per (GPU, tier), their cards by month, and the sign-off."""
+    """Order: the heading lines, then a block per provider (its title row, its order lines, its subtotal), the total
+    over the providers, the lines' cards by month, the commitments and the sign-off."""
 
     lines: tuple[tuple[str, str], ...]
     months: tuple[str, ...]
     commitments: tuple[tuple[str, str], ...] = ()   # (GPU, commitment tier) in the Commitments sheet's block order
+    groups: tuple[tuple[str, int], ...] = ()        # (provider, its number of lines) in line order
 
     heading_first = 2     # made by, build date, input file, plan
     header = 7
@@ -286,13 +308,32 @@ class OrderLayout:
                "tasks served", "provider / SKU", "notes")
 
     @property
-    def last(self) -> int:
-        """The last order line (the first one when there is none)."""
-        return self.first + max(1, len(self.lines)) - 1
+    def group_rows(self) -> tuple[tuple[int, int], ...]:
+        """Each provider block's title row and subtotal row; its lines are the rows between."""
+        out, r = [], self.first
+        for _, n in self.groups:
+            out.append((r, r + n + 1))
+            r += n + 3
+        return tuple(out)
+
+    def line_row(self, i: int) -> int:
+        """The row of order line `i` (in `lines`' order)."""
+        for (title, _), (_, n) in zip(self.group_rows, self.groups, strict=True):
+            if i < n:
+                return title + 1 + i
+            i -= n
+        raise IndexError(i)
 
     @property
     def total_row(self) -> int:
-        return self.last + 1
+        """The total over the providers, a row below the last block."""
+        return self.group_rows[-1][1] + 2 if self.groups else self.first
+
+    @property
+    def breaks(self) -> tuple[int, ...]:
+        """Rows a printed page starts at: each provider after the first, and, with more than one, the total."""
+        starts = [title for title, _ in self.group_rows[1:]]
+        return tuple(starts + [self.total_row]) if starts else ()
 
     @property
     def month_header(self) -> int:
@@ -334,8 +375,11 @@ class OrderLayout:
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.total_row), (self.month_header, self.month_last), (self.commit_header, self.commit_last + 1),
-                (self.signoff_header, self.last_row))
+        """The heading with the first provider, each other provider, the total with the cards by month, the
+        commitments, the sign-off."""
+        groups = self.group_rows or ((self.first, self.first),)
+        return ((0, groups[0][1]), *groups[1:], (self.total_row, self.month_last),
+                (self.commit_header, self.commit_last + 1), (self.signoff_header, self.last_row))
 
     @property
     def heights(self) -> Mapping[int, float]:
@@ -425,13 +469,31 @@ class ReconLayout:
     non_gpu_first: int
     non_gpu_last: int   # the row after the last non-GPU line; the totals start here
     commitment_rows: int = 1   # rows of the commitment block (at least 1: its SUM has a range)
+    rest_rows: int = 0   # resources beyond recon_top_resources: one line on the tab, listed on the Resources sheet
 
-    totals_rows = 8     # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input
+    totals_rows = 13    # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input,
+    #                     non-GPU not planned, credits, refunds, saving from idle cards, achievable saving
     coverage_rows = 6   # first and last charge day, days with lines, partial month, duplicates (lines, amount)
 
     @property
     def sheet(self) -> str:
         return f"Recon {self.month}"
+
+    @property
+    def rest_row(self) -> int:
+        """The line that sums the resources not listed on the tab (when rest_rows)."""
+        return self.resource_last + 1
+
+    @property
+    def detail_sheet(self) -> str:
+        """The month's Resources sheet: the resources the tab does not list, one row each (when rest_rows)."""
+        return f"Resources {self.month}"
+
+    detail_first = 2   # the detail sheet: title, header, then one row per resource
+
+    @property
+    def detail_last(self) -> int:
+        return self.detail_first + self.rest_rows - 1
 
     @property
     def coverage_header(self) -> int:
@@ -449,8 +511,8 @@ class ReconLayout:
     @property
     def commitment_header(self) -> int:
         """The commitment lines (unused commitment, purchases), their total and the month's EffectiveCost: after
-        the like-for-like header and its three rows, so that a bill without commitments moves no cell."""
-        return self.like_header + 5
+        the like-for-like header and its four rows, so that a bill without commitments moves no cell."""
+        return self.like_header + 6
 
     @property
     def commitment_first(self) -> int:
@@ -467,8 +529,8 @@ class ReconLayout:
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.task_last), (self.resource_header, self.resource_last),
-                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 3),
+        return ((0, self.task_last), (self.resource_header, self.resource_last + (1 if self.rest_rows else 0)),
+                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 4),
                 (self.commitment_header, self.last_row))
 
 
@@ -491,6 +553,8 @@ class Layout:
 MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost", "period_cost")
 EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "start #", "end #")
 CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
+# Last on Candidates, beside the cost columns: whose offer the GPU's prices are, and where (read from GPUs by name).
+CANDIDATE_OFFER = ("provider", "region")
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
@@ -526,15 +590,16 @@ def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
                          warnings_row, warnings, billed)
 
 
-def _recon(month: str, mr) -> ReconLayout:
+def _recon(month: str, mr, top: int) -> ReconLayout:
     task_header = 2
     task_last = task_header + max(1, len(mr.tasks))
     resource_header = task_last + 3
-    resource_last = resource_header + max(1, len(mr.resources))
-    non_gpu_header = resource_last + 3
+    shown, rest = tab_resources(mr.resources, top)
+    resource_last = resource_header + max(1, len(shown))
+    non_gpu_header = resource_last + (1 if rest else 0) + 3
     return ReconLayout(month, task_header, task_header + 1, task_last, resource_header, resource_header + 1,
                        resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)),
-                       max(1, len(mr.commitments)))
+                       max(1, len(mr.commitments)), len(rest))
 
 
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
@@ -542,15 +607,17 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     n = len(plan.tasks)
     keys = [c.name for c in TASK_COLUMNS] + [c.key for c in CALCS]
     tasks = Table(MappingProxyType({k: i for i, k in enumerate(keys)}), 1, max(1, n))
-    candidate_keys = list(CANDIDATE_LEAD) + [c.key for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
+    candidate_keys = [*CANDIDATE_LEAD, *(c.key for c in CALCS if c.key not in CANDIDATE_FROM_TASKS), *CANDIDATE_OFFER]
     candidate_rows = sum(len(tp.candidates) for tp in plan.tasks)
     candidates = Table(MappingProxyType({k: i for i, k in enumerate(candidate_keys)}), 1, max(1, candidate_rows))
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
                   len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
-                  OrderLayout(order_keys(plan), plan.months, tuple((c.gpu, c.tier) for c in plan.commitments)),
-                  MappingProxyType({m: _recon(m, mr) for m, mr in sorted((recon or {}).items())}),
+                  OrderLayout(order_keys(plan), plan.months, tuple((c.gpu, c.tier) for c in plan.commitments),
+                              order_groups(plan)),
+                  MappingProxyType({m: _recon(m, mr, plan.inputs.settings.recon_top_resources)
+                                    for m, mr in sorted((recon or {}).items())}),
                   CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months),
                   DemandMatrix(plan.months, 2, 1 + max(1, n)))
 

@@ -1,6 +1,9 @@
-"""Order: what procurement buys or reserves, per GPU type and tier the plan uses, as live formulas over Tasks."""
+"""Order: what procurement buys or reserves, per GPU type and tier the plan uses, as live formulas over Tasks; a block
+per provider with its subtotal, each printed on a page of its own."""
 
 from __future__ import annotations
+
+import math
 
 from xlsxwriter.utility import xl_col_to_name
 
@@ -10,7 +13,7 @@ from ..i18n import word
 from ..order import OrderLine
 from ..schema import TIER
 from .book import Book
-from .layout import ORDER_TOTALS, OrderLayout, commit_name, demand_name
+from .layout import ORDER_TOTAL, OrderLayout, commit_name, demand_name
 from .printing import print_setup
 
 SHEET = "Order"
@@ -43,43 +46,61 @@ def write_order(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: Or
     _commitments(book, ws, plan, at)
     _signoff(book, ws, at)
     widths = [*_WIDTHS, *[_MONTH_WIDTH] * max(0, len(at.months) + 2 - len(_WIDTHS))]
-    print_setup(ws, book.lang, widths, at.last_row, header_rows=(at.header, at.header),
-                blocks=at.blocks, heights=at.heights)
+    print_setup(ws, book.lang, widths, at.last_row, header_rows=(at.header, at.header), repeat_cols=(0, 0),
+                blocks=at.blocks, heights=at.heights, breaks=at.breaks)
 
 
 def _lines(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
+    """Each provider's block: its title (provider and regions), its lines, its subtotal; then the total over them."""
     c = at.col
-    last_month = xl_col_to_name(2 + len(at.months) - 1)
-    for i, line in enumerate(lines):
-        r, n = at.first + i, at.first + i + 1
-        m = at.month_first + i + 1      # the line's row in the cards-by-month block
-        by_month = f"$C${m}:${last_month}${m}"
-        over_plan = {key: rules.ORDER_OVER_PLAN.formula(**_selection(n, line.tier), amounts=amounts)
-                     for key, amounts in (("cards_billed", "DemandBilledMonths"),
-                                          ("gpu_hours_per_month", "DemandGpuHours"))}
-        ws.write_string(r, c("gpu"), line.gpu)
-        ws.write_string(r, c("tier"), word(line.tier, book.lang))
-        book.formula(ws, r, c("peak cards"), rules.ORDER_PEAK.formula(by_month=by_month), line.peak_cards, "int")
-        book.formula(ws, r, c("average cards"), rules.ORDER_AVERAGE.formula(card_months=over_plan["cards_billed"]),
-                     line.average_cards, "number")
-        book.formula(ws, r, c("months"), rules.ORDER_MONTHS.formula(by_month=by_month), line.months, "int")
-        book.formula(ws, r, c("quantity"), over_plan[TIER[line.tier].quantity_column],
-                     line.quantity, "int")
-        ws.write_string(r, c("unit"), book.t(line.quantity_unit))
-        book.formula(ws, r, c("unit price"), f"INDEX({TIER[line.tier].price_name},MATCH($A{n},GpuName,0))",
-                     line.unit_price, "price", "link")
-        quantity, price = (f"{xl_col_to_name(c(k))}{n}" for k in ("quantity", "unit price"))
-        book.formula(ws, r, c("total"), rules.ORDER_TOTAL.formula(quantity=quantity, price=price), line.total,
-                     "money")
-        ws.write_string(r, c("tasks served"), ", ".join(line.tasks), book.f.wrap)
-        for key in ("provider / SKU", "notes"):
-            ws.write_blank(r, c(key), None, book.f.get("input", "text"))
     total = c("total")
     col = xl_col_to_name(total)
+    i = 0
+    for (provider, n), (title, subtotal) in zip(at.groups, at.group_rows, strict=True):
+        group = lines[i:i + n]
+        name = provider or book.t("provider not given")
+        regions = ", ".join(dict.fromkeys(book.t(line.region) for line in group if line.region))
+        ws.write_string(title, 0, book.t("provider: {provider}").format(provider=name)
+                        + (book.t(" · region: {regions}").format(regions=regions) if regions else ""), book.f.bold)
+        for line in group:
+            _line(book, ws, at, line, i)
+            i += 1
+        ws.write_string(subtotal, 0, book.t("Subtotal {provider}").format(provider=name), book.f.bold)
+        book.formula(ws, subtotal, total, f"SUM({col}{title + 2}:{col}{subtotal})",
+                     math.fsum(line.total for line in group), "money", "total")
     ws.write_string(at.total_row, 0, book.t("Total"), book.f.bold)
-    book.formula(ws, at.total_row, total, f"SUM({col}{at.first + 1}:{col}{at.last + 1})",
-                 sum(line.total for line in lines), "money", "total")
-    book.define_range(ORDER_TOTALS, SHEET, at.first, at.last, total)
+    subtotals = ",".join(f"{col}{subtotal + 1}" for _, subtotal in at.group_rows)
+    book.formula(ws, at.total_row, total, f"SUM({subtotals})" if subtotals else "0",
+                 math.fsum(line.total for line in lines), "money", "total")
+    book.define(ORDER_TOTAL, SHEET, at.total_row, total)
+
+
+def _line(book: Book, ws, at: OrderLayout, line: OrderLine, i: int) -> None:
+    """Order line `i`: the GPU in column A, the tier, and its figures as formulas over the Tasks names."""
+    c = at.col
+    last_month = xl_col_to_name(2 + len(at.months) - 1)
+    r = at.line_row(i)
+    n = r + 1
+    m = at.month_first + i + 1      # the line's row in the cards-by-month block
+    by_month = f"$C${m}:${last_month}${m}"
+    over_plan = {key: rules.ORDER_OVER_PLAN.formula(**_selection(n, line.tier), amounts=amounts)
+                 for key, amounts in (("cards_billed", "DemandBilledMonths"),
+                                      ("gpu_hours_per_month", "DemandGpuHours"))}
+    ws.write_string(r, c("gpu"), line.gpu)
+    ws.write_string(r, c("tier"), word(line.tier, book.lang))
+    book.formula(ws, r, c("peak cards"), rules.ORDER_PEAK.formula(by_month=by_month), line.peak_cards, "int")
+    book.formula(ws, r, c("average cards"), rules.ORDER_AVERAGE.formula(card_months=over_plan["cards_billed"]),
+                 line.average_cards, "number")
+    book.formula(ws, r, c("months"), rules.ORDER_MONTHS.formula(by_month=by_month), line.months, "int")
+    book.formula(ws, r, c("quantity"), over_plan[TIER[line.tier].quantity_column], line.quantity, "int")
+    ws.write_string(r, c("unit"), book.t(line.quantity_unit))
+    book.formula(ws, r, c("unit price"), f"INDEX({TIER[line.tier].price_name},MATCH($A{n},GpuName,0))",
+                 line.unit_price, "price", "link")
+    quantity, price = (f"{xl_col_to_name(c(k))}{n}" for k in ("quantity", "unit price"))
+    book.formula(ws, r, c("total"), rules.ORDER_TOTAL.formula(quantity=quantity, price=price), line.total, "money")
+    ws.write_string(r, c("tasks served"), ", ".join(line.tasks), book.f.wrap)
+    for key in ("provider / SKU", "notes"):
+        ws.write_blank(r, c(key), None, book.f.get("input", "text"))
 
 
 def _cards_by_month(book: Book, ws, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:

@@ -33,16 +33,19 @@ def rows_pt(first: int, last: int, heights: Mapping[int, float]) -> float:
 
 
 def page_breaks(blocks: Sequence[tuple[int, int]], page_height: float,
-                heights: Mapping[int, float] | None = None) -> list[int]:
-    """Rows to break before so that no block (first, last row) that fits on a page is split across two.
+                heights: Mapping[int, float] | None = None, forced: Iterable[int] = ()) -> list[int]:
+    """Rows to break before so that no block (first, last row) that fits on a page is split across two, and a
+    page starts at each `forced` row (a block's first).
 
     `heights` are the rows' printed heights in points where not ROW_PT; `page_height` the printable height
     in the sheet's points (the page's height over the print scale).
     """
     height = functools.partial(rows_pt, heights=heights or {})
+    forced = set(forced)
     breaks, page_start = [], 0
     for first, last in sorted(blocks):
-        if height(page_start, last) > page_height and first > page_start and height(first, last) <= page_height:
+        if first > page_start and (first in forced or height(page_start, last) > page_height
+                                   and height(first, last) <= page_height):
             breaks.append(first)
             page_start = first
         while height(page_start, last) > page_height:   # where the printer itself breaks a longer block
@@ -55,13 +58,14 @@ def page_breaks(blocks: Sequence[tuple[int, int]], page_height: float,
 
 def print_setup(ws, lang: str, widths: Sequence[float], last_row: int, *, header_rows: tuple[int, int] | None = None,
                 repeat_cols: tuple[int, int] | None = None, blocks: Sequence[tuple[int, int]] = (),
-                heights: Mapping[int, float] | None = None) -> None:
+                heights: Mapping[int, float] | None = None, breaks: Sequence[int] = ()) -> None:
     """Set up `ws` for printing its first `len(widths)` columns and rows 0..last_row.
 
     One page wide when that keeps the text at MIN_SCALE or larger; otherwise across pages with `repeat_cols`
     on each page, so every value prints next to its row's label: one page tall where that too keeps the text at
     MIN_SCALE or larger (each page then holds every row of its columns, all the labels with them), else at
-    full size with page breaks between `blocks`.
+    full size with page breaks between `blocks`. A page starts at each of `breaks` (a block's first row), so a
+    sheet with breaks is never squeezed one page tall.
     """
     wide = width_pt(widths)
     landscape = wide > PORTRAIT[0]
@@ -77,7 +81,7 @@ def print_setup(ws, lang: str, widths: Sequence[float], last_row: int, *, header
         ws.fit_to_pages(1, 0)
     else:
         scale = min(1.0, page_h / rows_pt(0, last_row, heights))   # the scale that prints every row on one page
-        if MIN_SCALE <= scale < 1.0:
+        if MIN_SCALE <= scale < 1.0 and not breaks:
             ws.fit_to_pages(0, 1)
         else:
             scale = 1.0
@@ -91,4 +95,4 @@ def print_setup(ws, lang: str, widths: Sequence[float], last_row: int, *, header
         usable = page_h / scale
         if header_rows is not None:
             usable -= (header_rows[1] - header_rows[0] + 1) * ROW_PT
-        ws.set_h_pagebreaks(page_breaks(blocks, usable, heights))
+        ws.set_h_pagebreaks(page_breaks(blocks, usable, heights, breaks))

@@ -10,10 +10,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from xlsxwriter.utility import xl_col_to_name
+
 from ..recon import rules as R
-from .book import Book
+from ..recon.pipeline import CREDIT_KINDS, tab_resources
+from .book import Book, ColumnBlock
 from .checks import Check
 from .layout import (
+    EXTRAS_CATEGORY,
     ReconLayout,
     extras_cost,
     gpu_cost,
@@ -21,22 +25,27 @@ from .layout import (
     recon_billed_input,
     recon_billed_total,
     recon_partial,
+    recon_rest,
+    recon_saving,
+    recon_task_column,
 )
 from .printing import print_setup
 
 TASK_HEADERS = ["task id", "planned", "billed", "variance", "variance %", "status", "non-GPU billed", "buffer share",
                 "buffer left", "cards held", "planned GPU hours", "GPU hours billed", "rate variance",
-                "usage variance", "EffectiveCost", "compared with plan", "planned PricingCategory"]
+                "usage variance", "EffectiveCost", "compared with plan", "planned PricingCategory", "GPU resources"]
 RESOURCE_HEADERS = ["resource", "task id", "services", "lines", "billed", "hours", "avg util %", "peak memory share",
-                    "OOM events", "flags", "action next month", "cards", "cards to drop", "saving if acted on",
-                    "PricingCategory"]
+                    "OOM events", "flags", "action next month", "cards", "idle cards", "saving if acted on",
+                    "PricingCategory", "to attribute or stop"]
 COMMITMENT_HEADERS = ["commitment lines", "billed", "EffectiveCost", "commitment id", "commitment type"]
 COMMITMENT_KINDS = {"unused": "unused commitment", "purchase": "commitment purchase"}
 """The words of a commitment line's kind (pipeline.COMMITMENT_KINDS)."""
 DATE_FORMAT = "yyyy-mm-dd"
+CREDIT_WORDS = {"credit": "credits", "refund": "refunds and adjustments"}
+"""The words of a credit line's kind (pipeline.CREDIT_KINDS)."""
 
 
-_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14, 16, 16, 16]   # the action column is wide
+_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14, 16, 16, 16, 14]   # the action column is wide
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -113,6 +122,7 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
                          t.planned_pricing, "text", "link")
         else:
             book.value(ws, row, 16, t.planned_pricing, "input", "text")
+        book.value(ws, row, 17, t.resources, "input", "int")   # counted once per task by the grouping
     if mr.tasks:
         chart = book.wb.add_chart({"type": "column"})
         for col, label in ((1, "planned"), (2, "billed")):
@@ -134,59 +144,157 @@ def _limits(book: Book, plan) -> R.Limits:
                     {r.key: book.t(r.action) for r in R.FLAG_RULES})
 
 
+_TASK_CELLS = {"task_status": ("Status", 5), "task_cards": ("Cards", 9), "planned_pricing": ("Pricing", 16),
+               "task_rows": ("Resources", 17)}
+"""The task block's cells a resource row reads: placeholder -> (name part, column)."""
+_REST_COLUMNS = {"Task": 1, "Lines": 3, "Billed": 4, "Saving": 13, "Attribute": 15}
+"""The Resources sheet's columns the Recon tab's totals and its rest line read: name part -> column."""
+
+
 def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
+    """The resources the tab lists (recon_top_resources, flagged first by the money at stake), then one line
+    summing the others, which the month's Resources sheet lists."""
     book.header(ws, at.resource_header, RESOURCE_HEADERS)
-    a, b = at.resource_first + 1, at.resource_last + 1
-    task_rows = {t.task_id: at.task_first + 1 + i for i, t in enumerate(mr.tasks)}
-    for i, res in enumerate(mr.resources):
-        row = at.resource_first + i
-        n = row + 1
-        ws.write_string(row, 0, res.resource_id or "")
-        ws.write_string(row, 1, res.task_id or "")
-        ws.write_string(row, 2, ", ".join(res.services))
-        ws.write_number(row, 3, res.lines)
-        book.value(ws, row, 14, res.pricing, "input", "text")   # blank when the bill gives no PricingCategory
-        book.value(ws, row, 4, res.billed, "input", "money")
-        for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
-                                (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
-            book.value(ws, row, col, _number(value), "input", fmt)
+    position = {t.task_id: i for i, t in enumerate(mr.tasks)}
+    shown, rest = _split(mr, at)
+    for i, res in enumerate(shown):
+        k = position.get(res.task_id)
         # The task's own cells, referred to directly: no lookup of a bill's id that might hold * ? or ~.
-        task_row = task_rows.get(res.task_id)
-        cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
-                 "flags": f"J{n}", "cards": f"L{n}", "drop": f"M{n}", "tasks": f"$B${a}:$B${b}",
-                 "task_status": f"$F${task_row}" if task_row else '""',
-                 "task_cards": f"$J${task_row}" if task_row else '""',
-                 "pricing": f"O{n}", "planned_pricing": f"$Q${task_row}" if task_row else '""'}
-        values = {"flags": " ".join(res.flags)}
-        book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
-        book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
-        book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
-        book.formula(ws, row, 12, R.CARDS_TO_DROP.formula(cells), res.cards_to_drop, "int")
-        book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
+        task = {key: f"${xl_col_to_name(col)}${at.task_first + 1 + k}" if k is not None else '""'
+                for key, (_, col) in _TASK_CELLS.items()}
+        _resource_row(book, ws, at.resource_first + i, res, task, limits)
+    if not rest:
+        return
+    for key, (part, col) in _TASK_CELLS.items():
+        book.define_range(recon_task_column(at.month, part), at.sheet, at.task_first, at.task_last, col)
+    row = at.rest_row
+    flagged = sum(1 for r in rest if r.flags)
+    ws.write_string(row, 0, f"{len(rest):,} {book.t('more resources, listed on')} {at.detail_sheet}", book.f.bold)
+    ws.write_string(row, 9, f"{flagged:,} {book.t('flagged')}")
+    for key, col, value in (("Lines", 3, sum(r.lines for r in rest)), ("Billed", 4, math.fsum(r.billed for r in rest)),
+                            ("Saving", 13, math.fsum(r.saving for r in rest)),
+                            ("Attribute", 15, math.fsum(r.to_attribute for r in rest))):
+        book.formula(ws, row, col, f"SUM({recon_rest(at.month, key)})", value, "int" if key == "Lines" else "money",
+                     "link")
+
+
+def _split(mr, at: ReconLayout) -> tuple[tuple, tuple]:
+    """The resources the tab lists and those its Resources sheet lists, as the layout counted them."""
+    return tab_resources(mr.resources, len(mr.resources) - at.rest_rows)
+
+
+def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R.Limits) -> None:
+    """One resource's row: its bill and usage, then its rules (flags, action, cards, idle cards, saving, to
+    attribute or stop) over its own cells and its task's (`task`: the task block's cells or their names)."""
+    n = row + 1
+    ws.write_string(row, 0, res.resource_id or "")
+    ws.write_string(row, 1, res.task_id or "")
+    ws.write_string(row, 2, ", ".join(res.services))
+    ws.write_number(row, 3, res.lines)
+    book.value(ws, row, 14, res.pricing, "input", "text")   # blank when the bill gives no PricingCategory
+    book.value(ws, row, 4, res.billed, "input", "money")
+    for col, value, fmt in ((5, res.hours, "number"), (6, res.avg_util_pct, "number"),
+                            (7, res.mem_peak_share, "percent"), (8, res.oom_events, "int")):
+        book.value(ws, row, col, _number(value), "input", fmt)
+    cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
+             "flags": f"J{n}", "cards": f"L{n}", "idle": f"M{n}", "pricing": f"O{n}", **task}
+    values = {"flags": " ".join(res.flags)}
+    book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
+    book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
+    book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
+    book.formula(ws, row, 12, R.IDLE_CARDS.formula(cells), res.idle_cards, "number")
+    book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
+    book.formula(ws, row, 15, R.TO_ATTRIBUTE.formula(cells), res.to_attribute, "money")
+
+
+def write_resources_detail(book: Book, ws, plan, mr, at: ReconLayout) -> None:
+    """The month's Resources sheet: every resource its Recon tab does not list, with the same rules. A resource's
+    task cells are read through the tab's task-block names at the task's position (column Q, blank for a
+    resource of no task): INDEX by position, no lookup of the id. Every formula is the same down the column, so
+    the rows are written a whole row at a time (book.ColumnBlock)."""
+    headers = [*RESOURCE_HEADERS, "task # on the Recon tab"]
+    widths = [*_WIDTHS[:len(RESOURCE_HEADERS)], 14]
+    for col, width in enumerate(widths):
+        ws.set_column(col, col, width)
+    ws.write_string(0, 0, f"{book.t('Resources')} {at.month}: {book.t('resources of the month not on its Recon tab')} "
+                          f"({book.currency})", book.f.title)
+    book.header(ws, at.detail_first - 1, headers)
+    limits = _limits(book, plan)
+    at_task = {key: f'IF(ISNUMBER($Q{{r}}),INDEX({recon_task_column(at.month, part)},$Q{{r}}),"")'
+               for key, (part, _) in _TASK_CELLS.items()}
+    cells = {"task": "B{r}", "billed": "E{r}", "util": "G{r}", "mem_share": "H{r}", "oom": "I{r}", "flags": "J{r}",
+             "cards": "L{r}", "idle": "M{r}", "pricing": "O{r}", **at_task}
+    inputs = [(0, "resource_id", "text"), (1, "task_id", "text"), (2, "services", "text"), (3, "lines", "int"),
+              (4, "billed", "money"), (5, "hours", "number"), (6, "util", "number"), (7, "mem_share", "percent"),
+              (8, "oom", "int"), (14, "pricing", "text"), (16, "position", "int")]
+    rules = [(9, R.FLAGS, "text"), (10, R.ACTION, "text"), (11, R.RESOURCE_CARDS, "int"), (12, R.IDLE_CARDS, "number"),
+             (13, R.SAVING, "money"), (15, R.TO_ATTRIBUTE, "money")]
+    block = ColumnBlock(sorted([(col, key, None, book.f.get("input", fmt)) for col, key, fmt in inputs]
+                               + [(col, rule.key, rule.formula(cells), book.f.get("calc", fmt))
+                                  for col, rule, fmt in rules]))
+    position = {t.task_id: i + 1 for i, t in enumerate(mr.tasks)}
+    _, rest = _split(mr, at)
+    for i, res in enumerate(rest):
+        block.store(ws, at.detail_first + i, {
+            "resource_id": res.resource_id or "", "task_id": res.task_id or "", "services": ", ".join(res.services),
+            "lines": res.lines, "billed": res.billed, "hours": _number(res.hours), "util": _number(res.avg_util_pct),
+            "mem_share": _number(res.mem_peak_share), "oom": _number(res.oom_events), "pricing": res.pricing,
+            "position": position.get(res.task_id), "flags": " ".join(res.flags),
+            "action": R.ACTION.py({"flags": " ".join(res.flags)}, limits), "cards": res.cards,
+            "idle_cards": res.idle_cards, "saving": res.saving, "to_attribute": res.to_attribute})
+    for part, col in _REST_COLUMNS.items():
+        book.define_range(recon_rest(at.month, part), at.detail_sheet, at.detail_first, at.detail_last, col)
+    ws.freeze_panes(at.detail_first, 1)
+    ws.autofilter(at.detail_first - 1, 0, at.detail_last, len(headers) - 1)
+    print_setup(ws, book.lang, widths, at.detail_last, header_rows=(1, 1), repeat_cols=(0, 0))
 
 
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
-    book.header(ws, at.non_gpu_header, ["non-GPU lines", "billed"])
-    for i, (category, amount) in enumerate(sorted(mr.non_gpu.items())):
-        ws.write_string(at.non_gpu_first + i, 0, book.t(category))
-        book.value(ws, at.non_gpu_first + i, 1, amount, "input", "money")
+    """Each non-GPU category billed against its Extras (only what no Extra planned uses the buffer), then the
+    month's totals, the credits and refunds apart, and the achievable saving."""
+    book.header(ws, at.non_gpu_header, ["non-GPU lines", "billed", "planned (Extras)", "not planned"])
+    for i, (category, amount) in enumerate(mr.non_gpu.items()):
+        row, n = at.non_gpu_first + i, at.non_gpu_first + i + 1
+        planned = mr.non_gpu_planned.get(category, 0.0)
+        ws.write_string(row, 0, book.t(category))
+        book.value(ws, row, 1, amount, "input", "money")
+        if in_plan:   # the category's key as the Extras sheet holds it, in either language
+            book.formula(ws, row, 2, f'SUMPRODUCT(({EXTRAS_CATEGORY}="{category}")*{extras_cost(at.month)})', planned,
+                         "money", "link")
+        else:
+            book.value(ws, row, 2, planned, "input", "money")
+        book.formula(ws, row, 3, R.NOT_PLANNED.formula({"billed": f"B{n}", "planned": f"C{n}"}),
+                     mr.not_planned(category), "money")
     last = at.non_gpu_last
     a, b = at.resource_first + 1, at.resource_last + 1
     n = last + 1
     buffer = (month_buffer(at.month), "link") if in_plan else (None, "input")
     cells = {"non_gpu": f"B{n}", "reserved": f"B{n + 1}", "allocated": f"B{n + 3}", "unallocated": f"B{n + 4}",
-             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}", "commitments": f"B{at.commitment_total + 1}"}
-    values = {"non_gpu": mr.non_gpu_billed, "reserved": mr.buffer_reserved,
-              "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources]}
+             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}", "commitments": f"B{at.commitment_total + 1}",
+             "credits": f"(B{n + 9}+B{n + 10})", "saving": f"$N${a}:$N${b}", "idle_saving": f"B{n + 11}"}
+    rest = {"tasks": recon_rest(at.month, "Task"), "billed": recon_rest(at.month, "Billed"),
+            "saving": recon_rest(at.month, "Saving")}
+
+    def over_all(rule: R.Rule) -> str:
+        """A rule over the tab's resource rows, plus over the Resources sheet's when the tab lists only some."""
+        return rule.formula(cells) + (f"+{rule.formula(rest)}" if at.rest_rows else "")
+
+    values = {"reserved": mr.buffer_reserved, "non_gpu": mr.non_gpu_not_planned,
+              "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources],
+              "saving": [r.saving for r in mr.resources]}
     rows = [
         ("non-GPU billed", f"SUM(B{at.non_gpu_first + 1}:B{last})", mr.non_gpu_billed, "calc"),
         ("hidden-cost buffer reserved", buffer[0], mr.buffer_reserved, buffer[1]),
-        ("buffer left", R.BUFFER_LEFT.formula(cells), R.BUFFER_LEFT.py(values, None), "calc"),
-        ("GPU billed to tasks", R.ALLOCATED_GPU.formula(cells), R.ALLOCATED_GPU.py(values, None), "calc"),
-        ("unallocated GPU", R.UNALLOCATED_GPU.formula(cells), R.UNALLOCATED_GPU.py(values, None), "calc"),
+        ("buffer left", R.BUFFER_LEFT.formula({**cells, "non_gpu": f"B{n + 8}"}), mr.buffer_left, "calc"),
+        ("GPU billed to tasks", over_all(R.ALLOCATED_GPU), R.ALLOCATED_GPU.py(values, None), "calc"),
+        ("unallocated GPU", over_all(R.UNALLOCATED_GPU), R.UNALLOCATED_GPU.py(values, None), "calc"),
         ("billed total", R.BILLED_TOTAL.formula(cells), mr.billed_total, "calc"),
         ("planned GPU total", f"SUM(B{at.task_first + 1}:B{at.task_last + 1})", mr.planned_total, "calc"),
         ("BilledCost in the input", None, billed_input, "input"),
+        ("non-GPU not planned", f"SUM(D{at.non_gpu_first + 1}:D{last})", mr.non_gpu_not_planned, "calc"),
+        *((CREDIT_WORDS[k], None, mr.credits.get(k, 0.0), "input") for k in CREDIT_KINDS),
+        ("saving from idle cards", over_all(R.IDLE_SAVING), mr.idle_saving, "calc"),
+        ("achievable saving", R.ACHIEVABLE_SAVING.formula(cells), mr.achievable_saving, "total"),
     ]
     for i, (label, formula, value, role) in enumerate(rows):
         row = last + i
@@ -197,6 +305,18 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
             book.formula(ws, row, 1, formula, value, "money", role)
     book.define(recon_billed_total(at.month), at.sheet, last + 5, 1)
     book.define(recon_billed_input(at.month), at.sheet, last + 7, 1)
+    book.define(recon_saving(at.month), at.sheet, last + len(rows) - 1, 1)
+
+
+def write_saving_line(book: Book, ws, recon, at) -> None:
+    """One Summary line, in the blank row between the re-forecast and the chart: the achievable saving of the
+    latest billed plan month, by its Recon tab's name. Nothing when no plan month is billed."""
+    if at.reforecast_header is None:
+        return
+    month = at.billed_months[-1]
+    row = at.reforecast_header + len(at.months) + 4
+    ws.write_string(row, 0, f"{book.t('achievable saving, bill of')} {month}", book.f.bold)
+    book.formula(ws, row, 1, recon_saving(month), recon[month].achievable_saving, "money", "link")
 
 
 def _coverage(book: Book, ws, mr, at: ReconLayout) -> None:
@@ -235,7 +355,8 @@ def _date(book: Book, ws, row: int, day: dt.date) -> None:
 
 
 def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
-    """GPU billed against GPU planned, non-GPU billed against Extras + buffer, total against total."""
+    """GPU billed against GPU planned, non-GPU billed against Extras + buffer, the credits and refunds apart, total
+    against total."""
     r = at.like_header
     book.header(ws, r, ["like for like", "planned", "billed", "variance"])
     t = at.non_gpu_last + 1   # the totals block's first row, 1-based
@@ -245,7 +366,9 @@ def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
         ("GPU", f"B{t + 6}", mr.planned_total, f"B{t + 3}+B{t + 4}+B{at.commitment_total + 1}",
          mr.gpu_billed + mr.commitment_billed),
         ("non-GPU (extras + buffer)", extras, mr.planned_extras + mr.buffer_reserved, f"B{t}", mr.non_gpu_billed),
-        ("total", f"B{r + 2}+B{r + 3}", mr.planned_all, f"B{t + 5}", mr.billed_total),
+        # Credits and refunds are planned nowhere and netted into no usage line above.
+        ("credits and refunds", "0", 0.0, f"B{t + 9}+B{t + 10}", mr.credit_billed),
+        ("total", f"B{r + 2}+B{r + 3}+B{r + 4}", mr.planned_all, f"B{t + 5}", mr.billed_total),
     ]
     for i, (label, planned, planned_value, billed, billed_value) in enumerate(rows, start=1):
         n = r + i + 1

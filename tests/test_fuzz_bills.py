@@ -1,0 +1,193 @@
+"""Property tests of bills in each shape a user hands over: CSV, Parquet, an xlsx file and the input's Bills sheet.
+
+Lines are drawn at random (GPU, CPU and storage lines, credits, repeats of an earlier bill's lines, date cells
+where the shape has them, at most one line made wrong), summed by DuckDB through `sum_bills`, and compared with
+an oracle worked out here: per month, Σ BilledCost of the valid lines, a line already in an earlier bill counted
+once, split into GPU and other by the line's description and service category. A line made wrong must instead
+be an error at its file and row (or cell), and nothing else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+
+import duckdb
+import openpyxl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openpyxl.utils import get_column_letter
+from test_bills import CATALOG
+
+from budgetgen.errors import Code, InputError
+from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
+from budgetgen.recon.bill_sums import BillSource, sum_bills
+from budgetgen.recon.table import sheet_frame
+
+pytestmark = [pytest.mark.filterwarnings("error"), pytest.mark.slow]
+
+HEAD = ["ChargePeriodStart", "BilledCost", "BillingCurrency", "ResourceId", "ServiceCategory", "ChargeDescription",
+        "Tags"]
+# kind: (ServiceCategory, ChargeDescription, GPU or not) — p5 is an AWS GPU family, m5 is not; storage that says
+# GPU is storage.
+KINDS = {"gpu": ("Compute", "p5.48xlarge On Demand", True), "cpu": ("Compute", "m5.large On Demand", False),
+         "storage": ("Storage", "GPU checkpoint storage", False)}
+# What a wrong line holds, the code of its problem and the column it is placed at.
+WRONG = {"cost": ("abc", Code.NOT_A_NUMBER, "BilledCost"), "start": ("epoch", Code.BAD_MONTH, "ChargePeriodStart"),
+         "tags": ("env=prod", Code.WRONG_FORMAT, "Tags")}
+
+line = st.tuples(
+    st.sampled_from(sorted(KINDS)),
+    st.integers(7, 9),  # month
+    st.integers(1, 28),  # day
+    st.integers(-50_000, 500_000).map(lambda cents: cents / 100),  # BilledCost, credits negative
+    st.sampled_from(["i-1", "i-2", "vol-1"]),
+    st.sampled_from(["{}", '{"task_id": "T1"}', '{"user:task_id": "S1", "team": "ml"}']),
+)
+
+
+@st.composite
+def bills(draw, shape: str):
+    """Two bills' lines (the second may repeat lines of the first) and at most one wrong line: (bill, index, what)."""
+    first = draw(st.lists(line, min_size=1, max_size=12))
+    repeated = draw(st.lists(st.sampled_from(first), max_size=3))
+    second = draw(st.lists(line, max_size=6)) + repeated
+    kinds = sorted(WRONG) if shape in ("csv", "xlsx", "sheet") else ["start", "tags"]  # Parquet's cost is DOUBLE
+    wrong = draw(st.none() | st.tuples(st.integers(0, 1), st.integers(0, 100), st.sampled_from(kinds)))
+    if wrong is not None:
+        lines = (first, second)[wrong[0]]
+        wrong = (wrong[0], wrong[1] % len(lines), wrong[2]) if lines else None
+    return [first, second], wrong
+
+
+def oracle(sources: list[list[tuple]]) -> dict[str, tuple[float, float]]:
+    """{month: (Σ GPU lines, Σ all lines)} of the lines not already in an earlier bill."""
+    seen: set = set()
+    sums: dict[str, list[float]] = defaultdict(list)
+    gpu: dict[str, list[float]] = defaultdict(list)
+    for lines in sources:
+        keys = set()
+        for kind, month, day, cost, resource, _tags in lines:
+            key = (resource, month, day, KINDS[kind][1], cost)
+            keys.add(key)
+            if key in seen:
+                continue
+            name = f"2026-{month:02d}"
+            sums[name].append(cost)
+            gpu[name].append(cost if KINDS[kind][2] else 0.0)
+        seen |= keys
+    return {m: (math.fsum(gpu[m]), math.fsum(sums[m])) for m in sums}
+
+
+def cells(kind, month, day, cost, resource, tags, shape: str) -> list:
+    """A line's values as the shape holds them: texts in CSV, typed values elsewhere, date cells in sheets."""
+    service, description, _ = KINDS[kind]
+    start = dt.datetime(2026, month, day, 10) if shape in ("xlsx", "sheet") else f"2026-{month:02d}-{day:02d}T10:00:00Z"
+    return [start, cost if shape != "csv" else f"{cost:.2f}", "USD", resource, service, description, tags]
+
+
+def spoiled(values: list, what: str) -> list:
+    bad, _, column = WRONG[what]
+    values = list(values)
+    values[HEAD.index(column)] = bad
+    return values
+
+
+def write(folder, shape: str, index: int, rows: list[list]):
+    """One bill in `shape`: a path, or the Bills sheet's frame as the reader hands it over."""
+    if shape == "sheet":
+        return sheet_frame([(1, tuple(HEAD)), *((n + 2, tuple(r)) for n, r in enumerate(rows))])
+    path = folder / f"bill{index}.{shape}"
+    if shape == "csv":
+        path.write_text("\n".join([",".join(HEAD), *(",".join(_quoted(v) for v in r) for r in rows)]) + "\n",
+                        encoding="utf-8")
+    elif shape == "xlsx":
+        wb = openpyxl.Workbook()
+        for r in (HEAD, *rows):
+            wb.active.append(r)
+        wb.save(path)
+    else:
+        con = duckdb.connect()
+        con.execute("CREATE TABLE b (ChargePeriodStart VARCHAR, BilledCost DOUBLE, BillingCurrency VARCHAR, "
+                    "ResourceId VARCHAR, ServiceCategory VARCHAR, ChargeDescription VARCHAR, Tags VARCHAR)")
+        if rows:
+            con.executemany("INSERT INTO b VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        con.execute(f"COPY b TO '{path}' (FORMAT parquet)")
+        con.close()
+    return path
+
+
+def _quoted(value) -> str:
+    text = str(value)
+    return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n') else text
+
+
+def place(shape: str, index: int, row: int, column: str) -> tuple[str, str]:
+    """Where the problem of line `row` (0-based) of bill `index` is named."""
+    if shape == "sheet":
+        return ("Bills", f"{get_column_letter(HEAD.index(column) + 1)}{row + 2}")
+    name = f"bill{index}.{shape}"
+    if shape == "xlsx":
+        return (name, f"{get_column_letter(HEAD.index(column) + 1)}{row + 2}")
+    return (name, f"row {row + (2 if shape == 'csv' else 1)}")
+
+
+def check(tmp_path_factory, shape: str, drawn) -> None:
+    sources, wrong = drawn
+    folder = tmp_path_factory.mktemp(shape)
+    rows = [[cells(*values, shape=shape) for values in lines] for lines in sources]
+    if wrong is not None:
+        index, row, what = wrong
+        rows[index][row] = spoiled(rows[index][row], what)
+    given_sources = [write(folder, shape, i, r) for i, r in enumerate(rows)]
+    if shape == "sheet":  # the sheet, then a CSV of the second bill: the only sheet is the first source
+        given_sources[1] = write(folder, "csv", 1, [cells(*v, shape="csv") if wrong is None or wrong[0] != 1
+                                                    or n != wrong[1] else spoiled(cells(*v, shape="csv"), wrong[2])
+                                                    for n, v in enumerate(sources[1])])
+    names = ["Bills" if not hasattr(s, "name") else s.name for s in given_sources]
+    try:
+        result = sum_bills([BillSource(s, n) for s, n in zip(given_sources, names, strict=True)], "USD",
+                           DEFAULT_GPU_LINE_PATTERN, {}, CATALOG)
+    except InputError as exc:
+        assert wrong is not None, exc
+        index, row, what = wrong
+        expected = place("csv" if shape == "sheet" and index == 1 else shape, index, row, WRONG[what][2])
+        assert [(p.code, p.sheet, p.cell) for p in exc.problems] == [(WRONG[what][1], *expected)]
+        return
+    assert wrong is None, f"the wrong line {wrong} was read"
+    expected = oracle(sources)
+    assert set(result.billed) == set(expected)
+    for month, (gpu, total) in expected.items():
+        assert result.billed[month] == pytest.approx(total, abs=1e-6)
+        sums = result.sums[(result.sums["month"] == month) & result.sums["is_gpu"]]
+        assert math.fsum(sums["billed"]) == pytest.approx(gpu, abs=1e-6)
+
+
+FUZZ = settings(max_examples=5, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@FUZZ
+@given(drawn=bills("csv"))
+def test_csv_bills_sum_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
+    check(tmp_path_factory, "csv", drawn)
+
+
+@FUZZ
+@given(drawn=bills("parquet"))
+def test_parquet_bills_sum_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
+    check(tmp_path_factory, "parquet", drawn)
+
+
+@FUZZ
+@given(drawn=bills("xlsx"))
+def test_xlsx_bills_sum_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
+    check(tmp_path_factory, "xlsx", drawn)
+
+
+@FUZZ
+@given(drawn=bills("sheet"))
+def test_the_bills_sheet_sums_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
+    check(tmp_path_factory, "sheet", drawn)
