@@ -19,6 +19,9 @@ import budgetgen
 from budgetgen.cli import main
 from budgetgen.errors import InputError
 
+# One worker builds the module's plans and runs LibreOffice once (the fixtures are per module, per worker).
+pytestmark = pytest.mark.xdist_group("planning")
+
 ON_DEMAND = 2.0  # USD per card-hour, typed on the GPUs row
 HPM = 730  # hours_per_month's default
 REQ_S = 2000 / 200  # measured 2,000 output tokens/s over 200 tokens a request: 10 requests/s per replica
