@@ -42,6 +42,7 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         form_factor=str(rec.get("form_factor") or ""),
         bandwidth_efficiency=rec.get("bandwidth_efficiency"),
         matmul_efficiency=rec.get("matmul_efficiency"),
+        price_change_per_year=rec.get("price_change_per_year"),
         interconnect=str(rec.get("interconnect") or "pcie"),
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
         prices={t.name: rec.get(t.price_column) for t in TIERS},
@@ -65,7 +66,8 @@ def gpu_record(g: Gpu) -> dict[str, object]:
               "form_factor": g.form_factor or None, "bandwidth_efficiency": g.bandwidth_efficiency,
               "matmul_efficiency": g.matmul_efficiency, "interconnect": g.interconnect, "scaling": g.scaling,
               **{t.price_column: g.listed_prices.get(t.name) for t in TIERS},
-              "purchase_price": g.listed_purchase, "power_w": g.power_w, "provider": g.provider or None,
+              "purchase_price": g.listed_purchase, "power_w": g.power_w,
+              "price_change_per_year": g.price_change_per_year, "provider": g.provider or None,
               "region": g.region or None, "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
     return {c.name: fields[c.name] for c in GPU_COLUMNS}
 

@@ -190,15 +190,22 @@ def init(path: Path, force: bool, currency: str, build_date, lang: str) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(path_type=Path))
+@click.option("--max-total", "max_total", type=float,
+              help="Fail (exit 1) when the period total is above this amount in the plan currency (for CI).")
 @DATE_OPTION
 @LANG_OPTION
-def validate(path: Path, build_date, lang: str) -> None:
+def validate(path: Path, max_total: float | None, build_date, lang: str) -> None:
     """Check an input workbook: every error and warning with sheet and cell."""
     with _reported(lang):
         plan = plan_budget(read_inputs(path, today=build_date and build_date.date()))
     _warn(plan.warnings, lang)
     click.echo(tr("OK: {tasks} tasks, {warnings} warning(s).", lang).format(tasks=len(plan.tasks),
                                                                              warnings=len(plan.warnings)))
+    cur = plan.inputs.settings.currency
+    if max_total is not None and plan.period_total > max_total:
+        click.echo(tr("Error: the period total {total} is above --max-total {limit}", lang).format(
+            total=_money(plan.period_total, cur), limit=_money(max_total, cur)), err=True)
+        sys.exit(1)
 
 
 SHOWN_WARNINGS = 10
@@ -241,10 +248,12 @@ def _money(value: float, currency: str) -> str:
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the engine's results as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
+@click.option("--fail-over-budget", "fail_over_budget", is_flag=True,
+              help="Exit 1 after writing when a plan month is over a Budgets row (for CI).")
 @DATE_OPTION
 @LANG_OPTION
 def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
-          json_path: Path | None, quiet: bool, build_date, lang: str) -> None:
+          json_path: Path | None, quiet: bool, fail_over_budget: bool, build_date, lang: str) -> None:
     """Validate, compute and write the budget workbook."""
     with _reported(lang, (output or default_output(path), json_path)):
         result = build_budget(path, output, bills=bills, usage=usage, json_path=json_path, lang=lang,
@@ -265,6 +274,12 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
             billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
             flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
     _warn(plan.warnings, lang)  # the plan's, then those about the bills and usage
+    over = [line for line in plan.budgets if any(line.over)]
+    if fail_over_budget and over:
+        click.echo(tr("Error: over budget: {lines}", lang).format(lines="; ".join(
+            f"{line.label or tr('the whole plan', lang)} {sum(line.over)} month(s), {_money(line.overrun, cur)}"
+            for line in over)), err=True)
+        sys.exit(1)
 
 
 @main.command()

@@ -509,8 +509,32 @@ CALCS: tuple[Calc, ...] = (
          lambda r, s, g: s.plan_months.index(r["end_month"]) + 1),
     Calc("active_months", "active months", "months", "int", "={end_index}-{start_index}+1",
          lambda r, s, g: r["end_index"] - r["start_index"] + 1),
+    Calc("tokens_per_month", "output tokens a month", "tokens", "int",
+         f'=IF({{training}}=1,"",IF({_ONLINE_KIND},{{tokens_per_day}}*DaysPerMonth,{{tokens_per_day}}*{{runs_per_month}}))',
+         lambda r, s, g: None if _training(r) else r["tokens_per_day"] * (
+             s.hours_per_month / K.HoursPerDay if _online(r) else r["runs_per_month"])),
+    Calc("requests_per_month", "requests a month", "requests", "int",
+         f'=IF({{training}}=1,"",IF({_ONLINE_KIND},{{requests_per_day}}*DaysPerMonth,'
+         '{batch_requests}*{runs_per_month}))',
+         lambda r, s, g: None if _training(r) else r["requests_per_day"] * s.hours_per_month / K.HoursPerDay
+         if _online(r) else r["batch_requests"] * r["runs_per_month"]),
+    Calc("cost_per_m_tokens", "cost per million output tokens", "currency/M tokens", "price",
+         '=IF(OR({tokens_per_month}="",{monthly_cost}=""),"",{monthly_cost}/{tokens_per_month}*Million)',
+         lambda r, s, g: None if r["tokens_per_month"] is None or r["monthly_cost"] is None
+         else r["monthly_cost"] / r["tokens_per_month"] * K.Million),
+    Calc("cost_per_k_requests", "cost per thousand requests", "currency/k requests", "price",
+         '=IF(OR({requests_per_month}="",{monthly_cost}=""),"",{monthly_cost}/{requests_per_month}*Thousand)',
+         lambda r, s, g: None if r["requests_per_month"] is None or r["monthly_cost"] is None
+         else r["monthly_cost"] / r["requests_per_month"] * K.Thousand),
+    Calc("api_verdict", "self-host or API", "", "text",
+         '=IF(OR({api_price_per_m_tokens}="",{cost_per_m_tokens}=""),"",'
+         'IF({cost_per_m_tokens}<={api_price_per_m_tokens},"self-host","API"))',
+         lambda r, s, g: "" if r["api_price_per_m_tokens"] is None or r["cost_per_m_tokens"] is None
+         else "self-host" if r["cost_per_m_tokens"] <= r["api_price_per_m_tokens"] else "API"),
+    # the months' costs summed on Monthly (they follow the demand ramp); the Python view is the flat estimate a
+    # candidate is ranked by, which the engine replaces with the chosen GPU's months (ramp.task_months)
     Calc("period_cost", "cost over the plan", "currency", "money",
-         '=IF({monthly_cost}="","",{monthly_cost}*{active_months})',
+         "=INDEX(MonthlyPeriodCost,MATCH({task_id},MonthlyTaskId,0))",
          lambda r, s, g: None if r["monthly_cost"] is None else r["monthly_cost"] * r["active_months"]),
 )
 # Columns the Candidates sheet reads from the task's Tasks row instead of repeating: they do not depend on
@@ -520,7 +544,8 @@ CANDIDATE_FROM_TASKS = frozenset({"params_used", "active_used", "mfu_used", "tra
                                   "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown",
                                   "flops_per_token_used", "flops_per_run", "tokens_per_day", "deadline_used",
                                   "start_index", "end_index", "active_months", "cheapest_tier", "tier_saving",
-                                  "tier_advice", "cards_billed", "period_cost"})
+                                  "tier_advice", "cards_billed", "period_cost", "tokens_per_month",
+                                  "requests_per_month", "cost_per_m_tokens", "cost_per_k_requests", "api_verdict"})
 
 
 MODEL_FIELDS = ("total_params_b", "active_params_b", "layers", "hidden", "attn_heads", "kv_heads", "head_dim",

@@ -64,22 +64,23 @@ def layered_tiers():
     return tuple(sorted(COMMITMENT_TIERS, key=lambda t: -t.term_months))
 
 
-def plan_commitments(task_rows: list[dict], inputs, n_months: int) -> tuple[Commitment, ...]:
-    """Every commitment tier on every GPU type the plan uses that has a rate and an on-demand price."""
+def plan_commitments(tasks, inputs, n_months: int) -> tuple[Commitment, ...]:
+    """Every commitment tier on every GPU type the plan uses that has a rate and an on-demand price, from the tasks'
+    month-by-month cards, GPU-hours and cost (engine.TaskPlan.months)."""
     s = inputs.settings
-    columns = {k: [r[k] for r in task_rows] for k in ("gpu", "tier", "start_index", "end_index", "cards_billed",
-                                                       "gpu_hours_per_month", "monthly_cost")}
+    gpus, tiers = [t.row["gpu"] for t in tasks], [t.row["tier"] for t in tasks]
     months = list(range(1, n_months + 1))
-    used = {r["gpu"] for r in task_rows}
+    used = set(gpus)
     out = []
     for gpu in inputs.gpus:
         on_demand = gpu.prices.get(REFERENCE_TIER.name)
         if gpu.name not in used or on_demand is None:
             continue
-        sel = {"gpus": columns["gpu"], "gpu": gpu.name, "starts": columns["start_index"], "ends": columns["end_index"]}
-        demand = tuple(rules.COMMIT_DEMAND(s, **sel, month=m, tiers=columns["tier"], cards=columns["cards_billed"],
-                                           hours=columns["gpu_hours_per_month"]) for m in months)
-        rent = tuple(rules.COMMIT_RENT(s, **sel, month=m, costs=columns["monthly_cost"]) for m in months)
+        demand = tuple(rules.COMMIT_DEMAND(s, gpus=gpus, gpu=gpu.name, tiers=tiers,
+                                           cards=[t.months[m - 1].cards_billed for t in tasks],
+                                           hours=[t.months[m - 1].gpu_hours for t in tasks]) for m in months)
+        rent = tuple(rules.COMMIT_RENT(s, gpus=gpus, gpu=gpu.name, costs=[t.months[m - 1].cost for t in tasks])
+                     for m in months)
         left = demand
         for tier in layered_tiers():
             rate = commitment_rate(gpu, tier, s)

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import xlsxwriter
 
-from . import rules
+from . import rules, scenarios
 from .catalog import gpu_record
 from .commitments import adjustment_in, plan_commitments
-from .engine import MonthTotals, Plan, plan_budget, plan_task
+from .engine import MonthTotals, Plan, TaskPlan, apply_scenario, plan_budget, plan_task
 from .errors import Code, InputError, OutputError, Problem, printable
 from .i18n import LANGS, canonical_name, tr
 from .model import Inputs, Settings
@@ -66,6 +66,7 @@ class Diff:
     new_total: float
     changes: tuple[Change, ...] = ()
     notes: tuple[str, ...] = ()
+    budget: float | None = None  # the new version's budget for the whole plan over its months (None: none given)
 
     @property
     def total_change(self) -> float:
@@ -354,7 +355,7 @@ class _Running:
         self.inputs = self.state.inputs()
         self.gpu = [Fraction(0)] * len(self.inputs.settings.plan_months)
         self.costs: dict[str, tuple[float, ...]] = {}
-        self.rows: dict[str, dict] = {}
+        self.plans: dict[str, TaskPlan] = {}
         self.failed: dict[str, list[Problem]] = {}
         for slot, task in self.state.tasks.items():
             self.enter(slot, task)
@@ -365,6 +366,9 @@ class _Running:
         if not problems:
             try:
                 planned = plan_task(task, self.inputs)
+                levels = ("base",) * len(self.inputs.scenarios)
+                planned = apply_scenario([planned], self.inputs, scenarios.resolve(
+                    self.inputs.scenarios, levels, [planned], self.inputs))[0]
             except InputError as exc:
                 problems = exc.problems
         if problems:
@@ -372,14 +376,14 @@ class _Running:
             return
         costs = tuple(planned.cost_in(i) for i in range(1, len(self.gpu) + 1))
         self.costs[slot] = costs
-        self.rows[slot] = planned.row
+        self.plans[slot] = planned
         self.gpu = [g + Fraction(c) for g, c in zip(self.gpu, costs)]
 
     def leave(self, slot: str) -> None:
         """Take one task's monthly costs out."""
         self.failed.pop(slot, None)
         costs = self.costs.pop(slot, None)
-        self.rows.pop(slot, None)
+        self.plans.pop(slot, None)
         if costs is not None:
             self.gpu = [g - Fraction(c) for g, c in zip(self.gpu, costs)]
 
@@ -400,12 +404,13 @@ class _Running:
             return None, _why(InputError([p for problems in self.failed.values() for p in problems]))
         s = self.inputs.settings
         months = []
-        commitments = plan_commitments(list(self.rows.values()), self.inputs, len(s.plan_months))
+        commitments = plan_commitments(list(self.plans.values()), self.inputs, len(s.plan_months))
+        rate = scenarios.resolve(self.inputs.scenarios, ("base",) * len(self.inputs.scenarios), [], self.inputs).buffer
         for i, (month, gpu_sum) in enumerate(zip(s.plan_months, self.gpu), start=1):
             gpu, adjustment = float(gpu_sum), adjustment_in(commitments, i)
             extras = math.fsum(e.monthly_cost if e.start_month <= month <= e.end_month else 0.0
                                for e in self.inputs.extras)
-            months.append(MonthTotals(gpu, extras, rules.BUFFER(s, gpu=gpu, commitments=adjustment),
+            months.append(MonthTotals(gpu, extras, rules.BUFFER(s, gpu=gpu, commitments=adjustment, rate=rate),
                                       adjustment).total)
         return sum(months), ""
 
@@ -464,8 +469,10 @@ def diff_inputs(old: Inputs, new: Inputs, old_name: str = "old", new_name: str =
     new_total = _planned(new, new_name).period_total
     steps = _steps(old, new)
     totals = _totals(steps, _State.of(old), new_total)
+    whole = next((b.monthly_budget for b in new.budgets if not b.cost_center), None)
     return Diff(old_name, new_name, new.settings.currency, old_total, new_total,
-                _attribute(steps, totals, old_total), _notes(old, new))
+                _attribute(steps, totals, old_total), _notes(old, new),
+                None if whole is None else whole * len(new.settings.plan_months))
 
 
 def diff_files(old: Path, new: Path, today: dt.date | None = None) -> Diff:
@@ -499,6 +506,10 @@ def format_table(diff: Diff) -> str:
     for row in rows:
         out += line(row)
     out += [rule, *line(total)]
+    if diff.budget is not None:
+        out.append(f"Against the budget of {diff.budget:,.0f} {diff.currency} (Budgets, the whole plan): old "
+                   f"{_signed(diff.old_total - diff.budget)}, new {_signed(diff.new_total - diff.budget)}"
+                   + (" (over)" if diff.new_total > diff.budget else " (within)"))
     return "\n".join(out + [f"Note: {printable(n)}" for n in diff.notes])
 
 

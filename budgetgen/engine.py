@@ -7,12 +7,14 @@ import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from . import rules, serving
+from . import rules, scenarios, serving
+from .budgets import plan_budgets
 from .columns import evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
+from .ramp import TaskMonth, task_months
 from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
@@ -85,11 +87,11 @@ class TaskPlan:
     row: dict
     candidates: tuple[Candidate, ...]
     warnings: tuple[str, ...]
+    months: tuple[TaskMonth, ...] = ()  # every plan month: the demand factor, cards, GPU-hours and cost
 
     def cost_in(self, month_index: int) -> float:
         """Cost in plan month `month_index` (1-based): nothing outside start..end."""
-        active = self.row["start_index"] <= month_index <= self.row["end_index"]
-        return self.row["monthly_cost"] if active else 0.0
+        return self.months[month_index - 1].cost
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,22 @@ class BuyVsRent:
     verdict: str
     best_commitment_rate: float | None = None  # the lowest commitment rate for the GPU (None: none offered)
     break_even_vs_commitment: float | None = None  # daily use above which owning beats that rate (None: never/unknown)
+    break_even_utilisation: float | None = None  # break_even_hours_per_day as a share of the day
+
+
+@dataclass(frozen=True)
+class Swing:
+    """One Scenarios row moved alone to its low and its high value, the others at base: the period totals."""
+
+    label: str
+    low: float
+    high: float
+    base: float
+
+    @property
+    def size(self) -> float:
+        """How far the row moves the period total at most: what the tornado sorts by."""
+        return max(abs(self.low - self.base), abs(self.high - self.base))
 
 
 @dataclass(frozen=True)
@@ -137,6 +155,10 @@ class Plan:
     buy_vs_rent: tuple[BuyVsRent, ...]
     warnings: tuple[str, ...] = field(default=())
     commitments: tuple[Commitment, ...] = field(default=())
+    buffer_rate: float = 0.0  # the base scenario's hidden-cost buffer rate (ScenarioBuffer)
+    scenario_totals: dict[str, float] = field(default_factory=dict)  # the period total of each level (low/base/high)
+    tornado: tuple[Swing, ...] = field(default=())  # each Scenarios row moved alone, the largest swing first
+    budgets: tuple = field(default=())  # the Budgets rows against the plan (budgets.BudgetLine)
 
     @property
     def period_total(self) -> float:
@@ -334,7 +356,12 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
         raise InputError([_no_fit_problem(task, candidates, inputs)])
     marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
     warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards)
-    return TaskPlan(task, chosen.row, marked, tuple(warnings))
+    months = task_months(chosen.row, task.values.get("growth_per_month") or 0.0, inputs.settings,
+                         price_change=inputs.gpu(chosen.gpu).price_change_per_year or 0.0,
+                         ramp=inputs.ramps.get(task.task_id))
+    # the cost over the plan is the months' (Monthly's row total), not the first month's times the active months
+    row = {**chosen.row, "period_cost": math.fsum(m.cost for m in months)}
+    return TaskPlan(task, row, marked, tuple(warnings), months)
 
 
 def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
@@ -345,20 +372,21 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
         mine = [t for t in tasks if t.row["gpu"] == gpu.name]
         if not mine:
             continue
-        daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price)
+        daily_fixed = rules.DAILY_FIXED(s, purchase=gpu.purchase_price, power_w=gpu.power_w)
         energy = rules.ENERGY_PER_HOUR(s, power_w=gpu.power_w)
         on_demand = gpu.prices.get(REFERENCE_TIER.name)
         break_even = rules.BREAK_EVEN(s, on_demand=on_demand, energy=energy, daily_fixed=daily_fixed)
         per_day = rules.PLAN_HOURS_PER_DAY(
-            s, gpu_hour_months=sum(t.row["gpu_hours_per_month"] * t.row["active_months"] for t in mine),
-            card_months=sum(t.row["cards_held"] * t.row["active_months"] for t in mine))
+            s, gpu_hour_months=math.fsum(m.gpu_hours for t in mine for m in t.months),
+            card_months=sum(m.cards for t in mine for m in t.months))
         verdict = rules.VERDICT(s, daily_fixed=daily_fixed, on_demand=on_demand, energy=energy, break_even=break_even,
                                 plan_hours=per_day, no_price=rules.NO_PURCHASE_PRICE,
                                 no_on_demand=rules.NO_ON_DEMAND_PRICE, no_power=rules.NO_POWER)
         rates = [commitment_rate(gpu, t, s) for t in COMMITMENT_TIERS]
         best = rules.BEST_COMMIT_RATE(s, rates=rates, known=any(r is not None for r in rates))
         out.append(BuyVsRent(gpu.name, daily_fixed, energy, break_even, per_day, verdict, best,
-                             rules.BREAK_EVEN(s, on_demand=best, energy=energy, daily_fixed=daily_fixed)))
+                             rules.BREAK_EVEN(s, on_demand=best, energy=energy, daily_fixed=daily_fixed),
+                             rules.BREAK_EVEN_SHARE(s, hours=break_even)))
     return out
 
 
@@ -390,13 +418,13 @@ def plan_budget(inputs: Inputs) -> Plan:
         raise InputError(problems)
     extras_by_month = {m: [e.monthly_cost if e.start_month <= m <= e.end_month else 0.0 for e in inputs.extras]
                        for m in months}
-    month_totals = {}
+    rows = inputs.scenarios
+    base_levels = ("base",) * len(rows)
+    scenario = scenarios.resolve(rows, base_levels, tasks, inputs)
+    tasks = apply_scenario(tasks, inputs, scenario)
+    month_totals, commitments = _month_totals(tasks, inputs, scenario.buffer)
     tier_totals = {t: {} for t in TIER_NAMES}
-    commitments = plan_commitments([t.row for t in tasks], inputs, len(months))
     for i, month in enumerate(months, start=1):
-        gpu, adjustment = math.fsum(t.cost_in(i) for t in tasks), adjustment_in(commitments, i)
-        month_totals[month] = MonthTotals(gpu, math.fsum(extras_by_month[month]),
-                                          rules.BUFFER(s, gpu=gpu, commitments=adjustment), adjustment)
         for tier in TIER_NAMES:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
@@ -411,5 +439,51 @@ def plan_budget(inputs: Inputs) -> Plan:
         over = [m for m in months if cap is not None and tier_totals[tier.name][m] > cap]
         if over:
             warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
-    return Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
-                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings), commitments)
+    base_total = sum(t.total for t in month_totals.values())  # as Plan.period_total
+    totals = {level: base_total if level == "base" else _replanned_total(tasks, inputs, (level,) * len(rows))
+              for level in scenarios.LEVELS}
+    swings = []
+    for i, row in enumerate(rows):
+        low, high = (_replanned_total(tasks, inputs, base_levels[:i] + (level,) + base_levels[i + 1:])
+                     for level in ("low", "high"))
+        swings.append(Swing(row.label, low, high, base_total))
+    swings.sort(key=lambda w: -w.size)
+    plan = Plan(inputs, tuple(tasks), months, month_totals, tier_totals, extras_by_month,
+                tuple(_buy_vs_rent(tasks, inputs)), tuple(warnings), commitments, scenario.buffer, totals,
+                tuple(swings))
+    lines = plan_budgets(plan)
+    over = [Message("over_budget", center=line.label or Message("budget_whole_plan"), months=sum(line.over),
+                    budget=line.budget.monthly_budget, overrun=line.overrun) for line in lines if any(line.over)]
+    return replace(plan, budgets=lines, warnings=(*plan.warnings, *over))
+
+
+def apply_scenario(tasks: list[TaskPlan], inputs: Inputs, scenario: scenarios.Scenario) -> list[TaskPlan]:
+    """The tasks' months again with the scenario's demand and price multipliers (the GPUs and shapes chosen stay)."""
+    out = []
+    for t in tasks:
+        tid = t.task.task_id
+        months = task_months(t.row, t.task.values.get("growth_per_month") or 0.0, inputs.settings,
+                             scenario.demand[tid], scenario.price[tid],
+                             inputs.gpu(t.row["gpu"]).price_change_per_year or 0.0, inputs.ramps.get(tid))
+        out.append(replace(t, months=months, row={**t.row, "period_cost": math.fsum(m.cost for m in months)}))
+    return out
+
+
+def _month_totals(tasks: list[TaskPlan], inputs: Inputs, buffer_rate: float):
+    """Each plan month's totals and the commitments proposed from the tasks' months."""
+    s = inputs.settings
+    commitments = plan_commitments(tasks, inputs, len(s.plan_months))
+    totals = {}
+    for i, month in enumerate(s.plan_months, start=1):
+        gpu, adjustment = math.fsum(t.cost_in(i) for t in tasks), adjustment_in(commitments, i)
+        extras = math.fsum(e.monthly_cost for e in inputs.extras if e.start_month <= month <= e.end_month)
+        totals[month] = MonthTotals(gpu, extras, rules.BUFFER(s, gpu=gpu, commitments=adjustment, rate=buffer_rate),
+                                    adjustment)
+    return totals, commitments
+
+
+def _replanned_total(tasks: list[TaskPlan], inputs: Inputs, levels: tuple[str, ...]) -> float:
+    """The period total with the Scenarios rows at `levels` (the GPUs and shapes chosen stay)."""
+    scenario = scenarios.resolve(inputs.scenarios, levels, tasks, inputs)
+    totals, _ = _month_totals(apply_scenario(tasks, inputs, scenario), inputs, scenario.buffer)
+    return sum(t.total for t in totals.values())

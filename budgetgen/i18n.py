@@ -15,7 +15,8 @@ LANGS = ("en", "zh")
 
 # Input sheet names. Output sheets keep their ASCII names: formulas refer to them.
 SHEETS_ZH = {"Settings": "设置", "GPUs": "GPU", "Tasks": "任务", "Extras": "额外费用", "Bills": "账单",
-             "Usage": "用量", "Assignments": "分配", "Models": "模型", "FX": "汇率"}
+             "Usage": "用量", "Assignments": "分配", "Models": "模型", "FX": "汇率",
+             "Scenarios": "情景", "Budgets": "预算", "Ramp": "渐进"}
 
 # Column names of every input sheet and the setting keys (one word each, whatever sheet it is on).
 NAMES_ZH = {
@@ -31,7 +32,7 @@ NAMES_ZH = {
     "batch_requests": "每批请求数", "tokens_per_request": "每请求token数", "serving_hours_per_day": "每日服务小时",
     "tokens_per_sec": "每秒token数", "concurrency": "并发数", "kv_cache_gb": "KV缓存GB", "cards": "卡数",
     "tier": "计费方式", "mfu": "算力利用率", "start_month": "开始月份", "end_month": "结束月份",
-    "cost_center": "成本中心", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
+    "cost_center": "成本中心", "growth_per_month": "月增长率", "pue": "电能使用效率", "colocation_per_kw_month": "每千瓦月托管费", "residual_value": "残值率", "discount_rate": "折现率", "monthly_budget": "月预算", "price_change_per_year": "年价格变化率", "api_price_per_m_tokens": "API每百万token价格", "item": "项目", "category": "费用类别", "monthly_cost": "月费用",
     "resource_id": "资源编号",
     "currency": "币种", "catalog_fx": "目录汇率", "build_date": "编制日期", "period_start": "起始月份",
     "period_months": "计划月数", "hours_per_month": "每月小时数", "flops_per_token": "每token浮点运算",
@@ -79,8 +80,74 @@ VALUES_ZH = {
 
 # Visible output texts: headers, units, row labels, the How-to-read lines, the CLI's lines.
 TEXT_ZH = {
+    # unit costs, demand ramps and scenarios
+    "cost per million output tokens": "每百万输出token成本", "cost per thousand requests": "每千次请求成本",
+    "currency/M tokens": "货币/百万token", "currency/k requests": "货币/千次请求", "output tokens a month": "每月输出token",
+    "requests": "请求", "requests a month": "每月请求数", "self-host or API": "自建还是API",
+    "demand growth a month, compounded from start_month: an online service's requests per day, a training or batch "
+    "task's runs; -0.05 shrinks 5% a month": "每月需求增长率，自 start_month 起复利计算：在线服务的每日请求数，训练或批量任务的运行次数；"
+    "-0.05 表示每月减少 5%",
+    "what an API would charge per million output tokens, in the plan currency; gives a self-host-versus-API verdict "
+    "against the planned unit cost (serving tasks)": "API 每百万输出 token 的价格（计划货币）；与计划单位成本比较，给出自建还是用 API 的结论（服务类任务）",
+    "expected yearly change of this GPU's rental prices, applied month by month from the plan's first month (-0.2: "
+    "20% cheaper a year on); blank: 0; commitment rates stay as contracted":
+    "该 GPU 租用价格的预期年变化率，自计划首月起按月复利应用（-0.2：一年后便宜 20%）；留空：0；承诺价格按合同不变",
+    "Budgets: the plan against the budget, month by month": "预算：逐月比较计划与预算",
+    "The whole plan's budget is held against each month's total (GPU, commitments, extras, buffer); a cost center's "
+    "against the GPU cost of its tasks that month (Monthly). The budgets are inputs.":
+    "整个计划的预算与每月合计（GPU、承诺、额外费用、缓冲）比较；成本中心的预算与其任务当月的 GPU 成本（月度表）比较。预算为输入值。",
+    "plan": "计划", "over budget by": "超出预算", "over budget?": "超预算？",
+    "(no Budgets sheet in the input)": "（输入中没有预算表）", "months over budget": "超预算月数",
+    "months over budget (Budgets)": "超预算月数（见预算表）", "the whole plan": "整个计划",
+    "Error: the period total {total} is above --max-total {limit}": "错误：计划期合计 {total} 高于 --max-total {limit}",
+    "Error: over budget: {lines}": "错误：超出预算：{lines}",
+    "a cost_center of the Tasks sheet; blank: the whole plan (every month's total)": "任务表中的成本中心；留空：整个计划（每月合计）",
+    "the budget of every plan month: against the month's total for the whole plan, against the GPU cost of the cost "
+    "center's tasks for a cost center": "每个计划月的预算：整个计划与当月合计比较，成本中心与其任务的 GPU 成本比较",
+    "who set the budget": "预算制定者",
+    "break-even utilisation": "盈亏平衡利用率",
+    "power usage effectiveness of the room owned machines stand in: the electricity and colocation of a card are its "
+    "power_w times this (1.0: power_w already counts cooling; 1.3-1.6 typical)":
+    "自有机器所在机房的电能使用效率（PUE）：一张卡的电费和托管按 power_w 乘以该值计（1.0：power_w 已含制冷；常见 1.3-1.6）",
+    "colocation rent of owned machines per kW of power (at the PUE) and month, paid whether busy or not":
+    "自有机器每千瓦（按 PUE 计）每月的托管费，无论是否使用都要支付",
+    "share of the purchase price an owned machine fetches at the end of depreciation_years":
+    "自有机器在折旧年限结束时可卖回的购买价比例",
+    "yearly cost of capital: owning's fixed cost is the purchase less the discounted residual value as a level monthly "
+    "payment over depreciation_years (Excel PMT)": "年资金成本：自有的固定成本为购买价减去折现残值，在折旧年限内按月等额支付（Excel PMT）",
+    "demand factor": "需求系数", "ramp (input)": "渐进倍数（输入）",
+    "the task the row ramps": "该行渐进的任务",
+    "one column per plan month (headed by the month): the month's demand over the demand typed on Tasks, instead of "
+    "the growth (0: the task pauses); blank: the growth": "每个计划月一列（表头为月份）：当月需求相对任务表所填需求的倍数，代替增长率（0：任务暂停）；留空：按增长率", "GPU-hours": "GPU小时",
+    "growth a month": "月增长率", "online?": "在线？", "per card-month?": "按卡月计费？", "requests a day": "每日请求数",
+    "serving hours a day": "每日服务小时", "min replicas": "最少副本数",
+    "cards per replica/run": "每副本/每次运行卡数", "training?": "训练？",
+    "prices in another currency?": "价格为其他货币？", "scenario demand x": "情景需求倍数", "scenario price x": "情景价格倍数",
+    "card-months held": "持有卡月", "card-months billed": "计费卡月", "GPU-hours over the plan": "计划期GPU小时",
+    "A month's demand is the task's typed demand times (1 + growth a month) to the months since its start, or the "
+    "ramp typed for the month, times the scenario's multiplier; 0 outside its months. An online service's replicas "
+    "are sized again for the month's requests; a training or batch task's runs follow the factor, each run the same "
+    "size.": "某月需求 = 任务填写的需求 ×（1 + 月增长率）^（自开始以来的月数）或当月填写的渐进倍数，再乘以情景倍数；活跃月份之外为 0。"
+    "在线服务按当月请求重新计算副本数；训练或批量任务的运行次数随系数变化，每次运行规模不变。",
+    "Scenarios: low, base and high, and what moves the total most": "情景：低、基准、高，以及对总额影响最大的因素",
+    "Demand and price values multiply what Tasks and GPUs say (1: as typed); buffer values are rates. A task's own row "
+    "wins over the row for every task. The selector on Summary (the named cell Scenario) chooses the column the whole "
+    "workbook computes with. The totals side by side and the tornado are computed by the build (each Scenarios row "
+    "moved alone to its low and high value, the others at base); build again after editing.":
+    "需求和价格的值是任务表和 GPU 表数值的倍数（1：按填写值）；缓冲的值是比率。任务自己的行优先于适用所有任务的行。"
+    "汇总表上的选择器（名称 Scenario）决定整个工作簿采用哪一列。并列的合计和龙卷风图由生成时计算（每行情景单独取低值和高值，"
+    "其余取基准值）；修改后请重新生成。",
+    "driver": "驱动因素", "low": "低", "base": "基准", "high": "高", "source": "来源",
+    "hidden-cost buffer in the chosen scenario": "所选情景的隐性成本缓冲", "scenario": "情景",
+    "period total": "计划期合计", "change vs base": "相对基准的变化",
+    "the scenario chosen on Summary (live)": "汇总表所选情景（实时）", "tornado: row moved alone": "龙卷风：单独变动的行",
+    "total at low": "取低值时合计", "total at high": "取高值时合计", "change at low": "取低值时变化",
+    "change at high": "取高值时变化", "swing": "摆幅",
+    "Tornado: change in the period total, largest first": "龙卷风图：计划期合计的变化，从大到小",
+    "Scenario (low, base, high)": "情景（low、base、high）", "every task": "所有任务",
+    "(no Scenarios sheet in the input: every multiplier is 1)": "（输入中没有情景表：所有倍数均为 1）",
     # calculated columns (columns.Calc.header) and units
-    "MFU used": "所用MFU", "training?": "训练？", "weights": "权重", "VRAM needed": "所需显存",
+    "MFU used": "所用MFU", "weights": "权重", "VRAM needed": "所需显存",
     "cards min": "最少卡数", "cards per run/replica": "每次运行/副本卡数", "speedup": "加速比",
     "FLOPs per run": "每次运行FLOPs", "compute hours (wall)": "计算小时（墙钟）", "compute GPU-hours": "计算GPU小时",
     "output tokens per day (batch: per run)": "每日输出token数（批量：每次运行）",
@@ -231,7 +298,7 @@ TEXT_ZH = {
     "gpu (chosen)": "GPU型号 (已选)", "excluded because": "排除原因", "cards given": "指定卡数", "chosen": "已选",
     "meaning": "含义", "unit": "单位", "name": "名称", "constant": "常量", "cap a month": "每月上限",
     "plan month": "计划月", "#": "序号", "month #": "月序号", "task row #": "任务行号", "month": "月份", "start #": "开始序号", "end #": "结束序号",
-    "GPU-hours": "GPU小时", "cost": "成本", "cap": "上限", "over cap?": "超上限？",
+    "cost": "成本", "cap": "上限", "over cap?": "超上限？",
     "purchase": "购买价", "power (W)": "功耗（W）", "on demand": "按需", "fixed": "固定成本", "energy": "电费",
     "break-even (h/day)": "盈亏平衡（小时/日）", "plan use (h/day/card)": "计划使用（小时/日/卡）", "verdict": "结论",
     "/card": "/卡", "/day": "/日", "/h": "/小时",
@@ -257,7 +324,7 @@ TEXT_ZH = {
     "GPU + extras + buffer = period total": "GPU + 额外费用 + 缓冲 = 计划期合计",
     "buffer = rate x GPU total": "缓冲 = 比率 × GPU合计",
     "About this workbook": "关于本工作簿", "made by": "生成工具", "input file": "输入文件", "input SHA-256": "输入SHA-256",
-    "build date": "编制日期", "plan": "计划", "setting": "设置项", "how to read": "阅读说明",
+    "build date": "编制日期", "setting": "设置项", "how to read": "阅读说明",
     "Summary: the period total, each month (GPU + extras + hidden-cost buffer), by tier, kind and cost center.":
     "Summary：计划期合计、每月（GPU + 额外费用 + 隐性成本缓冲），以及按计费方式、类型和成本中心的汇总。",
     "Blue cells on light yellow are inputs: prices (GPUs), assumptions (Assumptions), the chosen GPU and the task "
@@ -478,7 +545,7 @@ TEXT_ZH = {
     "承诺卡数是输入项：采购可以修改。",
     "all commitments": "全部承诺", "committed cost": "承诺成本", "unused cost": "未使用成本",
     "rent displaced": "被替代的租金", "adjustment": "调整额", "term": "期限", "term (months)": "期限（月）",
-    "commitment rate": "承诺价", "on-demand": "按需价", "break-even utilisation": "盈亏平衡利用率", "proposed cards": "建议卡数",
+    "commitment rate": "承诺价", "on-demand": "按需价", "proposed cards": "建议卡数",
     "committed cards": "承诺卡数", "monthly cost": "月成本", "term total": "期限总额",
     "months after plan": "计划期后月数", "after-plan cost": "计划期后成本", "GPU-hours demand": "GPU小时需求",
     "GPU rent": "GPU租金", "demand left to this commitment": "留给本承诺的需求",
@@ -720,6 +787,22 @@ PROBLEMS = {
     "method_for_kind": ('method: "{method}" is not a method for {kind!t} tasks (use {allowed!l})',
                         'method："{method}" 不适用于{kind!t}任务（请使用 {allowed!l}）'),
     "mfu_range": ("mfu: {mfu:g} must be above 0 and at most 1 (e.g. 40%)", "mfu：{mfu:g} 必须大于 0 且不超过 1（例如 40%）"),
+    "budget_unknown_center": (('cost_center: "{center}" is no task\'s cost center (they are: {centers}); blank: the '
+                              "whole plan"), 'cost_center："{center}" 不是任何任务的成本中心（现有：{centers}）；留空表示整个计划'),
+    "budget_duplicate": ("a budget for {center} is on the Budgets sheet twice (first at {first})",
+                         "{center} 的预算在预算表中重复（首次在 {first}）"),
+    "ramp_header": ('"{text}" is not a plan month (head each Ramp column with its month, YYYY-MM)',
+                    '"{text}" 不是计划月份（渐进表每列的表头请写月份 YYYY-MM）'),
+    "budget_whole_plan": ("the whole plan", "整个计划"),
+    "over_budget": (("{center}: {months} plan month(s) over the monthly budget of {budget} (Budgets), {overrun} over in "
+                    "all"), "{center}：{months} 个计划月超出月预算 {budget}（见预算表），共超出 {overrun}"),
+    "scenario_unknown_task": ('task_id: "{task}" is not a task on the Tasks sheet (leave it blank for every task)',
+                              'task_id："{task}" 不在任务表中（留空表示所有任务）'),
+    "scenario_duplicate": ("{driver} for {task} is on the Scenarios sheet twice (first at {first})",
+                           "{driver}（{task}）在情景表中重复（首次在 {first}）"),
+    "scenario_buffer_per_task": ("buffer: the hidden-cost buffer is one rate for the plan; leave task_id blank",
+                                 "buffer：隐性成本缓冲是整个计划的一个比率；task_id 请留空"),
+    "scenario_all_tasks": ("every task", "所有任务"),
     "unknown_gpu": ('gpu: "{gpu}" is not in the catalog (use one of {names}, or add it to the GPUs sheet)',
                     'gpu："{gpu}" 不在目录中（请使用 {names} 之一，或在 GPUs（GPU）工作表中添加）'),
     "plan_past_last_month": (

@@ -45,6 +45,7 @@ class Gpu:
     fx: float = 1.0  # plan currency per 1 unit of `currency`
     bandwidth_efficiency: float | None = None  # share of bandwidth decode reaches; None: the decode_efficiency setting
     matmul_efficiency: float | None = None  # multiplies every MFU on this card; None: 1
+    price_change_per_year: float | None = None  # expected yearly change of its rental prices; None: 0
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ class Inputs:
     source_sha256: str = ""  # and its SHA-256, shown on the About sheet
     models: object = None  # the model catalog (built-in plus the Models sheet): a models.ModelCatalog
     fx: object = None  # the rates the prices were converted with (fx.FxTable); None: every price in the plan currency
+    scenarios: tuple = ()  # the Scenarios sheet's rows (scenarios.ScenarioRow)
+    budgets: tuple = ()  # the Budgets sheet's rows (budgets.Budget)
+    ramps: dict = field(default_factory=dict)  # task_id -> {plan month index (1-based): multiplier} (Ramp sheet)
 
     def model(self, name: str | None):
         """The catalog model a task names (None: the task names none)."""

@@ -6,6 +6,7 @@ The Python view of the Order sheet, computed with the `rules` the sheet writes a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from . import rules
@@ -55,16 +56,15 @@ def plan_order(plan) -> tuple[OrderLine, ...]:
     """One order line per (GPU, tier) the plan uses."""
     s = plan.inputs.settings
     rows = [tp.row for tp in plan.tasks]
-    columns = {k: [r[k] for r in rows] for k in ("gpu", "tier", "start_index", "end_index", "cards_billed",
-                                                  "active_months", "gpu_hours_per_month")}
+    columns = {k: [r[k] for r in rows] for k in ("gpu", "tier")}
+    over_plan_amounts = {"cards_billed": [sum(m.cards_billed for m in tp.months) for tp in plan.tasks],
+                         "gpu_hours_per_month": [math.fsum(m.gpu_hours for m in tp.months) for tp in plan.tasks]}
     lines = []
     for gpu, tier in order_keys(plan):
         sel = {"gpus": columns["gpu"], "gpu": gpu, "tiers": columns["tier"], "tier": tier}
-        by_month = tuple(rules.ORDER_CARDS_IN_MONTH(s, **sel, starts=columns["start_index"],
-                                                    ends=columns["end_index"], month=j, cards=columns["cards_billed"])
-                         for j in range(1, len(plan.months) + 1))
-        over_plan = {k: rules.ORDER_OVER_PLAN(s, **sel, active_months=columns["active_months"], amounts=columns[k])
-                     for k in ("cards_billed", "gpu_hours_per_month")}
+        by_month = tuple(rules.ORDER_CARDS_IN_MONTH(s, **sel, cards=[tp.months[j].cards_billed for tp in plan.tasks])
+                         for j in range(len(plan.months)))
+        over_plan = {k: rules.ORDER_OVER_PLAN(s, **sel, amounts=amounts) for k, amounts in over_plan_amounts.items()}
         quantity = over_plan[TIER[tier].quantity_column]
         price = plan.inputs.gpu(gpu).prices[tier]
         lines.append(OrderLine(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 from openpyxl.utils import get_column_letter
 
+from .budgets import Budget
 from .catalog import (
     CATALOG_CURRENCY,
     builtin_records,
@@ -28,20 +29,25 @@ from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
 from .prices import OFFER_FIELDS
 from .recon.table import sheet_frame
+from .records import BUFFER
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
+from .scenarios import DRIVER, ScenarioRow
 from .schema import (
+    BUDGET_COLUMNS,
     EXTRA_COLUMNS,
     FX_COLUMNS,
     GPU_COLUMNS,
     KIND,
     PRICE_COLUMNS,
+    RAMP_COLUMNS,
+    SCENARIO_COLUMNS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
     Column,
     normalise_header,
 )
 from .template import example_rows_left
-from .values import BadValue, add_months, is_blank, parse_cell, text_length
+from .values import BadValue, add_months, is_blank, parse_cell, parse_month, text_length
 
 # Filled rows (the header included) read from an inventory sheet: room for 20,000 tasks (a large company's
 # inventory is thousands), while a bloated or hostile sheet is refused within seconds (openpyxl reads some
@@ -533,6 +539,123 @@ def _read_extras(ws, settings: Settings, out: Collector) -> list[Extra]:
     return extras
 
 
+# ---------------------------------------------------------------- Scenarios
+
+def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -> tuple[ScenarioRow, ...]:
+    """The Scenarios rows: a blank base is 1 (the buffer's: the setting), a blank low or high the base."""
+    if ws is None:
+        return ()
+    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    rows, seen = [], {}
+    for rec in read_table(ws, "Scenarios", SCENARIO_COLUMNS, out):
+        v = rec.values
+        driver, task = v.get("driver"), v.get("task_id") or ""
+        if driver is None:
+            continue
+        if task and task.lower() not in ids:
+            out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_unknown_task", task=task))
+            continue
+        if task and DRIVER[driver].effect == BUFFER:
+            out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_buffer_per_task"))
+            continue
+        task = ids.get(task.lower(), "")
+        key = (driver, task)
+        if key in seen:
+            out.add(Code.DUPLICATE_SETTING, "Scenarios", rec.cells["driver"], Message(
+                "scenario_duplicate", driver=driver, task=task or Message("scenario_all_tasks"), first=seen[key]))
+            continue
+        seen[key] = rec.cells["driver"]
+        base = v.get("base", settings.hidden_cost_buffer if DRIVER[driver].effect == BUFFER else 1.0)
+        rows.append(ScenarioRow(driver, task, v.get("low", base), base, v.get("high", base), rec.row,
+                                v.get("source") or ""))
+    return tuple(rows)
+
+
+def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> dict[str, dict[int, float]]:
+    """The Ramp sheet: per task the multiplier of each plan month it gives (a month column left blank: none)."""
+    if ws is None:
+        return {}
+    rows = iter_rows(ws, max_rows=MAX_TABLE_ROWS)
+    first = next(rows, None)
+    if first is None:
+        return {}
+    key, value_column = RAMP_COLUMNS
+    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    id_col, months = None, {}
+    for i, text in enumerate(first[1]):
+        if is_blank(text):
+            continue
+        cell = f"{get_column_letter(i + 1)}1"
+        if normalise_header(canonical_name(text)) == normalise_header(key.name):
+            id_col = i
+            continue
+        try:
+            month = parse_month(text)
+        except BadValue:
+            out.add(Code.BAD_MONTH, "Ramp", cell, Message("ramp_header", text=str(text)))
+            continue
+        if month not in settings.plan_months:
+            out.add(Code.MONTH_OUTSIDE_PLAN, "Ramp", cell, Message(
+                "month_outside_plan", column="Ramp", month=month, first=settings.plan_months[0],
+                last=settings.plan_months[-1]))
+            continue
+        months[i] = settings.plan_months.index(month) + 1
+    if id_col is None:
+        out.add(Code.MISSING_COLUMN, "Ramp", "A1", Message("missing_column", column=key.name, help=key.help))
+        return {}
+    ramps: dict[str, dict[int, float]] = {}
+    for row_no, values in rows:
+        raw = values[id_col] if id_col < len(values) else None
+        if is_blank(raw):
+            continue
+        cell = f"{get_column_letter(id_col + 1)}{row_no}"
+        task = ids.get(str(raw).strip().lower())
+        if task is None:
+            out.add(Code.UNKNOWN_VALUE, "Ramp", cell, Message("scenario_unknown_task", task=str(raw)))
+            continue
+        if task in ramps:
+            out.add(Code.DUPLICATE_TASK, "Ramp", cell, Message("duplicate_task_id", task_id=task, first="Ramp"))
+            continue
+        ramp = ramps[task] = {}
+        for i, month in months.items():
+            value = values[i] if i < len(values) else None
+            if is_blank(value):
+                continue
+            try:
+                ramp[month] = parse_cell(value, value_column)
+            except BadValue as exc:
+                out.add(exc.code, "Ramp", f"{get_column_letter(i + 1)}{row_no}",
+                        Message("cell_value", column=str(first[1][i]), problem=exc.message))
+    return ramps
+
+
+def _read_budgets(ws, tasks: list[Task], out: Collector) -> tuple[Budget, ...]:
+    """The Budgets rows: one per cost center of the Tasks sheet, one (blank cost center) for the whole plan."""
+    if ws is None:
+        return ()
+    centers = {str(t.values["cost_center"]) for t in tasks}
+    budgets, seen = [], {}
+    for rec in read_table(ws, "Budgets", BUDGET_COLUMNS, out):
+        center, amount = rec.values.get("cost_center") or "", rec.values.get("monthly_budget")
+        cell = rec.cells.get("cost_center") or rec.cells.get("monthly_budget") or f"A{rec.row}"
+        if center and center not in centers:
+            out.add(Code.UNKNOWN_VALUE, "Budgets", cell, Message("budget_unknown_center", center=center,
+                                                                 centers=", ".join(sorted(centers))))
+            continue
+        if center in seen:
+            out.add(Code.DUPLICATE_SETTING, "Budgets", cell, Message(
+                "budget_duplicate", center=center or Message("budget_whole_plan"), first=seen[center]))
+            continue
+        seen[center] = cell
+        if amount is None:
+            if "monthly_budget" not in rec.cells or not _had_problem(out, rec.cells["monthly_budget"], "Budgets"):
+                out.add(Code.REQUIRED, "Budgets", rec.cells.get("monthly_budget", f"A{rec.row}"),
+                        Message("required", column="monthly_budget", help=BUDGET_COLUMNS[1].help))
+            continue
+        budgets.append(Budget(center, amount, rec.row, rec.values.get("source") or ""))
+    return tuple(budgets)
+
+
 # ---------------------------------------------------------------- Bills, Usage, Assignments
 
 ASSIGNMENT_COLUMNS = (Column("resource_id", "text", required=True, help="billed resource id"),
@@ -583,6 +706,9 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         models = _read_models(sheets.get("models"), out)
         tasks, extra_headers = _read_tasks(sheets["tasks"], settings, gpus, models, out)
         extras = _read_extras(sheets.get("extras"), settings, out)
+        scenarios = _read_scenarios(sheets.get("scenarios"), settings, tasks, out)
+        budgets = _read_budgets(sheets.get("budgets"), tasks, out)
+        ramps = _read_ramps(sheets.get("ramp"), settings, tasks, out)
         bills_sheet = _table_sheet(sheets["bills"]) if "bills" in sheets else None
         usage_sheet = _table_sheet(sheets["usage"]) if "usage" in sheets else None
         assignments = _read_assignments(sheets.get("assignments"), out)
@@ -592,7 +718,8 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         raise InputError(out.problems)
     warnings += example_rows_left(tasks)
     return Inputs(settings, tuple(gpus), tuple(tasks), tuple(extras), tuple(warnings), tuple(extra_headers),
-                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx)
+                  bills_sheet, usage_sheet, assignments, source.name, source.sha256, models, fx, scenarios,
+                  budgets, ramps)
 
 
 def _input_sheets(wb, out: Collector) -> dict:

@@ -171,7 +171,7 @@ class TaskKind:
 
 _TRAINING_IGNORES = ("requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day",
                      "tokens_per_sec", "concurrency", "kv_cache_gb", "prompt_tokens", "context_tokens",
-                     "min_replicas", "ttft_ms", "tpot_ms")
+                     "min_replicas", "ttft_ms", "tpot_ms", "api_price_per_m_tokens")
 TASK_KINDS: tuple[TaskKind, ...] = (
     TaskKind("finetune", training=True, online=False, methods=TRAINING_METHODS, default_method="full",
              default_tier="on_demand", requires=("train_tokens",), ignores=_TRAINING_IGNORES, zh="微调"),
@@ -196,3 +196,24 @@ def excel_is(cell: str, names: Iterable[str]) -> str:
     if not tests:
         return "FALSE"
     return tests[0] if len(tests) == 1 else f"OR({','.join(tests)})"
+
+
+DEMAND, PRICE, BUFFER = "demand", "price", "buffer"  # what a scenario driver moves
+
+
+@dataclass(frozen=True)
+class Driver:
+    """One driver: its key on the Scenarios sheet, what it moves and which tasks it applies to."""
+
+    name: str
+    effect: str  # demand: multiplies the task's demand factor; price: its month cost; buffer: the buffer rate
+    meaning: str
+    training: bool | None = None  # only training tasks (True), only serving tasks (False), every task (None)
+    divides: bool = False  # the value divides the demand (an efficiency: more work a card-hour, fewer cards)
+    tier: str | None = None  # only tasks on this price tier
+    foreign: bool = False  # only tasks whose GPU prices are listed in another currency than the plan's
+
+    def applies(self, training: bool, tier: str, foreign: bool) -> bool:
+        """Whether it moves a task that trains (or not), is priced on `tier`, and whose GPU prices are `foreign`."""
+        return ((self.training is None or training == self.training)
+                and (self.tier is None or self.tier == tier) and (not self.foreign or foreign))

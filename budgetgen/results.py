@@ -27,6 +27,9 @@ def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
     out.update({key: r[column] for key, column in SERVING_FIELDS.items()})
     out["deadline_hours"] = None if r["deadline_used"] is None else r["deadline_used"] * HOURS_PER_DAY
     out["cost_by_month"] = {m: tp.cost_in(i) for i, m in enumerate(months, start=1)}
+    out["cards_by_month"] = {m: tm.cards for m, tm in zip(months, tp.months, strict=True)}
+    out["unit_costs"] = {"per_million_output_tokens": r["cost_per_m_tokens"],
+                         "per_thousand_requests": r["cost_per_k_requests"], "api_verdict": r["api_verdict"] or None}
     out["tier_costs"] = {t: r[f"cost_{t}"] for t in TIER_NAMES}
     out["tier_advice"] = r["tier_advice"] or None
     out["candidates"] = [{"gpu": c.gpu, "cards": c.row["cards_held"], "gpu_hours_per_month": c.row["gpu_hours_per_month"],
@@ -48,7 +51,8 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
                                 "break_even_hours_per_day": b.break_even_hours_per_day,
                                 "plan_hours_per_day": b.plan_hours_per_day, "verdict": b.verdict,
                                 "best_commitment_rate": b.best_commitment_rate,
-                                "break_even_vs_commitment": b.break_even_vs_commitment}
+                                "break_even_vs_commitment": b.break_even_vs_commitment,
+                                "break_even_utilisation": b.break_even_utilisation}
                         for b in plan.buy_vs_rent},
         "month_totals": {m: {"gpu": t.gpu, "commitments": t.commitments, "extras": t.extras, "buffer": t.buffer,
                              "total": t.total} for m, t in plan.month_totals.items()},
@@ -64,6 +68,9 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
                         for c in plan.commitments],
         "tier_totals": plan.tier_totals,
         "period_total": plan.period_total,
+        "scenarios": {"totals": plan.scenario_totals,
+                      "tornado": [{"row": w.label, "low": w.low, "high": w.high, "swing": w.size}
+                                  for w in plan.tornado]},
         "warnings": list(plan.warnings),
         "reconciliation": reconciliation or {},
     }

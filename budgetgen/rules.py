@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from .columns import K
 from .records import TIERS
+from .serving import sheet_ceil
 
 TIER_RECORDS = {t.name: t for t in TIERS}
 
@@ -53,8 +54,9 @@ def _days_per_month(s) -> float:
 
 
 # --------------------------------------------------------------- month totals (Summary)
-BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate times the month's GPU cost, commitments included",
-              "({gpu}+{commitments})*BufferRate", lambda s, gpu, commitments: (gpu + commitments) * s.hidden_cost_buffer)
+BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate (the scenario's, ScenarioBuffer) times the month's "
+              "GPU cost, commitments included", "({gpu}+{commitments})*{rate}",
+              lambda s, gpu, commitments, rate: (gpu + commitments) * rate)
 MONTH_TOTAL = Rule("month_total", "a month's total: GPU rent, commitments, extras and the hidden-cost buffer",
                    "{gpu}+{commitments}+{extras}+{buffer}",
                    lambda s, gpu, commitments, extras, buffer: gpu + commitments + extras + buffer)
@@ -67,13 +69,37 @@ MONTH_TOTAL = Rule("month_total", "a month's total: GPU rent, commitments, extra
 NO_PURCHASE_PRICE = "no purchase price"
 NO_ON_DEMAND_PRICE = "no on-demand price"
 NO_POWER = "no power figure"
-DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: depreciation and upkeep (blank: no purchase price)",
-                   'IF(ISNUMBER({purchase}),{purchase}/(DepreciationYears*DaysPerYear)+UpkeepPerYear/DaysPerYear,"")',
-                   lambda s, purchase: None if purchase is None
-                   else purchase / (s.depreciation_years * K.DaysPerYear) + s.upkeep_per_year / K.DaysPerYear)
-ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour (blank: no power figure)",
-                       'IF(ISNUMBER({power_w}),{power_w}/WattsPerKw*ElectricityPerKwh,"")',
-                       lambda s, power_w: None if power_w is None else power_w / K.WattsPerKw * s.electricity_per_kwh)
+def pmt(rate: float, periods: float, present: float, future: float = 0.0) -> float:
+    """Excel's PMT: the level payment a period (negative for a positive present value) at `rate` a period."""
+    if rate == 0:
+        return -(present + future) / periods
+    growth = (1 + rate) ** periods
+    return -(present * growth + future) * rate / (growth - 1)
+
+
+def _daily_fixed(s, purchase, power_w):
+    if purchase is None:
+        return None
+    capital = pmt(s.discount_rate / K.MonthsPerYear, s.depreciation_years * K.MonthsPerYear, -purchase,
+                  purchase * s.residual_value) * K.MonthsPerYear
+    colocation = s.colocation_per_kw_month * K.MonthsPerYear * (power_w or 0) / K.WattsPerKw * s.pue
+    return (capital + s.upkeep_per_year + colocation) / K.DaysPerYear
+
+
+DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: the purchase less its discounted residual value "
+                   "as a level payment over the depreciation years (PMT), upkeep, and colocation of its power at the "
+                   "PUE (blank: no purchase price)",
+                   'IF(ISNUMBER({purchase}),(PMT(DiscountRate/MonthsPerYear,DepreciationYears*MonthsPerYear,'
+                   '-{purchase},{purchase}*ResidualValue)*MonthsPerYear+UpkeepPerYear+ColocationPerKwMonth'
+                   '*MonthsPerYear*IF(ISNUMBER({power_w}),{power_w},0)/WattsPerKw*Pue)/DaysPerYear,"")', _daily_fixed)
+ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour at the PUE (blank: no power figure)",
+                       'IF(ISNUMBER({power_w}),{power_w}/WattsPerKw*Pue*ElectricityPerKwh,"")',
+                       lambda s, power_w: None if power_w is None
+                       else power_w / K.WattsPerKw * s.pue * s.electricity_per_kwh)
+BREAK_EVEN_SHARE = Rule("break_even_share", "the break-even daily use as a share of the day: the utilisation above "
+                        "which owning a card pays (blank: never, or a figure missing)",
+                        'IF(ISNUMBER({hours}),{hours}/HoursPerDay,"")',
+                        lambda s, hours: None if hours is None else hours / K.HoursPerDay)
 BREAK_EVEN = Rule("break_even_hours_per_day",
                   "daily use above which owning beats renting on demand (blank: never, or a figure missing)",
                   'IF(AND(ISNUMBER({daily_fixed}),ISNUMBER({on_demand}),ISNUMBER({energy})),'
@@ -93,22 +119,70 @@ VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; 
                no_price if daily_fixed is None else no_on_demand if on_demand is None else no_power if energy is None
                else "buy" if break_even is not None and plan_hours > break_even else "rent")
 
+# --------------------------------------------------------------- demand ramps (Demand, Monthly)
+# A task's demand in plan month m is its typed demand times a factor: (1 + growth_per_month)^(m - start) while it is
+# active, 0 outside. An online service's requests per day follow the factor (its replicas are sized again each
+# month); a training or batch task's runs follow it (the run's shape stays). The Tasks row is the factor-1 month, so
+# each month's figures are the row's scaled by a ratio that is exactly 1 in a month of factor 1.
+DEMAND_FACTOR = Rule("demand_factor", "the month's demand over the task's typed demand: compounded growth while "
+                     "active (or the Ramp sheet's multiplier of the month, where given) times the scenario's demand "
+                     "multiplier, 0 outside",
+                     "IF(AND({month}>={start},{month}<={end}),IF(ISNUMBER({ramp}),{ramp},(1+{growth})^({month}-{start}))"
+                     "*{scale},0)",
+                     lambda s, month, start, end, growth, scale, ramp: (
+                         (ramp if ramp is not None else (1 + growth) ** (month - start)) * scale)
+                     if start <= month <= end else 0.0)
+
+
+def _month_cards(s, factor, online, requests, hours_per_day, req_s, min_replicas, cards_per_run, cards_held):
+    if factor <= 0:
+        return 0
+    if not online:
+        return cards_held
+    return max(min_replicas, sheet_ceil(requests * factor * s.peak_factor
+                                       / (hours_per_day * K.SecondsPerHour * req_s))) * cards_per_run
+
+
+MONTH_CARDS = Rule(
+    "month_cards", "cards held in the month: an online service's replicas for the month's requests times the cards "
+    "of one replica, a training or batch task's cards while active",
+    "IF({factor}>0,IF({online},MAX({min_replicas},CEILING({requests}*{factor}*PeakFactor/({hours_per_day}"
+    "*SecondsPerHour*{req_s}),1))*{cards_per_run},{cards_held}),0)", _month_cards)
+MONTH_GPU_HOURS = Rule(
+    "month_gpu_hours", "GPU-hours in the month: an online service's in proportion to its cards, a run's in "
+    "proportion to the factor", "IF({online},{hours}*({cards}/{cards_held}),{hours}*{factor})",
+    lambda s, online, hours, cards, cards_held, factor: hours * (cards / cards_held) if online else hours * factor)
+MONTH_CARDS_BILLED = Rule(
+    "month_cards_billed", "cards billed in the month: on a per-card-month tier at least the month's GPU-hours in "
+    "whole cards", "IF({per_card_month},MAX({cards},CEILING({hours}/HoursPerMonth,1)),{cards})",
+    lambda s, per_card_month, cards, hours: max(cards, sheet_ceil(hours / s.hours_per_month))
+    if per_card_month else cards)
+PRICE_TREND = Rule("price_trend", "what a GPU's rental prices are in a plan month relative to the first: its yearly "
+                   "change compounded by month", "(1+{change})^(({month}-1)/MonthsPerYear)",
+                   lambda s, change, month: (1 + change) ** ((month - 1) / K.MonthsPerYear))
+MONTH_COST = Rule(
+    "month_cost", "the task's GPU cost in the month: its monthly cost scaled by the billed cards (per-card-month "
+    "tiers) or the GPU-hours (hourly tiers), times the scenario's price multiplier",
+    "IF({per_card_month},{cost}*({billed}/{cards_billed}),IF({hours_row}>0,{cost}*({hours}/{hours_row}),0))*{price}",
+    lambda s, per_card_month, cost, billed, cards_billed, hours, hours_row, price: (
+        cost * (billed / cards_billed) if per_card_month else cost * (hours / hours_row) if hours_row > 0 else 0.0)
+    * price)
+
 # --------------------------------------------------------------- what to order (Order)
 def _selected(gpus, tiers, gpu, tier):
     return [g == gpu and t == tier for g, t in zip(gpus, tiers, strict=True)]
 
 
 ORDER_CARDS_IN_MONTH = Rule(
-    "order_cards_in_month", "cards billed for one GPU type and tier in one plan month",
-    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*({starts}<={month})*({ends}>={month})*{cards})",
-    lambda s, gpus, gpu, tiers, tier, starts, ends, month, cards: sum(
-        c for sel, a, b, c in zip(_selected(gpus, tiers, gpu, tier), starts, ends, cards, strict=True)
-        if sel and a <= month <= b))
+    "order_cards_in_month", "cards billed for one GPU type and tier in one plan month (the month's column of the "
+    "tasks' billed cards)", "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{cards})",
+    lambda s, gpus, gpu, tiers, tier, cards: sum(
+        c for sel, c in zip(_selected(gpus, tiers, gpu, tier), cards, strict=True) if sel))
 ORDER_OVER_PLAN = Rule(
-    "order_over_plan", "a monthly task amount of one GPU type and tier summed over the plan's active months",
-    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{active_months}*{amounts})",
-    lambda s, gpus, gpu, tiers, tier, active_months, amounts: math.fsum(
-        m * a for sel, m, a in zip(_selected(gpus, tiers, gpu, tier), active_months, amounts, strict=True) if sel))
+    "order_over_plan", "an amount of one GPU type and tier summed over the plan (the tasks' plan totals)",
+    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{amounts})",
+    lambda s, gpus, gpu, tiers, tier, amounts: math.fsum(
+        a for sel, a in zip(_selected(gpus, tiers, gpu, tier), amounts, strict=True) if sel))
 ORDER_PEAK = Rule("order_peak", "the most cards held in any plan month", "MAX({by_month})",
                   lambda s, by_month: max(by_month))
 ORDER_MONTHS = Rule("order_months", "plan months with at least one card", "SUMPRODUCT(({by_month}>0)*1)",
@@ -131,22 +205,16 @@ _PER_CARD_MONTH = "(" + "+".join(f'({{tiers}}="{t.name}")' for t in TIERS if t.p
     if any(t.per_card_month for t in TIERS) else "0"
 
 
-def _in_month(gpus, gpu, starts, ends, month):
-    return [g == gpu and a <= month <= b for g, a, b in zip(gpus, starts, ends, strict=True)]
-
-
 COMMIT_DEMAND = Rule(
-    "commit_demand", "GPU-hours a GPU type is used in one plan month: held cards all month on a per-card-month tier, "
-    "else the task's GPU-hours",
-    f"SUMPRODUCT(({{gpus}}={{gpu}})*({{starts}}<={{month}})*({{ends}}>={{month}})*({_PER_CARD_MONTH}*{{cards}}"
-    f"*HoursPerMonth+(1-{_PER_CARD_MONTH})*{{hours}}))",
-    lambda s, gpus, gpu, starts, ends, month, tiers, cards, hours: math.fsum(
+    "commit_demand", "GPU-hours a GPU type is used in one plan month: billed cards all month on a per-card-month tier, "
+    "else the tasks' GPU-hours (the month's columns on Demand)",
+    f"SUMPRODUCT(({{gpus}}={{gpu}})*({_PER_CARD_MONTH}*{{cards}}*HoursPerMonth+(1-{_PER_CARD_MONTH})*{{hours}}))",
+    lambda s, gpus, gpu, tiers, cards, hours: math.fsum(
         c * s.hours_per_month if TIER_RECORDS[t].per_card_month else h
-        for sel, t, c, h in zip(_in_month(gpus, gpu, starts, ends, month), tiers, cards, hours, strict=True) if sel))
-COMMIT_RENT = Rule("commit_rent", "what the plan rents a GPU type for in one plan month: its tasks' monthly cost",
-                   "SUMPRODUCT(({gpus}={gpu})*({starts}<={month})*({ends}>={month})*{costs})",
-                   lambda s, gpus, gpu, starts, ends, month, costs: math.fsum(
-                       c for sel, c in zip(_in_month(gpus, gpu, starts, ends, month), costs, strict=True) if sel))
+        for g, t, c, h in zip(gpus, tiers, cards, hours, strict=True) if g == gpu))
+COMMIT_RENT = Rule("commit_rent", "what the plan rents a GPU type for in one plan month: its tasks' cost that month",
+                   "SUMPRODUCT(({gpus}={gpu})*{costs})",
+                   lambda s, gpus, gpu, costs: math.fsum(c for g, c in zip(gpus, costs, strict=True) if g == gpu))
 BREAK_EVEN_UTILISATION = Rule("break_even_utilisation", "share of the term a committed card must be busy to beat "
                               "on-demand: the rate over the on-demand price", "{rate}/{on_demand}",
                               lambda s, rate, on_demand: rate / on_demand)
@@ -218,6 +286,13 @@ BEST_COMMIT_RATE = Rule("best_commit_rate", "the lowest commitment rate offered 
                         "is the test that any is a number (MIN of none would be 0)", 'IF({known},MIN({rates}),"")',
                         lambda s, rates, known: min((r for r in rates if r is not None), default=None))
 
+# --------------------------------------------------------------- budgets (Budgets)
+OVER_BUDGET = Rule("over_budget", "a month's plan above its budget", "{planned}>{budget}",
+                   lambda s, planned, budget: planned > budget)
+OVER_BUDGET_MONTHS = Rule("over_budget_months", "months over budget, over every budget line",
+                          "SUMPRODUCT(({planned}>{budgets})*1)", lambda s, planned, budgets: sum(
+                              1 for p, b in zip(planned, budgets, strict=True) if p > b))
+
 # --------------------------------------------------------------- live warnings and the banner (Summary)
 OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its cap (blank: no cap)",
                        'IF({cap}="","",SUMPRODUCT(({costs}>{cap})*1))',
@@ -242,10 +317,11 @@ TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>
 ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
                   lambda s, checks: all(checks))
 
-RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
+RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
+                           MONTH_CARDS_BILLED, PRICE_TREND, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
                            VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,
-                           BEST_COMMIT_RATE, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
+                           BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
                            ORDER_TOTAL, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
                            TIES_OUT, ALL_CHECKS)

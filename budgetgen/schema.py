@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .records import SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, excel_is
+from .records import BUFFER, DEMAND, PRICE, SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, Driver, excel_is
 
 TRAIN_PRECISIONS = ("bf16", "fp8", "fp4")
 OPTIMIZERS = ("adamw", "adamw_8bit", "cpu_offload")  # blank: adamw
@@ -250,6 +250,18 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
     S("upkeep_per_year", "number", 2000, "UpkeepPerYear",
       "cooling, disks, repairs per owned machine (default 2,000 CNY, at the reference rate in another plan currency)",
       unit="currency/year", minimum=0, money="CNY"),
+    S("pue", "number", 1.0, "Pue", "power usage effectiveness of the room owned machines stand in: the electricity "
+      "and colocation of a card are its power_w times this (1.0: power_w already counts cooling; 1.3-1.6 typical)",
+      unit="x", minimum=1, maximum=3),
+    S("colocation_per_kw_month", "number", 0, "ColocationPerKwMonth",
+      "colocation rent of owned machines per kW of power (at the PUE) and month, paid whether busy or not",
+      unit="currency/kW-month", minimum=0),
+    S("residual_value", "percent", 0, "ResidualValue",
+      "share of the purchase price an owned machine fetches at the end of depreciation_years", minimum=0,
+      maximum=0.9),
+    S("discount_rate", "percent", 0, "DiscountRate",
+      "yearly cost of capital: owning's fixed cost is the purchase less the discounted residual value as a level "
+      "monthly payment over depreciation_years (Excel PMT)", minimum=0, maximum=1),
 )
 # One optional monthly cap per tier, from the tier records.
 TIER_CAP_SETTINGS: tuple[Setting, ...] = tuple(
@@ -278,6 +290,9 @@ CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("DaysPerYear", 365, "days in a year"),
     ("WattsPerKw", 1000, "watts per kilowatt"),
     ("PercentScale", 100, "utilisation percent per share"),
+    ("Million", 1e6, "tokens per million (unit costs)"),
+    ("Thousand", 1000, "requests per thousand (unit costs)"),
+    ("MonthsPerYear", 12, "months in a year (price trends)"),
     ("DataStarvedMemShare", 0.8, "memory share above which a barely busy GPU is flagged data-starved"),
     ("DataStarvedUtil", 0.10, "utilisation under which a full-memory GPU is flagged data-starved"),
 ) + SERVING_CONSTANTS
@@ -313,6 +328,9 @@ GPU_COLUMNS: tuple[Column, ...] = (
       for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
     C("purchase_price", "number", "in the row's currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
+    C("price_change_per_year", "percent", "share/year", minimum=-0.9, maximum=1,
+      help="expected yearly change of this GPU's rental prices, applied month by month from the plan's first month "
+      "(-0.2: 20% cheaper a year on); blank: 0; commitment rates stay as contracted"),
     C("provider", "text", help="whose offer the prices are (built-in: market = the median over providers, "
       "cn-market = the Chinese market); a row that names one replaces the built-in offer, its blank prices not offered"),
     C("region", "text", help="the provider's region; any: not regional"),
@@ -378,6 +396,12 @@ TASK_COLUMNS: tuple[Column, ...] = (
     C("start_month", "month", "YYYY-MM", help="first active month; blank: plan start"),
     C("end_month", "month", "YYYY-MM", help="last active month; blank: plan end"),
     C("cost_center", "text", default="unassigned", help="for grouping in the summary"),
+    C("api_price_per_m_tokens", "number", "currency/M output tokens", positive=True,
+      help="what an API would charge per million output tokens, in the plan currency; gives a self-host-versus-API "
+      "verdict against the planned unit cost (serving tasks)"),
+    C("growth_per_month", "percent", "share/month", default=0, minimum=-0.99, maximum=10,
+      help="demand growth a month, compounded from start_month: an online service's requests per day, a training "
+      "or batch task's runs; -0.05 shrinks 5% a month"),
 )
 
 EXTRA_COLUMNS: tuple[Column, ...] = (
@@ -403,12 +427,54 @@ SETTINGS_COLUMNS: tuple[Column, ...] = (
     C("note", "text", help="free text"),
 )
 
+# The scenario drivers (budgetgen/scenarios.py applies them) and the Scenarios sheet that gives their values.
+SCENARIO_LEVELS = ("low", "base", "high")
+DRIVERS: tuple[Driver, ...] = (
+    Driver("requests", DEMAND, "requests per day (batch: requests per run): serving tasks' demand", training=False),
+    Driver("tokens", DEMAND, "output tokens per request: serving tasks' work per request", training=False),
+    Driver("training_tokens", DEMAND, "training tokens: training tasks' work per run", training=True),
+    Driver("efficiency", DEMAND, "MFU and serving efficiency: the work a card does an hour (divides the demand)",
+           divides=True),
+    Driver("price", PRICE, "every GPU price"),
+    *(Driver(f"price_{t.name}", PRICE, f"GPU prices of the {t.name} tier", tier=t.name) for t in TASK_TIERS),
+    Driver("fx", PRICE, "the FX rate of GPU prices listed in another currency than the plan's", foreign=True),
+    Driver("buffer", BUFFER, "the hidden-cost buffer rate (a rate, not a multiplier; for every task)"),
+)
+SCENARIO_COLUMNS: tuple[Column, ...] = (
+    C("driver", "choice", required=True, choices=tuple(d.name for d in DRIVERS),
+      help="; ".join(f"{d.name}: {d.meaning}" for d in DRIVERS)),
+    C("task_id", "text", help="the task it moves; blank: every task (a task's own row wins)"),
+    C("low", "number", positive=True, help="the low scenario's value; blank: base"),
+    C("base", "number", positive=True, help="the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer "
+      "setting)"),
+    C("high", "number", positive=True, help="the high scenario's value; blank: base"),
+    C("source", "text", help="where the range comes from"),
+)
+
+# The Ramp sheet: a task_id, then one column per plan month headed YYYY-MM, each a multiplier of the typed demand.
+RAMP_COLUMNS: tuple[Column, ...] = (
+    C("task_id", "text", required=True, help="the task the row ramps"),
+    C("YYYY-MM", "number", "x", minimum=0,
+      help="one column per plan month (headed by the month): the month's demand over the demand typed on Tasks, "
+      "instead of the growth (0: the task pauses); blank: the growth"),
+)
+BUDGET_COLUMNS: tuple[Column, ...] = (
+    C("cost_center", "text", help="a cost_center of the Tasks sheet; blank: the whole plan (every month's total)"),
+    C("monthly_budget", "number", "currency/month", required=True, minimum=0,
+      help="the budget of every plan month: against the month's total for the whole plan, against the GPU cost of "
+      "the cost center's tasks for a cost center"),
+    C("source", "text", help="who set the budget"),
+)
+
 SHEETS: dict[str, tuple[Column, ...]] = {
     "Settings": SETTINGS_COLUMNS,
     "GPUs": GPU_COLUMNS,
     "Tasks": TASK_COLUMNS,
     "Extras": EXTRA_COLUMNS,
     "FX": FX_COLUMNS,
+    "Ramp": RAMP_COLUMNS,
+    "Scenarios": SCENARIO_COLUMNS,
+    "Budgets": BUDGET_COLUMNS,
 }
 REQUIRED_SHEETS = ("Tasks",)
 

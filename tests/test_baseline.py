@@ -30,7 +30,17 @@ not planned, credits, refunds, saving from idle cards, achievable saving), a cre
 cards-to-drop column replaced by idle cards (M) and a to-attribute-or-stop column (P), the tasks' GPU resources (R);
 the JSON's resources' cards_to_drop became idle_cards, new month keys; no billed, planned or total value moved.
 Then the recon_top_resources setting: Assumptions' settings from row 29 one down (About's list too), and the Recon
-tabs list the flagged resources first by money at stake (2027-01: i-orphan, 300 to attribute or stop, first)."""
+tabs list the flagged resources first by money at stake (2027-01: i-orphan, 300 to attribute or stop, first). Then for demand ramps, scenarios and unit costs: the Demand and Scenarios
+sheets, Summary's scenario selector (A4:B4), Monthly's plan-total column (I, the months one column right), Tasks'
+growth_per_month, api_price_per_m_tokens and unit-cost columns (the columns after them to the right), the
+constants Million and Thousand on Assumptions (the rows below two down), the JSON's `scenarios`, `cards_by_month`
+and `unit_costs`; no value changed (the sample has no growth and no Scenarios sheet). Then the GPUs sheet's
+price_change_per_year column (blank in the sample: the columns after it one right) and the constant MonthsPerYear
+on Assumptions (the rows below one down); no value changed. Then the Budgets sheet and Summary's months over
+budget (D4:E4, 0: the sample has no Budgets sheet); no value changed. Then owned-hardware TCO: the settings pue,
+colocation_per_kw_month, residual_value and discount_rate (neutral defaults: Assumptions and About rows below them
+down), BuyVsRent's break-even utilisation column (L) and the JSON's `break_even_utilisation`; no value changed. Then the
+Demand sheet's ramp block (blank inputs: the blocks after it three columns right); no value changed."""
 
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ from budgetgen.schema import CONSTANT_VALUES, SETTINGS
 from budgetgen.workbook import SAFE_FUNCTIONS
 
 SETTINGS_USED = SimpleNamespace(hidden_cost_buffer=0.25, depreciation_years=5, upkeep_per_year=730,
-                                electricity_per_kwh=0.5, hours_per_month=720, period_months=3)
+                                electricity_per_kwh=0.5, hours_per_month=720, period_months=3, pue=1.0,
+                                colocation_per_kw_month=0, residual_value=0, discount_rate=0, peak_factor=1.0)
 NAMED = {**{s.name: getattr(SETTINGS_USED, s.key) for s in SETTINGS if hasattr(SETTINGS_USED, s.key)},
          **CONSTANT_VALUES, "CheckTolerance": rules.CHECK_TOLERANCE, "DaysPerMonth": 720 / 24}
 
@@ -21,8 +22,29 @@ VERDICT_INPUTS = {"daily_fixed": 22, "on_demand": 2.2, "energy": 0.2, "break_eve
                   "no_price": "type a purchase price", "no_on_demand": "type an on-demand price",
                   "no_power": "type a power figure"}
 CASES = [
-    (rules.BUFFER, {"gpu": 1000, "commitments": 0}, 250),
-    (rules.BUFFER, {"gpu": 1000, "commitments": -200}, 200),         # the buffer is on the GPU cost incl. commitments
+    (rules.BUFFER, {"gpu": 1000, "commitments": 0, "rate": 0.25}, 250),
+    (rules.BUFFER, {"gpu": 1000, "commitments": -200, "rate": 0.25}, 200),
+    (rules.BUFFER, {"gpu": 1000, "commitments": 0, "rate": 0.30}, 300),     # the high scenario's rate
+    # demand ramps: month 3 of a task from month 1 growing 10%, doubled by a scenario: 1.1^2 x 2; outside: 0
+    (rules.DEMAND_FACTOR, {"month": 3, "start": 1, "end": 12, "growth": 0.1, "scale": 2, "ramp": None}, 2.42),
+    (rules.DEMAND_FACTOR, {"month": 3, "start": 4, "end": 12, "growth": 0.1, "scale": 1, "ramp": None}, 0),
+    (rules.DEMAND_FACTOR, {"month": 3, "start": 1, "end": 12, "growth": 0.1, "scale": 2, "ramp": 0.5}, 1),  # typed
+    # 864,000 requests a day x 1.21 over one replica's 10 requests/s around the clock: 1.21 -> 2 replicas x 4 cards
+    (rules.MONTH_CARDS, {"factor": 1.21, "online": True, "requests": 864_000, "hours_per_day": 24, "req_s": 10,
+                         "min_replicas": 1, "cards_per_run": 4, "cards_held": 4}, 8),
+    (rules.MONTH_CARDS, {"factor": 0.5, "online": False, "requests": None, "hours_per_day": None, "req_s": None,
+                         "min_replicas": 1, "cards_per_run": 8, "cards_held": 8}, 8),  # a run keeps its shape
+    (rules.MONTH_GPU_HOURS, {"online": True, "hours": 2920, "cards": 6, "cards_held": 4, "factor": 1.5}, 4380),
+    (rules.MONTH_GPU_HOURS, {"online": False, "hours": 100, "cards": 8, "cards_held": 8, "factor": 0.5}, 50),
+    (rules.MONTH_CARDS_BILLED, {"per_card_month": True, "cards": 2, "hours": 1500}, 3),  # 1,500 h: 3 whole cards
+    (rules.MONTH_CARDS_BILLED, {"per_card_month": False, "cards": 2, "hours": 1500}, 2),
+    (rules.MONTH_COST, {"per_card_month": True, "cost": 6000, "billed": 3, "cards_billed": 2, "hours": 0,
+                        "hours_row": 1, "price": 1.1}, 9900),                   # 6,000 / 2 x 3 x 1.1
+    (rules.MONTH_COST, {"per_card_month": False, "cost": 600, "billed": 0, "cards_billed": 1, "hours": 450,
+                        "hours_row": 300, "price": 1}, 900),                    # 600 x 450 / 300
+    (rules.PRICE_TREND, {"change": -0.19, "month": 7}, 0.9),                 # 0.81^(6/12)
+    (rules.OVER_BUDGET, {"planned": 10_950, "budget": 10_800}, True),
+    (rules.BREAK_EVEN_SHARE, {"hours": 6}, 0.25),         # the buffer is on the GPU cost incl. commitments
     (rules.MONTH_TOTAL, {"gpu": 100, "commitments": 0, "extras": 20, "buffer": 25}, 145),
     (rules.MONTH_TOTAL, {"gpu": 100, "commitments": -30, "extras": 20, "buffer": 25}, 115),
     # commitments (hours_per_month 720, a 3-month plan)
@@ -44,8 +66,8 @@ CASES = [
     (rules.MONTHS_AFTER_PLAN, {"term": 12}, 9),                     # a 12-month term from a 3-month plan
     (rules.MONTHS_AFTER_PLAN, {"term": 2}, 0),
     (rules.AFTER_PLAN_COST, {"cards": 2, "rate": 1.5, "after": 9}, 2 * 1.5 * 720 * 9),
-    (rules.DAILY_FIXED, {"purchase": 36500}, 22),                   # 36,500 / (5 × 365) + 730 / 365
-    (rules.DAILY_FIXED, {"purchase": None}, None),                    # no purchase price: nothing to own
+    (rules.DAILY_FIXED, {"purchase": 36500, "power_w": 700}, 22),   # 36,500 / (5 × 365) + 730 / 365
+    (rules.DAILY_FIXED, {"purchase": None, "power_w": 700}, None),                    # no purchase price: nothing to own
     (rules.ENERGY_PER_HOUR, {"power_w": 400}, 0.2),                  # 0.4 kW × 0.5 a kWh
     (rules.ENERGY_PER_HOUR, {"power_w": None}, None),                 # no power figure: unknown, not free
     (rules.BREAK_EVEN, {"on_demand": 2.2, "energy": 0.2, "daily_fixed": 22}, 11),

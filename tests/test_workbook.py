@@ -8,11 +8,13 @@ import shutil
 import openpyxl
 import pytest
 from conftest import SAMPLE, TODAY, formula_cells, make_input, recalc_formulas, same
+from openpyxl.utils import get_column_letter
 
 from budgetgen.columns import CALCS
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.workbook import write_workbook
+from budgetgen.workbook.layout import plan_layout
 
 # On one xdist worker: these recalculate the sample workbook and share its compiled formulas model.
 pytestmark = pytest.mark.xdist_group("sample_formulas")
@@ -44,7 +46,7 @@ def test_sample_every_formula_recalculates_to_the_cached_value(sample_book):
     for sheet, _ in cells:
         per_sheet[sheet] = per_sheet.get(sheet, 0) + 1
     assert per_sheet["TASKS"] == tasks * len(CALCS)
-    assert per_sheet["MONTHLY"] == tasks * (7 + len(plan.months))
+    assert per_sheet["MONTHLY"] == tasks * (8 + len(plan.months))  # 7 links, the plan total, the months
 
 
 @pytest.mark.slow
@@ -196,3 +198,21 @@ def test_a_sheet_past_excels_rows_is_refused_before_writing(tmp_path):
     assert "Candidates sheet would need 1,060,001 rows, more than Excel's 1,048,576" in str(info.value)
     plan.inputs.gpus = [None] * 52   # 1,040,001 rows fit
     check_excel_limits(plan)
+
+
+def test_ml03_unit_costs_are_its_monthly_cost_over_its_monthly_tokens_and_requests(sample_book):
+    """README's ML03 on the tests' offers: 1 replica of 2 A100 80G on the monthly tier, 2 x 8,250 = 16,500 a month.
+    50,000 requests a day x 400 output tokens x 730 / 24 days = 608,333,333 tokens a month: 27.12 per million;
+    50,000 x 30.42 = 1,520,833 requests a month: 10.85 per thousand. The workbook recalculates to the same."""
+    plan, _, _, recalculated = sample_book
+    ml03 = next(tp for tp in plan.tasks if tp.task.task_id == "ML03")
+    monthly = 2 * 8250
+    tokens, requests = 50_000 * 400 * 730 / 24, 50_000 * 730 / 24
+    assert ml03.row["monthly_cost"] == pytest.approx(monthly)
+    assert ml03.row["cost_per_m_tokens"] == pytest.approx(monthly / tokens * 1e6)  # 27.12
+    assert ml03.row["cost_per_k_requests"] == pytest.approx(monthly / requests * 1e3)  # 10.85
+    columns = plan_layout(plan).tasks.columns
+    row = 2 + plan.tasks.index(ml03)
+    for key, expected in (("cost_per_m_tokens", 27.1233), ("cost_per_k_requests", 10.8493)):
+        cell = f"{get_column_letter(columns[key] + 1)}{row}"
+        assert recalculated[("TASKS", cell)] == pytest.approx(expected, abs=1e-4)

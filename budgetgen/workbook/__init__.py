@@ -26,10 +26,12 @@ from ..schema import TASK_TIERS
 from .about import write_about
 from .assumptions import write_assumptions
 from .book import SAFE_FUNCTIONS, Book, Sheet
+from .budgets import write_budgets
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
 from .checks import plan_checks, tie_outs, write_checks
 from .commitments import write_commitments
+from .demand import write_demand
 from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
@@ -38,6 +40,7 @@ from .models import write_models
 from .monthly import write_monthly
 from .order import write_order
 from .recon import recon_check, write_recon, write_resources_csv, write_resources_detail, write_saving_line
+from .scenarios import write_scenarios
 from .summary import write_reforecast, write_summary
 from .task_list import write_task_list
 from .tasks import write_tasks
@@ -47,7 +50,7 @@ from .xlsx_private import zip_level
 __all__ = ["CHECK_TOLERANCE", "SAFE_FUNCTIONS", "Formats", "check_excel_limits", "resources_csv_paths", "why_not_writable",
            "write_workbook"]
 
-SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Extras",
+SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskList", "Monthly", "Demand", "Tiers", "Candidates", "BuyVsRent", "Commitments", "Scenarios", "Budgets", "Extras",
           "Checks")
 
 
@@ -101,6 +104,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("TaskList", lambda: write_task_list(book, ws["TaskList"], plan, layout.tasks)),
         (f"Candidates ({layout.candidate_rows:,} rows)",
          lambda: write_candidates(book, ws["Candidates"], plan, layout.candidates)),
+        ("Demand", lambda: write_demand(book, ws["Demand"], plan, layout.demand)),
         ("Monthly", lambda: write_monthly(book, ws["Monthly"], plan, layout.monthly)),
         ("Extras", lambda: write_extras(book, ws["Extras"], plan, layout.extras)),
         ("Tiers", lambda: write_tiers(book, ws["Tiers"], plan, layout.tier_rows)),
@@ -108,6 +112,8 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("Commitments", lambda: write_commitments(book, ws["Commitments"], plan, layout.commitments)),
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary,
                                           rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
+        ("Scenarios", lambda: write_scenarios(book, ws["Scenarios"], plan)),
+        ("Budgets", lambda: write_budgets(book, ws["Budgets"], plan)),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
         ("Summary saving", lambda: write_saving_line(book, ws["Summary"], recon, layout.summary)),

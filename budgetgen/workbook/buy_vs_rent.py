@@ -23,7 +23,7 @@ MISSING = {
                                "VerdictNoOnDemandPrice"),
     rules.NO_POWER: ("verdict without a power figure:", "enter power_w on GPUs to compare", "VerdictNoPower"),
 }
-_WIDTHS = [12, 12, 9, 12, 12, 11, 12, 13, 9, 12, 13]  # eleven columns one page wide (scale 0.75)
+_WIDTHS = [12, 12, 9, 12, 12, 11, 12, 13, 9, 12, 13, 10]  # twelve columns one page wide
 
 
 def _known(name: str, row: int) -> str:
@@ -37,7 +37,8 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
     book.header(ws, 0, ["gpu", f"{t('purchase')} ({cur}{t('/card')})", "power (W)",
                         f"{t('on demand')} ({cur}{t('/h')})", f"{t('fixed')} ({cur}{t('/day')})",
                         f"{t('energy')} ({cur}{t('/h')})", "break-even (h/day)", "plan use (h/day/card)",
-                        "verdict", f"{t('best commitment')} ({cur}{t('/h')})", "break-even vs commitment (h/day)"],
+                        "verdict", f"{t('best commitment')} ({cur}{t('/h')})", "break-even vs commitment (h/day)",
+                        "break-even utilisation"],
                 _WIDTHS)
     ws.set_row(0, 45)  # three lines: the narrower headers wrap
     for i, b in enumerate(plan.buy_vs_rent, start=1):
@@ -47,13 +48,13 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
         for col, name, value, fmt in ((1, "GpuPurchase", g.purchase_price, "money"), (2, "GpuPowerW", g.power_w, "int"),
                                       (3, "GpuOnDemand", g.prices.get("on_demand"), "price")):
             book.formula(ws, i, col, _known(name, n), value, fmt, "link")
-        book.formula(ws, i, 4, rules.DAILY_FIXED.formula(purchase=f"B{n}"), b.daily_fixed, "price")
+        book.formula(ws, i, 4, rules.DAILY_FIXED.formula(purchase=f"B{n}", power_w=f"C{n}"), b.daily_fixed, "price")
         book.formula(ws, i, 5, rules.ENERGY_PER_HOUR.formula(power_w=f"C{n}"), b.energy_per_hour, "price")
         book.formula(ws, i, 6, rules.BREAK_EVEN.formula(on_demand=f"D{n}", energy=f"F{n}", daily_fixed=f"E{n}"),
                      b.break_even_hours_per_day, "number")
-        used = f"(TaskGpu=$A{n})*TaskActiveMonths"
-        book.formula(ws, i, 7, rules.PLAN_HOURS_PER_DAY.formula(gpu_hour_months=f"SUMPRODUCT({used}*TaskGpuHours)",
-                                                                card_months=f"SUMPRODUCT({used}*TaskCardsHeld)"),
+        used = f"(TaskGpu=$A{n})"
+        book.formula(ws, i, 7, rules.PLAN_HOURS_PER_DAY.formula(gpu_hour_months=f"SUMPRODUCT({used}*DemandGpuHours)",
+                                                                card_months=f"SUMPRODUCT({used}*DemandHeldMonths)"),
                      b.plan_hours_per_day, "number")
         verdict = rules.VERDICT.formula(daily_fixed=f"E{n}", on_demand=f"D{n}", energy=f"F{n}", break_even=f"G{n}",
                                         plan_hours=f"H{n}", no_price=MISSING[rules.NO_PURCHASE_PRICE][2],
@@ -67,6 +68,7 @@ def write_buy_vs_rent(book: Book, ws, plan: Plan) -> None:
                      b.best_commitment_rate, "price")
         book.formula(ws, i, 10, rules.BREAK_EVEN.formula(on_demand=f"J{n}", energy=f"F{n}", daily_fixed=f"E{n}"),
                      b.break_even_vs_commitment, "number")
+        book.formula(ws, i, 11, rules.BREAK_EVEN_SHARE.formula(hours=f"G{n}"), b.break_even_utilisation, "percent")
     note = len(plan.buy_vs_rent) + 2
     ws.write_string(note, 0, t("Buy when each owned card would be used more hours a day than the "
                                "break-even; owning pays only for steady, long daily use."), book.f.note)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from .. import rules
 from ..engine import Plan
 from ..order import OrderLine
+from ..scenarios import SCENARIO_BUFFER
 from ..schema import KINDS, TIER_NAMES
 from .book import Book
 from .layout import (
@@ -78,8 +79,8 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
                                         buffer=BUFFER_TOTAL), PERIOD_TOTAL,
               rules.MONTH_TOTAL(s, gpu=gpu, commitments=commitments, extras=extras, buffer=buffer), plan.period_total),
         Check("buffer = rate x (GPU + commitments) total",
-              rules.BUFFER.formula(gpu=GPU_TOTAL, commitments=COMMITMENTS_TOTAL), BUFFER_TOTAL,
-              rules.BUFFER(s, gpu=gpu, commitments=commitments), buffer),
+              rules.BUFFER.formula(gpu=GPU_TOTAL, commitments=COMMITMENTS_TOTAL, rate=SCENARIO_BUFFER), BUFFER_TOTAL,
+              rules.BUFFER(s, gpu=gpu, commitments=commitments, rate=plan.buffer_rate), buffer),
         Check("Commitments sheet adjustment = Summary commitments total", COMMIT_TOTAL, COMMITMENTS_TOTAL,
               math.fsum(v for c in plan.commitments for v in c.adjustment), commitments),
     ]

@@ -14,7 +14,7 @@ from ..engine import Plan
 from ..i18n import word
 from ..schema import REFERENCE_TIER, TIER
 from .book import Book
-from .layout import COMMIT_TOTAL, CommitmentsLayout, commit_adjustment, commit_name
+from .layout import COMMIT_TOTAL, CommitmentsLayout, commit_adjustment, commit_name, demand_name, gpu_cost
 from .printing import print_setup
 
 SHEET = "Commitments"
@@ -106,7 +106,6 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
         "", "", "GPU-h", "currency", "GPU-h", "cards", "currency", "GPU-h", "GPU-h", "currency", "currency",
         "currency"), strict=True)])
     ws.set_row(at.block_month_header(i), 30)
-    sel = {"gpus": "TaskGpu", "gpu": cell["gpu"], "starts": "TaskStart", "ends": "TaskEnd"}
     for j, month in enumerate(at.months):
         r = at.block_first(i) + j
         m = r + 1
@@ -114,10 +113,10 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
         ws.write_string(r, mc("month"), month)
         ws.write_number(r, mc("month #"), j + 1)
         book.formula(ws, r, mc("GPU-hours demand"), rules.COMMIT_DEMAND.formula(
-            **sel, month=row["month #"], tiers="TaskTier", cards="TaskCardsBilled", hours="TaskGpuHours"),
-            c.demand[j], "number")
-        book.formula(ws, r, mc("GPU rent"), rules.COMMIT_RENT.formula(**sel, month=row["month #"],
-                                                                      costs="TaskMonthlyCost"), c.rent[j], "money")
+            gpus="TaskGpu", gpu=cell["gpu"], tiers="TaskTier", cards=demand_name("cards_billed", month),
+            hours=demand_name("gpu_hours", month)), c.demand[j], "number")
+        book.formula(ws, r, mc("GPU rent"), rules.COMMIT_RENT.formula(gpus="TaskGpu", gpu=cell["gpu"],
+                                                                      costs=gpu_cost(month)), c.rent[j], "money")
         if first_of_gpu == i:
             left = row["GPU-hours demand"]
         else:   # the demand the previous (longer) commitment of the GPU leaves

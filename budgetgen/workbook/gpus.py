@@ -19,11 +19,13 @@ _WIDTHS = {"gpu": 14, "class": 12, "bandwidth_gbs": 12, "form_factor": 10, "inte
            "bandwidth_efficiency": 11, "matmul_efficiency": 11,
            "purchase_price": 12, "power_w": 8, "provider": 12, "region": 10, "source": 44,
            **{t.price_column: 12 if t.reference or t.per_card_month else 11 for t in TIERS}}
-_FORMATS = {"scaling": "percent", "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
+_FORMATS = {"scaling": "percent", "price_change_per_year": "percent",
+            "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
             "purchase_price": "money",
             **{t.price_column: "money" if t.per_card_month else "price" for t in TIERS}}
 # As listed, a price is a plain number: its currency is the row's `currency`, never the plan's label.
-_LISTED_FORMATS = {"scaling": "percent", "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
+_LISTED_FORMATS = {"scaling": "percent", "price_change_per_year": "percent",
+                   "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
                    "purchase_price": "int",
                    **{t.price_column: "int" if t.per_card_month else "number" for t in TIERS}}
 

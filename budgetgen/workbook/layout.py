@@ -23,7 +23,8 @@ GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "ban
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
              "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
-             "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion"}
+             "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion", "currency": "GpuCurrency",
+             "price_change_per_year": "GpuPriceChange"}
 # (the prices' names are on the plan-currency columns: workbook/gpus.py)
 # The FX table on Assumptions: each currency and its rate in plan currency per unit.
 FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
@@ -195,6 +196,39 @@ class MonthMatrix:
     @property
     def last_col(self) -> int:
         return len(self.lead) + len(self.months) - 1
+
+
+# The Demand sheet's blocks of one column per plan month: key -> header (and a name per month: DemandCards_2026_07).
+DEMAND_BLOCKS = {"ramp": "ramp (input)", "factor": "demand factor", "cards": "cards held",
+                 "cards_billed": "cards billed", "gpu_hours": "GPU-hours"}
+DEMAND_LEAD = ("task_row", "task_id", "gpu", "tier", "start #", "end #", "growth a month", "online?",
+               "per card-month?", "requests a day", "serving hours a day", "requests/s per replica", "min replicas",
+               "cards per replica/run", "cards held", "GPU-hours a month", "training?", "prices in another currency?",
+               "scenario demand x", "scenario price x", "card-months held", "card-months billed",
+               "GPU-hours over the plan")
+
+
+def demand_name(block: str, month: str) -> str:
+    """The Demand column of one block and month: DemandCardsBilled_2026_07."""
+    return month_name("Demand" + camel(block), month)
+
+
+@dataclass(frozen=True)
+class DemandMatrix:
+    """Demand: lead columns, then each block of DEMAND_BLOCKS with one column per plan month (row 0 headers, row 1
+    month numbers)."""
+
+    months: tuple[str, ...]
+    first: int   # first data row
+    last: int    # last data row (the first one when there is no data)
+    lead = DEMAND_LEAD
+
+    def col(self, block: str, j: int) -> int:
+        return len(self.lead) + list(DEMAND_BLOCKS).index(block) * len(self.months) + j
+
+    @property
+    def last_col(self) -> int:
+        return len(self.lead) + len(DEMAND_BLOCKS) * len(self.months) - 1
 
 
 @dataclass(frozen=True)
@@ -520,9 +554,10 @@ class Layout:
     order: OrderLayout
     recon: Mapping[str, ReconLayout]
     commitments: CommitmentsLayout
+    demand: DemandMatrix
 
 
-MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost")
+MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost", "period_cost")
 EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "start #", "end #")
 CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
 # Last on Candidates, beside the cost columns: whose offer the GPU's prices are, and where (read from GPUs by name).
@@ -597,5 +632,6 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
                               order_groups(plan)),
                   MappingProxyType({m: _recon(m, mr, plan.inputs.settings.recon_top_resources)
                                     for m, mr in sorted((recon or {}).items())}),
-                  CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months))
+                  CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months),
+                  DemandMatrix(plan.months, 2, 1 + max(1, n)))
 

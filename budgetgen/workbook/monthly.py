@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from xlsxwriter.utility import xl_rowcol_to_cell
+from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 
+from .. import rules
 from ..engine import Plan
 from .book import Book
-from .layout import GPU_COST_MATRIX, MONTHLY_TIER, MonthMatrix, gpu_cost, task_name
+from .layout import GPU_COST_MATRIX, MONTHLY_TIER, MonthMatrix, demand_name, gpu_cost, task_name
 from .printing import print_setup
 
 SHEET = "Monthly"
-LEAD_HEADERS = {"task_row": "task row #"}
-_WIDTHS = [8, 10, 28, 10, 10, 12, 14, 14]
+LEAD_HEADERS = {"task_row": "task row #", "period_cost": "cost over the plan"}
+PERIOD_COST, TASK_ID = "MonthlyPeriodCost", "MonthlyTaskId"  # the Tasks sheet's period_cost reads its row's total
+_WIDTHS = [8, 10, 20, 10, 10, 12, 12, 12, 12]  # one page wide for a short plan, as before the plan total
 
 
 def write_matrix_header(book: Book, ws, matrix: MonthMatrix, widths: list[float]) -> None:
@@ -38,24 +40,35 @@ def write_monthly(book: Book, ws, plan: Plan, matrix: MonthMatrix) -> None:
     write_matrix_header(book, ws, matrix, _WIDTHS)
     cost_col = matrix.lead.index("monthly_cost")
     position_col = matrix.lead.index("task_row")
+    total_col = matrix.lead.index("period_cost")
+    first, last = xl_col_to_name(matrix.first_month_col), xl_col_to_name(matrix.last_col)
     for i, tp in enumerate(plan.tasks):
         r = matrix.first + i
         position = xl_rowcol_to_cell(r, position_col, col_abs=True)   # the task's row number on Tasks
         ws.write_number(r, position_col, i + 1)
         values = {**tp.task.values, **tp.row}
         for col, key in enumerate(matrix.lead):
-            if col == position_col:
+            if col in (position_col, total_col):
                 continue
             link = f"INDEX({task_name(key)},{position})"
             book.formula(ws, r, col, f'IF({link}="","",{link})', values.get(key),
                          "money" if key == "monthly_cost" else "text", "link")
-        start, end = f"INDEX({task_name('start_index')},{position})", f"INDEX({task_name('end_index')},{position})"
+        book.formula(ws, r, total_col, f"SUM({first}{r + 1}:{last}{r + 1})", tp.row["period_cost"], "money")
         cost = xl_rowcol_to_cell(r, cost_col, col_abs=True)
-        for j in range(len(matrix.months)):
-            k = month_number(matrix, j)
-            book.formula(ws, r, matrix.first_month_col + j, f"IF(AND({k}>={start},{k}<={end}),{cost},0)",
-                         tp.cost_in(j + 1), "money")
+        gpu = xl_rowcol_to_cell(r, matrix.lead.index("gpu"), col_abs=True)
+        for j, month in enumerate(matrix.months):
+            book.formula(ws, r, matrix.first_month_col + j, rules.MONTH_COST.formula(
+                per_card_month=f"INDEX(DemandPerCardMonth,{position})=1", cost=cost,
+                billed=f"INDEX({demand_name('cards_billed', month)},{position})",
+                cards_billed=f"INDEX({task_name('cards_billed')},{position})",
+                hours=f"INDEX({demand_name('gpu_hours', month)},{position})",
+                hours_row=f"INDEX({task_name('gpu_hours_per_month')},{position})",
+                price=f"INDEX(DemandPriceScale,{position})*" + rules.PRICE_TREND.formula(
+                    change=f"INDEX(GpuPriceChange,MATCH({gpu},GpuName,0))", month=month_number(matrix, j))),
+                tp.cost_in(j + 1), "money")
     name_month_columns(book, SHEET, matrix, gpu_cost, GPU_COST_MATRIX)
+    book.define_range(PERIOD_COST, SHEET, matrix.first, matrix.last, total_col)
+    book.define_range(TASK_ID, SHEET, matrix.first, matrix.last, matrix.lead.index("task_id"))
     book.define_range(MONTHLY_TIER, SHEET, matrix.first, matrix.last, matrix.lead.index("tier"))
     ws.freeze_panes(2, 3)
     print_setup(ws, book.lang, _WIDTHS + [13] * len(matrix.months), matrix.last, header_rows=(0, 1),

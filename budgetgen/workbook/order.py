@@ -13,7 +13,7 @@ from ..i18n import word
 from ..order import OrderLine
 from ..schema import TIER
 from .book import Book
-from .layout import ORDER_TOTAL, OrderLayout, commit_name, task_name
+from .layout import ORDER_TOTAL, OrderLayout, commit_name, demand_name
 from .printing import print_setup
 
 SHEET = "Order"
@@ -83,9 +83,9 @@ def _line(book: Book, ws, at: OrderLayout, line: OrderLine, i: int) -> None:
     n = r + 1
     m = at.month_first + i + 1      # the line's row in the cards-by-month block
     by_month = f"$C${m}:${last_month}${m}"
-    over_plan = {key: rules.ORDER_OVER_PLAN.formula(**_selection(n, line.tier), active_months="TaskActiveMonths",
-                                                    amounts=task_name(key))
-                 for key in ("cards_billed", "gpu_hours_per_month")}
+    over_plan = {key: rules.ORDER_OVER_PLAN.formula(**_selection(n, line.tier), amounts=amounts)
+                 for key, amounts in (("cards_billed", "DemandBilledMonths"),
+                                      ("gpu_hours_per_month", "DemandGpuHours"))}
     ws.write_string(r, c("gpu"), line.gpu)
     ws.write_string(r, c("tier"), word(line.tier, book.lang))
     book.formula(ws, r, c("peak cards"), rules.ORDER_PEAK.formula(by_month=by_month), line.peak_cards, "int")
@@ -111,9 +111,8 @@ def _cards_by_month(book: Book, ws, lines: tuple[OrderLine, ...], at: OrderLayou
         ws.write_string(r, 0, line.gpu)
         ws.write_string(r, 1, word(line.tier, book.lang))
         for j, cards in enumerate(line.cards_by_month):
-            month = f"MATCH({xl_col_to_name(2 + j)}${at.month_header + 1},PlanMonths,0)"
-            formula = rules.ORDER_CARDS_IN_MONTH.formula(**_selection(r + 1, line.tier), starts="TaskStart",
-                                                         ends="TaskEnd", month=month, cards="TaskCardsBilled")
+            formula = rules.ORDER_CARDS_IN_MONTH.formula(**_selection(r + 1, line.tier),
+                                                         cards=demand_name("cards_billed", at.months[j]))
             book.formula(ws, r, 2 + j, formula, cards, "int")
 
 

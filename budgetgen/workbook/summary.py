@@ -11,8 +11,10 @@ from .. import rules
 from ..engine import Plan
 from ..i18n import say, word
 from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
+from ..scenarios import SCENARIO_BUFFER
 from ..schema import TASK_TIERS, TIER, TIER_NAMES
 from .book import Book
+from .budgets import write_budget_line
 from .layout import (
     ALL_CHECKS,
     BUFFER_TOTAL,
@@ -36,6 +38,7 @@ from .layout import (
     shown,
 )
 from .printing import print_setup
+from .scenarios import write_scenario_selector
 
 SHEET = "Summary"
 _TOTAL_NAMES = (GPU_TOTAL, COMMITMENTS_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL)
@@ -58,6 +61,8 @@ def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bo
     ws.write_string(at.period_row, 0, book.t("Period total"), book.f.bold)
     book.formula(ws, at.period_row, 1, PERIOD_TOTAL, plan.period_total, "money", "total")
     ws.write_string(at.period_row, 2, book.t(BUFFER_NOTE), book.f.note)
+    write_scenario_selector(book, ws, at.period_row + 1)
+    write_budget_line(book, ws, at.period_row + 1, plan)
     _month_table(book, ws, plan, at)
     _by_tier(book, ws, plan, at)
     _by_group(book, ws, plan, at.kind_header, "by kind", "kind", at.kinds, KIND_COSTS)
@@ -79,7 +84,7 @@ def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         book.formula(ws, r, 1, f"SUM({gpu_cost(month)})", t.gpu, "money")
         book.formula(ws, r, 2, commit_adjustment(month), t.commitments, "money", "link")
         book.formula(ws, r, 3, f"SUM({extras_cost(month)})", t.extras, "money")
-        book.formula(ws, r, 4, rules.BUFFER.formula(gpu=f"B{n}", commitments=f"C{n}"), t.buffer, "money")
+        book.formula(ws, r, 4, rules.BUFFER.formula(gpu=f"B{n}", commitments=f"C{n}", rate=SCENARIO_BUFFER), t.buffer, "money")
         book.formula(ws, r, 5, rules.MONTH_TOTAL.formula(gpu=f"B{n}", commitments=f"C{n}", extras=f"D{n}",
                                                          buffer=f"E{n}"), t.total, "money")
         book.define(month_buffer(month), SHEET, r, 4)

@@ -8,7 +8,7 @@ from ..engine import Plan
 from ..i18n import word
 from ..schema import TASK_TIERS
 from .book import Book
-from .layout import TIERS_COST, shown
+from .layout import TIERS_COST, demand_name, gpu_cost, shown
 from .printing import print_setup
 
 SHEET = "Tiers"
@@ -25,17 +25,16 @@ def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
         tasks = [tp for tp in plan.tasks if tp.row["tier"] == tier]
         cap = getattr(s, record.cap_setting)
         for j, month in enumerate(plan.months, start=1):
-            active = [tp for tp in tasks if tp.row["start_index"] <= j <= tp.row["end_index"]]
             n = r + 1
             ws.write_string(r, 0, word(tier, book.lang))
             ws.write_string(r, 1, month)
             ws.write_number(r, 2, j)
-            sel = f'(TaskTier="{tier}")*(TaskStart<=$C{n})*(TaskEnd>=$C{n})'
-            book.formula(ws, r, 3, f"SUMPRODUCT({sel}*TaskCardsBilled)", sum(tp.row["cards_billed"] for tp in active),
-                         "int")
-            book.formula(ws, r, 4, f"SUMPRODUCT({sel}*TaskGpuHours)",
-                         math.fsum(tp.row["gpu_hours_per_month"] for tp in active), "number")
-            book.formula(ws, r, 5, f"SUMPRODUCT({sel}*TaskMonthlyCost)", plan.tier_totals[tier][month], "money")
+            sel = f'(TaskTier="{tier}")'
+            book.formula(ws, r, 3, f"SUMPRODUCT({sel}*{demand_name('cards_billed', month)})",
+                         sum(tp.months[j - 1].cards_billed for tp in tasks), "int")
+            book.formula(ws, r, 4, f"SUMPRODUCT({sel}*{demand_name('gpu_hours', month)})",
+                         math.fsum(tp.months[j - 1].gpu_hours for tp in tasks), "number")
+            book.formula(ws, r, 5, f"SUMPRODUCT({sel}*{gpu_cost(month)})", plan.tier_totals[tier][month], "money")
             lookup = f'INDEX(TierCaps,MATCH("{tier}",TierList,0))'
             book.formula(ws, r, 6, f'IF({lookup}="","",{lookup})', cap, "money", "link")
             over = "" if cap is None else ("OVER" if plan.tier_totals[tier][month] > cap else "ok")
