@@ -365,7 +365,7 @@ TEXT_ZH = {
         "每 1 单位该币种折合的计划币种金额；无此表：使用内置的欧洲央行参考汇率",
     "the day the rate holds for (YYYY-MM-DD)": "汇率适用的日期（YYYY-MM-DD）",
     "where the rate came from": "汇率来源",
-    "plan currency per unit": "计划币种/单位", "FX rate": "汇率", "FX currency": "汇率币种", "rate": "汇率值",
+    "plan currency per unit": "计划币种/单位", "FX rate": "汇率", "TRUE": "是", "FALSE": "否", "FX currency": "汇率币种", "rate": "汇率值",
     "as of, source": "日期、来源", "{column} in the plan currency": "{column}（计划币种）",
     "per card-hour, in the row's currency": "每卡时，按该行币种", "per card-month, in the row's currency": "每卡月，按该行币种",
     "in the row's currency": "按该行币种", "plan currency": "计划币种",

@@ -212,13 +212,13 @@ def recalc_with_libreoffice(
 
 
 def export_pdf(paths: Sequence[Path], workdir: Path, timeout: float = DEFAULT_TIMEOUT) -> dict[Path, Path]:
-    """Print several workbooks to PDF in one soffice run (a private profile, like the recalculation)."""
+    """Print several workbooks to PDF in one soffice run with a fresh default profile, as a reader's LibreOffice
+    opens them: the cached values shown, nothing recalculated on load (unlike the recalculation's profile)."""
     soffice = soffice_path()
     if soffice is None:
         raise LibreOfficeError("LibreOffice (soffice) not installed")
     workdir.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="lo_pdf_", dir=workdir)).resolve()
-    write_profile(run_dir / "profile")
     out_dir = run_dir / "out"
     out_dir.mkdir()
     args = [soffice, f"-env:UserInstallation={(run_dir / 'profile').as_uri()}", "--headless", "--norestore",

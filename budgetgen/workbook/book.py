@@ -288,5 +288,12 @@ class Book:
             ws.write_number(row, col, value, fmt_obj)
 
     def formula(self, ws, row: int, col: int, formula: str, value, fmt: str = "number", role: str = "calc") -> None:
-        """A formula (without `=`) with the engine's value cached."""
+        """A formula (without `=`) with the engine's value cached.
+
+        A formula answering TRUE or FALSE is shown through the `bool` number format rather than General:
+        LibreOffice gives a General formula cell the format of its result type when it first computes it, and
+        when that happens while a page is being printed (a conditional format reading the cell) it changes the
+        cell's attributes under the printer, which aborts a PDF export with a default profile."""
+        if isinstance(value, bool) and self.f.num.get(fmt, fmt) == "General":
+            fmt = "bool"
         store_formula(ws, row, col, formula, self.f.get(role, fmt), cached(value))
