@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -89,6 +90,10 @@ def _write_canary(path: Path) -> None:
     workbook.close()
 
 
+# The workbook's format for a formula answering TRUE or FALSE (book.Formats "bool"): 1 shows its first text, 0 the last.
+_BOOLEAN_FORMAT = re.compile(r'"([^"]*)";"\1";"([^"]*)"')
+
+
 def _cell_value(cell: Cell | MergedCell) -> CellValue:
     """Normalise one openpyxl cell value to float/str/bool/None."""
     value = cell.value
@@ -98,6 +103,8 @@ def _cell_value(cell: Cell | MergedCell) -> CellValue:
         return "" if cell.data_type == "str" else None
     if isinstance(value, bool | str):
         return value
+    if isinstance(value, int | float) and value in (0, 1) and _BOOLEAN_FORMAT.fullmatch(cell.number_format or ""):
+        return bool(value)   # LibreOffice keeps a TRUE/FALSE shown through a number format as the number
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):

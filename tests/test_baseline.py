@@ -16,7 +16,10 @@ sample: a 3-month plan commits nothing) were added; Summary's month table gained
 (extras, buffer and total one column right), Assumptions and About two setting rows (the discounts: the rows
 below two down), Checks a tie-out before the Recon ones and Order the block before the sign-off; no value
 changed, the JSON's only new keys. Then the two PCIe settings' meanings (D50, D52)
-got their sources, no value changed."""
+got their sources, no value changed. Then Summary was laid out to print on two pages: the by-tier table's
+months moved down the rows, into the month table's G:J, caps and months over cap under them, the four over-cap
+warnings joined on one line, by kind and by cost center below; Recon tabs' titles split over A1:A2; no value
+changed."""
 
 from __future__ import annotations
 

@@ -86,7 +86,7 @@ def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
     assert "计费建议" in tasks_header
     summary = [row[0] for row in wb["Summary"].iter_rows(values_only=True)]
     assert summary[2] == "计划期合计"
-    assert {"按计费方式", "按类型", "按成本中心", "警告"} <= set(summary)
+    assert {"按类型（仅GPU）", "按成本中心（仅GPU）", "警告"} <= set(summary)
     # The tier advice is a live sentence: the tasks advised in the JSON, and what their cheapest tier saves.
     advised = [t for t in builds["zh"][1]["tasks"] if t["tier_advice"]]
     saving = sum(t["monthly_cost"] - t["tier_costs"][t["cheapest_tier"]] for t in advised)

@@ -1,4 +1,6 @@
-"""Candidates: every catalog GPU per task, the GPU-dependent formula columns; the rest read from Tasks by name."""
+"""Candidates: every catalog GPU per task, the GPU-dependent formula columns; the rest read from Tasks by name. Last,
+the live choice: what each GPU saves against the task's chosen one now, and each task's best so far, so that a
+price or an input edited in the workbook shows a GPU a rebuild would choose (on Tasks and Checks)."""
 
 from __future__ import annotations
 
@@ -7,30 +9,33 @@ from xlsxwriter.utility import xl_col_to_name
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
 from .book import Book, ColumnBlock
+from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
 from .layout import CANDIDATE_LEAD, Table
 from .printing import print_setup
 from .tasks import column_headers, compile_formula
 
 _VALUE_ROLES = {"gpu": "input", "cards": "input"}
-
-
 def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
-                                     "task_row": "task row #"})
+                                              "task_row": "task row #"}, CANDIDATE_HEADERS)
     task_row = xl_col_to_name(table.columns["task_row"])
     formulas = [(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
                 for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
     values = [(table.columns[key], key, None, book.f.get(_VALUE_ROLES.get(key, "calc"), "general"))
               for key in CANDIDATE_LEAD]
-    block = ColumnBlock(sorted(values + formulas, key=lambda column: column[0]))
+    choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "best_gpu" else "money"))
+              for key, formula in candidate_formulas(table).items()]
+    block = ColumnBlock(sorted(values + formulas + choice, key=lambda column: column[0]))
     chosen = book.t("chosen")
     r = table.first
-    for i, tp in enumerate(plan.tasks, start=1):
-        for c in tp.candidates:
+    for i, (tp, live) in enumerate(zip(plan.tasks, live_choice(plan)[0], strict=True), start=1):
+        for c, own in zip(tp.candidates, live, strict=True):
             lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "chosen": chosen if c.chosen else "",
                     "excluded": c.excluded, "cards": c.row["cards"], "task_row": i}
-            block.store(ws, r, c.row | lead)
+            block.store(ws, r, c.row | lead | own)
             r += 1
+    for key, name in CANDIDATE_NAMES.items():
+        book.define_range(name, "Candidates", table.first, max(r - 1, table.first), table.columns[key])
     ws.set_column(table.columns["excluded"], table.columns["excluded"], 40)
     widths[table.columns["excluded"]] = 40
     ws.freeze_panes(1, 2)

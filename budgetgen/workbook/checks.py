@@ -10,6 +10,7 @@ from ..engine import Plan
 from ..order import OrderLine
 from ..schema import KINDS, TIER_NAMES
 from .book import Book
+from .choice import live_choice
 from .layout import (
     ALL_CHECKS,
     BUFFER_TOTAL,
@@ -25,6 +26,7 @@ from .layout import (
     PERIOD_TOTAL,
     TIER_PERIOD_COSTS,
     TIERS_COST,
+    task_name,
 )
 from .printing import print_setup
 
@@ -56,6 +58,7 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
     centers = {tp.task.values["cost_center"] for tp in plan.tasks}
     matrix = math.fsum(tp.cost_in(j) for tp in plan.tasks for j in range(1, len(plan.months) + 1))
     gpus = [g.name for g in plan.inputs.gpus]
+    cheaper_now = rules.CHEAPER_TASKS(s, cheaper=[best["cheaper_gpu"] for best in live_choice(plan)[1]])
     return [
         Check("every task's GPU is on the GPUs sheet", rules.GPUS_IN_CATALOG.formula(gpus="TaskGpu", catalog="GpuName"),
               rules.TASK_COUNT.formula(ids="TaskId"),
@@ -82,6 +85,10 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
               rules.BUFFER(s, gpu=gpu, commitments=commitments), buffer),
         Check("Commitments sheet adjustment = Summary commitments total", COMMIT_TOTAL, COMMITMENTS_TOTAL,
               math.fsum(v for c in plan.commitments for v in c.adjustment), commitments),
+        # the build's count: a GPU named in the input stays named, cheaper or not (Tasks: cheaper GPU now)
+        Check("tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)",
+              rules.CHEAPER_TASKS.formula(cheaper=task_name("cheaper_gpu")), str(cheaper_now), cheaper_now,
+              cheaper_now, "int"),
     ]
 
 

@@ -27,6 +27,7 @@ class Formats:
         self.header = wb.add_format({**base, "bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF",
                                      "text_wrap": True, "valign": "top", "border": 1})
         self.title = wb.add_format({**base, "bold": True, "font_size": 14})
+        self.title_wrap = wb.add_format({**base, "bold": True, "font_size": 14, "text_wrap": True, "valign": "top"})
         self.bold = wb.add_format({**base, "bold": True})
         self.note = wb.add_format({**base, "italic": True, "font_color": "#595959"})
         self.wrap = wb.add_format({**base, "text_wrap": True, "valign": "top"})

@@ -36,7 +36,9 @@ COMMITMENT_KINDS = {"unused": "unused commitment", "purchase": "commitment purch
 DATE_FORMAT = "yyyy-mm-dd"
 
 
-_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14, 16, 16, 16]   # the action column is wide
+_WIDTHS = [30, 14, 14, 14, 14, 14, 14, 14, 14, 18, 48, 14, 14, 14, 16, 16, 16]   # the action column is wide
+FLAGS_COL, ACTION_COL = 9, 10
+TITLE_HEIGHT = 40.0    # two lines of the 14 pt title
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -49,19 +51,21 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) 
     for col, width in enumerate(_WIDTHS):
         ws.set_column(col, col, width)
     ws.set_row(at.resource_header, 30)   # wrapped headers
-    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}: {book.t('plan versus bill versus usage')} "
-                          f"({book.currency})", book.f.title)
+    # The title and its subtitle wrap inside column A, which every printed page repeats: nothing runs off its edge.
+    ws.set_row(0, TITLE_HEIGHT)
+    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month} ({book.currency})", book.f.title_wrap)
+    ws.write_string(1, 0, book.t("plan versus bill versus usage"), book.f.note)
     limits = _limits(book, plan)
     in_plan = at.month in plan.months
     _tasks(book, ws, plan, mr, at, limits)
-    _resources(book, ws, mr, at, limits)
+    heights = _resources(book, ws, mr, at, limits)
     _totals(book, ws, mr, at, billed_input, in_plan)
     _coverage(book, ws, mr, at)
     _like_for_like(book, ws, mr, at, in_plan)
     _commitments(book, ws, mr, at)
     ws.freeze_panes(1, 0)
     print_setup(ws, book.lang, _WIDTHS, at.last_row, repeat_cols=(0, 0), blocks=at.blocks,
-                heights={at.resource_header: 30})
+                heights={0: TITLE_HEIGHT, at.resource_header: 30, **heights})
 
 
 def _plan_row(cell: str) -> str:
@@ -134,8 +138,10 @@ def _limits(book: Book, plan) -> R.Limits:
                     {r.key: book.t(r.action) for r in R.FLAG_RULES})
 
 
-def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
+def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[int, float]:
+    """The resources' rows (the flags and the action wrapped in their columns); the rows' heights in points."""
     book.header(ws, at.resource_header, RESOURCE_HEADERS)
+    heights: dict[int, float] = {}
     a, b = at.resource_first + 1, at.resource_last + 1
     task_rows = {t.task_id: at.task_first + 1 + i for i, t in enumerate(mr.tasks)}
     for i, res in enumerate(mr.resources):
@@ -158,11 +164,16 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
                  "task_cards": f"$J${task_row}" if task_row else '""',
                  "pricing": f"O{n}", "planned_pricing": f"$Q${task_row}" if task_row else '""'}
         values = {"flags": " ".join(res.flags)}
-        book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
-        book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
+        action = R.ACTION.py(values, limits)
+        book.formula(ws, row, FLAGS_COL, R.FLAGS.formula(cells), values["flags"], "wrap")
+        book.formula(ws, row, ACTION_COL, R.ACTION.formula(cells), action, "wrap")
+        heights[row] = max(book.fit_height(ws, row, values["flags"], _WIDTHS[FLAGS_COL]),
+                           book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.8))
+        ws.set_row(row, heights[row])
         book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
         book.formula(ws, row, 12, R.CARDS_TO_DROP.formula(cells), res.cards_to_drop, "int")
         book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
+    return heights
 
 
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
