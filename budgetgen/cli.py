@@ -153,8 +153,9 @@ def _warn(warnings, lang: str) -> None:
             click.echo(tr("Warning: ", lang) + say(warning, lang))
         return
     kinds = Counter(getattr(w, "key", "other") for w in warnings)
-    click.echo(tr("Warning: ", lang) + ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common()) +
-               f" ({len(warnings):,}; all on Summary and in the JSON), the {SHOWN_WARNINGS} largest:")
+    counts = tr(", ", lang).join(f"{n:,} {kind}" for kind, n in kinds.most_common())
+    click.echo(tr("Warning: ", lang) + tr("{counts} ({count:,}; all on Summary and in the JSON), the {shown} largest:",
+                                          lang).format(counts=counts, count=len(warnings), shown=SHOWN_WARNINGS))
     for warning in sorted(warnings, key=_size, reverse=True)[:SHOWN_WARNINGS]:
         click.echo("  " + say(warning, lang))
 

@@ -31,6 +31,7 @@ class Exclusion(Enum):
     OVER_MAX_CARDS = "excluded_max_cards"  # it needs more cards than max_cards
     TOO_SLOW = "excluded_too_slow"  # it fits, but finishing a run by its deadline needs more than max_cards
     NO_PRICE = "excluded_no_price"  # it fits, but has no price for the task's tier
+    CONSUMER_ONLINE = "excluded_consumer_online"  # a consumer card for an online service (consumer_online: excluded)
 
     @property
     def fits(self) -> bool:
@@ -47,7 +48,8 @@ class Exclusion(Enum):
                   Exclusion.REPLICA_TOO_LARGE: {"gpu": row["gpu"]},
                   Exclusion.OVER_MAX_CARDS: {"cards_min": row["cards_min"], "gpu": row["gpu"], "max_cards": max_cards},
                   Exclusion.TOO_SLOW: slow,
-                  Exclusion.NO_PRICE: {"tier": row["tier"]}}[self]
+                  Exclusion.NO_PRICE: {"tier": row["tier"]},
+                  Exclusion.CONSUMER_ONLINE: {}}[self]
         # the type in the key too: 2 and 2.0 are equal, but print differently
         return _exclusion_message(self.value, tuple((k, v.__class__, v) for k, v in params.items()))
 
@@ -161,6 +163,9 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candida
         exclusion = Exclusion.TOO_SLOW
     elif gpu.prices.get(task.values["tier"]) is None:
         exclusion = Exclusion.NO_PRICE
+    elif gpu.gpu_class == "consumer" and KIND[task.kind].online and s.consumer_online == "excluded" \
+            and task.values["gpu"] != gpu.name:
+        exclusion = Exclusion.CONSUMER_ONLINE
     return Candidate(gpu.name, row, exclusion, excluded=exclusion.message(row, s.max_cards) if exclusion else "")
 
 

@@ -38,7 +38,8 @@ NAMES_ZH = {
     "run_overhead": "运行开销", "debug_overhead": "调试开销", "setup_hours": "准备小时", "usable_vram": "可用显存比例",
     "activation_gb_per_b": "激活显存每B", "lora_trainable": "LoRA可训练比例", "inference_overhead": "推理显存开销",
     "decode_efficiency": "解码效率", "peak_factor": "峰值系数", "spot_overhead": "竞价开销",
-    "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式", "max_cards": "最大卡数",
+    "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式",
+    "consumer_online": "在线服务用消费级卡", "max_cards": "最大卡数",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
     "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
@@ -68,10 +69,15 @@ VALUES_ZH = {
     **{k.name: k.zh for k in TASK_KINDS}, **{t.name: t.zh for t in TIERS},
     "full": "全量",
     "consumer": "消费级", "workstation": "工作站", "datacenter": "数据中心",
-    "storage": "存储", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
-    "cheapest": "最便宜", "balanced": "均衡",
+    "storage": "存储", "network": "网络", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
+    "cheapest": "最便宜", "balanced": "均衡", "excluded": "排除", "allowed": "允许",
     # values formulas produce, shown through the workbook's WordShown lookup
     "OVER": "超上限", "ok": "正常", "buy": "购买", "rent": "租用",
+    # Recon flags
+    "low_utilization": "低利用率", "oom": "显存溢出", "data_starved": "数据饥饿", "over_plan": "超计划",
+    "untagged_gpu": "未标记GPU", "off_plan_pricing": "计划外计价",
+    # Recon statuses
+    "over plan": "超出计划", "partial month": "不完整月份",
 }
 
 # Visible output texts: headers, units, row labels, the How-to-read lines, the CLI's lines.
@@ -255,7 +261,6 @@ TEXT_ZH = {
     "non-GPU lines": "非GPU费用行", "non-GPU billed": "非GPU账单", "hidden-cost buffer reserved": "预留隐性成本缓冲",
     "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
     "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
-    "network": "网络",
     "buffer share": "缓冲份额", "planned GPU hours": "计划GPU小时", "GPU hours billed": "账单GPU小时",
     "rate variance": "价格差异", "usage variance": "用量差异", "cards to drop": "可减少卡数",
     "bill coverage": "账单覆盖", "first charge day": "首个计费日", "last charge day": "最后计费日",
@@ -398,7 +403,9 @@ TEXT_ZH = {
     "{planned_all}; {flagged} flagged resource(s)":
     "对账 {month}：GPU账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
     " (partial month)": "（不完整月份）",
-    "Warning: ": "警告：", "Error: ": "错误：",
+    "Warning: ": "警告：", "Error: ": "错误：", ", ": "、",
+    "{counts} ({count:,}; all on Summary and in the JSON), the {shown} largest:":
+        "{counts}（共 {count:,} 条，全部列在汇总表和 JSON 中），最大的 {shown} 条：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
     "OK: {tasks} tasks, {warnings} warning(s).": "通过：{tasks} 个任务，{warnings} 条警告。",
@@ -453,6 +460,12 @@ TEXT_ZH = {
     "GPU + commitments + extras + buffer = period total": "GPU + 承诺 + 额外费用 + 缓冲 = 计划期合计",
     "buffer = rate x (GPU + commitments) total": "缓冲 = 比率 × (GPU + 承诺) 合计",
     "Commitments sheet adjustment = Summary commitments total": "承诺表调整额 = 汇总表承诺合计",
+    "tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)":
+        "现有更便宜GPU的任务数 = 生成时的数目（否则请重新生成以重新选择）",
+    "billed total = BilledCost of the month": "账单合计 = 当月输入的BilledCost",
+    "cheaper GPU now": "现更便宜的GPU", "saving on it": "改用可省",
+    "saving against the chosen GPU": "相对所选GPU的节省", "task's best saving so far": "该任务至此最大节省",
+    "task's cheaper GPU so far": "该任务至此更便宜的GPU",
     **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值来源见README）"
        for t in COMMITMENT_TIERS for s in COMMITMENT_SETTINGS if s.key == t.discount_setting},
     ("Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
@@ -699,6 +712,8 @@ PROBLEMS = {
     "excluded_max_cards": ("does not fit within max_cards: needs {cards_min} x {gpu}, max_cards is {max_cards}",
                            "超出 max_cards：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}"),
     "excluded_no_price": ("no {tier!t} price", "没有{tier!t}价格"),
+    "excluded_consumer_online": ("a consumer card is not chosen for an online service (consumer_online: allowed lets it)",
+                                 "在线服务不选用消费级显卡（consumer_online 设为 allowed 可允许）"),
     "too_many_cards": ("gpu: needs {cards_min} x {gpu}, max_cards is {max_cards}: set cards or raise max_cards",
                        "gpu：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}：请设置 cards 或提高 max_cards"),
     "cards_do_not_fit": ("cards: {reason}: raise cards or leave it blank", "cards：{reason}：请增加 cards 或留空"),

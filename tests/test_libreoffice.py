@@ -183,8 +183,8 @@ def test_a_price_edit_that_makes_another_gpu_cheaper_shows_on_tasks_and_checks(b
     """H200's on-demand price edited down to a thousandth of a yuan: ML01 (on-demand, its GPU chosen by the build:
     A800 80G) now has a cheaper card. A candidate's cost is linear in its price, so H200 now costs ML01 its built
     cost x CHEAP_PRICE / the old price, and saves the rest of A800's cost; Tasks names H200 with that saving, and
-    Checks counts one task more than the build (KB03 and ML05 name their GPUs in the input, cheaper ones exist
-    for both: 2), so its tie-out and the master check turn FALSE."""
+    Checks counts one task more than the build (KB03 names its GPU in the input, A100 80G, and a cheaper one exists:
+    1), so its tie-out and the master check turn FALSE."""
     plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
     ml01 = next(tp for tp in plan.tasks if tp.task.task_id == "ML01")
     assert ml01.row["gpu"] == "A800 80G" and ml01.row["tier"] == "on_demand"
@@ -198,5 +198,5 @@ def test_a_price_edit_that_makes_another_gpu_cheaper_shows_on_tasks_and_checks(b
     checks = values["Checks"]
     label = next(ref for ref, v in checks.items() if isinstance(v, str) and v.startswith("tasks a cheaper GPU"))
     n = label[1:]
-    assert (checks[f"B{n}"], checks[f"C{n}"], checks[f"D{n}"]) == (3, 2, False)
+    assert (checks[f"B{n}"], checks[f"C{n}"], checks[f"D{n}"]) == (2, 1, False)
     assert checks["D2"] is False

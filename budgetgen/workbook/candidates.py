@@ -8,6 +8,7 @@ from xlsxwriter.utility import xl_col_to_name
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
+from ..i18n import say
 from .book import Book, ColumnBlock
 from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
 from .layout import CANDIDATE_LEAD, Table
@@ -27,11 +28,14 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
               for key, formula in candidate_formulas(table).items()]
     block = ColumnBlock(sorted(values + formulas + choice, key=lambda column: column[0]))
     chosen = book.t("chosen")
+    reasons: dict = {}
     r = table.first
     for i, (tp, live) in enumerate(zip(plan.tasks, live_choice(plan)[0], strict=True), start=1):
         for c, own in zip(tp.candidates, live, strict=True):
+            if c.excluded not in reasons:   # one rendering per distinct reason (they repeat by the thousand)
+                reasons[c.excluded] = say(c.excluded, book.lang) if c.excluded else ""
             lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "chosen": chosen if c.chosen else "",
-                    "excluded": c.excluded, "cards": c.row["cards"], "task_row": i}
+                    "excluded": reasons[c.excluded], "cards": c.row["cards"], "task_row": i}
             block.store(ws, r, c.row | lead | own)
             r += 1
     for key, name in CANDIDATE_NAMES.items():

@@ -41,6 +41,7 @@ class Check:
     computed_value: float
     expected_value: float
     fmt: str = "money"
+    sheet: str = ""   # the sheet the check is about, before the label (a Recon tab's name)
 
 
 def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
@@ -110,7 +111,7 @@ def write_checks(book: Book, ws, plan: Plan, checks: list[Check]) -> None:
     book.define(ALL_CHECKS, "Checks", 1, 3)
     for i, (check, ok) in enumerate(zip(checks, ties, strict=True), start=2):
         n = i + 1
-        ws.write_string(i, 0, book.t(check.label))
+        ws.write_string(i, 0, f"{check.sheet}: {book.t(check.label)}" if check.sheet else book.t(check.label))
         book.formula(ws, i, 1, check.computed, check.computed_value, check.fmt)
         book.formula(ws, i, 2, check.expected, check.expected_value, check.fmt, "link")
         book.formula(ws, i, 3, rules.TIES_OUT.formula(computed=f"B{n}", expected=f"C{n}"), ok, "general")

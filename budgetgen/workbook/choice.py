@@ -11,8 +11,8 @@ from .. import rules
 from ..engine import Plan
 from .layout import Table, task_name
 
-CANDIDATE_HEADERS = {"gpu_saving": ("saving against the chosen GPU", "currency a month"),
-                  "best_saving": ("task's best saving so far", "currency a month"),
+CANDIDATE_HEADERS = {"gpu_saving": ("saving against the chosen GPU", "currency/month"),
+                  "best_saving": ("task's best saving so far", "currency/month"),
                   "best_gpu": ("task's cheaper GPU so far", "")}
 CANDIDATE_NAMES = {"task_row": "CandidateTaskRow", "best_saving": "CandidateBestSaving", "best_gpu": "CandidateBestGpu"}
 
@@ -50,7 +50,7 @@ def candidate_formulas(table: Table) -> dict[str, str]:
         "best_gpu": rules.BEST_GPU.formula(**running, previous_gpu=col("best_gpu", "{p}"), gpu=col("gpu")),
     }
 
-TASK_HEADERS = {"cheaper_gpu": ("cheaper GPU now", ""), "cheaper_gpu_saving": ("saving on it", "currency a month")}
+TASK_HEADERS = {"cheaper_gpu": ("cheaper GPU now", ""), "cheaper_gpu_saving": ("saving on it", "currency/month")}
 
 
 def task_formulas(table: Table) -> dict[str, str]:

@@ -14,6 +14,7 @@ from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import order_keys
 from ..recon import ACTIONS
+from ..recon.rules import OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 
@@ -47,7 +48,8 @@ ORDER_TOTALS, ALL_CHECKS = "OrderTotals", "AllChecks"
 
 # Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
 WORD_KEYS, WORD_SHOWN = "WordKey", "WordShown"
-SHOWN_WORDS = KINDS + TIER_NAMES + GPU_CLASSES + ("OVER", "ok", "buy", "rent")
+SHOWN_WORDS = KINDS + TIER_NAMES + GPU_CLASSES + ("OVER", "ok", "buy", "rent") + tuple(ACTIONS) + \
+    (OVER_PLAN_STATUS, PARTIAL_STATUS)   # the Recon tabs' flags and statuses
 
 
 def shown(key: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 
+from ..i18n import word
 from ..recon import rules as R
 from .book import Book
 from .checks import Check
@@ -43,8 +44,8 @@ TITLE_HEIGHT = 40.0    # two lines of the 14 pt title
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
     """The Checks row of one month: the tab's billed total equals the BilledCost of the month's input lines."""
-    return Check(f"{at.sheet}: billed total = BilledCost of the month", recon_billed_total(at.month),
-                 recon_billed_input(at.month), billed_total, billed_input)
+    return Check("billed total = BilledCost of the month", recon_billed_total(at.month),
+                 recon_billed_input(at.month), billed_total, billed_input, sheet=at.sheet)
 
 
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) -> None:
@@ -97,7 +98,7 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
                  "hours_per_month": "HoursPerMonth"}
         book.formula(ws, row, 3, R.VARIANCE.formula(cells), t.variance, "money")
         book.formula(ws, row, 4, R.VARIANCE_PCT.formula(cells), t.variance_pct, "percent")
-        book.formula(ws, row, 5, R.STATUS.formula(cells), t.status(limits), "text")
+        book.formula(ws, row, 5, R.STATUS.formula(cells), word(t.status(limits), book.lang), "text")
         book.value(ws, row, 6, t.non_gpu_billed, "input", "money")
         book.formula(ws, row, 7, R.BUFFER_SHARE.formula(cells), t.buffer_share, "money")
         book.formula(ws, row, 8, R.BUFFER_LEFT.formula({**cells, "reserved": f"H{n}"}), t.buffer_left, "money")
@@ -165,9 +166,10 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[in
                  "pricing": f"O{n}", "planned_pricing": f"$Q${task_row}" if task_row else '""'}
         values = {"flags": " ".join(res.flags)}
         action = R.ACTION.py(values, limits)
-        book.formula(ws, row, FLAGS_COL, R.FLAGS.formula(cells), values["flags"], "wrap")
+        shown = " ".join(word(flag, book.lang) for flag in res.flags)
+        book.formula(ws, row, FLAGS_COL, R.FLAGS.formula(cells), shown, "wrap")
         book.formula(ws, row, ACTION_COL, R.ACTION.formula(cells), action, "wrap")
-        heights[row] = max(book.fit_height(ws, row, values["flags"], _WIDTHS[FLAGS_COL]),
+        heights[row] = max(book.fit_height(ws, row, shown, _WIDTHS[FLAGS_COL]),
                            book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.8))
         ws.set_row(row, heights[row])
         book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
@@ -179,7 +181,7 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[in
 def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: bool) -> None:
     book.header(ws, at.non_gpu_header, ["non-GPU lines", "billed"])
     for i, (category, amount) in enumerate(sorted(mr.non_gpu.items())):
-        ws.write_string(at.non_gpu_first + i, 0, book.t(category))
+        ws.write_string(at.non_gpu_first + i, 0, word(category, book.lang))
         book.value(ws, at.non_gpu_first + i, 1, amount, "input", "money")
     last = at.non_gpu_last
     a, b = at.resource_first + 1, at.resource_last + 1
