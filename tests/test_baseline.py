@@ -23,7 +23,8 @@ changed. Then the live choice added Tasks' cheaper GPU now and its saving, Candi
 chosen GPU and each task's best so far, and a Checks row (1 task, KB03, names a GPU that is not the cheapest;
 the Recon tie-outs one row lower); no value changed. Then consumer cards were no longer chosen for online services
 (the consumer_online setting, a row on Assumptions and About: the rows below one down): the RTX 4090 candidates of
-ML03 and ML05 are excluded (their JSON monthly_cost null); no chosen GPU and no total moved with the tests' offers."""
+ML03 and ML05 are excluded (their JSON monthly_cost null); no chosen GPU and no total moved with the tests' offers. Then About's word table gained the Recon flags and
+statuses (shown in the workbook's language): the sentence texts below it eight rows down."""
 
 from __future__ import annotations
 

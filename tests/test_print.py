@@ -118,10 +118,11 @@ def printed(tmp_path_factory, built):  # noqa: F811
     recon = built[0]
     year = _twelve_months(tmp)
     clip = _clip(tmp / "clip.xlsx")
-    pdfs = export_pdf([book, strip, recon, year, clip], tmp / "lo")
+    chinese = write_workbook(plan_budget(read_inputs(SAMPLE, today=TODAY)), tmp / "q3-zh.xlsx", lang="zh")
+    pdfs = export_pdf([book, strip, recon, year, clip, chinese], tmp / "lo")
     return book, read_pages(pdfs[book], book.name), read_pages(pdfs[strip], strip.name), \
         read_pages(pdfs[recon], recon.name), (year, read_pages(pdfs[year], year.name)), \
-        (clip, read_pages(pdfs[clip], clip.name))
+        (clip, read_pages(pdfs[clip], clip.name)), (chinese, pdfs[chinese])
 
 
 def _by_sheet(pages: list[Page]) -> dict[str, list[Page]]:
@@ -232,3 +233,23 @@ def test_recon_tabs_print_every_word_whole(printed, built):  # noqa: F811
     """A Recon tab's titles, flags and actions print whole, whatever page they fall on."""
     for tab in ("Recon 2026-07", "Recon 2026-08"):
         assert cut_words(built[0], printed[3], tab) == [], tab
+
+
+def _cjk(text: str) -> Counter:
+    return Counter(ch for ch in text if "\u2e80" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef")
+
+
+def test_the_chinese_summary_prints_every_character_in_a_cjk_font(printed):
+    """The Chinese workbook's Summary: every Chinese character of its text cells is in the printed text of its
+    pages (one or two, the first of the PDF), drawn in an embedded CJK font (Noto Sans CJK from fonts-noto-cjk):
+    without one LibreOffice would print empty boxes."""
+    book, pdf = printed[6]
+    fonts = subprocess.run(["pdffonts", str(pdf)], check=True, capture_output=True, text=True).stdout.splitlines()[2:]
+    assert any("CJK" in line for line in fonts), fonts
+    assert all(line.split()[-5] == "yes" for line in fonts), fonts   # every font embedded
+    ws = openpyxl.load_workbook(book, data_only=True)["Summary"]
+    wanted = _cjk(" ".join(v for row in ws.iter_rows(values_only=True) for v in row if isinstance(v, str)))
+    assert sum(wanted.values()) > 100
+    printed_text = subprocess.run(["pdftotext", "-f", "1", "-l", "2", str(pdf), "-"], check=True, capture_output=True,
+                                  text=True).stdout
+    assert wanted - _cjk(printed_text) == Counter()
