@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from . import rules, serving
-from .columns import evaluate, evaluate_task
+from .columns import K, evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
 from .i18n import Message
@@ -17,6 +17,7 @@ from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TAS
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
+PEAK_HEADROOM = 0.2  # share of a service's capacity below which, with peak_factor 1, an even day's load is warned
 SLOW_STREAM = 10  # tokens/s one user sees, under which a service is warned about
 DEADLINE_TOLERANCE = 1e-9  # a run ending on its deadline, up to rounding, is in time
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
@@ -221,7 +222,7 @@ def _no_fit_problem(task: Task, candidates: list[Candidate], inputs: Inputs) -> 
                    Message("fits_no_gpu", need=need, max_cards=s.max_cards, gpu=largest.name, vram=largest.vram_gb))
 
 
-def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]:
+def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int, peak_factor: float = 1.0) -> list[str]:
     tid = task.task_id
     out = []
     if task.values["cards"] is not None and task.values["cards"] > max_cards:
@@ -238,6 +239,10 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]
         out.append(Message("inference_on_spot", tid=tid))
     if kind.online and row["replicas"] == 1:
         out.append(Message("no_failover", tid=tid))
+    spare = _spare_at_peak(row, task.values["requests_per_day"], peak_factor) if kind.online else None
+    if spare is not None and spare < PEAK_HEADROOM:
+        out.append(Message("no_peak_headroom", tid=tid, replicas=row["replicas"], spare=max(spare, 0.0),
+                           peak=peak_factor, limit=PEAK_HEADROOM))
     if kind.online and gpu.gpu_class == "consumer" and row["serving_hours_per_day"] > CONSUMER_SERVING_HOURS:
         out.append(Message("consumer_serving", tid=tid, gpu=gpu.name, hours=row["serving_hours_per_day"],
                            limit=CONSUMER_SERVING_HOURS))
@@ -247,6 +252,16 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]
         out.append(Message("tier_saving", tid=tid, cheapest=row["cheapest_tier"], tier=task.values["tier"],
                            saving=row["tier_saving"]))
     return out
+
+
+def _spare_at_peak(row: dict, requests_per_day: float | None, peak_factor: float) -> float | None:
+    """The share of a service's capacity left over at its busiest, the day's requests spread evenly over its
+    serving hours (a peak_factor above 1 counted as headroom already); None when not known."""
+    rate, hours = row.get("requests_per_sec"), row.get("serving_hours_per_day")
+    if peak_factor > 1 or not requests_per_day or not isinstance(rate, int | float) or not rate or not hours:
+        return None
+    capacity = row["replicas"] * rate * hours * K.SecondsPerHour
+    return 1 - requests_per_day / capacity
 
 
 def _serving_input_warnings(inputs: Inputs) -> list[Message]:
@@ -314,7 +329,8 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     if chosen is None:
         raise InputError([_no_fit_problem(task, candidates, inputs)])
     marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
-    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards)
+    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards,
+                              inputs.settings.peak_factor)
     return TaskPlan(task, chosen.row, marked, tuple(warnings))
 
 

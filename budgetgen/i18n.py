@@ -500,6 +500,12 @@ MESSAGES = {
     "cards_over_max_cards": (
         "{tid}: cards {cards} is more than max_cards {max_cards}: cards counts the cards of one run or replica",
         "{tid}：cards 为 {cards}，超过 max_cards {max_cards}：cards 是每次运行或每个副本的卡数"),
+    "no_peak_headroom": (
+        ("{tid}: its {replicas} replica(s) serve an even spread of the day's requests with {spare:.0%} to spare "
+        "(under {limit:.0%}) and peak_factor is {peak:g}: a busier hour queues; set peak_factor to your busiest "
+        "hour's requests over the average hour's"),
+        ("{tid}：{replicas} 个副本承担均匀分布的每日请求，仅余 {spare:.0%} 余量（低于 {limit:.0%}），而 peak_factor 为 "
+        "{peak:g}：高峰时段会排队；请把 peak_factor 设为最忙一小时的请求数与平均每小时请求数之比")),
     "no_failover": (
         "{tid}: one replica, no failover: a card fault stops the service (min_replicas 2 keeps a spare)",
         "{tid}：只有一个副本，没有故障切换：一张卡故障就会让服务停止（min_replicas 设为 2 可保留备用）"),
@@ -535,8 +541,8 @@ MESSAGES = {
          "\"no ... price\"); enter prices on the GPUs sheet to have them compared"),
         "{gpus}：可运行的 {tasks} 个任务所用计费方式没有价格，因此从未被选中（见候选表）；在GPU表中填写价格即可参与比较"),
     "default_tier_unpriced": (
-        ("{tid}: no card that runs it has a {default!t} price (its kind's default tier): planned on {tier!t}, the "
-         "cheapest priced; type a tier, or prices, to change it"),
+        ("{tid}: no card that runs it has a price on {default!t} (its kind's default tier): planned on {tier!t}, "
+         "the cheapest priced; type a tier, or prices, to change it"),
         ("{tid}：能运行它的显卡都没有{default!t}价格（该类型的默认计费方式）：已按最便宜的有价计费方式{tier!t}规划；"
          "可填写计费方式或价格来更改")),
     "fx_unknown_builtin": (
@@ -720,7 +726,7 @@ PROBLEMS = {
     "gpu_no_price": ("tier: {gpu} has no {tier!t} price (enter one on the GPUs sheet or choose another tier)",
                      "tier：{gpu} 没有{tier!t}价格（请在 GPUs（GPU）工作表中填写，或选择其他计费方式）"),
     "no_fitting_price": (
-        ("tier: no GPU that fits has a {tier!t} price (fits: {fits}; "
+        ("tier: no GPU that fits has a price on {tier!t} (fits: {fits}; "
          "enter a price on the GPUs sheet or choose another tier)"),
         "tier：能放下的 GPU 都没有{tier!t}价格（可放下：{fits}；请在 GPUs（GPU）工作表中填写价格，或选择其他计费方式）"),
     "fits_no_gpu": (

@@ -24,7 +24,9 @@ chosen GPU and each task's best so far, and a Checks row (1 task, KB03, names a 
 the Recon tie-outs one row lower); no value changed. Then consumer cards were no longer chosen for online services
 (the consumer_online setting, a row on Assumptions and About: the rows below one down): the RTX 4090 candidates of
 ML03 and ML05 are excluded (their JSON monthly_cost null); no chosen GPU and no total moved with the tests' offers. Then About's word table gained the Recon flags and
-statuses (shown in the workbook's language): the sentence texts below it eight rows down."""
+statuses (shown in the workbook's language): the sentence texts below it eight rows down. Then services with
+peak_factor 1 and under a fifth of their capacity to spare were warned: KB01 (13%) and ML05, a warning each (the
+JSON's task warnings, Summary's warning lines); no number moved."""
 
 from __future__ import annotations
 
