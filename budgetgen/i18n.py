@@ -463,6 +463,10 @@ TEXT_ZH = {
     "tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)":
         "现有更便宜GPU的任务数 = 生成时的数目（否则请重新生成以重新选择）",
     "billed total = BilledCost of the month": "账单合计 = 当月输入的BilledCost",
+    "whether the engine may choose a consumer (GeForce) card for an online service: excluded (default: NVIDIA's "
+    "GeForce driver licence allows no datacenter deployment) or allowed; a card the task names is kept":
+        "引擎能否为在线服务选用消费级（GeForce）显卡：excluded（默认：NVIDIA GeForce 驱动许可不允许数据中心部署）或 "
+        "allowed；任务指定的显卡保留",
     "cheaper GPU now": "现更便宜的GPU", "saving on it": "改用可省",
     "saving against the chosen GPU": "相对所选GPU的节省", "task's best saving so far": "该任务至此最大节省",
     "task's cheaper GPU so far": "该任务至此更便宜的GPU",
