@@ -90,8 +90,10 @@ def _write_canary(path: Path) -> None:
     workbook.close()
 
 
-# The workbook's format for a formula answering TRUE or FALSE (book.Formats "bool"): 1 shows its first text, 0 the last.
-_BOOLEAN_FORMAT = re.compile(r'"([^"]*)";"\1";"([^"]*)"')
+# The workbook's format for a formula answering TRUE or FALSE (book.Formats "bool"): 1 shows its first text, 0 the
+# last, each a quoted text ("TRUE") or, as LibreOffice writes it back, escaped characters (\是).
+_LITERAL = r'(?:"[^"]*"|(?:\\.)+)'
+_BOOLEAN_FORMAT = re.compile(rf"({_LITERAL});\1;{_LITERAL}")
 
 
 def _cell_value(cell: Cell | MergedCell) -> CellValue:
