@@ -37,9 +37,9 @@ COMMITMENT_KINDS = {"unused": "unused commitment", "purchase": "commitment purch
 DATE_FORMAT = "yyyy-mm-dd"
 
 
-_WIDTHS = [30, 14, 14, 14, 14, 14, 14, 14, 14, 18, 48, 14, 14, 14, 16, 16, 16]   # the action column is wide
+_WIDTHS = [36, 14, 14, 14, 14, 14, 14, 14, 14, 26, 78, 14, 14, 14, 16, 16, 16]   # the action column is wide
 FLAGS_COL, ACTION_COL = 9, 10
-TITLE_HEIGHT = 40.0    # two lines of the 14 pt title
+TITLE_HEIGHT = 21.0    # one line of the 14 pt title (a height of its own: no reader resizes it)
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
@@ -52,10 +52,10 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float) 
     for col, width in enumerate(_WIDTHS):
         ws.set_column(col, col, width)
     ws.set_row(at.resource_header, 30)   # wrapped headers
-    # The title and its subtitle wrap inside column A, which every printed page repeats: nothing runs off its edge.
+    # The title and its subtitle fit column A, which every printed page repeats: nothing runs off its edge.
     ws.set_row(0, TITLE_HEIGHT)
-    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month} ({book.currency})", book.f.title_wrap)
-    ws.write_string(1, 0, book.t("plan versus bill versus usage"), book.f.note)
+    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}", book.f.title_wrap)
+    ws.write_string(1, 0, f"{book.t('plan versus bill versus usage')} ({book.currency})", book.f.note)
     limits = _limits(book, plan)
     in_plan = at.month in plan.months
     _tasks(book, ws, plan, mr, at, limits)
@@ -170,7 +170,7 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[in
         book.formula(ws, row, FLAGS_COL, R.FLAGS.formula(cells), shown, "wrap")
         book.formula(ws, row, ACTION_COL, R.ACTION.formula(cells), action, "wrap")
         heights[row] = max(book.fit_height(ws, row, shown, _WIDTHS[FLAGS_COL]),
-                           book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.8))
+                           book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.75))
         ws.set_row(row, heights[row])
         book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
         book.formula(ws, row, 12, R.CARDS_TO_DROP.formula(cells), res.cards_to_drop, "int")
