@@ -45,6 +45,11 @@ def default_output(input_path: StrPath) -> Path:
     return Path("outputs") / f"{Path(input_path).stem}-budget.xlsx"
 
 
+def results_json(plan, recon: dict) -> str:
+    """The engine's results (and the reconciliation months) as the JSON text `--json` writes."""
+    return json.dumps(plan_json(plan, {month: r.to_json() for month, r in recon.items()}), indent=2, ensure_ascii=False)
+
+
 def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: Iterable[StrPath] = (),
                  usage: Iterable[StrPath] = (), json_path: StrPath | None = None, lang: str = "en",
                  build_date: dt.date | None = None, progress: Callable[[str], None] | None = None) -> Result:
@@ -79,8 +84,7 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
         warnings = reconciled.warnings + months_outside_plan(recon, plan.months)
         plan = dataclasses.replace(plan, warnings=plan.warnings + warnings)
         if json_path is not None:
-            document = plan_json(plan, {month: r.to_json() for month, r in recon.items()})
-            staging[json_path].write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
+            staging[json_path].write_text(results_json(plan, recon), encoding="utf-8")
         # xlsxwriter's temporary files go beside the file it writes, inside the staging folder.
         write_workbook(plan, staging[output], recon=recon, billed_input=billed, progress=progress, lang=lang,
                        tmpdir=staging[output].parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import functools
 import io
 import os
 import re
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from .api import build_budget, default_output
+from .api import build_budget, default_output, results_json
 from .calibrate import calibrate as fit_runs
 from .calibrate import format_fit, read_measured, write_fit
 from .catalog import CATALOG_CURRENCY, builtin_catalog
@@ -28,7 +29,7 @@ from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError, printable
 from .i18n import LANGS, say, tr
 from .model import Settings
-from .models import builtin_models, format_models_table
+from .models import builtin_models, format_models_table, models_json
 from .price_import import SUFFIX, import_prices
 from .prices import builtin_offers
 from .reader import read_inputs
@@ -211,18 +212,20 @@ def validate(path: Path, max_total: float | None, build_date, lang: str) -> None
 SHOWN_WARNINGS = 10
 
 
-def _warn(warnings, lang: str) -> None:
+def _warn(warnings, lang: str, err: bool = False) -> None:
     """Up to SHOWN_WARNINGS warnings one per line; beyond that, counts by kind and the largest (by the biggest
-    amount they name); the full list is on Summary and in the JSON."""
+    amount they name); the full list is on Summary and in the JSON. On stderr with `err`."""
+    echo = functools.partial(click.echo, err=err)
     if len(warnings) <= SHOWN_WARNINGS:
         for warning in warnings:
-            click.echo(tr("Warning: ", lang) + printable(say(warning, lang)))
+            echo(tr("Warning: ", lang) + printable(say(warning, lang)))
         return
     kinds = Counter(getattr(w, "key", "other") for w in warnings)
-    click.echo(tr("Warning: ", lang) + ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common()) +
-               f" ({len(warnings):,}; all on Summary and in the JSON), the {SHOWN_WARNINGS} largest:")
+    counts = tr(", ", lang).join(f"{n:,} {kind}" for kind, n in kinds.most_common())
+    echo(tr("Warning: ", lang) + tr("{counts} ({count:,}; all on Summary and in the JSON), the {shown} largest:",
+                                    lang).format(counts=counts, count=len(warnings), shown=SHOWN_WARNINGS))
     for warning in sorted(warnings, key=_size, reverse=True)[:SHOWN_WARNINGS]:
-        click.echo("  " + printable(say(warning, lang)))
+        echo("  " + printable(say(warning, lang)))
 
 
 def _size(warning) -> float:
@@ -245,8 +248,8 @@ def _money(value: float, currency: str) -> str:
                    "of Parquet parts); repeatable.")
 @click.option("--usage", "usage", multiple=True, type=click.Path(path_type=Path),
               help="GPU utilisation (monthly rows, samples or nvidia-smi CSV); repeatable.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the engine's results as JSON.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="Also write the engine's results as JSON (-: to stdout, the other lines then to stderr).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress messages on stderr.")
 @click.option("--fail-over-budget", "fail_over_budget", is_flag=True,
               help="Exit 1 after writing when a plan month is over a Budgets row (for CI).")
@@ -255,25 +258,29 @@ def _money(value: float, currency: str) -> str:
 def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
           json_path: Path | None, quiet: bool, fail_over_budget: bool, build_date, lang: str) -> None:
     """Validate, compute and write the budget workbook."""
-    with _reported(lang, (output or default_output(path), json_path)):
-        result = build_budget(path, output, bills=bills, usage=usage, json_path=json_path, lang=lang,
-                              build_date=build_date and build_date.date(), progress=_progress(quiet))
+    to_stdout = json_path == Path("-")
+    with _reported(lang, (output or default_output(path), None if to_stdout else json_path)):
+        result = build_budget(path, output, bills=bills, usage=usage, json_path=None if to_stdout else json_path,
+                              lang=lang, build_date=build_date and build_date.date(), progress=_progress(quiet))
     plan, recon = result.plan, result.recon
+    if to_stdout:
+        click.echo(results_json(plan, recon))
+    echo = functools.partial(click.echo, err=to_stdout)
     cur = plan.inputs.settings.currency
-    click.echo(f"{tr('Wrote', lang)} {printable(result.workbook)}")
-    click.echo(tr("Period total {first} to {last}: {total}", lang).format(
+    echo(f"{tr('Wrote', lang)} {printable(result.workbook)}")
+    echo(tr("Period total {first} to {last}: {total}", lang).format(
         first=plan.months[0], last=plan.months[-1], total=_money(plan.period_total, cur)))
     for month, t in plan.month_totals.items():
-        click.echo(tr("  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}", lang).format(
+        echo(tr("  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}", lang).format(
             month=month, gpu=_money(t.gpu, cur), extras=_money(t.extras, cur), buffer=_money(t.buffer, cur),
             total=_money(t.total, cur)))
     for month, r in sorted(recon.items()):
-        click.echo(tr("Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against "
+        echo(tr("Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against "
                       "planned {planned_all}; {flagged} flagged resource(s)", lang).format(
             month=printable(month), gpu=_money(r.gpu_billed, cur), planned=_money(r.planned_total, cur),
             billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
             flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
-    _warn(plan.warnings, lang)  # the plan's, then those about the bills and usage
+    _warn(plan.warnings, lang, err=to_stdout)  # the plan's, then those about the bills and usage
     over = [line for line in plan.budgets if any(line.over)]
     if fail_over_budget and over:
         click.echo(tr("Error: over budget: {lines}", lang).format(lines="; ".join(
@@ -283,9 +290,10 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
 
 
 @main.command()
-def models() -> None:
+@click.option("--json", "as_json", is_flag=True, help="The catalog as JSON (one object a model) on stdout.")
+def models(as_json: bool) -> None:
     """List the built-in model catalog (a Models sheet in the input adds or overrides rows)."""
-    click.echo(format_models_table(), nl=False)
+    click.echo(models_json() if as_json else format_models_table(), nl=as_json)
 
 
 @main.command()

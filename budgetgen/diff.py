@@ -77,17 +77,31 @@ class Diff:
 
 def read_version(path: Path, today: dt.date | None = None) -> Inputs:
     """The inputs of an input workbook, or of a built budget workbook (its chosen GPUs kept as given)."""
+    return _read_version(path, today)[0]
+
+
+def _read_version(path: Path, today: dt.date | None) -> tuple[Inputs, bool]:
+    """read_version, and whether the file is a built budget."""
     path = Path(path)
     tables = None
     try:
         tables = _built_tables(path)
         if tables is None:
-            return read_inputs(path, today)
+            return read_inputs(path, today), False
         with tempfile.TemporaryDirectory() as tmp:
             inputs = read_inputs(_write_tables(tables, Path(tmp) / path.name), today)
-        return dataclasses.replace(inputs, source_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+        return dataclasses.replace(inputs, source_sha256=hashlib.sha256(path.read_bytes()).hexdigest()), True
     except InputError as exc:
         raise _labelled(exc, path.name, BUILT_PLACES if tables else {}) from None
+
+
+def _unchosen(built: Inputs, other: Inputs) -> Inputs:
+    """A built budget's inputs with the engine's GPU choice taken back where the input version names no GPU: a
+    budget writes the GPU it chose into the task's gpu cell, which is no change from the input that left it blank."""
+    blank = {t.task_id.lower() for t in other.tasks if t.values["gpu"] is None}
+    tasks = tuple(dataclasses.replace(t, values={**t.values, "gpu": None}) if t.task_id.lower() in blank else t
+                  for t in built.tasks)
+    return dataclasses.replace(built, tasks=tasks)
 
 
 def _built_tables(path: Path) -> dict[str, list[tuple[int, tuple]]] | None:
@@ -281,7 +295,8 @@ def _describe_gpu(f: dict[str, object]) -> str:
 
 def _describe_task(f: dict[str, object]) -> str:
     text = f": {f['task']}" if f["task"] else ""
-    return f"{f['kind']} {_show(f['model_params_b'])}B {f['method']}{text}"
+    size = f["model"] if f["model_params_b"] is None and f.get("model") else f"{_show(f['model_params_b'])}B"
+    return " ".join(str(part) for part in (f["kind"], size, f["method"]) if part is not None) + text
 
 
 def _describe_extra(f: dict[str, object]) -> str:
@@ -477,7 +492,12 @@ def diff_inputs(old: Inputs, new: Inputs, old_name: str = "old", new_name: str =
 
 def diff_files(old: Path, new: Path, today: dt.date | None = None) -> Diff:
     """Diff two versions, each an input workbook or a budget workbook written by `budgetgen build`."""
-    return diff_inputs(read_version(old, today), read_version(new, today), str(old), str(new))
+    (a, a_built), (b, b_built) = _read_version(old, today), _read_version(new, today)
+    if a_built and not b_built:
+        a = _unchosen(a, b)
+    elif b_built and not a_built:
+        b = _unchosen(b, a)
+    return diff_inputs(a, b, str(old), str(new))
 
 
 # ---------------------------------------------------------------- output

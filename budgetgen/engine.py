@@ -9,7 +9,7 @@ from enum import Enum
 
 from . import rules, scenarios, serving
 from .budgets import plan_budgets
-from .columns import evaluate, evaluate_task
+from .columns import K, evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
 from .i18n import Message
@@ -19,6 +19,7 @@ from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TAS
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
+PEAK_HEADROOM = 0.2  # share of a service's capacity below which, with peak_factor 1, an even day's load is warned
 SLOW_STREAM = 10  # tokens/s one user sees, under which a service is warned about
 DEADLINE_TOLERANCE = 1e-9  # a run ending on its deadline, up to rounding, is in time
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
@@ -36,6 +37,7 @@ class Exclusion(Enum):
     TOO_SLOW = "excluded_too_slow"  # it fits, but finishing a run by its deadline needs more than max_cards
     LATENCY = "excluded_latency"  # a replica misses the service's latency targets even one sequence at a time
     NO_PRICE = "excluded_no_price"  # it fits, but has no price for the task's tier
+    CONSUMER_ONLINE = "excluded_consumer_online"  # a consumer card for an online service (consumer_online: excluded)
 
     @property
     def fits(self) -> bool:
@@ -56,7 +58,8 @@ class Exclusion(Enum):
                   Exclusion.REPLICA_TOO_LARGE: {"gpu": row["gpu"]},
                   Exclusion.OVER_MAX_CARDS: {"cards_min": row["cards_min"], "gpu": row["gpu"], "max_cards": max_cards},
                   Exclusion.TOO_SLOW: slow,
-                  Exclusion.NO_PRICE: {"tier": row["tier"]}}[self]
+                  Exclusion.NO_PRICE: {"tier": row["tier"]},
+                  Exclusion.CONSUMER_ONLINE: {}}[self]
         # the type in the key too: 2 and 2.0 are equal, but print differently
         return _exclusion_message(self.value, tuple((k, v.__class__, v) for k, v in params.items()))
 
@@ -194,6 +197,9 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candida
         exclusion = Exclusion.LATENCY
     elif gpu.prices.get(task.values["tier"]) is None:
         exclusion = Exclusion.NO_PRICE
+    elif gpu.gpu_class == "consumer" and KIND[task.kind].online and s.consumer_online == "excluded" \
+            and task.values["gpu"] != gpu.name:
+        exclusion = Exclusion.CONSUMER_ONLINE
     return Candidate(gpu.name, row, exclusion, excluded=exclusion.message(row, s.max_cards) if exclusion else "")
 
 
@@ -262,7 +268,7 @@ def _latency_cell(task: Task) -> str:
     return task.cell("tpot_ms") if task.values.get("tpot_ms") is not None else task.cell("ttft_ms")
 
 
-def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]:
+def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int, peak_factor: float = 1.0) -> list[str]:
     tid = task.task_id
     out = []
     if task.values["cards"] is not None and task.values["cards"] > max_cards:
@@ -279,6 +285,10 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]
         out.append(Message("inference_on_spot", tid=tid))
     if kind.online and row["replicas"] == 1:
         out.append(Message("no_failover", tid=tid))
+    spare = _spare_at_peak(row, task.values["requests_per_day"], peak_factor) if kind.online else None
+    if spare is not None and spare < PEAK_HEADROOM:
+        out.append(Message("no_peak_headroom", tid=tid, replicas=row["replicas"], spare=max(spare, 0.0),
+                           peak=peak_factor, limit=PEAK_HEADROOM))
     if kind.online and gpu.gpu_class == "consumer" and row["serving_hours_per_day"] > CONSUMER_SERVING_HOURS:
         out.append(Message("consumer_serving", tid=tid, gpu=gpu.name, hours=row["serving_hours_per_day"],
                            limit=CONSUMER_SERVING_HOURS))
@@ -288,6 +298,16 @@ def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int) -> list[str]
         out.append(Message("tier_saving", tid=tid, cheapest=row["cheapest_tier"], tier=task.values["tier"],
                            saving=row["tier_saving"]))
     return out
+
+
+def _spare_at_peak(row: dict, requests_per_day: float | None, peak_factor: float) -> float | None:
+    """The share of a service's capacity left over at its busiest, the day's requests spread evenly over its
+    serving hours (a peak_factor above 1 counted as headroom already); None when not known."""
+    rate, hours = row.get("requests_per_sec"), row.get("serving_hours_per_day")
+    if peak_factor > 1 or not requests_per_day or not isinstance(rate, int | float) or not rate or not hours:
+        return None
+    capacity = row["replicas"] * rate * hours * K.SecondsPerHour
+    return 1 - requests_per_day / capacity
 
 
 def _serving_input_warnings(inputs: Inputs) -> list[Message]:
@@ -355,7 +375,8 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     if chosen is None:
         raise InputError([_no_fit_problem(task, candidates, inputs)])
     marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
-    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards)
+    warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards,
+                              inputs.settings.peak_factor)
     months = task_months(chosen.row, task.values.get("growth_per_month") or 0.0, inputs.settings,
                          price_change=inputs.gpu(chosen.gpu).price_change_per_year or 0.0,
                          ramp=inputs.ramps.get(task.task_id))

@@ -39,7 +39,8 @@ NAMES_ZH = {
     "run_overhead": "运行开销", "debug_overhead": "调试开销", "setup_hours": "准备小时", "usable_vram": "可用显存比例",
     "activation_gb_per_b": "激活显存每B", "lora_trainable": "LoRA可训练比例", "inference_overhead": "推理显存开销",
     "decode_efficiency": "解码效率", "peak_factor": "峰值系数", "spot_overhead": "竞价开销",
-    "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式", "max_cards": "最大卡数",
+    "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式",
+    "consumer_online": "在线服务用消费级卡", "max_cards": "最大卡数",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
     "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
@@ -72,10 +73,15 @@ VALUES_ZH = {
     **{k.name: k.zh for k in TASK_KINDS}, **{t.name: t.zh for t in TIERS},
     "full": "全量",
     "consumer": "消费级", "workstation": "工作站", "datacenter": "数据中心",
-    "storage": "存储", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
-    "cheapest": "最便宜", "balanced": "均衡",
+    "storage": "存储", "network": "网络", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
+    "cheapest": "最便宜", "balanced": "均衡", "excluded": "排除", "allowed": "允许",
     # values formulas produce, shown through the workbook's WordShown lookup
     "OVER": "超上限", "ok": "正常", "buy": "购买", "rent": "租用",
+    # Recon flags
+    "low_utilization": "低利用率", "oom": "显存溢出", "data_starved": "数据饥饿", "over_plan": "超计划",
+    "untagged_gpu": "未标记GPU", "off_plan_pricing": "计划外计价",
+    # Recon statuses
+    "over plan": "超出计划", "partial month": "不完整月份",
 }
 
 # Visible output texts: headers, units, row labels, the How-to-read lines, the CLI's lines.
@@ -312,7 +318,8 @@ TEXT_ZH = {
     "long daily use.": "每张自有卡每天使用小时数超过盈亏平衡点时才值得购买；只有稳定、长时间的日常使用才适合自购。",
     "GPU budget": "GPU预算", "to": "至", "Period total": "计划期合计", "GPU": "GPU", "extras": "额外费用",
     "hidden-cost buffer": "隐性成本缓冲", "total": "合计", "Total": "合计", "by tier": "按计费方式", "period": "计划期",
-    "Monthly GPU cost by tier": "按计费方式的月度GPU成本", "by kind": "按类型", "by cost center": "按成本中心",
+    "Monthly GPU cost by tier": "按计费方式的月度GPU成本", "Plan vs billed": "计划与账单", "by kind": "按类型", "by cost center": "按成本中心",
+    "by kind, GPU only": "按类型（仅GPU）", "by cost center, GPU only": "按成本中心（仅GPU）",
     "period cost": "计划期成本", "Warnings": "警告", "none": "无",
     "check": "检查", "computed": "计算值", "expected": "预期值", "ties out?": "是否一致？", "ALL CHECKS": "全部检查",
     "task x month matrix = Summary GPU total": "任务×月矩阵 = 汇总GPU合计",
@@ -471,7 +478,7 @@ TEXT_ZH = {
         "每 1 单位该币种折合的计划币种金额；无此表：使用内置的欧洲央行参考汇率",
     "the day the rate holds for (YYYY-MM-DD)": "汇率适用的日期（YYYY-MM-DD）",
     "where the rate came from": "汇率来源",
-    "plan currency per unit": "计划币种/单位", "FX rate": "汇率", "FX currency": "汇率币种", "rate": "汇率值",
+    "plan currency per unit": "计划币种/单位", "FX rate": "汇率", "TRUE": "是", "FALSE": "否", "FX currency": "汇率币种", "rate": "汇率值",
     "as of, source": "日期、来源", "{column} in the plan currency": "{column}（计划币种）",
     "per card-hour, in the row's currency": "每卡时，按该行币种", "per card-month, in the row's currency": "每卡月，按该行币种",
     "in the row's currency": "按该行币种", "plan currency": "计划币种",
@@ -503,7 +510,9 @@ TEXT_ZH = {
     "{planned_all}; {flagged} flagged resource(s)":
     "对账 {month}：GPU账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
     " (partial month)": "（不完整月份）",
-    "Warning: ": "警告：", "Error: ": "错误：",
+    "Warning: ": "警告：", "Error: ": "错误：", ", ": "、",
+    "{counts} ({count:,}; all on Summary and in the JSON), the {shown} largest:":
+        "{counts}（共 {count:,} 条，全部列在汇总表和 JSON 中），最大的 {shown} 条：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
     "stopped by {signal} after writing {files}": "被 {signal} 中止，此前已写入 {files}",
@@ -561,6 +570,16 @@ TEXT_ZH = {
     "GPU + commitments + extras + buffer = period total": "GPU + 承诺 + 额外费用 + 缓冲 = 计划期合计",
     "buffer = rate x (GPU + commitments) total": "缓冲 = 比率 × (GPU + 承诺) 合计",
     "Commitments sheet adjustment = Summary commitments total": "承诺表调整额 = 汇总表承诺合计",
+    "tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)":
+        "现有更便宜GPU的任务数 = 生成时的数目（否则请重新生成以重新选择）",
+    "billed total = BilledCost of the month": "账单合计 = 当月输入的BilledCost",
+    "whether the engine may choose a consumer (GeForce) card for an online service: excluded (default: NVIDIA's "
+    "GeForce driver licence allows no datacenter deployment) or allowed; a card the task names is kept":
+        "引擎能否为在线服务选用消费级（GeForce）显卡：excluded（默认：NVIDIA GeForce 驱动许可不允许数据中心部署）或 "
+        "allowed；任务指定的显卡保留",
+    "cheaper GPU now": "现更便宜的GPU", "saving on it": "改用可省",
+    "saving against the chosen GPU": "相对所选GPU的节省", "task's best saving so far": "该任务至此最大节省",
+    "task's cheaper GPU so far": "该任务至此更便宜的GPU",
     **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值来源见README）"
        for t in COMMITMENT_TIERS for s in COMMITMENT_SETTINGS if s.key == t.discount_setting},
     ("Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
@@ -595,6 +614,12 @@ MESSAGES = {
     "cards_over_max_cards": (
         "{tid}: cards {cards} is more than max_cards {max_cards}: cards counts the cards of one run or replica",
         "{tid}：cards 为 {cards}，超过 max_cards {max_cards}：cards 是每次运行或每个副本的卡数"),
+    "no_peak_headroom": (
+        ("{tid}: its {replicas} replica(s) serve an even spread of the day's requests with {spare:.0%} to spare "
+        "(under {limit:.0%}) and peak_factor is {peak:g}: a busier hour queues; set peak_factor to your busiest "
+        "hour's requests over the average hour's"),
+        ("{tid}：{replicas} 个副本承担均匀分布的每日请求，仅余 {spare:.0%} 余量（低于 {limit:.0%}），而 peak_factor 为 "
+        "{peak:g}：高峰时段会排队；请把 peak_factor 设为最忙一小时的请求数与平均每小时请求数之比")),
     "no_failover": (
         "{tid}: one replica, no failover: a card fault stops the service (min_replicas 2 keeps a spare)",
         "{tid}：只有一个副本，没有故障切换：一张卡故障就会让服务停止（min_replicas 设为 2 可保留备用）"),
@@ -630,8 +655,8 @@ MESSAGES = {
          "\"no ... price\"); enter prices on the GPUs sheet to have them compared"),
         "{gpus}：可运行的 {tasks} 个任务所用计费方式没有价格，因此从未被选中（见候选表）；在GPU表中填写价格即可参与比较"),
     "default_tier_unpriced": (
-        ("{tid}: no card that runs it has a {default!t} price (its kind's default tier): planned on {tier!t}, the "
-         "cheapest priced; type a tier, or prices, to change it"),
+        ("{tid}: no card that runs it has a price on {default!t} (its kind's default tier): planned on {tier!t}, "
+         "the cheapest priced; type a tier, or prices, to change it"),
         ("{tid}：能运行它的显卡都没有{default!t}价格（该类型的默认计费方式）：已按最便宜的有价计费方式{tier!t}规划；"
          "可填写计费方式或价格来更改")),
     "fx_unknown_builtin": (
@@ -853,13 +878,15 @@ PROBLEMS = {
     "no_gpu_meets_latency": (
         "no GPU meets the latency targets; the fastest {reason}: relax ttft_ms or tpot_ms, or use fp8/int4",
         "没有显卡能达到延迟目标；最快的方案{reason}：请放宽 ttft_ms 或 tpot_ms，或使用 fp8/int4"),
+    "excluded_consumer_online": ("a consumer card is not chosen for an online service (consumer_online: allowed lets it)",
+                                 "在线服务不选用消费级显卡（consumer_online 设为 allowed 可允许）"),
     "too_many_cards": ("gpu: needs {cards_min} x {gpu}, max_cards is {max_cards}: set cards or raise max_cards",
                        "gpu：需要 {cards_min} × {gpu}，max_cards 为 {max_cards}：请设置 cards 或提高 max_cards"),
     "cards_do_not_fit": ("cards: {reason}: raise cards or leave it blank", "cards：{reason}：请增加 cards 或留空"),
     "gpu_no_price": ("tier: {gpu} has no {tier!t} price (enter one on the GPUs sheet or choose another tier)",
                      "tier：{gpu} 没有{tier!t}价格（请在 GPUs（GPU）工作表中填写，或选择其他计费方式）"),
     "no_fitting_price": (
-        ("tier: no GPU that fits has a {tier!t} price (fits: {fits}; "
+        ("tier: no GPU that fits has a price on {tier!t} (fits: {fits}; "
          "enter a price on the GPUs sheet or choose another tier)"),
         "tier：能放下的 GPU 都没有{tier!t}价格（可放下：{fits}；请在 GPUs（GPU）工作表中填写价格，或选择其他计费方式）"),
     "fits_no_gpu": (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import json
 from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
@@ -176,6 +177,12 @@ def builtin_models() -> ModelCatalog:
     with MODELS_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
         records = [{k: _parse(k, v) for k, v in row.items()} for row in csv.DictReader(fh)]
     return ModelCatalog(tuple(model_from_record(rec) for rec in records))
+
+
+def models_json(catalog: ModelCatalog | None = None) -> str:
+    """The catalog as JSON, the `budgetgen models --json` listing: one object a model, the Models sheet's columns."""
+    catalog = builtin_models() if catalog is None else catalog
+    return json.dumps([_record(m) for m in catalog.models], indent=2, ensure_ascii=False)
 
 
 def format_models_table(catalog: ModelCatalog | None = None) -> str:

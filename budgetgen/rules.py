@@ -325,3 +325,32 @@ RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR,
                            BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
                            ORDER_TOTAL, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
                            TIES_OUT, ALL_CHECKS)
+
+
+# --------------------------------------------------------------- live choice (Candidates, Tasks, Checks)
+def _gpu_saving(s, excluded, cost, chosen) -> float:
+    if excluded or not isinstance(cost, int | float) or not isinstance(chosen, int | float):
+        return 0.0
+    saving = chosen - cost
+    return saving if saving > CHECK_TOLERANCE * max(1.0, abs(chosen)) else 0.0
+
+
+GPU_SAVING = Rule("gpu_saving", "what a candidate GPU saves a month against the task's chosen GPU now (0: not cheaper, "
+                  "excluded or unpriced); after an edit to a price or an input it shows a GPU a rebuild would choose",
+                  'IF(AND({excluded}="",ISNUMBER({cost}),ISNUMBER({chosen})),IF({chosen}-{cost}>CheckTolerance*'
+                  'MAX(1,ABS({chosen})),{chosen}-{cost},0),0)', _gpu_saving)
+BEST_SAVING = Rule("best_saving", "the largest saving of the task's candidates down to this row (they are listed "
+                   "task by task): the task's last candidate row holds its best",
+                   "IF({task}={previous_task},MAX({previous_best},{saving}),{saving})",
+                   lambda s, task, previous_task, previous_best, saving:
+                   max(previous_best, saving) if task == previous_task else saving)
+BEST_GPU = Rule("best_gpu", "the GPU of that largest saving (blank: none is cheaper than the chosen one)",
+                'IF({task}={previous_task},IF({saving}>{previous_best},{gpu},{previous_gpu}),IF({saving}>0,{gpu},""))',
+                lambda s, task, previous_task, previous_best, previous_gpu, saving, gpu:
+                (gpu if saving > previous_best else previous_gpu) if task == previous_task else (gpu if saving > 0 else ""))
+TASK_BEST = Rule("task_best", "a task's best candidate figure: its last row on Candidates (task rows ascending)",
+                 "INDEX({column},MATCH(MATCH({task_id},TaskId,0),{task_rows},1))",
+                 lambda s, column, task_id, task_rows: column)
+CHEAPER_TASKS = Rule("cheaper_tasks", "tasks a cheaper GPU could now run: the workbook's choice is no longer the "
+                     "cheapest (a rebuild would choose again)", 'SUMPRODUCT(({cheaper}<>"")*1)',
+                     lambda s, cheaper: sum(1 for c in cheaper if c))

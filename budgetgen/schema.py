@@ -29,6 +29,7 @@ GPU_CLASSES = ("consumer", "workstation", "datacenter")
 INTERCONNECTS = ("nvlink", "pcie")
 EXTRA_CATEGORIES = ("storage", "egress", "images", "platform", "other")
 GPU_CHOICES = ("cheapest", "balanced")
+CONSUMER_ONLINE = ("excluded", "allowed")  # consumer_online: may the engine choose a consumer card to serve online
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,10 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       minimum=0),
     S("gpu_choice", "choice", "cheapest", "GpuChoice",
       "how the engine picks a GPU when a task names none", choices=GPU_CHOICES, structural=True),
+    S("consumer_online", "choice", "excluded", "ConsumerOnline",
+      "whether the engine may choose a consumer (GeForce) card for an online service: excluded (default: NVIDIA's "
+      "GeForce driver licence allows no datacenter deployment) or allowed; a card the task names is kept",
+      choices=CONSUMER_ONLINE, structural=True),
     S("max_cards", "count", 64, "MaxCards",
       "largest card count the engine proposes for one training run or one serving replica",
       unit="cards", structural=True, minimum=1, maximum=MAX_CARDS),

@@ -129,3 +129,15 @@ def write_template(path: Path, lang: str = "en", currency: str = CATALOG_CURRENC
     wb.get_worksheet_by_name(sheet_name("Settings", lang)).set_column(2, 2, 90)
     wb.close()
     return path
+
+
+# templates/ at the top of the repository: the blank input workbooks finance can download without installing
+# anything, `budgetgen init --date 2026-12-01` in each language (tools/make_templates.py writes them; a test
+# keeps them equal to what init writes).
+TEMPLATES = {"en": "budget-input.xlsx", "zh": "budget-input-zh.xlsx"}
+TEMPLATE_DATE = dt.date(2026, 12, 1)
+
+
+def write_templates(folder: Path) -> list[Path]:
+    """Write the blank input workbook in each language into `folder`, as of TEMPLATE_DATE."""
+    return [write_template(Path(folder) / file, lang, CATALOG_CURRENCY, TEMPLATE_DATE) for lang, file in TEMPLATES.items()]

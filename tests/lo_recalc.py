@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -89,6 +90,12 @@ def _write_canary(path: Path) -> None:
     workbook.close()
 
 
+# The workbook's format for a formula answering TRUE or FALSE (book.Formats "bool"): 1 shows its first text, 0 the
+# last, each a quoted text ("TRUE") or, as LibreOffice writes it back, escaped characters (\是).
+_LITERAL = r'(?:"[^"]*"|(?:\\.)+)'
+_BOOLEAN_FORMAT = re.compile(rf"({_LITERAL});\1;{_LITERAL}")
+
+
 def _cell_value(cell: Cell | MergedCell) -> CellValue:
     """Normalise one openpyxl cell value to float/str/bool/None."""
     value = cell.value
@@ -98,6 +105,8 @@ def _cell_value(cell: Cell | MergedCell) -> CellValue:
         return "" if cell.data_type == "str" else None
     if isinstance(value, bool | str):
         return value
+    if isinstance(value, int | float) and value in (0, 1) and _BOOLEAN_FORMAT.fullmatch(cell.number_format or ""):
+        return bool(value)   # LibreOffice keeps a TRUE/FALSE shown through a number format as the number
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, dt.datetime | dt.date | dt.time):
@@ -212,13 +221,13 @@ def recalc_with_libreoffice(
 
 
 def export_pdf(paths: Sequence[Path], workdir: Path, timeout: float = DEFAULT_TIMEOUT) -> dict[Path, Path]:
-    """Print several workbooks to PDF in one soffice run (a private profile, like the recalculation)."""
+    """Print several workbooks to PDF in one soffice run with a fresh default profile, as a reader's LibreOffice
+    opens them: the cached values shown, nothing recalculated on load (unlike the recalculation's profile)."""
     soffice = soffice_path()
     if soffice is None:
         raise LibreOfficeError("LibreOffice (soffice) not installed")
     workdir.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="lo_pdf_", dir=workdir)).resolve()
-    write_profile(run_dir / "profile")
     out_dir = run_dir / "out"
     out_dir.mkdir()
     args = [soffice, f"-env:UserInstallation={(run_dir / 'profile').as_uri()}", "--headless", "--norestore",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
-from conftest import TODAY, make_input
+from conftest import SAMPLE, TODAY, make_input
 
 from budgetgen.columns import sheet_ceil
 from budgetgen.engine import Exclusion, plan_budget
@@ -294,3 +295,19 @@ def test_more_cards_than_max_cards_is_legal_but_warned(tmp_path):
     assert plan.tasks[0].row["cards_per_run"] == 16
     assert "C1: cards 16 is more than max_cards 8: cards counts the cards of one run or replica" in plan.warnings
     assert not any("more than max_cards" in w for w in plan_for(tmp_path, [{**CHAT, "cards": 8}], settings={"max_cards": 8}).warnings)
+
+
+def test_a_service_without_peak_headroom_is_warned():
+    """KB01 (sample): 100 tokens/s measured per replica over 500-token answers is 0.2 requests/s, 0.2 x 8 h x 3,600
+    = 5,760 requests a day per replica; 10,000 a day need 2 replicas (11,520), leaving 1 - 10,000 / 11,520 = 13% to
+    spare, under a fifth, with peak_factor 1: warned. With peak_factor 1.5 the replicas are sized for the peak
+    (ceil(15,000 / 5,760) = 3) and nothing is warned."""
+    inputs = read_inputs(SAMPLE, today=TODAY)
+    kb01 = next(tp for tp in plan_budget(inputs).tasks if tp.task.task_id == "KB01")
+    warned = [w for w in kb01.warnings if getattr(w, "key", "") == "no_peak_headroom"]
+    assert kb01.row["replicas"] == 2 and len(warned) == 1
+    assert warned[0].params["spare"] == pytest.approx(1 - 10_000 / 11_520)
+    peaked = dataclasses.replace(inputs, settings=dataclasses.replace(inputs.settings, peak_factor=1.5))
+    kb01 = next(tp for tp in plan_budget(peaked).tasks if tp.task.task_id == "KB01")
+    assert kb01.row["replicas"] == 3
+    assert not [w for w in kb01.warnings if getattr(w, "key", "") == "no_peak_headroom"]

@@ -86,7 +86,7 @@ def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
     assert "计费建议" in tasks_header
     summary = [row[0] for row in wb["Summary"].iter_rows(values_only=True)]
     assert summary[2] == "计划期合计"
-    assert {"按计费方式", "按类型", "按成本中心", "警告"} <= set(summary)
+    assert {"按类型（仅GPU）", "按成本中心（仅GPU）", "警告"} <= set(summary)
     # The tier advice is a live sentence: the tasks advised in the JSON, and what their cheapest tier saves.
     advised = [t for t in builds["zh"][1]["tasks"] if t["tier_advice"]]
     saving = sum(t["monthly_cost"] - t["tier_costs"][t["cheapest_tier"]] for t in advised)
@@ -110,8 +110,8 @@ def test_cli_prints_chinese_summary_lines(builds):
     assert "计划期合计 2026-07 至 2026-09：153,518 CNY" in output
     # model v2's 30,349 less KB02 and KB03's 72.93 (model v3), a buffer of 25%, the 1,000 of extras
     assert "  2026-07：GPU 30,276 CNY + 额外费用 1,000 CNY + 缓冲 7,569 CNY = 38,845 CNY" in output
-    assert "警告：KB01：按需比包月每月便宜 4,540" in output
-    assert "Warning:" not in output and "Period total" not in output
+    assert "  KB01：按需比包月每月便宜 4,540" in output and "警告：" in output
+    assert "Warning:" not in output and "Period total" not in output and "largest" not in output
 
 
 def test_chinese_error_lines_keep_sheet_and_cell(tmp_path):
@@ -287,8 +287,10 @@ def test_validate_speaks_chinese():
     result = run("validate", SAMPLE_ZH, "--lang", "zh", *DATE)
     assert result.exit_code == 0, result.output
     # the test catalog's RTX 4090 rent; its unpriced H200 and L4; cheaper tiers for KB01, KB02, KB03, ML01, ML04,
-    # ML05; no failover for the one-replica services ML03 and ML05
-    assert result.output.splitlines()[-1] == "通过：8 个任务，10 条警告。"
-    assert "警告：RTX 4090：包月单价 monthly_per_card 3,000 高于 730 小时 × 按需单价 on_demand_per_hour 3 = 2,190" \
+    # ML05; no failover for the one-replica services ML03 and ML05; under a fifth of capacity to spare with
+    # peak_factor 1 for KB01 and ML05: 12, more than the ten printed one by one, so counted by kind first
+    assert result.output.splitlines()[-1] == "通过：8 个任务，12 条警告。"
+    assert "（共 12 条，全部列在汇总表和 JSON 中），最大的 10 条：" in result.output
+    assert "  RTX 4090：包月单价 monthly_per_card 3,000 高于 730 小时 × 按需单价 on_demand_per_hour 3 = 2,190" \
         in result.output
-    assert "警告：KB01：按需比包月每月便宜 4,540" in result.output
+    assert "  KB01：按需比包月每月便宜 4,540" in result.output

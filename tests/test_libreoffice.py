@@ -82,6 +82,23 @@ def _break_one_cost(good: Path, broken: Path) -> str:
     return target.coordinate
 
 
+CHEAP_GPU, CHEAP_PRICE = "RTX A6000", 0.001   # a card-hour at a thousandth: cheaper than any other card for any task
+
+
+def _cheap_gpu(good: Path, edited: Path) -> float:
+    """Copy `good` to `edited` with CHEAP_GPU's listed on-demand price set to CHEAP_PRICE, as a user edits the GPUs
+    sheet; returns the price it had."""
+    wb = openpyxl.load_workbook(good)
+    ws = wb["GPUs"]
+    header = [c.value for c in ws[1]]
+    col = next(i for i, h in enumerate(header, start=1) if h and h.startswith("on_demand_per_hour ("))
+    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == CHEAP_GPU)
+    old = ws.cell(row, col).value
+    ws.cell(row, col).value = CHEAP_PRICE
+    wb.save(edited)
+    return old
+
+
 def _build_recon_zh(tmp: Path) -> Path:
     """A Chinese build with Recon tabs: the bill and usage scenario of test_recon_workbook."""
     from test_recon_workbook import FX, HEADER, LINES, TASKS
@@ -113,11 +130,14 @@ def books(tmp_path_factory, quoted) -> dict[str, tuple[Path, dict, SheetValues]]
     paths["broken"] = tmp / "broken-budget.xlsx"
     broken_cell = _break_one_cost(paths["sample"], paths["broken"])
     paths["requoted"] = requote_h100(quoted[1], tmp / "requoted-budget.xlsx")
+    paths["cheap-gpu"] = tmp / "cheap-gpu-budget.xlsx"
+    old_price = _cheap_gpu(paths["sample"], paths["cheap-gpu"])
     recalculated = recalc_many(list(paths.values()), tmp / "recalc")
     out = {name: (path, formula_cells(path), recalculated[path]) for name, path in paths.items()}
     # The broken copy is compared with the cached values of the original it was made from.
     out["broken"] = (paths["broken"], formula_cells(paths["sample"]), recalculated[paths["broken"]], broken_cell)
     out["requoted"] = (quoted[1], {}, recalculated[paths["requoted"]])
+    out["cheap-gpu"] = (paths["cheap-gpu"], old_price, recalculated[paths["cheap-gpu"]])
     return out
 
 
@@ -166,3 +186,32 @@ def test_libreoffice_catches_a_wrong_formula(books):
     *_, cached, lo = next(m for m in bad if m[:2] == ("MONTHLY", broken_cell))
     assert lo == pytest.approx(2 * cached, rel=1e-9)
     assert values["Checks"]["D2"] is False
+
+
+def _column(values: dict, header: str) -> str:
+    """The column letter of the row-1 cell whose text starts with `header`."""
+    return next(ref.rstrip("0123456789") for ref, v in values.items()
+                if ref.rstrip("0123456789") + "1" == ref and isinstance(v, str) and v.startswith(header))
+
+
+def test_a_price_edit_that_makes_another_gpu_cheaper_shows_on_tasks_and_checks(books):
+    """RTX A6000's on-demand price edited down to a thousandth: ML01 (on demand, its GPU chosen by the build: H200
+    with the tests' offers) now has a cheaper card. A candidate's cost is linear in its price, so RTX A6000 now costs
+    ML01 its built cost x CHEAP_PRICE / the old price, and saves the rest of H200's cost; Tasks names RTX A6000 with
+    that saving, and Checks counts one task more than the build (KB03 names its GPU in the input, A100 80G, and a
+    cheaper one exists: 1), so its tie-out and the master check turn FALSE."""
+    plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
+    ml01 = next(tp for tp in plan.tasks if tp.task.task_id == "ML01")
+    assert ml01.row["gpu"] == "H200" and ml01.row["tier"] == "on_demand" and ml01.task.values["gpu"] is None
+    cheap = next(c for c in ml01.candidates if c.gpu == CHEAP_GPU)
+    _, old_price, values = books["cheap-gpu"]
+    cheap_now = cheap.row["monthly_cost"] * CHEAP_PRICE / old_price
+    tasks = values["Tasks"]
+    row = next(ref[1:] for ref, v in tasks.items() if ref.startswith("A") and v == "ML01")
+    assert tasks[f"{_column(tasks, 'cheaper GPU now')}{row}"] == CHEAP_GPU
+    assert tasks[f"{_column(tasks, 'saving on it')}{row}"] == pytest.approx(ml01.row["monthly_cost"] - cheap_now)
+    checks = values["Checks"]
+    label = next(ref for ref, v in checks.items() if isinstance(v, str) and v.startswith("tasks a cheaper GPU"))
+    n = label[1:]
+    assert (checks[f"B{n}"], checks[f"C{n}"], checks[f"D{n}"]) == (2, 1, False)
+    assert checks["D2"] is False

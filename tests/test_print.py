@@ -1,4 +1,5 @@
-"""What a reader prints: the sample workbook rendered by LibreOffice to PDF, read page by page.
+"""What a reader prints: the sample workbook (and a 12-month plan of it) rendered to PDF by LibreOffice with a fresh
+default profile, read page by page.
 
 Each page's footer names its sheet (`&A`); the words' heights (pdftotext -bbox) tell the printed size of
 the text. A 10 pt cell prints 13 pt tall in the PDF's word boxes at 100 %; a sheet squeezed onto one page
@@ -7,10 +8,12 @@ wide prints proportionally smaller.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +49,10 @@ class Page:
     text: str
     smallest: float    # height of the smallest word box outside the footer, in points
 
+    @property
+    def words(self) -> list[str]:
+        return self.text.split()
+
 
 def read_pages(pdf: Path, file_name: str) -> list[Page]:
     """Every page of `pdf`: its sheet (the footer line's middle words), its text and its smallest word."""
@@ -54,7 +61,8 @@ def read_pages(pdf: Path, file_name: str) -> list[Page]:
     pages = []
     for chunk in xml.split("<page ")[1:]:
         height = float(re.search(r'height="([\d.]+)"', chunk).group(1))
-        words = sorted(((float(y0), float(y1), float(x0), text) for x0, y0, _, y1, text in _WORD.findall(chunk)),
+        words = sorted(((float(y0), float(y1), float(x0), html.unescape(text))
+                        for x0, y0, _, y1, text in _WORD.findall(chunk)),
                        key=lambda w: (w[0], w[2]))
         page_word = [w for w in words if w[3] == "Page" and w[0] > height - FOOTER_BAND]
         line = [w for w in words if page_word and abs(w[0] - page_word[-1][0]) < 1]
@@ -79,15 +87,44 @@ def _strip(path: Path) -> Path:
     return path
 
 
+def _clip(path: Path) -> Path:
+    """A label longer than its column with a number in the next cell: the cut text the word check must catch."""
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet("Clip")
+    ws.write_string(0, 0, "alpha beta gamma delta epsilon")
+    ws.write_number(0, 1, 5)
+    ws.set_column(0, 0, 12)
+    ws.set_footer("&L&F&C&A&RPage &P of &N")
+    wb.close()
+    return path
+
+
+def _twelve_months(tmp: Path) -> Path:
+    """The sample planned over twelve months (its Settings' period_months edited as a user would)."""
+    wb = openpyxl.load_workbook(SAMPLE)
+    settings = wb["Settings"]
+    row = next(r for r in range(1, settings.max_row + 1) if settings.cell(r, 1).value == "period_months")
+    settings.cell(row, 2).value = 12
+    wb.save(tmp / "q12.xlsx")
+    plan = plan_budget(read_inputs(tmp / "q12.xlsx", today=TODAY))
+    assert len(plan.months) == 12
+    return write_workbook(plan, tmp / "q12-budget.xlsx")
+
+
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory, built, quoted):  # noqa: F811
     tmp = tmp_path_factory.mktemp("print")
     book = write_workbook(plan_budget(read_inputs(SAMPLE, today=TODAY)), tmp / "q3.xlsx")
     strip = _strip(tmp / "strip.xlsx")
     recon, providers = built[0], quoted[1]
-    pdfs = export_pdf([book, strip, recon, providers], tmp / "lo")
+    year = _twelve_months(tmp)
+    clip = _clip(tmp / "clip.xlsx")
+    chinese = write_workbook(plan_budget(read_inputs(SAMPLE, today=TODAY)), tmp / "q3-zh.xlsx", lang="zh")
+    pdfs = export_pdf([book, strip, recon, year, clip, chinese, providers], tmp / "lo")
     return book, read_pages(pdfs[book], book.name), read_pages(pdfs[strip], strip.name), \
-        read_pages(pdfs[recon], recon.name), read_pages(pdfs[providers], providers.name)
+        read_pages(pdfs[recon], recon.name), (year, read_pages(pdfs[year], year.name)), \
+        (clip, read_pages(pdfs[clip], clip.name)), (chinese, pdfs[chinese]), \
+        read_pages(pdfs[providers], providers.name)
 
 
 def _by_sheet(pages: list[Page]) -> dict[str, list[Page]]:
@@ -120,7 +157,7 @@ def test_no_page_is_a_shrunk_strip(printed):
 
 
 def test_the_readability_measure_sees_a_shrunk_strip(printed):
-    _, _, strip, *_ = printed
+    strip = printed[2]
     assert strip[0].sheet == "Strip"
     assert 0 < strip[0].smallest < READABLE / 2
 
@@ -159,7 +196,7 @@ def test_summary_blocks_stay_whole_and_order_prints_its_numbers(printed):
 def test_recon_tabs_repeat_their_labels_on_every_page(printed):
     """A Recon tab is wider than a page: each page repeats the column of task and resource ids, so every
     value prints next to its label, at a readable size."""
-    *_, recon, _ = printed
+    recon = printed[3]
     tabs = _by_sheet(recon)
     assert {"Recon 2026-07", "Recon 2026-08"} <= set(tabs)
     july = tabs["Recon 2026-07"]
@@ -181,3 +218,59 @@ def test_order_prints_a_page_per_provider_each_line_beside_its_gpu(printed):
     assert "Total" in words[2] and "$14,235" in words[2] and "prepared by" in words[2]
     assert all("tasks served" in w and "unit price" in w for w in words)
     assert [p.smallest for p in order if p.smallest < COMFORTABLE] == []
+
+
+def cut_words(book: Path, pages: list[Page], sheet: str) -> list[str]:
+    """The words of `sheet`'s text cells (cached values) that its printed pages do not show whole: a text cut at a
+    cell's edge or the page's prints as a fragment (pdftotext reads only what is drawn)."""
+    ws = openpyxl.load_workbook(book, data_only=True)[sheet]
+    printed_words = Counter(w for page in _by_sheet(pages)[sheet] for w in page.words)
+    wanted = Counter(w for row in ws.iter_rows(values_only=True) for v in row if isinstance(v, str) for w in v.split())
+    return sorted(w for w, n in wanted.items() if printed_words[w] < n)
+
+
+@pytest.mark.parametrize("which", ["sample", "twelve months"])
+def test_summary_prints_on_two_pages_whole_with_its_chart(printed, which):
+    """The Summary of the sample (3 months) and of a 12-month plan: at most two pages, every word of every text
+    cell printed whole, the tier chart's title and legend printed, the text at least COMFORTABLE."""
+    book, pages = (printed[0], printed[1]) if which == "sample" else printed[4]
+    summary = _by_sheet(pages)["Summary"]
+    assert 1 <= len(summary) <= 2
+    assert cut_words(book, pages, "Summary") == []
+    text = " ".join(p.text for p in summary)
+    assert "Monthly GPU cost by tier" in text and "GPU: monthly" in text and "GPU: spot" in text
+    assert min(p.smallest for p in summary) >= COMFORTABLE
+
+
+def test_the_cut_word_finder_sees_a_clipped_text(printed):
+    """A label longer than its column, a number in the next cell: LibreOffice clips it, the finder says which
+    words did not print whole."""
+    path, pages = printed[5]
+    cut = cut_words(path, pages, "Clip")
+    assert "epsilon" in cut and "alpha" not in cut
+
+
+def test_recon_tabs_print_every_word_whole(printed, built):  # noqa: F811
+    """A Recon tab's titles, flags and actions print whole, whatever page they fall on."""
+    for tab in ("Recon 2026-07", "Recon 2026-08"):
+        assert cut_words(built[0], printed[3], tab) == [], tab
+
+
+def _cjk(text: str) -> Counter:
+    return Counter(ch for ch in text if "\u2e80" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef")
+
+
+def test_the_chinese_summary_prints_every_character_in_a_cjk_font(printed):
+    """The Chinese workbook's Summary: every Chinese character of its text cells is in the printed text of its
+    pages (one or two, the first of the PDF), drawn in an embedded CJK font (Noto Sans CJK from fonts-noto-cjk):
+    without one LibreOffice would print empty boxes."""
+    book, pdf = printed[6]
+    fonts = subprocess.run(["pdffonts", str(pdf)], check=True, capture_output=True, text=True).stdout.splitlines()[2:]
+    assert any("CJK" in line for line in fonts), fonts
+    assert all(line.split()[-5] == "yes" for line in fonts), fonts   # every font embedded
+    ws = openpyxl.load_workbook(book, data_only=True)["Summary"]
+    wanted = _cjk(" ".join(v for row in ws.iter_rows(values_only=True) for v in row if isinstance(v, str)))
+    assert sum(wanted.values()) > 100
+    printed_text = subprocess.run(["pdftotext", "-f", "1", "-l", "2", str(pdf), "-"], check=True, capture_output=True,
+                                  text=True).stdout
+    assert wanted - _cjk(printed_text) == Counter()

@@ -14,6 +14,7 @@ from openpyxl.utils import get_column_letter
 
 from budgetgen.recon import rules
 from budgetgen.recon.rules import ACTIONS, RULES, Limits, Rule
+from budgetgen.workbook.layout import SHOWN_WORDS
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -24,7 +25,10 @@ LIMITS = Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.1
 NAMES = {"LowUtilThreshold": 0.20, "OomThreshold": 3, "VarianceTolerance": 0.10, "PercentScale": 100,
          "DataStarvedMemShare": 0.8, "DataStarvedUtil": 0.10, "ActionLowUtilization": "drop it",
          "ActionOom": "fix memory", "ActionDataStarved": "feed it", "ActionOverPlan": "see the plan",
-         "ActionUntaggedGpu": "tag it", "ActionOffPlanPricing": "check the tier"}
+         "ActionUntaggedGpu": "tag it", "ActionOffPlanPricing": "check the tier",
+         # how an English workbook shows the flags and statuses (About's word table): as their keys
+         "WordKey": np.array([[w] for w in SHOWN_WORDS], dtype=object),
+         "WordShown": np.array([[w] for w in SHOWN_WORDS], dtype=object)}
 NAN = math.nan
 
 

@@ -100,21 +100,27 @@ def test_tasks_inputs_that_take_a_name_or_an_enumeration_have_dropdowns(sample):
 
 
 def test_summary_labels_totals_and_chart(sample):
+    """One table, the months down the rows: each month's lines, then its GPU cost by tier; the total row's tier
+    columns add up to its GPU column; the chart stacks the four tier columns over the months."""
     plan, path = sample
     ws = openpyxl.load_workbook(path, data_only=True)["Summary"]
     rows = list(ws.iter_rows(values_only=True))
-    tier_header = next(i for i, r in enumerate(rows) if r[0] == "by tier")
-    total = rows[tier_header + 5]
+    header = next(i for i, r in enumerate(rows) if r[0] == "month")
+    assert rows[header][:10] == ("month", "GPU", "commitments", "extras", "hidden-cost buffer", "total",
+                                 "GPU: monthly", "GPU: on_demand", "GPU: idle", "GPU: spot")
+    assert [r[0] for r in rows[header + 1:header + 1 + len(plan.months)]] == list(plan.months)
+    total = rows[header + 1 + len(plan.months)]
     gpu_total = sum(t.gpu for t in plan.month_totals.values())
-    assert total[0] == "Total" and total[1 + len(plan.months)] == pytest.approx(gpu_total)
-    assert "GPU only" in rows[tier_header][1 + len(plan.months)]
-    for label in ("by kind", "by cost center"):
-        header = next(r for r in rows if r[0] == label)
-        assert header[1] == "period cost (CNY), GPU only"
+    assert total[0] == "Total" and total[1] == pytest.approx(gpu_total)
+    assert sum(total[6:10]) == pytest.approx(gpu_total)
+    for label in ("by kind, GPU only", "by cost center, GPU only"):
+        group = next(r for r in rows if r[0] == label)
+        assert group[1] == "period cost (CNY)"
     assert any(isinstance(v, str) and "buffer is charged on the GPU cost only" in v for r in rows for v in r)
     with zipfile.ZipFile(path) as z:
         chart = next(z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart"))
     assert '<c:valAx>' in chart and '<c:min val="0"/>' in chart
+    assert chart.count("<c:ser>") == 4 and "$G$6:$G$8" in chart and "$J$6:$J$8" in chart
 
 
 def test_input_echoes_have_thousands_separators_and_headers_are_friendly(sample):
@@ -135,4 +141,5 @@ def test_enumerations_on_gpus_extras_and_assumptions_have_dropdowns(sample):
         return {dv.formula1 for dv in wb[sheet].data_validations.dataValidation if dv.type == "list"}
     assert {'"consumer,workstation,datacenter"', '"nvlink,pcie"', '"sxm,pcie"'} <= lists("GPUs")
     assert lists("Extras") == {'"storage,egress,images,platform,other"'}
-    assert lists("Assumptions") == {'"cheapest,balanced"', '"fp16,fp8"'}   # gpu_choice, kv_cache_dtype
+    # gpu_choice, consumer_online, kv_cache_dtype
+    assert lists("Assumptions") == {'"cheapest,balanced"', '"excluded,allowed"', '"fp16,fp8"'}

@@ -2,7 +2,9 @@
 
 A formula is stored without its leading `=`; every formula cell carries a cached value `<v>` (an empty
 cached string is xlsxwriter's `<v></v>` without a type, or `t="str"`); every column of a table sheet,
-each month column of Monthly and Extras included, has a header in the first row.
+each month column of Monthly and Extras included, has a header in the first row; no formula answering a number
+or TRUE/FALSE is left in the General number format (LibreOffice gives such a cell its result's format when it first
+computes it, and doing so while printing aborts the PDF export with a default profile).
 """
 
 from __future__ import annotations
@@ -42,9 +44,19 @@ def _cells(xml: str):
         yield c.get("r"), c
 
 
+def general_styles(path: Path) -> set[str]:
+    """The cell style indexes (`s`) of the workbook at `path` whose number format is General."""
+    with zipfile.ZipFile(path) as z:
+        styles = ElementTree.fromstring(z.read("xl/styles.xml"))
+    xfs = styles.find("m:cellXfs", NS)
+    return {str(i) for i, xf in enumerate(xfs) if xf.get("numFmtId", "0") == "0"}
+
+
 def defects(path: Path) -> list[str]:
-    """Every stored `=`, formula without a cached value and unheaded table column of the workbook at `path`."""
+    """Every stored `=`, formula without a cached value, non-text formula in the General format and unheaded table
+    column of the workbook at `path`."""
     found = []
+    general = general_styles(path)
     for sheet, xml in sheet_xml(path).items():
         found += [f"{sheet}: formula stored with '=': {m.group(0)[:60]}" for m in re.finditer(r"<f[^>]*>=[^<]*", xml)]
         for ref, c in _cells(xml):
@@ -55,6 +67,8 @@ def defects(path: Path) -> list[str]:
                 found.append(f"{sheet}!{ref}: formula without a cached value")
             elif not (v.text or "") and c.get("t") not in (None, "str"):
                 found.append(f"{sheet}!{ref}: empty cached value of type {c.get('t')}")
+            elif c.get("s", "0") in general and c.get("t") not in ("str", "e") and (v.text or ""):
+                found.append(f"{sheet}!{ref}: a formula answering {v.text} in the General number format")
         if sheet in TABLE_SHEETS:
             columns = {re.sub(r"\d", "", ref) for ref, _ in _cells(xml)}
             headed = {re.sub(r"\d", "", ref) for ref, c in _cells(xml)
@@ -92,7 +106,8 @@ def test_every_month_column_is_headed_with_its_month(sample):
 
 
 def test_the_defect_finder_sees_each_defect(tmp_path, sample):
-    """A stored '=', a formula without a cached value and an unheaded month column are each reported."""
+    """A stored '=', a formula without a cached value, an unheaded month column and a TRUE/FALSE formula in the
+    General format are each reported."""
     broken = tmp_path / "broken.xlsx"
     with zipfile.ZipFile(sample) as src, zipfile.ZipFile(broken, "w") as dst:
         names = {s: n for s, n in zip(sheet_xml(sample), sorted(
@@ -106,6 +121,8 @@ def test_the_defect_finder_sees_each_defect(tmp_path, sample):
                 data = re.sub(r"(<f>[^<]*</f>)<v>[^<]*</v>", r"\1", data, count=1)
             elif item.filename == names["Monthly"]:
                 data = re.sub(r'<c r="J1"[^>]*/>|<c r="J1".*?</c>', "", data, count=1)
+            elif item.filename == names["Checks"]:
+                data = re.sub(r'<c r="D3" s="\d+"', '<c r="D3"', data, count=1)
             dst.writestr(item, data)
     found = defects(broken)
-    assert [d.split(":")[0] for d in found] == ["Summary!A2", "Tasks", "Monthly!J1"]
+    assert [d.split(":")[0] for d in found] == ["Summary!A2", "Tasks", "Monthly!J1", "Checks!D3"]

@@ -55,6 +55,12 @@ OVER_PLAN_STATUS = "over plan"  # a task's status text when its bill is over pla
 PARTIAL_STATUS = "partial month"  # a task's status text in a month the bill covers only in part
 
 
+def shown_word(key: str) -> str:
+    """Excel: a flag's or a status's word in the workbook's language (the About sheet's WordKey and WordShown), else
+    its key."""
+    return f'IFERROR(INDEX(WordShown,MATCH("{key}",WordKey,0)),"{key}")'
+
+
 @dataclass(frozen=True)
 class Limits:
     """The settings the rules read, by their workbook names, and the action sentences in the workbook's language."""
@@ -147,7 +153,8 @@ FLAG_RULES: tuple[FlagRule, ...] = (
              "AND(ISNUMBER({mem_share}),ISNUMBER({util}),{mem_share}>DataStarvedMemShare,"
              "{util}/PercentScale<DataStarvedUtil)", _data_starved,
              action="GPU waits on data or serial decoding: check the data pipeline and serving framework"),
-    FlagRule(OVER_PLAN, OVER_PLAN, "flag", f'AND({{task}}<>"",{{task_status}}="{OVER_PLAN_STATUS}")', _over_plan,
+    FlagRule(OVER_PLAN, OVER_PLAN, "flag", f'AND({{task}}<>"",{{task_status}}={shown_word(OVER_PLAN_STATUS)})',
+             _over_plan,
              action="the task is billed over its plan: check its usage with the task owner and re-forecast "
                     "its remaining months"),
     FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it"),
@@ -172,8 +179,8 @@ def flag_saving(flag: str, saving: float) -> float:
 
 
 def _has_flag(flag: str) -> str:
-    """Excel: whether the `{flags}` cell holds the flag as a whole word."""
-    return f'ISNUMBER(SEARCH(" {flag} "," "&{{flags}}&" "))'
+    """Excel: whether the `{flags}` cell holds the flag (its shown word) as a whole word."""
+    return f'ISNUMBER(SEARCH(" "&{shown_word(flag)}&" "," "&{{flags}}&" "))'
 
 
 def _flags(v: Values, s: Limits) -> str:
@@ -297,7 +304,8 @@ COMPARED = Rule("compared", "compared with plan", "money", "IF(ISNUMBER({effecti
 VARIANCE = Rule("variance", "variance", "money", "{billed}-{planned}", lambda v, s: v["billed"] - v["planned"])
 VARIANCE_PCT = Rule("variance_pct", "variance %", "percent", 'IF({planned}=0,"",{variance}/{planned})', _variance_pct)
 STATUS = Rule("status", "status", "text",
-              f'IF({{partial}},"{PARTIAL_STATUS}",IF({{billed}}>{{planned}}*(1+VarianceTolerance),"{OVER_PLAN_STATUS}",""))',
+              f'IF({{partial}},{shown_word(PARTIAL_STATUS)},IF({{billed}}>{{planned}}*(1+VarianceTolerance),'
+              f'{shown_word(OVER_PLAN_STATUS)},""))',
               _status)
 BUFFER_SHARE = Rule("buffer_share", "buffer share", "money", "IF({planned_total}=0,0,{reserved}*{planned}/{planned_total})",
                     _buffer_share)
@@ -312,7 +320,8 @@ USAGE_VARIANCE = Rule("usage_variance", "usage variance", "money",
 TASK_RULES = (COMPARED, VARIANCE, VARIANCE_PCT, STATUS, BUFFER_SHARE, PLANNED_HOURS, RATE_VARIANCE, USAGE_VARIANCE)
 
 # Resource rows: the flags cell, the action sentences of its flags, and the saving if acted on.
-FLAGS = Rule("flags", "flags", "text", "TRIM(" + "&".join(f'IF({r.excel},"{r.key} ","")' for r in FLAG_RULES) + ")",
+FLAGS = Rule("flags", "flags", "text",
+             "TRIM(" + "&".join(f'IF({r.excel},{shown_word(r.key)}&" ","")' for r in FLAG_RULES) + ")",
              _flags)
 ACTION = Rule("action", "action next month", "text",
               "TRIM(" + "&".join(f'IF({_has_flag(r.key)},{r.action_name}&". ","")' for r in FLAG_RULES) + ")",

@@ -84,7 +84,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     check_excel_limits(plan)
     layout = plan_layout(plan, recon)
     wb = _open(plan, path, tmpdir)
-    book = Book(wb, Formats(wb, plan.inputs.settings.currency), lang, plan.inputs.settings.currency)
+    book = Book(wb, Formats(wb, plan.inputs.settings.currency, lang), lang, plan.inputs.settings.currency)
     ws = {name: wb.add_worksheet(name, Sheet) for name in SHEETS}
     for at in layout.recon.values():
         ws[at.sheet] = wb.add_worksheet(at.sheet, Sheet)

@@ -134,15 +134,17 @@ class ColumnBlock:
     """
 
     def __init__(self, columns: Sequence[tuple[int, str, str | None, object]]):
-        """`columns`: (column, key of its value, formula without `=` and with `{r}` for the 1-based row or None
-        for a value column, format), in column order. A formula column caches the value (the engine's result)."""
+        """`columns`: (column, key of its value, formula without `=` and with `{r}` for the 1-based row (`{p}` for
+        the row above) or None for a value column, format), in column order. A formula column caches the value (the engine's result)."""
         cols = [col for col, _, _, _ in columns]
         if cols != list(range(cols[0], cols[0] + len(cols))):
             raise ValueError(f"block columns must be adjacent: {cols}")
         self.first, self.last = cols[0], cols[-1]
         self.keys = [key for _, key, _, _ in columns]
         self._heads = [f'<c r="{xl_col_to_name(col)}' for col in cols]
-        self._formulas = [None if formula is None else _xml_text(formula).split("{r}") for _, _, formula, _ in columns]
+        # a formula's text split where its row number goes; one reading the row above (`{p}`) kept whole
+        self._formulas = [None if formula is None else _xml_text(formula) if "{p}" in formula else
+                          _xml_text(formula).split("{r}") for _, _, formula, _ in columns]
         self._formats = [fmt for _, _, _, fmt in columns]
         self._styles: list[str] | None = None
         self._sheet = ""
@@ -167,6 +169,8 @@ class ColumnBlock:
         out = []
         for head, style, formula, value in zip(self._heads, self._styles, self._formulas, values, strict=True):
             if formula is not None:
+                if formula.__class__ is str:   # reads the row above
+                    formula = [formula.replace("{r}", number).replace("{p}", str(row))]
                 kind = value.__class__
                 if kind is int or (kind is float and math.isfinite(value)):  # most cells: a number, no type
                     out.append(f"{head}{number}{style}><f>{number.join(formula)}</f><v>{value}</v></c>")
@@ -259,10 +263,17 @@ class Book:
         """A long text wrapped in a column `width` characters wide, its row made tall enough to show it all
         (spreadsheets do not grow a row written with a height of its own, and a streamed row has one)."""
         ws.write_string(row, col, text, self.f.wrap)
+        self.fit_height(ws, row, text, width)
+
+    @staticmethod
+    def fit_height(ws, row: int, text: str, width: float, slack: float = 1.0) -> float:
+        """Make row `row` tall enough to show `text` wrapped in cells `width` characters wide, `slack` times the
+        characters for a printer's wider font; its height in points."""
         chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)   # CJK characters are twice as wide
-        lines = math.ceil(chars / width)
+        lines = max(1, math.ceil(chars * slack / width))
         if lines > 1:
             ws.set_row(row, 13.5 * lines)
+        return 13.5 * lines if lines > 1 else 15.0
 
     def dropdown(self, ws, first: int, last: int, col: int, key: str, source) -> None:
         """A list on the input cells rows first..last of `col`: the enumeration `source` (a tuple of keys,
@@ -288,5 +299,12 @@ class Book:
             ws.write_number(row, col, value, fmt_obj)
 
     def formula(self, ws, row: int, col: int, formula: str, value, fmt: str = "number", role: str = "calc") -> None:
-        """A formula (without `=`) with the engine's value cached."""
+        """A formula (without `=`) with the engine's value cached.
+
+        A formula answering TRUE or FALSE is shown through the `bool` number format rather than General:
+        LibreOffice gives a General formula cell the format of its result type when it first computes it, and
+        when that happens while a page is being printed (a conditional format reading the cell) it changes the
+        cell's attributes under the printer, which aborts a PDF export with a default profile."""
+        if isinstance(value, bool) and self.f.num.get(fmt, fmt) == "General":
+            fmt = "bool"
         store_formula(ws, row, col, formula, self.f.get(role, fmt), cached(value))

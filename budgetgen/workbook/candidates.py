@@ -1,5 +1,7 @@
 """Candidates: every catalog GPU per task, the GPU-dependent formula columns, then the provider and region of the
-offer behind the GPU's prices (looked up on GPUs by name); the rest read from Tasks by name."""
+offer behind the GPU's prices (looked up on GPUs by name); the rest read from Tasks by name. Last, the live choice:
+what each GPU saves against the task's chosen one now, and each task's best so far, so that a price or an input
+edited in the workbook shows a GPU a rebuild would choose (on Tasks and Checks)."""
 
 from __future__ import annotations
 
@@ -7,17 +9,17 @@ from xlsxwriter.utility import xl_col_to_name
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
+from ..i18n import say
 from .book import Book, ColumnBlock
+from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
 from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table
 from .printing import print_setup
 from .tasks import column_headers, compile_formula
 
 _VALUE_ROLES = {"gpu": "input", "cards": "input"}
-
-
 def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
-                                     "task_row": "task row #"})
+                                              "task_row": "task row #"}, CANDIDATE_HEADERS)
     task_row = xl_col_to_name(table.columns["task_row"])
     formulas = [(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
                 for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
@@ -26,18 +28,25 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     # `&""`: a blank GPUs cell reads as a blank text, not INDEX's 0
     offer = [(table.columns[key], key, compile_formula(f'={{gpu.{key}}}&""', table), book.f.get("calc", "general"))
              for key in CANDIDATE_OFFER]
-    block = ColumnBlock(sorted(values + formulas + offer, key=lambda column: column[0]))
+    choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "best_gpu" else "money"))
+              for key, formula in candidate_formulas(table).items()]
+    block = ColumnBlock(sorted(values + formulas + offer + choice, key=lambda column: column[0]))
     catalog = {g.name: g for g in plan.inputs.gpus}
     chosen = book.t("chosen")
+    reasons: dict = {}
     r = table.first
-    for i, tp in enumerate(plan.tasks, start=1):
-        for c in tp.candidates:
+    for i, (tp, live) in enumerate(zip(plan.tasks, live_choice(plan)[0], strict=True), start=1):
+        for c, own in zip(tp.candidates, live, strict=True):
+            if c.excluded not in reasons:   # one rendering per distinct reason (they repeat by the thousand)
+                reasons[c.excluded] = say(c.excluded, book.lang) if c.excluded else ""
             g = catalog[c.gpu]
             lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "chosen": chosen if c.chosen else "",
-                    "excluded": c.excluded, "cards": c.row["cards"], "task_row": i,
+                    "excluded": reasons[c.excluded], "cards": c.row["cards"], "task_row": i,
                     "provider": g.provider, "region": g.region}
-            block.store(ws, r, c.row | lead)
+            block.store(ws, r, c.row | lead | own)
             r += 1
+    for key, name in CANDIDATE_NAMES.items():
+        book.define_range(name, "Candidates", table.first, max(r - 1, table.first), table.columns[key])
     ws.set_column(table.columns["excluded"], table.columns["excluded"], 40)
     widths[table.columns["excluded"]] = 40
     ws.freeze_panes(1, 2)

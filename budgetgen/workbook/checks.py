@@ -11,6 +11,7 @@ from ..order import OrderLine
 from ..scenarios import SCENARIO_BUFFER
 from ..schema import KINDS, TIER_NAMES
 from .book import Book
+from .choice import live_choice
 from .layout import (
     ALL_CHECKS,
     BUFFER_TOTAL,
@@ -26,6 +27,7 @@ from .layout import (
     PERIOD_TOTAL,
     TIER_PERIOD_COSTS,
     TIERS_COST,
+    task_name,
 )
 from .printing import print_setup
 
@@ -40,6 +42,7 @@ class Check:
     computed_value: float
     expected_value: float
     fmt: str = "money"
+    sheet: str = ""   # the sheet the check is about, before the label (a Recon tab's name)
 
 
 def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
@@ -57,6 +60,7 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
     centers = {tp.task.values["cost_center"] for tp in plan.tasks}
     matrix = math.fsum(tp.cost_in(j) for tp in plan.tasks for j in range(1, len(plan.months) + 1))
     gpus = [g.name for g in plan.inputs.gpus]
+    cheaper_now = rules.CHEAPER_TASKS(s, cheaper=[best["cheaper_gpu"] for best in live_choice(plan)[1]])
     return [
         Check("every task's GPU is on the GPUs sheet", rules.GPUS_IN_CATALOG.formula(gpus="TaskGpu", catalog="GpuName"),
               rules.TASK_COUNT.formula(ids="TaskId"),
@@ -83,6 +87,10 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
               rules.BUFFER(s, gpu=gpu, commitments=commitments, rate=plan.buffer_rate), buffer),
         Check("Commitments sheet adjustment = Summary commitments total", COMMIT_TOTAL, COMMITMENTS_TOTAL,
               math.fsum(v for c in plan.commitments for v in c.adjustment), commitments),
+        # the build's count: a GPU named in the input stays named, cheaper or not (Tasks: cheaper GPU now)
+        Check("tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)",
+              rules.CHEAPER_TASKS.formula(cheaper=task_name("cheaper_gpu")), str(cheaper_now), cheaper_now,
+              cheaper_now, "int"),
     ]
 
 
@@ -104,7 +112,7 @@ def write_checks(book: Book, ws, plan: Plan, checks: list[Check]) -> None:
     book.define(ALL_CHECKS, "Checks", 1, 3)
     for i, (check, ok) in enumerate(zip(checks, ties, strict=True), start=2):
         n = i + 1
-        ws.write_string(i, 0, book.t(check.label))
+        ws.write_string(i, 0, f"{check.sheet}: {book.t(check.label)}" if check.sheet else book.t(check.label))
         book.formula(ws, i, 1, check.computed, check.computed_value, check.fmt)
         book.formula(ws, i, 2, check.expected, check.expected_value, check.fmt, "link")
         book.formula(ws, i, 3, rules.TIES_OUT.formula(computed=f"B{n}", expected=f"C{n}"), ok, "general")

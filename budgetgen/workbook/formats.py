@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 
+from ..i18n import tr
+
 CURRENCY_SYMBOL = {"CNY": "¥", "USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "KRW": "₩"}
 
 
 class Formats:
     """Cell formats, created once per workbook and reused."""
 
-    def __init__(self, wb, currency: str):
+    def __init__(self, wb, currency: str, lang: str = "en"):
         symbol = CURRENCY_SYMBOL.get(currency)
         money = f'"{symbol}"#,##0' if symbol else f'#,##0 "{currency}"'
         price = f'"{symbol}"#,##0.00' if symbol else f'#,##0.00 "{currency}"'
@@ -20,10 +22,12 @@ class Formats:
         self.base = base
         self.num = {"number": "#,##0.00", "int": "#,##0", "money": money, "price": price, "percent": "0.0%",
                     "sci": "0.00E+00", "text": "@", "general": "General", "flag": "General",
-                    "wrap": "General", "echo": "[<1000]General;#,##0"}
+                    "wrap": "General", "echo": "[<1000]General;#,##0", "rate": "0.0000",
+                    "bool": '"{0}";"{0}";"{1}"'.format(tr("TRUE", lang), tr("FALSE", lang))}
         self.header = wb.add_format({**base, "bold": True, "bg_color": "#1F3864", "font_color": "#FFFFFF",
                                      "text_wrap": True, "valign": "top", "border": 1})
         self.title = wb.add_format({**base, "bold": True, "font_size": 14})
+        self.title_wrap = wb.add_format({**base, "bold": True, "font_size": 14, "text_wrap": True, "valign": "top"})
         self.bold = wb.add_format({**base, "bold": True})
         self.note = wb.add_format({**base, "italic": True, "font_color": "#595959"})
         self.wrap = wb.add_format({**base, "text_wrap": True, "valign": "top"})

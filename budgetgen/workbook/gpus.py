@@ -54,7 +54,7 @@ def write_gpus(book: Book, ws, gpus, settings) -> None:
             book.value(ws, i, col, values[key], "input", _LISTED_FORMATS.get(key, "general"))
         rate = f"{xl_col_to_name(rate_col)}{n}"
         book.formula(ws, i, rate_col, f"INDEX({FX_RATE},MATCH({xl_col_to_name(at['currency'])}{n},{FX_CURRENCY},0))",
-                     g.fx, "General")
+                     g.fx, "rate")
         for j, (_, column, tier, _, fmt) in enumerate(converted, start=rate_col + 1):
             listed = f"{xl_col_to_name(at[column])}{n}"
             record = TIER.get(tier)

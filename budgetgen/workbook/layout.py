@@ -15,6 +15,7 @@ from ..models import MODEL_COLUMNS
 from ..order import order_groups, order_keys
 from ..recon import ACTIONS
 from ..recon.pipeline import tab_resources
+from ..recon.rules import OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 
@@ -50,7 +51,8 @@ ORDER_TOTAL, ALL_CHECKS = "OrderTotal", "AllChecks"
 
 # Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
 WORD_KEYS, WORD_SHOWN = "WordKey", "WordShown"
-SHOWN_WORDS = KINDS + TIER_NAMES + GPU_CLASSES + ("OVER", "ok", "buy", "rent")
+SHOWN_WORDS = KINDS + TIER_NAMES + GPU_CLASSES + ("OVER", "ok", "buy", "rent") + tuple(ACTIONS) + \
+    (OVER_PLAN_STATUS, PARTIAL_STATUS)   # the Recon tabs' flags and statuses
 
 
 def shown(key: str) -> str:
@@ -233,32 +235,57 @@ class DemandMatrix:
 
 @dataclass(frozen=True)
 class SummaryLayout:
+    """Summary, compact enough to print on one or two landscape pages whatever the plan's length: the months down
+    the rows of one table (the month's lines, then its GPU cost by tier), by kind and by cost center beside the
+    tier chart, the warnings wrapped across the table's width, and the re-forecast beside the plan-vs-billed chart.
+    Each block's first row comes from `_summary`, which stacks the blocks down the sheet in order."""
+
     months: tuple[str, ...]
-    total_row: int          # the month table's total row; the month rows are just above
-    tier_header: int
     kind_header: int
     kinds: tuple[str, ...]
     center_header: int
     centers: tuple[str, ...]
     warnings_row: int
     warnings: tuple[str, ...]   # the warnings that do not follow the numbers (the others are formulas)
-    billed_months: tuple[str, ...] = ()    # plan months with a Recon tab: the re-forecast block is written
+    reforecast_header: int | None = None   # the re-forecast block, when a plan month has a Recon tab
+    billed_months: tuple[str, ...] = ()
+    side_rows: int = 12         # rows of the by-kind and by-cost-center block, the tier chart beside them
 
     banner_row = 1
     period_row = 2
-    month_header = 4
-    first_month_row = 5
+    selector_row = 3                     # the scenario selector and the months over budget
+    note_row = 4
+    month_header = 5
+    first_month_row = 6
     columns = ("month", "GPU", "commitments", "extras", "hidden-cost buffer", "total")
-    chart_rows = 18
+    first_tier_col = len(columns)        # GPU cost by tier, one column a tier, right of the month's lines
+    chart_col = 3                        # the charts' left edge, right of the two-column blocks
+    chart_rows = 12                      # the least height of a chart, in rows
 
     @property
-    def tier_total_row(self) -> int:
-        return self.tier_header + len(TASK_TIERS) + 1
+    def width(self) -> int:
+        """Columns of the sheet: the month table's."""
+        return self.first_tier_col + len(TASK_TIERS)
+
+    @property
+    def total_row(self) -> int:
+        """The month table's total row; the month rows are just above."""
+        return self.first_month_row + len(self.months)
+
+    @property
+    def cap_row(self) -> int:
+        """Each tier's cap a month, under its column."""
+        return self.total_row + 1
+
+    @property
+    def over_cap_row(self) -> int:
+        """The months each tier is over its cap."""
+        return self.total_row + 2
 
     @property
     def live_warnings(self) -> int:
-        """The warning lines written as formulas: the tier advice, then one per tier over its cap."""
-        return 1 + len(TASK_TIERS)
+        """The warning lines written as formulas: the tier advice, then the tiers over their caps."""
+        return 2
 
     @property
     def warnings_end(self) -> int:
@@ -266,29 +293,34 @@ class SummaryLayout:
         return self.warnings_row + 1 + self.live_warnings + len(self.warnings)
 
     @property
-    def reforecast_header(self) -> int | None:
-        """The re-forecast block (header, one row a month, estimate, budget, variance), when a month is billed."""
-        return self.warnings_end + 1 if self.billed_months else None
-
-    @property
-    def chart_row(self) -> int:
-        if self.billed_months:
-            return self.reforecast_header + len(self.months) + 5
-        return self.warnings_end + 1
+    def reforecast_rows(self) -> int:
+        """Header, one row a month, estimate, budget and variance, at least as tall as the chart beside it."""
+        return max(len(self.months) + 4, self.chart_rows)
 
     @property
     def last_row(self) -> int:
-        return self.chart_row + self.chart_rows
+        if self.reforecast_header is not None:
+            return self.reforecast_header + self.reforecast_rows - 1
+        return self.warnings_end - 1
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
         """Row spans printed on one page each where they fit."""
-        return ((0, self.total_row), (self.tier_header, self.tier_total_row),
-                (self.kind_header, self.kind_header + len(self.kinds)),
-                (self.center_header, self.center_header + len(self.centers)),
+        return ((0, self.over_cap_row), (self.kind_header, self.kind_header + self.side_rows - 1),
                 (self.warnings_row, self.warnings_end - 1),
-                *(((self.reforecast_header, self.chart_row - 2),) if self.billed_months else ()),
-                (self.chart_row, self.last_row))
+                *(((self.reforecast_header, self.last_row),) if self.reforecast_header is not None else ()))
+
+
+class RowStack:
+    """Blocks stacked down a sheet with a blank row between: `take(rows)` is the next block's first row."""
+
+    def __init__(self, first: int):
+        self.next = first
+
+    def take(self, rows: int) -> int:
+        first = self.next
+        self.next = first + rows + 1
+        return first
 
 
 @dataclass(frozen=True)
@@ -562,6 +594,9 @@ EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "
 CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
 # Last on Candidates, beside the cost columns: whose offer the GPU's prices are, and where (read from GPUs by name).
 CANDIDATE_OFFER = ("provider", "region")
+# The live choice: Candidates' saving against the chosen GPU and the running best of each task; Tasks' best of them.
+CANDIDATE_CHOICE = ("gpu_saving", "best_saving", "best_gpu")
+TASK_CHOICE = ("cheaper_gpu", "cheaper_gpu_saving")
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
@@ -585,16 +620,18 @@ LIVE_WARNINGS = frozenset({"tier_saving", "tier_over_cap"})
 
 
 def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
-    n = len(plan.months)
-    total_row = SummaryLayout.first_month_row + n
-    tier_header = total_row + 2
-    kind_header = tier_header + len(TASK_TIERS) + 3
+    """The Summary's blocks, top to bottom; a new block is one more `rows.take(its height)` in its place."""
+    months = plan.months
     centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
-    center_header = kind_header + len(KINDS) + 2
-    warnings_row = center_header + len(centers) + 2
     warnings = tuple(w for w in plan.warnings if getattr(w, "key", None) not in LIVE_WARNINGS)
-    return SummaryLayout(plan.months, total_row, tier_header, kind_header, KINDS, center_header, centers,
-                         warnings_row, warnings, billed)
+    rows = RowStack(SummaryLayout.month_header)
+    rows.take(1 + len(months) + 3)                          # header, months, total, caps, months over cap
+    side_rows = max(len(KINDS) + len(centers) + 3, SummaryLayout.chart_rows)
+    kind_header = rows.take(side_rows)
+    warnings_row = rows.take(1 + 2 + len(warnings))
+    reforecast = rows.take(max(len(months) + 4, SummaryLayout.chart_rows)) if billed else None
+    return SummaryLayout(months, kind_header, KINDS, kind_header + len(KINDS) + 2, centers, warnings_row, warnings,
+                         reforecast, billed, side_rows)
 
 
 RESOURCES_SHEET_MAX = 20_000
@@ -619,9 +656,10 @@ def _recon(month: str, mr, top: int) -> ReconLayout:
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     """Every sheet's blocks and cells for `plan` (and its reconciliation months), before anything is written."""
     n = len(plan.tasks)
-    keys = [c.name for c in TASK_COLUMNS] + [c.key for c in CALCS]
+    keys = [c.name for c in TASK_COLUMNS] + [c.key for c in CALCS] + list(TASK_CHOICE)
     tasks = Table(MappingProxyType({k: i for i, k in enumerate(keys)}), 1, max(1, n))
-    candidate_keys = [*CANDIDATE_LEAD, *(c.key for c in CALCS if c.key not in CANDIDATE_FROM_TASKS), *CANDIDATE_OFFER]
+    candidate_keys = [*CANDIDATE_LEAD, *(c.key for c in CALCS if c.key not in CANDIDATE_FROM_TASKS), *CANDIDATE_OFFER,
+                      *CANDIDATE_CHOICE]
     candidate_rows = sum(len(tp.candidates) for tp in plan.tasks)
     candidates = Table(MappingProxyType({k: i for i, k in enumerate(candidate_keys)}), 1, max(1, candidate_rows))
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))

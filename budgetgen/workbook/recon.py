@@ -13,6 +13,7 @@ import math
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 
+from ..i18n import word
 from ..recon import rules as R
 from ..recon.pipeline import CREDIT_KINDS, tab_resources
 from .book import Book, ColumnBlock
@@ -46,13 +47,15 @@ CREDIT_WORDS = {"credit": "credits", "refund": "refunds and adjustments"}
 """The words of a credit line's kind (pipeline.CREDIT_KINDS)."""
 
 
-_WIDTHS = [22, 14, 14, 14, 14, 14, 14, 14, 14, 14, 48, 14, 14, 14, 16, 16, 16, 14]   # the action column is wide
+_WIDTHS = [36, 14, 14, 14, 14, 14, 14, 14, 14, 26, 78, 14, 14, 14, 16, 16, 16, 14]   # the action column is wide
+FLAGS_COL, ACTION_COL = 9, 10
+TITLE_HEIGHT = 21.0    # one line of the 14 pt title (a height of its own: no reader resizes it)
 
 
 def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
     """The Checks row of one month: the tab's billed total equals the BilledCost of the month's input lines."""
-    return Check(f"{at.sheet}: billed total = BilledCost of the month", recon_billed_total(at.month),
-                 recon_billed_input(at.month), billed_total, billed_input)
+    return Check("billed total = BilledCost of the month", recon_billed_total(at.month),
+                 recon_billed_input(at.month), billed_total, billed_input, sheet=at.sheet)
 
 
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float, stem: str = "") -> None:
@@ -60,19 +63,21 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float, 
     for col, width in enumerate(_WIDTHS):
         ws.set_column(col, col, width)
     ws.set_row(at.resource_header, 30)   # wrapped headers
-    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}: {book.t('plan versus bill versus usage')} "
-                          f"({book.currency})", book.f.title)
+    # The title and its subtitle fit column A, which every printed page repeats: nothing runs off its edge.
+    ws.set_row(0, TITLE_HEIGHT)
+    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}", book.f.title_wrap)
+    ws.write_string(1, 0, f"{book.t('plan versus bill versus usage')} ({book.currency})", book.f.note)
     limits = _limits(book, plan)
     in_plan = at.month in plan.months
     _tasks(book, ws, plan, mr, at, limits)
-    _resources(book, ws, mr, at, limits, stem)
+    heights = _resources(book, ws, mr, at, limits, stem)
     _totals(book, ws, mr, at, billed_input, in_plan)
     _coverage(book, ws, mr, at)
     _like_for_like(book, ws, mr, at, in_plan)
     _commitments(book, ws, mr, at)
     ws.freeze_panes(1, 0)
     print_setup(ws, book.lang, _WIDTHS, at.last_row, repeat_cols=(0, 0), blocks=at.blocks,
-                heights={at.resource_header: 30})
+                heights={0: TITLE_HEIGHT, at.resource_header: 30, **heights})
 
 
 def _plan_row(cell: str) -> str:
@@ -104,7 +109,7 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
                  "hours_per_month": "HoursPerMonth"}
         book.formula(ws, row, 3, R.VARIANCE.formula(cells), t.variance, "money")
         book.formula(ws, row, 4, R.VARIANCE_PCT.formula(cells), t.variance_pct, "percent")
-        book.formula(ws, row, 5, R.STATUS.formula(cells), t.status(limits), "text")
+        book.formula(ws, row, 5, R.STATUS.formula(cells), word(t.status(limits), book.lang), "text")
         book.value(ws, row, 6, t.non_gpu_billed, "input", "money")
         book.formula(ws, row, 7, R.BUFFER_SHARE.formula(cells), t.buffer_share, "money")
         book.formula(ws, row, 8, R.BUFFER_LEFT.formula({**cells, "reserved": f"H{n}"}), t.buffer_left, "money")
@@ -153,9 +158,11 @@ _REST_COLUMNS = {"Task": 1, "Lines": 3, "Billed": 4, "Saving": 13, "Attribute": 
 """The Resources sheet's columns the Recon tab's totals and its rest line read: name part -> column."""
 
 
-def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str) -> None:
+def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str) -> dict[int, float]:
     """The resources the tab lists (recon_top_resources, flagged first by the money at stake), then one line
-    summing the others, which the month's Resources sheet lists (or two, when a CSV file lists them)."""
+    summing the others, which the month's Resources sheet lists (or two, when a CSV file lists them); the listed
+    rows' heights in points (the flags and the action wrap in their columns)."""
+    heights: dict[int, float] = {}
     book.header(ws, at.resource_header, RESOURCE_HEADERS)
     position = {t.task_id: i for i, t in enumerate(mr.tasks)}
     shown, rest = _split(mr, at)
@@ -164,12 +171,12 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str)
         # The task's own cells, referred to directly: no lookup of a bill's id that might hold * ? or ~.
         task = {key: f"${xl_col_to_name(col)}${at.task_first + 1 + k}" if k is not None else '""'
                 for key, (_, col) in _TASK_CELLS.items()}
-        _resource_row(book, ws, at.resource_first + i, res, task, limits)
+        heights[at.resource_first + i] = _resource_row(book, ws, at.resource_first + i, res, task, limits)
     if not rest:
-        return
+        return heights
     if at.rest_in_csv:
         _csv_lines(book, ws, rest, at, stem)
-        return
+        return heights
     for key, (part, col) in _TASK_CELLS.items():
         book.define_range(recon_task_column(at.month, part), at.sheet, at.task_first, at.task_last, col)
     row = at.rest_row
@@ -181,6 +188,7 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str)
                             ("Attribute", 15, math.fsum(r.to_attribute for r in rest))):
         book.formula(ws, row, col, f"SUM({recon_rest(at.month, key)})", value, "int" if key == "Lines" else "money",
                      "link")
+    return heights
 
 
 def _csv_lines(book: Book, ws, rest, at: ReconLayout, stem: str) -> None:
@@ -215,9 +223,10 @@ def _split(mr, at: ReconLayout) -> tuple[tuple, tuple]:
     return tab_resources(mr.resources, len(mr.resources) - at.rest_rows)
 
 
-def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R.Limits) -> None:
+def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R.Limits) -> float:
     """One resource's row: its bill and usage, then its rules (flags, action, cards, idle cards, saving, to
-    attribute or stop) over its own cells and its task's (`task`: the task block's cells or their names)."""
+    attribute or stop) over its own cells and its task's (`task`: the task block's cells or their names); the
+    row's height in points, the flags and the action wrapped in their columns."""
     n = row + 1
     ws.write_string(row, 0, res.resource_id or "")
     ws.write_string(row, 1, res.task_id or "")
@@ -230,13 +239,23 @@ def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R
         book.value(ws, row, col, _number(value), "input", fmt)
     cells = {"task": f"B{n}", "billed": f"E{n}", "util": f"G{n}", "mem_share": f"H{n}", "oom": f"I{n}",
              "flags": f"J{n}", "cards": f"L{n}", "idle": f"M{n}", "pricing": f"O{n}", **task}
-    values = {"flags": " ".join(res.flags)}
-    book.formula(ws, row, 9, R.FLAGS.formula(cells), values["flags"], "text")
-    book.formula(ws, row, 10, R.ACTION.formula(cells), R.ACTION.py(values, limits), "text")
+    action = R.ACTION.py({"flags": " ".join(res.flags)}, limits)
+    shown = _shown_flags(res, book.lang)
+    book.formula(ws, row, FLAGS_COL, R.FLAGS.formula(cells), shown, "wrap")
+    book.formula(ws, row, ACTION_COL, R.ACTION.formula(cells), action, "wrap")
+    height = max(book.fit_height(ws, row, shown, _WIDTHS[FLAGS_COL]),
+                 book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.75))
+    ws.set_row(row, height)
     book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
     book.formula(ws, row, 12, R.IDLE_CARDS.formula(cells), res.idle_cards, "number")
     book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
     book.formula(ws, row, 15, R.TO_ATTRIBUTE.formula(cells), res.to_attribute, "money")
+    return height
+
+
+def _shown_flags(res, lang: str) -> str:
+    """The flags cell's value as the workbook shows it: each flag's word in the workbook's language."""
+    return " ".join(word(flag, lang) for flag in res.flags)
 
 
 def write_resources_detail(book: Book, ws, plan, mr, at: ReconLayout) -> None:
@@ -271,7 +290,7 @@ def write_resources_detail(book: Book, ws, plan, mr, at: ReconLayout) -> None:
             "resource_id": res.resource_id or "", "task_id": res.task_id or "", "services": ", ".join(res.services),
             "lines": res.lines, "billed": res.billed, "hours": _number(res.hours), "util": _number(res.avg_util_pct),
             "mem_share": _number(res.mem_peak_share), "oom": _number(res.oom_events), "pricing": res.pricing,
-            "position": position.get(res.task_id), "flags": " ".join(res.flags),
+            "position": position.get(res.task_id), "flags": _shown_flags(res, book.lang),
             "action": R.ACTION.py({"flags": " ".join(res.flags)}, limits), "cards": res.cards,
             "idle_cards": res.idle_cards, "saving": res.saving, "to_attribute": res.to_attribute})
     for part, col in _REST_COLUMNS.items():
@@ -288,7 +307,7 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
     for i, (category, amount) in enumerate(mr.non_gpu.items()):
         row, n = at.non_gpu_first + i, at.non_gpu_first + i + 1
         planned = mr.non_gpu_planned.get(category, 0.0)
-        ws.write_string(row, 0, book.t(category))
+        ws.write_string(row, 0, word(category, book.lang))
         book.value(ws, row, 1, amount, "input", "money")
         if in_plan:   # the category's key as the Extras sheet holds it, in either language
             book.formula(ws, row, 2, f'SUMPRODUCT(({EXTRAS_CATEGORY}="{category}")*{extras_cost(at.month)})', planned,

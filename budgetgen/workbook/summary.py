@@ -42,14 +42,21 @@ from .scenarios import write_scenario_selector
 
 SHEET = "Summary"
 _TOTAL_NAMES = (GPU_TOTAL, COMMITMENTS_TOTAL, EXTRAS_TOTAL, BUFFER_TOTAL, PERIOD_TOTAL)
+LABEL_WIDTH, NUMBER_WIDTH = 24, 12     # column A (months, labels) and every other column, in characters
+TITLE_HEIGHT = 21.0                   # the 14 pt title's row, set so that no reader resizes it under the charts
+SIDE_HEADER = 30.0                    # the by-kind and by-cost-center headers: two lines in a number column
+CHART_GAP = 10                        # pixels between a chart and the block on its left
+REFORECAST_HEADERS = ("re-forecast", "planned", "billed", "partial month", "estimate")
 BUFFER_NOTE = "the hidden-cost buffer is charged on the GPU cost only, commitments included (BufferRate x (GPU + commitments))"
 
 
 def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bool) -> None:
-    months = list(at.months)
-    widths = [28, *[15] * (len(months) + 1), 12, 12]
+    """The Summary's blocks top to bottom (a streamed sheet is written row by row, in order)."""
+    widths = [LABEL_WIDTH, *[NUMBER_WIDTH] * (at.width - 1)]
     for col, width in enumerate(widths):
         ws.set_column(col, col, width)
+    months = list(at.months)
+    ws.set_row(0, TITLE_HEIGHT)
     ws.write_string(0, 0, f"{book.t('GPU budget')} {months[0]} {book.t('to')} {months[-1]} ({book.currency})",
                     book.f.title)
     ok, fail = book.t(SENTENCES["BannerOk"]), book.t(SENTENCES["BannerFail"])
@@ -60,22 +67,39 @@ def write_summary(book: Book, ws, plan: Plan, at: SummaryLayout, checks_pass: bo
         "type": "text", "criteria": "not containing", "value": ok, "format": book.f.alarm})
     ws.write_string(at.period_row, 0, book.t("Period total"), book.f.bold)
     book.formula(ws, at.period_row, 1, PERIOD_TOTAL, plan.period_total, "money", "total")
-    ws.write_string(at.period_row, 2, book.t(BUFFER_NOTE), book.f.note)
-    write_scenario_selector(book, ws, at.period_row + 1)
-    write_budget_line(book, ws, at.period_row + 1, plan)
+    write_scenario_selector(book, ws, at.selector_row)
+    write_budget_line(book, ws, at.selector_row, plan)
+    heights = {0: TITLE_HEIGHT, at.note_row: _across(book, ws, at, at.note_row, book.t(BUFFER_NOTE), book.f.note),
+               at.month_header: 30.0}
     _month_table(book, ws, plan, at)
-    _by_tier(book, ws, plan, at)
-    _by_group(book, ws, plan, at.kind_header, "by kind", "kind", at.kinds, KIND_COSTS)
-    _by_group(book, ws, plan, at.center_header, "by cost center", "cost_center", at.centers, COST_CENTER_COSTS)
-    _warnings(book, ws, plan, at)
-    _chart(book, ws, at)
-    print_setup(ws, book.lang, widths, at.last_row, blocks=at.blocks,
-                heights=dict.fromkeys((at.tier_header, at.kind_header, at.center_header), 30))
+    _by_group(book, ws, plan, at.kind_header, "by kind, GPU only", "kind", at.kinds, KIND_COSTS)
+    _by_group(book, ws, plan, at.center_header, "by cost center, GPU only", "cost_center", at.centers, COST_CENTER_COSTS)
+    _tier_chart(book, ws, at)
+    heights.update(_warnings(book, ws, plan, at))
+    heights.update(dict.fromkeys((at.kind_header, at.center_header), SIDE_HEADER))
+    print_setup(ws, book.lang, widths, at.last_row, blocks=at.blocks, heights=heights)
+
+
+def _across(book: Book, ws, at: SummaryLayout, row: int, text: str, fmt, formula: str | None = None) -> float:
+    """`text` (or `formula` showing it) wrapped across the sheet's width; the row's height in points."""
+    ws.merge_range(row, 0, row, at.width - 1, "" if formula else text, fmt)
+    if formula is not None:
+        book.formula(ws, row, 0, formula, text, "wrap")
+    # a printed line holds more characters than the columns are wide (187 in 132 in DejaVu Sans): a tenth kept spare
+    height = book.fit_height(ws, row, text, LABEL_WIDTH + NUMBER_WIDTH * (at.width - 1), slack=0.78)
+    ws.set_row(row, height)   # a height of its own: LibreOffice would grow the row after placing the charts
+    return height
 
 
 def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
-    """Per month the GPU rent, the commitments' adjustment (Commitments), extras, the buffer and the total."""
-    book.header(ws, at.month_header, list(at.columns))
+    """Per month the GPU rent, the commitments' adjustment (Commitments), extras, the buffer and the total, then
+    the GPU rent by tier (the tier's key in the formulas, its word in the header); a total row, each tier's cap a
+    month and the months over it."""
+    s = plan.inputs.settings
+    tiers = list(TIER_NAMES)
+    book.header(ws, at.month_header, [*at.columns, *(f"GPU: {word(t, book.lang)}" for t in tiers)])
+    ws.set_row(at.month_header, 30)
+    first, last = at.first_month_row + 1, at.total_row   # 1-based rows of the first and last month
     for j, month in enumerate(at.months):
         r = at.first_month_row + j
         n = r + 1
@@ -88,66 +112,65 @@ def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         book.formula(ws, r, 5, rules.MONTH_TOTAL.formula(gpu=f"B{n}", commitments=f"C{n}", extras=f"D{n}",
                                                          buffer=f"E{n}"), t.total, "money")
         book.define(month_buffer(month), SHEET, r, 4)
+        for i, tier in enumerate(tiers):
+            book.formula(ws, r, at.first_tier_col + i, f'SUMIFS({gpu_cost(month)},{MONTHLY_TIER},"{tier}")',
+                         plan.tier_totals[tier][month], "money")
     ws.write_string(at.total_row, 0, book.t("Total"), book.f.bold)
     totals = [math.fsum(getattr(plan.month_totals[m], k) for m in at.months)
               for k in ("gpu", "commitments", "extras", "buffer")]
-    for c, (name, value) in enumerate(zip(_TOTAL_NAMES, [*totals, plan.period_total], strict=True), start=1):
+    totals += [plan.period_total] + [math.fsum(plan.tier_totals[t].values()) for t in tiers]
+    for c, value in enumerate(totals, start=1):
         col = xl_col_to_name(c)
-        book.formula(ws, at.total_row, c, f"SUM({col}{at.first_month_row + 1}:{col}{at.total_row})", value,
-                     "money", "total")
-        book.define(name, SHEET, at.total_row, c)
-
-
-def _by_tier(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
-    """GPU cost per tier and month (the tier's key in the formulas, its word in column A), the period, the cap
-    and the months over it, and a total row."""
-    s = plan.inputs.settings
-    months = list(at.months)
-    r, period = at.tier_header, 1 + len(months)
-    last_month = xl_col_to_name(len(months))
-    book.header(ws, r, ["by tier", *months, book.t("period") + f" ({book.t('GPU only')})",
-                        book.titled("cap a month", "currency"), "months over cap"])
-    ws.set_row(r, 30)
-    for i, tier in enumerate(TIER_NAMES, start=1):
-        row, n = r + i, r + i + 1
-        ws.write_string(row, 0, word(tier, book.lang))
-        for j, month in enumerate(months):
-            book.formula(ws, row, 1 + j, f'SUMIFS({gpu_cost(month)},{MONTHLY_TIER},"{tier}")',
-                         plan.tier_totals[tier][month], "money")
-        book.formula(ws, row, period, f"SUM(B{n}:{last_month}{n})", math.fsum(plan.tier_totals[tier].values()),
-                     "money", "total")
+        book.formula(ws, at.total_row, c, f"SUM({col}{first}:{col}{last})", value, "money", "total")
+        if c <= len(_TOTAL_NAMES):
+            book.define(_TOTAL_NAMES[c - 1], SHEET, at.total_row, c)
+    book.define_range(TIER_PERIOD_COSTS, SHEET, at.total_row, at.total_row, at.first_tier_col,
+                      at.first_tier_col + len(tiers) - 1)
+    ws.write_string(at.cap_row, 0, book.titled("cap a month", "currency"))
+    for i, tier in enumerate(tiers):
+        col = at.first_tier_col + i
         cap = getattr(s, TIER[tier].cap_setting)
         lookup = f'INDEX(TierCaps,MATCH("{tier}",TierList,0))'
-        book.formula(ws, row, period + 1, f'IF({lookup}="","",{lookup})', cap, "money", "link")
-        cap_cell = f"{xl_col_to_name(period + 1)}{n}"
-        book.formula(ws, row, period + 2, rules.OVER_CAP_MONTHS.formula(cap=cap_cell, costs=f"B{n}:{last_month}{n}"),
-                     rules.OVER_CAP_MONTHS(s, cap=cap, costs=list(plan.tier_totals[tier].values())), "int")
-    total = at.tier_total_row
-    ws.write_string(total, 0, book.t("Total"), book.f.bold)
-    for col in range(1, period + 1):
+        book.formula(ws, at.cap_row, col, f'IF({lookup}="","",{lookup})', cap, "money", "link")
+    ws.write_string(at.over_cap_row, 0, book.t("months over cap"))
+    for i, tier in enumerate(tiers):
+        col = at.first_tier_col + i
         name = xl_col_to_name(col)
-        value = math.fsum(plan.tier_totals[t][months[col - 1]] for t in TIER_NAMES) if col < period else \
-            math.fsum(v for t in TIER_NAMES for v in plan.tier_totals[t].values())
-        book.formula(ws, total, col, f"SUM({name}{r + 2}:{name}{total})", value, "money", "total")
-    book.define_range(TIER_PERIOD_COSTS, SHEET, r + 1, r + len(TASK_TIERS), period)
+        book.formula(ws, at.over_cap_row, col,
+                     rules.OVER_CAP_MONTHS.formula(cap=f"{name}{at.cap_row + 1}", costs=f"{name}{first}:{name}{last}"),
+                     rules.OVER_CAP_MONTHS(s, cap=getattr(s, TIER[tier].cap_setting),
+                                           costs=list(plan.tier_totals[tier].values())), "int")
 
 
-def _chart(book: Book, ws, at: SummaryLayout) -> None:
-    r, months = at.tier_header, len(at.months)
-    chart = book.wb.add_chart({"type": "column", "subtype": "stacked"})
-    for i in range(1, len(TASK_TIERS) + 1):
-        chart.add_series({"name": [SHEET, r + i, 0], "categories": [SHEET, r, 1, r, months],
-                          "values": [SHEET, r + i, 1, r + i, months]})
-    chart.set_title({"name": book.t("Monthly GPU cost by tier")})
-    chart.set_y_axis({"num_format": book.f.num["money"], "min": 0})
-    chart.set_size({"width": 640, "height": int(at.chart_rows * 20)})
-    ws.insert_chart(at.chart_row, 0, chart)
+def _chart(book: Book, title: str, kind: dict, series: list[dict], rows: int, columns: int):
+    """A chart of `series` (name and values as [sheet, row, col, ...]) `rows` rows tall and `columns` of the
+    sheet's number columns wide (less CHART_GAP), its text large enough to read on the printed page."""
+    chart = book.wb.add_chart(kind)
+    for one in series:
+        chart.add_series(one)
+    chart.set_title({"name": title, "name_font": {"size": 11}})
+    chart.set_x_axis({"num_font": {"size": 10}})
+    chart.set_y_axis({"num_format": book.f.num["money"], "min": 0, "num_font": {"size": 10}})
+    chart.set_legend({"position": "bottom", "font": {"size": 10}})
+    chart.set_size({"width": columns * (NUMBER_WIDTH * 7 + 5) - CHART_GAP, "height": rows * 20})
+    return chart
+
+
+def _tier_chart(book: Book, ws, at: SummaryLayout) -> None:
+    """The monthly GPU cost by tier, stacked, beside the by-kind and by-cost-center blocks."""
+    first, last = at.first_month_row, at.total_row - 1
+    series = [{"name": [SHEET, at.month_header, col], "categories": [SHEET, first, 0, last, 0],
+               "values": [SHEET, first, col, last, col]}
+              for col in range(at.first_tier_col, at.first_tier_col + len(TASK_TIERS))]
+    chart = _chart(book, book.t("Monthly GPU cost by tier"), {"type": "column", "subtype": "stacked"}, series,
+                   at.side_rows, at.width - at.chart_col)
+    ws.insert_chart(at.kind_header, at.chart_col, chart, {"x_offset": CHART_GAP})
 
 
 def _by_group(book: Book, ws, plan: Plan, r: int, label: str, key: str, groups, name: str) -> None:
     """GPU cost over the plan per kind (the kind's key in the formula) or per cost center."""
-    book.header(ws, r, [label, book.titled("period cost", "currency") + f", {book.t('GPU only')}"])
-    ws.set_row(r, 30)
+    book.header(ws, r, [label, book.titled("period cost", "currency")])
+    ws.set_row(r, SIDE_HEADER)
     column = "TaskKind" if key == "kind" else "TaskCostCenter"
     for i, group in enumerate(groups, start=1):
         value = math.fsum(tp.row["period_cost"] for tp in plan.tasks if tp.task.values[key] == group)
@@ -168,7 +191,7 @@ def write_reforecast(book: Book, ws, plan: Plan, recon, at: SummaryLayout) -> No
     if at.reforecast_header is None:
         return
     r = at.reforecast_header
-    book.header(ws, r, ["re-forecast", "planned", "billed", "partial month", "estimate"])
+    book.header(ws, r, list(REFORECAST_HEADERS))
     estimates = []
     for j, month in enumerate(at.months):
         row = r + 1 + j
@@ -203,10 +226,16 @@ def write_reforecast(book: Book, ws, plan: Plan, recon, at: SummaryLayout) -> No
         book.formula(ws, end + i, 1, formula, value, "money", role)
     pct = VARIANCE_PCT.py({"variance": variance, "planned": plan.period_total}, None)
     book.formula(ws, end + 2, 2, VARIANCE_PCT.formula(cells), pct, "percent")
+    series = [{"name": [SHEET, r, col], "categories": [SHEET, r + 1, 0, r + len(at.months), 0],
+               "values": [SHEET, r + 1, col, r + len(at.months), col]} for col in (1, 2)]
+    right = len(REFORECAST_HEADERS) + 1
+    chart = _chart(book, book.t("Plan vs billed"), {"type": "column"}, series, at.reforecast_rows, at.width - right)
+    ws.insert_chart(r, right, chart, {"x_offset": CHART_GAP})
 
 
-def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
-    """The tier advice and the caps as formulas over Tasks and the by-tier table; the other warnings as text."""
+def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> dict[int, float]:
+    """The tier advice and the caps as formulas over Tasks and the month table; the other warnings as text. Each
+    line wrapped across the sheet's width; the rows' heights in points."""
     s, t = plan.inputs.settings, book.t
     r = at.warnings_row
     ws.write_string(r, 0, t("Warnings"), book.f.bold)
@@ -215,18 +244,22 @@ def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
     cheaper = rules.CHEAPER_ELSEWHERE(s, savings=savings)
     advice = t(SENTENCES["Advice"])
     saving = rules.WHOLE.formula(value="SUM(TaskTierSaving)")
-    book.formula(ws, r + 1, 0, f'IF({count}>0,{sentence("Advice", count=count, saving=saving)},"")',
-                 advice.format(count=cheaper, saving=rules.WHOLE(s, value=math.fsum(savings))) if cheaper else "",
-                 "text")
-    over_col = xl_col_to_name(len(at.months) + 3)
+    warn = book.f.get("calc", "wrap")
+    heights = {r + 1: _across(book, ws, at, r + 1, advice.format(
+        count=cheaper, saving=rules.WHOLE(s, value=math.fsum(savings))) if cheaper else "", warn,
+        f'IF({count}>0,{sentence("Advice", count=count, saving=saving)},"")')}
+    texts, formulas = [], []
     for i, tier in enumerate(TIER_NAMES):
-        tier_word = word(tier, book.lang)
         over = rules.OVER_CAP_MONTHS(s, cap=getattr(s, TIER[tier].cap_setting),
                                      costs=list(plan.tier_totals[tier].values()))
-        cell = f"${over_col}${at.tier_header + 2 + i}"
+        if over:
+            texts.append(t(SENTENCES["OverCap"]).format(tier=word(tier, book.lang), months=over))
+        cell = f"${xl_col_to_name(at.first_tier_col + i)}${at.over_cap_row + 1}"
         text = sentence("OverCap", tier=shown(f'"{tier}"'), months=cell)
-        book.formula(ws, r + 2 + i, 0, f'IF(AND(ISNUMBER({cell}),{cell}>0),{text},"")',
-                     t(SENTENCES["OverCap"]).format(tier=tier_word, months=over) if over else "", "text")
-    for i, w in enumerate(at.warnings, start=r + 2 + len(TASK_TIERS)):
-        ws.write_string(i, 0, say(w, book.lang))
+        formulas.append(f'IF(AND(ISNUMBER({cell}),{cell}>0),{text}&" ","")')
+    # one line for every tier over its cap, the sentences one space apart (TRIM drops the last space)
+    heights[r + 2] = _across(book, ws, at, r + 2, " ".join(texts), warn, f"TRIM({'&'.join(formulas)})")
+    for i, w in enumerate(at.warnings, start=r + 3):
+        heights[i] = _across(book, ws, at, i, say(w, book.lang), warn)
     ws.conditional_format(r + 1, 0, at.warnings_end - 1, 0, {"type": "no_blanks", "format": book.f.warn})
+    return heights

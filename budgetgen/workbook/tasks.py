@@ -14,6 +14,7 @@ from ..engine import Plan
 from ..i18n import name as input_name
 from ..schema import TASK_COLUMNS
 from .book import Book, ColumnBlock
+from .choice import TASK_HEADERS, live_choice, task_formulas
 from .layout import GPU_NAMES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
 
@@ -47,11 +48,15 @@ def compile_formula(template: str, table: Table, task_row: str | None = None) ->
     return _PLACEHOLDER.sub(sub, template.removeprefix("="))
 
 
-def column_headers(book: Book, ws, table: Table, labels: dict[str, str]) -> list[float]:
-    """Row 0: each column's header (its unit in brackets where it has one); returns the column widths."""
+def column_headers(book: Book, ws, table: Table, labels: dict[str, str],
+                   more: dict[str, tuple[str, str]] | None = None) -> list[float]:
+    """Row 0: each column's header (its unit in brackets where it has one); returns the column widths. `more`:
+    the title and unit of columns beyond the inputs and CALCS."""
     units = {c.name: c.unit for c in TASK_COLUMNS}
     units.update({c.key: c.unit for c in CALCS})
     titles = {c.key: c.header for c in CALCS}
+    for key, (title, unit) in (more or {}).items():
+        titles[key], units[key] = title, unit
     for key, col in table.columns.items():
         title = labels.get(key) or titles.get(key) or input_name(key, book.lang)
         unit = units.get(key, "")
@@ -74,7 +79,7 @@ def dropdowns(book: Book, ws, table: Table) -> None:
 
 
 def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
-    widths = column_headers(book, ws, table, {"gpu": "gpu (chosen)"})
+    widths = column_headers(book, ws, table, {"gpu": "gpu (chosen)"}, TASK_HEADERS)
     extra_col = len(table.columns)
     headers = plan.inputs.extra_headers
     for j, header in enumerate(headers):
@@ -82,11 +87,14 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     formulas = [(table.columns[calc.key], calc.key, compile_formula(calc.excel, table), book.f.get("calc", calc.fmt))
                 for calc in CALCS]
     inputs = [(table.columns[c.name], c.name, None, book.f.get("input", INPUT_FORMATS[c.name])) for c in TASK_COLUMNS]
-    block = ColumnBlock(sorted(inputs + formulas, key=lambda column: column[0]))
+    choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "cheaper_gpu" else "money"))
+              for key, formula in task_formulas(table).items()]
+    block = ColumnBlock(sorted(inputs + formulas + choice, key=lambda column: column[0]))
     blank = dict.fromkeys(c.name for c in TASK_COLUMNS)
+    best = live_choice(plan)[1]
     for i, tp in enumerate(plan.tasks):
         r = table.first + i
-        block.store(ws, r, {**blank, **tp.task.values, **tp.row})
+        block.store(ws, r, {**blank, **tp.task.values, **tp.row, **best[i]})
         for j, header in enumerate(headers):
             value = tp.task.extra.get(header)
             book.value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
