@@ -193,7 +193,7 @@ def check(tmp_path_factory, shape: str, drawn) -> None:
         assert math.fsum(sums["billed"]) == pytest.approx(gpu, abs=1e-6)
 
 
-FUZZ = settings(max_examples=5, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=4, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
