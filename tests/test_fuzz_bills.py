@@ -1,7 +1,8 @@
 """Property tests of bills in each shape a user hands over: CSV, Parquet, an xlsx file and the input's Bills sheet.
 
 Lines are drawn at random (GPU, CPU and storage lines, credits, repeats of an earlier bill's lines, date cells
-where the shape has them, at most one line made wrong), summed by DuckDB through `sum_bills`, and compared with
+where the shape has them, at most one line made wrong or one fault of the bill's shape: a column twice, a hidden
+copy sheet, a bill of a header alone), summed by DuckDB through `sum_bills`, and compared with
 an oracle worked out here: per month, Σ BilledCost of the valid lines, a line already in an earlier bill counted
 once, split into GPU and other by the line's description and service category. A line made wrong must instead
 be an error at its file and row (or cell), and nothing else.
@@ -16,7 +17,7 @@ from collections import defaultdict
 import duckdb
 import openpyxl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from openpyxl.utils import get_column_letter
 from test_bills import CATALOG
@@ -54,12 +55,21 @@ def bills(draw, shape: str):
     first = draw(st.lists(line, min_size=1, max_size=12))
     repeated = draw(st.lists(st.sampled_from(first), max_size=3))
     second = draw(st.lists(line, max_size=6)) + repeated
+    assume(second != first)  # two bills of the same bytes are refused as one bill given twice
     kinds = sorted(WRONG) if shape in ("csv", "xlsx", "sheet") else ["start", "tags"]  # Parquet's cost is DOUBLE
     wrong = draw(st.none() | st.tuples(st.integers(0, 1), st.integers(0, 100), st.sampled_from(kinds)))
     if wrong is not None:
         lines = (first, second)[wrong[0]]
         wrong = (wrong[0], wrong[1] % len(lines), wrong[2]) if lines else None
-    return [first, second], wrong
+    fault = draw(st.none() | st.sampled_from(FAULTS[shape])) if wrong is None else None
+    return [first, second], wrong, fault
+
+
+# Faults of a bill's shape, drawn instead of a wrong line: an extra bill of a header alone (a warning: the sums
+# stand), the first bill's BilledCost column written twice, a hidden copy of its sheet (errors at the bill).
+FAULTS = {"csv": ["empty", "twice"], "parquet": ["empty", "twice"], "xlsx": ["empty", "twice", "hidden"],
+          "sheet": ["twice"]}
+FAULT_PROBLEM = {"twice": Code.DUPLICATE_COLUMN, "hidden": Code.WRONG_FORMAT}
 
 
 def oracle(sources: list[list[tuple]]) -> dict[str, tuple[float, float]]:
@@ -95,26 +105,33 @@ def spoiled(values: list, what: str) -> list:
     return values
 
 
-def write(folder, shape: str, index: int, rows: list[list]):
-    """One bill in `shape`: a path, or the Bills sheet's frame as the reader hands it over."""
+def write(folder, shape: str, index: int, rows: list[list], fault: str | None = None):
+    """One bill in `shape`: a path, or the Bills sheet's frame as the reader hands it over; `fault` "twice" writes
+    BilledCost a second time (with other values), "hidden" adds a hidden copy of the sheet."""
+    head = [*HEAD, "BilledCost"] if fault == "twice" else HEAD
+    rows = [[*r, 1.0 if shape != "csv" else "1.00"] for r in rows] if fault == "twice" else rows
     if shape == "sheet":
-        return sheet_frame([(1, tuple(HEAD)), *((n + 2, tuple(r)) for n, r in enumerate(rows))])
+        return sheet_frame([(1, tuple(head)), *((n + 2, tuple(r)) for n, r in enumerate(rows))])
     path = folder / f"bill{index}.{shape}"
     if shape == "csv":
-        path.write_text("\n".join([",".join(HEAD), *(",".join(_quoted(v) for v in r) for r in rows)]) + "\n",
+        path.write_text("\n".join([",".join(head), *(",".join(_quoted(v) for v in r) for r in rows)]) + "\n",
                         encoding="utf-8")
     elif shape == "xlsx":
         wb = openpyxl.Workbook()
-        for r in (HEAD, *rows):
+        for r in (head, *rows):
             wb.active.append(r)
+        if fault == "hidden":
+            copy = wb.copy_worksheet(wb.active)
+            copy.sheet_state = "hidden"
         wb.save(path)
     else:
+        columns = ", ".join(f'"{h}" {"DOUBLE" if h == "BilledCost" else "VARCHAR"}' for h in HEAD)
         con = duckdb.connect()
-        con.execute("CREATE TABLE b (ChargePeriodStart VARCHAR, BilledCost DOUBLE, BillingCurrency VARCHAR, "
-                    "ResourceId VARCHAR, ServiceCategory VARCHAR, ChargeDescription VARCHAR, Tags VARCHAR)")
+        con.execute(f"CREATE TABLE b ({columns})")
         if rows:
-            con.executemany("INSERT INTO b VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-        con.execute(f"COPY b TO '{path}' (FORMAT parquet)")
+            con.executemany("INSERT INTO b VALUES (?, ?, ?, ?, ?, ?, ?)", [r[:len(HEAD)] for r in rows])
+        twice = ", BilledCost + 1 AS billed_cost" if fault == "twice" else ""  # one column under two of its names
+        con.execute(f"COPY (SELECT *{twice} FROM b) TO '{path}' (FORMAT parquet)")
         con.close()
     return path
 
@@ -135,13 +152,15 @@ def place(shape: str, index: int, row: int, column: str) -> tuple[str, str]:
 
 
 def check(tmp_path_factory, shape: str, drawn) -> None:
-    sources, wrong = drawn
+    sources, wrong, fault = drawn
     folder = tmp_path_factory.mktemp(shape)
     rows = [[cells(*values, shape=shape) for values in lines] for lines in sources]
     if wrong is not None:
         index, row, what = wrong
         rows[index][row] = spoiled(rows[index][row], what)
-    given_sources = [write(folder, shape, i, r) for i, r in enumerate(rows)]
+    given_sources = [write(folder, shape, i, r, fault if i == 0 else None) for i, r in enumerate(rows)]
+    if fault == "empty":
+        given_sources.append(write(folder, shape, 2, []))
     if shape == "sheet":  # the sheet, then a CSV of the second bill: the only sheet is the first source
         given_sources[1] = write(folder, "csv", 1, [cells(*v, shape="csv") if wrong is None or wrong[0] != 1
                                                     or n != wrong[1] else spoiled(cells(*v, shape="csv"), wrong[2])
@@ -151,12 +170,21 @@ def check(tmp_path_factory, shape: str, drawn) -> None:
         result = sum_bills([BillSource(s, n) for s, n in zip(given_sources, names, strict=True)], "USD",
                            DEFAULT_GPU_LINE_PATTERN, {}, CATALOG)
     except InputError as exc:
+        if fault in FAULT_PROBLEM:
+            name = "Bills" if shape == "sheet" else f"bill0.{shape}"
+            name = f"{name}[Sheet Copy]" if fault == "hidden" else name
+            assert [(p.code, p.sheet) for p in exc.problems] == [(FAULT_PROBLEM[fault], name)]
+            return
         assert wrong is not None, exc
         index, row, what = wrong
         expected = place("csv" if shape == "sheet" and index == 1 else shape, index, row, WRONG[what][2])
         assert [(p.code, p.sheet, p.cell) for p in exc.problems] == [(WRONG[what][1], *expected)]
         return
     assert wrong is None, f"the wrong line {wrong} was read"
+    assert fault not in FAULT_PROBLEM, f"the bill's {fault} column or sheet was read"
+    empty = [name for name, lines in zip(names, sources, strict=False) if not lines]
+    assert [w.params["file"] for w in result.warnings if w.key == "bill_without_lines"] == (
+        [*empty, f"bill2.{shape}"] if fault == "empty" else empty)
     expected = oracle(sources)
     assert set(result.billed) == set(expected)
     for month, (gpu, total) in expected.items():
@@ -165,7 +193,7 @@ def check(tmp_path_factory, shape: str, drawn) -> None:
         assert math.fsum(sums["billed"]) == pytest.approx(gpu, abs=1e-6)
 
 
-FUZZ = settings(max_examples=5, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=4, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
