@@ -601,6 +601,10 @@ MESSAGES = {
          "name the file or its resource_id after the bill's ResourceId"),
         ("{file}：资源 {value} 与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：其用量未计入；"
          "请按账单的 ResourceId 命名文件或填写 resource_id")),
+    "unbilled_usage_months": (
+        ("{file}: resource {value} has usage in {months}, which no bill line of that resource covers: that usage is "
+         "left out; add the month's bill, or check the usage file's dates"),
+        "{file}：资源 {value} 在 {months} 有用量，但账单中该资源没有这些月份的费用行：这部分用量未计入；请加入该月账单，或检查用量文件的日期"),
     "duplicate_lines": (
         "{month}: {lines:,} bill line(s) found again in a later bill ({amount:,.2f}) counted once",
         "{month}：{lines:,} 条账单行在后面的账单中重复出现（{amount:,.2f}），只计一次"),

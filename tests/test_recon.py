@@ -448,6 +448,19 @@ def test_usage_matching_no_billed_resource_is_warned(tmp_path):
     ]
 
 
+def test_usage_in_a_month_no_bill_line_covers_is_warned(tmp_path):
+    """i-gpu1 is billed in 2026-07 only; its nvidia-smi samples span July and August: August's usage has no bill
+    line to sit beside, so it is named (file, resource, month) instead of dropped without a word."""
+    bills = pd.DataFrame({"resource_id": ["i-gpu1", "i-gpu2"], "month": ["2026-07", "2026-08"]})
+    smi = ("timestamp, utilization.gpu [%], memory.used [MiB]\n2026/07/03 10:00:00.000, 40 %, 1000 MiB\n"
+           "2026/08/03 10:00:00.000, 50 %, 1000 MiB\n")
+    (tmp_path / "i-gpu1.csv").write_text(smi)
+    frames = [("i-gpu1.csv", read_usage(tmp_path / "i-gpu1.csv", "i-gpu1.csv"))]
+    warnings = unmatched_usage_warnings(frames, bills)
+    assert [(w.key, w.params["file"], w.params["value"], w.params["months"]) for w in warnings] == [
+        ("unbilled_usage_months", "i-gpu1.csv", "i-gpu1", "2026-08")]
+
+
 @pytest.mark.parametrize("text, gb", [
     ("1000 MiB", 1000 * MIB_GB),    # 1.048576 GB, not 1000 GB
     ("1000MiB", 1000 * MIB_GB),

@@ -701,6 +701,19 @@ def unmatched_usage_warnings(usage_frames: list[tuple[str, pd.DataFrame]], sums:
     """One warning per usage file and resource id that is no billed resource (ids match exactly, as in the bill);
     its usage is left out."""
     billed = set(sums["resource_id"].astype("str"))
-    return [Message("unmatched_usage", file=name, value=resource)
-            for name, frame in usage_frames
-            for resource in sorted(set(frame["resource_id"].astype("str"))) if resource not in billed]
+    out = [Message("unmatched_usage", file=name, value=resource)
+           for name, frame in usage_frames
+           for resource in sorted(set(frame["resource_id"].astype("str"))) if resource not in billed]
+    if "month" not in sums.columns:
+        return out
+    # a billed resource's usage in a month whose bill has no line for it: no Recon tab row can show it
+    billed_months = set(zip(sums["resource_id"].astype("str"), sums["month"].astype("str"), strict=True))
+    for name, frame in usage_frames:
+        if "month" not in frame.columns:
+            continue
+        pairs = sorted(set(zip(frame["resource_id"].astype("str"), frame["month"].astype("str"), strict=True)))
+        for resource in sorted({r for r, _ in pairs if r in billed}):
+            months = [m for r, m in pairs if r == resource and (r, m) not in billed_months]
+            if months:
+                out.append(Message("unbilled_usage_months", file=name, value=resource, months=", ".join(months)))
+    return out
