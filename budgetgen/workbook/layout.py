@@ -294,8 +294,9 @@ class SummaryLayout:
 
     @property
     def reforecast_rows(self) -> int:
-        """Header, one row a month, estimate, budget and variance, at least as tall as the chart beside it."""
-        return max(len(self.months) + 4, self.chart_rows)
+        """Header, one row a month, estimate, budget and variance, the achievable saving of the latest bill
+        (recon.write_saving_line), at least as tall as the chart beside it."""
+        return max(len(self.months) + 5, self.chart_rows)
 
     @property
     def last_row(self) -> int:
@@ -629,7 +630,7 @@ def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
     side_rows = max(len(KINDS) + len(centers) + 3, SummaryLayout.chart_rows)
     kind_header = rows.take(side_rows)
     warnings_row = rows.take(1 + 2 + len(warnings))
-    reforecast = rows.take(max(len(months) + 4, SummaryLayout.chart_rows)) if billed else None
+    reforecast = rows.take(max(len(months) + 5, SummaryLayout.chart_rows)) if billed else None
     return SummaryLayout(months, kind_header, KINDS, kind_header + len(KINDS) + 2, centers, warnings_row, warnings,
                          reforecast, billed, side_rows)
 
