@@ -20,8 +20,8 @@ got their sources, no value changed. Then Summary was laid out to print on two p
 months moved down the rows, into the month table's G:J, caps and months over cap under them, the four over-cap
 warnings joined on one line, by kind and by cost center below; Recon tabs' titles split over A1:A2; no value
 changed. Then the live choice added Tasks' cheaper GPU now and its saving, Candidates' saving against the
-chosen GPU and each task's best so far, and a Checks row (1 task, KB03, names a GPU that is not the cheapest;
-the Recon tie-outs one row lower); no value changed. Then consumer cards were no longer chosen for online services
+chosen GPU and each task's best so far, Tasks' gpu named in the input, and a Checks row (0 tasks; the Recon
+tie-outs one row lower); no value changed. Then consumer cards were no longer chosen for online services
 (the consumer_online setting, a row on Assumptions and About: the rows below one down): the RTX 4090 candidates of
 ML03 and ML05 are excluded (their JSON monthly_cost null); no chosen GPU and no total moved with the tests' offers. Then About's word table gained the Recon flags and
 statuses (shown in the workbook's language): the sentence texts below it eight rows down. Then services with
