@@ -577,6 +577,7 @@ TEXT_ZH = {
     "GeForce driver licence allows no datacenter deployment) or allowed; a card the task names is kept":
         "引擎能否为在线服务选用消费级（GeForce）显卡：excluded（默认：NVIDIA GeForce 驱动许可不允许数据中心部署）或 "
         "allowed；任务指定的显卡保留",
+    "gpu named in the input": "输入中指定的GPU", "named": "已指定",
     "cheaper GPU now": "现更便宜的GPU", "saving on it": "改用可省",
     "saving against the chosen GPU": "相对所选GPU的节省", "task's best saving so far": "该任务至此最大节省",
     "task's cheaper GPU so far": "该任务至此更便宜的GPU",

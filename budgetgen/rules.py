@@ -351,6 +351,6 @@ BEST_GPU = Rule("best_gpu", "the GPU of that largest saving (blank: none is chea
 TASK_BEST = Rule("task_best", "a task's best candidate figure: its last row on Candidates (task rows ascending)",
                  "INDEX({column},MATCH(MATCH({task_id},TaskId,0),{task_rows},1))",
                  lambda s, column, task_id, task_rows: column)
-CHEAPER_TASKS = Rule("cheaper_tasks", "tasks a cheaper GPU could now run: the workbook's choice is no longer the "
-                     "cheapest (a rebuild would choose again)", 'SUMPRODUCT(({cheaper}<>"")*1)',
-                     lambda s, cheaper: sum(1 for c in cheaper if c))
+CHEAPER_TASKS = Rule("cheaper_tasks", "tasks whose GPU the build chose (none named in the input) that a cheaper "
+                     "GPU could now run: a rebuild would choose again", 'SUMPRODUCT(({cheaper}<>"")*({named}=""))',
+                     lambda s, cheaper, named: sum(1 for c, n in zip(cheaper, named, strict=True) if c and not n))

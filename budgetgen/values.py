@@ -106,11 +106,19 @@ def _check_range(value: float, raw: object, column: Column, what: str) -> None:
         raise BadValue(Code.NOT_WHOLE, Message("not_whole", shown=shown, unit=column.unit))
 
 
+_FIRST_DAY = re.compile(r"(\d{4}-\d{1,2})-0?1(?:[ T]00:00(?::00)?)?")
+
+
 def parse_month(raw: object) -> str:
     """A YYYY-MM month from text or a date cell."""
     if isinstance(raw, (dt.date, dt.datetime)):
         return f"{raw.year:04d}-{raw.month:02d}"
-    match = _MONTH.match(str(raw).strip())
+    text = str(raw).strip()
+    # a date cell read as text (a Settings value): Excel makes 2027-01 typed into a cell the date 2027-01-01
+    first_day = _FIRST_DAY.fullmatch(text)
+    if first_day:
+        text = first_day.group(1)
+    match = _MONTH.match(text)
     if not match or not 1 <= int(match.group(2)) <= 12:
         raise BadValue(Code.BAD_MONTH, Message("not_a_month", raw=str(raw)))
     return f"{int(match.group(1)):04d}-{int(match.group(2)):02d}"

@@ -37,15 +37,15 @@ constants Million and Thousand on Assumptions (the rows below two down), the JSO
 and `unit_costs`; no value changed (the sample has no growth and no Scenarios sheet). Then the GPUs sheet's
 price_change_per_year column (blank in the sample: the columns after it one right) and the constant MonthsPerYear
 on Assumptions (the rows below one down); no value changed. Then the Budgets sheet and Summary's months over
-budget (D4:E4, 0: the sample has no Budgets sheet); no value changed. Then owned-hardware TCO: the settings pue,
+budget (D4, G4, 0: the sample has no Budgets sheet); no value changed. Then owned-hardware TCO: the settings pue,
 colocation_per_kw_month, residual_value and discount_rate (neutral defaults: Assumptions and About rows below them
 down), BuyVsRent's break-even utilisation column (L) and the JSON's `break_even_utilisation`; no value changed. Then the
 Demand sheet's ramp block (blank inputs: the blocks after it three columns right); no value changed. Then Summary was laid out to print on two pages: the by-tier table's
 months moved down the rows, into the month table's G:J, caps and months over cap under them, the four over-cap
 warnings joined on one line, by kind and by cost center below; Recon tabs' titles split over A1:A2; no value
 changed. Then the live choice added Tasks' cheaper GPU now and its saving, Candidates' saving against the
-chosen GPU and each task's best so far, and a Checks row (1 task, KB03, names a GPU that is not the cheapest;
-the Recon tie-outs one row lower); no value changed. Then consumer cards were no longer chosen for online services
+chosen GPU and each task's best so far, Tasks' gpu named in the input, and a Checks row (0 tasks; the Recon
+tie-outs one row lower); no value changed. Then consumer cards were no longer chosen for online services
 (the consumer_online setting, a row on Assumptions and About: the rows below one down): the RTX 4090 candidates of
 ML03 and ML05 are excluded (their JSON monthly_cost null); no chosen GPU and no total moved with the tests' offers. Then About's word table gained the Recon flags and
 statuses (shown in the workbook's language): the sentence texts below it eight rows down. Then services with

@@ -198,8 +198,9 @@ def test_a_price_edit_that_makes_another_gpu_cheaper_shows_on_tasks_and_checks(b
     """RTX A6000's on-demand price edited down to a thousandth: ML01 (on demand, its GPU chosen by the build: H200
     with the tests' offers) now has a cheaper card. A candidate's cost is linear in its price, so RTX A6000 now costs
     ML01 its built cost x CHEAP_PRICE / the old price, and saves the rest of H200's cost; Tasks names RTX A6000 with
-    that saving, and Checks counts one task more than the build (KB03 names its GPU in the input, A100 80G, and a
-    cheaper one exists: 1), so its tie-out and the master check turn FALSE."""
+    that saving, and Checks counts one task a rebuild would move where the build counted none (KB03 names its GPU in
+    the input, A100 80G: a cheaper one is shown on Tasks but not counted), so its tie-out and the master check
+    turn FALSE."""
     plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
     ml01 = next(tp for tp in plan.tasks if tp.task.task_id == "ML01")
     assert ml01.row["gpu"] == "H200" and ml01.row["tier"] == "on_demand" and ml01.task.values["gpu"] is None
@@ -213,5 +214,7 @@ def test_a_price_edit_that_makes_another_gpu_cheaper_shows_on_tasks_and_checks(b
     checks = values["Checks"]
     label = next(ref for ref, v in checks.items() if isinstance(v, str) and v.startswith("tasks a cheaper GPU"))
     n = label[1:]
-    assert (checks[f"B{n}"], checks[f"C{n}"], checks[f"D{n}"]) == (2, 1, False)
+    assert (checks[f"B{n}"], checks[f"C{n}"], checks[f"D{n}"]) == (1, 0, False)
+    kb03 = next(ref[1:] for ref, v in tasks.items() if ref.startswith("A") and v == "KB03")
+    assert tasks[f"{_column(tasks, 'cheaper GPU now')}{kb03}"] == CHEAP_GPU
     assert checks["D2"] is False

@@ -374,3 +374,13 @@ def test_the_hash_is_of_the_bytes_that_were_read_even_when_the_file_is_saved_aga
     inputs = read_inputs(path, today=TODAY)
     assert inputs.tasks[0].values["requests_per_day"] == 1000
     assert inputs.source_sha256 == hashlib.sha256(first).hexdigest() != hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_settings_month_typed_as_a_date_cell_is_that_month(tmp_path):
+    """Excel makes 2027-01 typed into a cell the date 2027-01-01: period_start reads it as the month 2027-01."""
+    import datetime as dt
+
+    path = make_input(tmp_path / "in.xlsx", [{"task_id": "T1", "kind": "inference", "model_params_b": 7,
+                                              "requests_per_day": 1000, "tokens_per_request": 200}],
+                      settings={"period_start": dt.datetime(2027, 1, 1), "period_months": 2})
+    assert read_inputs(path, today=TODAY).settings.plan_months == ("2027-01", "2027-02")

@@ -15,8 +15,6 @@ from conftest import REPO
 from budgetgen import catalog, models, prices
 from budgetgen.template import TEMPLATES, write_templates
 
-pytestmark = pytest.mark.slow  # init with the shipped catalogs: loading them takes a few seconds
-
 
 def content(path: Path) -> dict:
     """Every sheet's cell values, data validations (range, type, list) and notes, by sheet name."""

@@ -60,8 +60,8 @@ def write_budgets(book: Book, ws, plan: Plan) -> None:
 
 def write_budget_line(book: Book, ws, row: int, plan: Plan) -> None:
     """Summary's budget line: the months over budget (Budgets), next to the scenario selector."""
-    ws.write_string(row, 3, book.t("months over budget (Budgets)"), book.f.bold)
-    book.formula(ws, row, 4, OVER_MONTHS, over_months(plan), "int", "link")
+    ws.write_string(row, 3, book.t("months over budget (Budgets)"), book.f.bold)   # its text runs over E:F
+    book.formula(ws, row, 6, OVER_MONTHS, over_months(plan), "int", "link")
 
 
 def over_months(plan: Plan) -> int:

@@ -60,7 +60,8 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
     centers = {tp.task.values["cost_center"] for tp in plan.tasks}
     matrix = math.fsum(tp.cost_in(j) for tp in plan.tasks for j in range(1, len(plan.months) + 1))
     gpus = [g.name for g in plan.inputs.gpus]
-    cheaper_now = rules.CHEAPER_TASKS(s, cheaper=[best["cheaper_gpu"] for best in live_choice(plan)[1]])
+    best = live_choice(plan)[1]
+    cheaper_now = rules.CHEAPER_TASKS(s, cheaper=[b["cheaper_gpu"] for b in best], named=[b["gpu_named"] for b in best])
     return [
         Check("every task's GPU is on the GPUs sheet", rules.GPUS_IN_CATALOG.formula(gpus="TaskGpu", catalog="GpuName"),
               rules.TASK_COUNT.formula(ids="TaskId"),
@@ -87,10 +88,10 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
               rules.BUFFER(s, gpu=gpu, commitments=commitments, rate=plan.buffer_rate), buffer),
         Check("Commitments sheet adjustment = Summary commitments total", COMMIT_TOTAL, COMMITMENTS_TOTAL,
               math.fsum(v for c in plan.commitments for v in c.adjustment), commitments),
-        # the build's count: a GPU named in the input stays named, cheaper or not (Tasks: cheaper GPU now)
+        # 0 at build unless a chosen GPU tied another's cost; a GPU named in the input is kept, cheaper or not
         Check("tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)",
-              rules.CHEAPER_TASKS.formula(cheaper=task_name("cheaper_gpu")), str(cheaper_now), cheaper_now,
-              cheaper_now, "int"),
+              rules.CHEAPER_TASKS.formula(cheaper=task_name("cheaper_gpu"), named=task_name("gpu_named")),
+              str(cheaper_now), cheaper_now, cheaper_now, "int"),
     ]
 
 

@@ -33,7 +33,8 @@ def live_choice(plan: Plan) -> tuple[list[list[dict]], list[dict]]:
             top = rules.BEST_SAVING(s, task=1, previous_task=1 if previous else 0, previous_best=top, saving=saving)
             task_rows.append({"gpu_saving": saving, "best_saving": top, "best_gpu": gpu})
         rows.append(task_rows)
-        best.append({"cheaper_gpu": gpu, "cheaper_gpu_saving": top})
+        best.append({"gpu_named": NAMED if tp.task.values["gpu"] else "", "cheaper_gpu": gpu,
+                     "cheaper_gpu_saving": top})
     return rows, best
 
 
@@ -50,7 +51,9 @@ def candidate_formulas(table: Table) -> dict[str, str]:
         "best_gpu": rules.BEST_GPU.formula(**running, previous_gpu=col("best_gpu", "{p}"), gpu=col("gpu")),
     }
 
-TASK_HEADERS = {"cheaper_gpu": ("cheaper GPU now", ""), "cheaper_gpu_saving": ("saving on it", "currency/month")}
+TASK_HEADERS = {"gpu_named": ("gpu named in the input", ""), "cheaper_gpu": ("cheaper GPU now", ""),
+                "cheaper_gpu_saving": ("saving on it", "currency/month")}
+NAMED = "named"   # the gpu_named cell of a task whose input names its GPU (blank: the build chose it)
 
 
 def task_formulas(table: Table) -> dict[str, str]:

@@ -597,7 +597,7 @@ CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
 CANDIDATE_OFFER = ("provider", "region")
 # The live choice: Candidates' saving against the chosen GPU and the running best of each task; Tasks' best of them.
 CANDIDATE_CHOICE = ("gpu_saving", "best_saving", "best_gpu")
-TASK_CHOICE = ("cheaper_gpu", "cheaper_gpu_saving")
+TASK_CHOICE = ("gpu_named", "cheaper_gpu", "cheaper_gpu_saving")
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:

@@ -14,7 +14,7 @@ from ..engine import Plan
 from ..i18n import name as input_name
 from ..schema import TASK_COLUMNS
 from .book import Book, ColumnBlock
-from .choice import TASK_HEADERS, live_choice, task_formulas
+from .choice import NAMED, TASK_HEADERS, live_choice, task_formulas
 from .layout import GPU_NAMES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
 
@@ -89,9 +89,11 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     inputs = [(table.columns[c.name], c.name, None, book.f.get("input", INPUT_FORMATS[c.name])) for c in TASK_COLUMNS]
     choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "cheaper_gpu" else "money"))
               for key, formula in task_formulas(table).items()]
+    choice.append((table.columns["gpu_named"], "gpu_named", None, book.f.get("calc", "text")))
     block = ColumnBlock(sorted(inputs + formulas + choice, key=lambda column: column[0]))
     blank = dict.fromkeys(c.name for c in TASK_COLUMNS)
-    best = live_choice(plan)[1]
+    named = book.t(NAMED)
+    best = [{**b, "gpu_named": named if b["gpu_named"] else ""} for b in live_choice(plan)[1]]
     for i, tp in enumerate(plan.tasks):
         r = table.first + i
         block.store(ws, r, {**blank, **tp.task.values, **tp.row, **best[i]})
