@@ -66,7 +66,8 @@ def test_every_gpu_the_plan_uses_has_a_row_priced_or_not(tmp_path):
         "purchase_price": None, "daily_fixed": None, "energy_per_hour": pytest.approx(1.0),
         "break_even_hours_per_day": None, "plan_hours_per_day": pytest.approx(4), "verdict": "no purchase price",
         # the 3-year term's rate: 45 on demand x (1 - 0.47); no purchase price, so no break-even against it
-        "best_commitment_rate": pytest.approx(45 * 0.53), "break_even_vs_commitment": None}
+        "best_commitment_rate": pytest.approx(45 * 0.53), "break_even_vs_commitment": None,
+        "break_even_utilisation": None}  # no break-even, no share of the day
     assert document["buy_vs_rent"]["RTX 4090"]["purchase_price"] == 25000
 
 
@@ -126,7 +127,8 @@ def test_a_blank_on_demand_price_or_power_figure_stays_unknown(tmp_path):
     assert json.loads(js.read_text(encoding="utf-8"))["buy_vs_rent"]["OWN-2"] == {
         "purchase_price": PRICE, "daily_fixed": pytest.approx(DAILY_FIXED), "energy_per_hour": None,
         "break_even_hours_per_day": None, "plan_hours_per_day": pytest.approx(24), "verdict": "no power figure",
-        "best_commitment_rate": pytest.approx(12 * 0.53), "break_even_vs_commitment": None}  # 12 x (1 - 0.47)
+        "best_commitment_rate": pytest.approx(12 * 0.53), "break_even_vs_commitment": None,  # 12 x (1 - 0.47)
+        "break_even_utilisation": None}
 
     book = openpyxl.load_workbook(out)
     sheet = sheet_rows(recalc_formulas(out, sheets=("BuyVsRent",)), book)  # the formulas agree, blanks and all
