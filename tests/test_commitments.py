@@ -14,6 +14,7 @@ from lo_recalc import recalc_with_libreoffice, soffice_path
 import budgetgen
 from budgetgen import rules
 from budgetgen.serving import default_settings
+from budgetgen.workbook.layout import SummaryLayout
 
 ON_DEMAND = 2.0  # USD per card-hour, typed on the GPUs row
 HPM = 730  # hours_per_month's default
@@ -129,7 +130,7 @@ def test_raising_the_commitment_to_17_in_libreoffice_raises_the_unused_cost_and_
         else:  # idle: unused cost and the month's commitments line rise by exactly one card-month at the rate
             assert sheet[f"J{r}"] == pytest.approx(EXTRA_CARD_MONTH)
             assert sheet[f"L{r}"] == pytest.approx(one.adjustment[j] + EXTRA_CARD_MONTH)
-        month_row = 6 + j
+        month_row = SummaryLayout.first_month_row + 1 + j   # Summary's month rows, 1-based
         old = plan.month_totals[plan.months[j]]
         rise = EXTRA_CARD_MONTH - (HPM * ON_DEMAND if j < burst_months else 0)
         assert summary[f"C{month_row}"] == pytest.approx(old.commitments + rise)

@@ -381,7 +381,7 @@ class OrderLayout:
         return self.month_first + max(1, len(self.lines)) - 1
 
     commit_columns = ("commitment", "term", "committed cards", "monthly cost", "upfront", "term total",
-                      "months after plan", "note")
+                      "months after plan")   # the note on upfront 0 once, under the block's total
 
     @property
     def commit_header(self) -> int:
@@ -412,7 +412,7 @@ class OrderLayout:
         commitments, the sign-off."""
         groups = self.group_rows or ((self.first, self.first),)
         return ((0, groups[0][1]), *groups[1:], (self.total_row, self.month_last),
-                (self.commit_header, self.commit_last + 1), (self.signoff_header, self.last_row))
+                (self.commit_header, self.commit_last + 2), (self.signoff_header, self.last_row))
 
     @property
     def heights(self) -> Mapping[int, float]:

@@ -134,13 +134,14 @@ def _commitments(book: Book, ws, plan: Plan, at: OrderLayout) -> None:
         ws.write_number(r, 4, 0, book.f.get("calc", "money"))
         book.formula(ws, r, 5, commit_name(i, "term_total"), c.term_total, "money", "link")
         book.formula(ws, r, 6, commit_name(i, "months_after"), c.months_after_plan, "int", "link")
-        ws.write_string(r, 7, book.t(COMMIT_NOTE), book.f.note)
     total = at.commit_last + 1
     ws.write_string(total, 0, book.t("Total"), book.f.bold)
     for col, attr in ((3, "monthly_cost"), (5, "term_total")):
         name = xl_col_to_name(col)
         book.formula(ws, total, col, f"SUM({name}{at.commit_first + 1}:{name}{at.commit_last + 1})",
                      sum(getattr(c, attr) for c in plan.commitments), "money", "total")
+    # once for every line, across the block's width (a note on each line ran past the printed page)
+    ws.merge_range(total + 1, 0, total + 1, len(at.commit_columns) - 1, book.t(COMMIT_NOTE), book.f.note)
 
 
 def _signoff(book: Book, ws, at: OrderLayout) -> None:
