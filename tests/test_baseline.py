@@ -50,7 +50,9 @@ tie-outs one row lower); no value changed. Then consumer cards were no longer ch
 ML03 and ML05 are excluded (their JSON monthly_cost null); no chosen GPU and no total moved with the tests' offers. Then About's word table gained the Recon flags and
 statuses (shown in the workbook's language): the sentence texts below it eight rows down. Then services with
 peak_factor 1 and under a fifth of their capacity to spare were warned: KB01 (13%) and ML05, a warning each (the
-JSON's task warnings, Summary's warning lines); no number moved."""
+JSON's task warnings, Summary's warning lines); no number moved. Then the Order's
+commitments block lost its note column (the note once under the block's total, merged across it) and Summary
+gained the selector row above the buffer note (the month table one row down); no value changed."""
 
 from __future__ import annotations
 
