@@ -103,7 +103,7 @@ def tie_outs(plan: Plan, checks: list[Check]) -> list[bool]:
 
 def write_checks(book: Book, ws, plan: Plan, checks: list[Check]) -> None:
     s = plan.inputs.settings
-    widths = [48, 16, 16, 10]
+    widths = [72, 16, 16, 10]   # the labels wrap in A (a Recon tab's tie-out names its tab)
     book.header(ws, 0, ["check", "computed", "expected", "ties out?"], widths)
     ws.write_string(1, 0, book.t("ALL CHECKS"), book.f.bold)
     last = len(checks) + 2
@@ -113,7 +113,8 @@ def write_checks(book: Book, ws, plan: Plan, checks: list[Check]) -> None:
     book.define(ALL_CHECKS, "Checks", 1, 3)
     for i, (check, ok) in enumerate(zip(checks, ties, strict=True), start=2):
         n = i + 1
-        ws.write_string(i, 0, f"{check.sheet}: {book.t(check.label)}" if check.sheet else book.t(check.label))
+        book.wrapped(ws, i, 0, f"{check.sheet}: {book.t(check.label)}" if check.sheet else book.t(check.label),
+                     widths[0])
         book.formula(ws, i, 1, check.computed, check.computed_value, check.fmt)
         book.formula(ws, i, 2, check.expected, check.expected_value, check.fmt, "link")
         book.formula(ws, i, 3, rules.TIES_OUT.formula(computed=f"B{n}", expected=f"C{n}"), ok, "general")

@@ -19,6 +19,7 @@ from .printing import print_setup
 
 SHEET = "Commitments"
 _WIDTHS = [13, 12, 12, 12, 12, 13, 12, 12, 13, 14, 12, 14]
+NOTE_COLUMNS = 8   # A:H, about 100 characters: what an A4 landscape page prints of the sheet at full size
 NOTE = ("A commitment starts with the plan and bills every hour of its term at its rate; it covers up to cards x "
         "HoursPerMonth of the GPU's demand and replaces the rent of the hours it covers. Proposed: the most cards "
         "whose last card is busy at least the break-even share of the term (months after the plan count 0); the "
@@ -31,7 +32,9 @@ NAMED_FIGURES = {"committed cards": "cards", "monthly cost": "monthly_cost", "te
 def write_commitments(book: Book, ws, plan: Plan, at: CommitmentsLayout) -> None:
     """Row by row (the workbook is streamed): the title and note, the month totals of all commitments, the blocks."""
     ws.write_string(0, 0, book.t("Commitments: 1- and 3-year terms proposed from the plan's demand"), book.f.title)
-    ws.write_string(at.note_row, 0, book.t(NOTE), book.f.note)
+    # wrapped across the columns a printed page holds (NOTE_COLUMNS): one long line ran past the page
+    ws.merge_range(at.note_row, 0, at.note_row, NOTE_COLUMNS - 1, book.t(NOTE), book.f.note_wrap)
+    book.fit_height(ws, at.note_row, book.t(NOTE), sum(_WIDTHS[:NOTE_COLUMNS]), slack=1.2)
     _totals(book, ws, plan, at)
     gpu_first: dict[str, int] = {}
     for i, c in enumerate(plan.commitments):
@@ -45,8 +48,9 @@ def write_commitments(book: Book, ws, plan: Plan, at: CommitmentsLayout) -> None
 
 def _totals(book: Book, ws, plan: Plan, at: CommitmentsLayout) -> None:
     """Per plan month, the sum over the blocks of committed cost, unused cost, rent displaced and adjustment."""
-    book.header(ws, at.totals_header, [book.titled(c, "currency") if i else c
-                                       for i, c in enumerate(at.totals_columns)])
+    headers = [book.titled(c, "currency") if i else c for i, c in enumerate(at.totals_columns)]
+    book.header(ws, at.totals_header, headers)
+    book.header_height(ws, at.totals_header, headers, _WIDTHS)
     keys = ("committed cost", "unused cost", "rent displaced", "adjustment")
     attrs = ("committed_cost", "unused_cost", "displaced", "adjustment")
     for j, month in enumerate(at.months):
@@ -71,10 +75,11 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
     sc, mc = at.summary_col, at.month_col
     h, fr = at.block_header(i), at.block_figures(i)
     n = fr + 1
-    book.header(ws, h, [book.titled(k, u) for k, u in zip(at.summary_columns, (
+    headers = [book.titled(k, u) for k, u in zip(at.summary_columns, (
         "", "", "", "currency/card-hour", "currency/card-hour", "share", "cards", "cards", "currency/month",
-        "currency", "months", "currency"), strict=True)])
-    ws.set_row(h, 30)
+        "currency", "months", "currency"), strict=True)]
+    book.header(ws, h, headers)
+    book.header_height(ws, h, headers, _WIDTHS)
     cell = {k: f"${xl_col_to_name(sc(k))}${n}" for k in at.summary_columns}
     first, last = at.block_first(i) + 1, at.block_total(i)
     col_range = {k: f"${xl_col_to_name(mc(k))}${first}:${xl_col_to_name(mc(k))}${last}" for k in at.month_columns}
@@ -102,10 +107,11 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
     for key, suffix in NAMED_FIGURES.items():
         book.define(commit_name(i, suffix), SHEET, fr, sc(key))
 
-    book.header(ws, at.block_month_header(i), [book.titled(k, u) for k, u in zip(at.month_columns, (
+    headers = [book.titled(k, u) for k, u in zip(at.month_columns, (
         "", "", "GPU-h", "currency", "GPU-h", "cards", "currency", "GPU-h", "GPU-h", "currency", "currency",
-        "currency"), strict=True)])
-    ws.set_row(at.block_month_header(i), 30)
+        "currency"), strict=True)]
+    book.header(ws, at.block_month_header(i), headers)
+    book.header_height(ws, at.block_month_header(i), headers, _WIDTHS)
     for j, month in enumerate(at.months):
         r = at.block_first(i) + j
         m = r + 1

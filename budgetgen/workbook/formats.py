@@ -30,6 +30,8 @@ class Formats:
         self.title_wrap = wb.add_format({**base, "bold": True, "font_size": 14, "text_wrap": True, "valign": "top"})
         self.bold = wb.add_format({**base, "bold": True})
         self.note = wb.add_format({**base, "italic": True, "font_color": "#595959"})
+        self.note_wrap = wb.add_format({**base, "italic": True, "font_color": "#595959", "text_wrap": True,
+                                        "valign": "top"})
         self.wrap = wb.add_format({**base, "text_wrap": True, "valign": "top"})
         self.alarm = wb.add_format({**base, "bold": True, "font_color": "#FFFFFF", "bg_color": "#C00000"})
         self.warn = wb.add_format({**base, "font_color": "#9C5700", "bg_color": "#FFEB9C"})

@@ -380,7 +380,7 @@ class OrderLayout:
     def month_last(self) -> int:
         return self.month_first + max(1, len(self.lines)) - 1
 
-    commit_columns = ("commitment", "term", "committed cards", "monthly cost", "upfront", "term total",
+    commit_columns = ("commitment", "term", "cards", "monthly cost", "upfront", "term total",
                       "months after plan")   # the note on upfront 0 once, under the block's total
 
     @property
@@ -417,7 +417,7 @@ class OrderLayout:
     @property
     def heights(self) -> Mapping[int, float]:
         """Rows taller than the default, in points."""
-        return MappingProxyType({self.header: 30, self.commit_header: 30, self.signoff_header + 1: 24,
+        return MappingProxyType({self.header: 30, self.commit_header: 43.5, self.signoff_header + 1: 24,
                                  self.signoff_header + 2: 24})
 
 

@@ -124,6 +124,7 @@ def _commitments(book: Book, ws, plan: Plan, at: OrderLayout) -> None:
     bills a month, upfront (0: an effective rate), the term's total and the months it binds after the plan."""
     book.header(ws, at.commit_header, [book.titled(c, "currency") if c in ("monthly cost", "upfront", "term total")
                                        else c for c in at.commit_columns])
+    ws.set_row(at.commit_header, at.heights[at.commit_header])   # its headers wrap on three lines
     for i, c in enumerate(plan.commitments):
         r = at.commit_first + i
         ws.write_string(r, 0, c.gpu)
