@@ -29,6 +29,7 @@ TASKS = [
     ["T1", "finetune", "FUZZ-MOE", "lora", 1e11, None, None, None, "Fuzz", "on_demand"],
 ]
 MODEL_CELLS = {"S1": "Tasks!C2", "T1": "Tasks!C3"}
+PROMPT_S1 = TASKS[1][5]   # S1's prompt_tokens (Tasks!F2)
 GPU_CELLS = {"S1": "Tasks!I2", "T1": "Tasks!I3"}
 
 # Texts and what the input contract makes of them, per unit: billions of parameters, or a count (None: refused).
@@ -156,6 +157,9 @@ def expected_outcome(row: dict, twin: bool) -> tuple[set[str], dict]:
     bad = {f"Models!{column[c]}2" for c, v in parsed.items() if v is None}
     model = {c: None if v in (None, "blank") else v for c, v in parsed.items()}
     errors = bad | ({"Models!A3"} if twin else set())
+    context = model.get("native_context")
+    if not bad and not row_problem(model) and context is not None and context < PROMPT_S1:
+        errors.add("Tasks!F2")   # S1's prompt is longer than the model's context: refused at its prompt_tokens
     if row_problem(model):  # the row makes no model: the tasks naming it name an unknown model
         errors |= set(MODEL_CELLS.values()) | (set() if bad else {"Models!A2"})
     if errors:

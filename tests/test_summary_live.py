@@ -120,7 +120,7 @@ def test_summary_labels_totals_and_chart(sample):
     with zipfile.ZipFile(path) as z:
         chart = next(z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart"))
     assert '<c:valAx>' in chart and '<c:min val="0"/>' in chart
-    assert chart.count("<c:ser>") == 4 and "$G$6:$G$8" in chart and "$J$6:$J$8" in chart
+    assert chart.count("<c:ser>") == 4 and "$G$7:$G$9" in chart and "$J$7:$J$9" in chart
 
 
 def test_input_echoes_have_thousands_separators_and_headers_are_friendly(sample):

@@ -64,7 +64,7 @@ def test_derived_columns_hold_formulas_not_values(sample_book):
     for row in monthly.iter_rows(min_row=3, min_col=8):
         assert all(c.data_type == "f" for c in row)
     summary = wb["Summary"]
-    assert summary["B3"].data_type == "f" and summary["B6"].data_type == "f"
+    assert summary["B3"].data_type == "f" and summary["B7"].data_type == "f"
 
 
 @pytest.mark.slow
@@ -83,7 +83,7 @@ def test_summary_shows_the_engine_totals(sample_book):
     ws = openpyxl.load_workbook(out, data_only=True)["Summary"]
     assert ws["B3"].value == pytest.approx(plan.period_total)
     first = plan.month_totals[plan.months[0]]
-    assert [ws["B6"].value, ws["C6"].value, ws["D6"].value, ws["E6"].value, ws["F6"].value] == pytest.approx(
+    assert [ws["B7"].value, ws["C7"].value, ws["D7"].value, ws["E7"].value, ws["F7"].value] == pytest.approx(
         [first.gpu, first.commitments, first.extras, first.buffer, first.total])
 
 
@@ -137,7 +137,7 @@ def test_changing_an_assumption_and_a_price_moves_totals_like_a_second_engine_ru
     assert recalculated[("SUMMARY", "B3")] == pytest.approx(second.period_total, rel=1e-9)
     for j, month in enumerate(second.months):
         t = second.month_totals[month]
-        row = 6 + j
+        row = 7 + j   # Summary's month rows start at 7 (title, banner, total, selector, note, header)
         assert [recalculated[("SUMMARY", f"{c}{row}")] for c in "BCDEF"] == pytest.approx(
             [t.gpu, t.commitments, t.extras, t.buffer, t.total], rel=1e-9)
     tasks = openpyxl.load_workbook(out)["Tasks"]

@@ -63,7 +63,7 @@ def test_month_names_point_at_their_month(sample):
         assert (sheet, r0, r1) == ("Extras", 3, 2 + len(plan.inputs.extras))
         assert wb["Extras"].cell(1, c0).value == month
         sheet, (c0, r0, _, _) = names[f"Buffer_{key}"]
-        assert wb[sheet].cell(r0, 1).value == month and wb[sheet].cell(5, c0).value == "hidden-cost buffer"
+        assert wb[sheet].cell(r0, 1).value == month and wb[sheet].cell(6, c0).value == "hidden-cost buffer"
 
 
 def test_summary_totals_are_named_on_the_total_row(sample):

@@ -259,14 +259,6 @@ class Book:
             if widths:
                 ws.set_column(first_col + i, first_col + i, widths[i])
 
-    def header_height(self, ws, row: int, headers: list[str], widths: list[float], slack: float = 1.15) -> float:
-        """Make header row `row` tall enough for its longest header wrapped word by word in its column (`widths`
-        in characters, `slack` for the bold font); its height in points."""
-        lines = max(_wrapped_lines(self.t(text), width / slack) for text, width in zip(headers, widths))
-        height = 13.5 * lines + 3
-        ws.set_row(row, height)
-        return height
-
     def wrapped(self, ws, row: int, col: int, text: str, width: float) -> None:
         """A long text wrapped in a column `width` characters wide, its row made tall enough to show it all
         (spreadsheets do not grow a row written with a height of its own, and a streamed row has one)."""
@@ -316,18 +308,3 @@ class Book:
         if isinstance(value, bool) and self.f.num.get(fmt, fmt) == "General":
             fmt = "bool"
         store_formula(ws, row, col, formula, self.f.get(role, fmt), cached(value))
-
-
-def _wrapped_lines(text: str, width: float) -> int:
-    """The lines `text` takes wrapped word by word at `width` characters (a word longer than a line is broken)."""
-    lines, used = 1, 0
-    for piece in text.split():
-        size = sum(2 if ord(c) >= 0x2E80 else 1 for c in piece)   # CJK characters are twice as wide
-        if used and used + 1 + size <= width:
-            used += 1 + size
-            continue
-        if used:
-            lines += 1
-        lines += max(0, math.ceil(size / width) - 1)
-        used = size - (math.ceil(size / width) - 1) * width if size > width else size
-    return lines

@@ -50,7 +50,7 @@ def _totals(book: Book, ws, plan: Plan, at: CommitmentsLayout) -> None:
     """Per plan month, the sum over the blocks of committed cost, unused cost, rent displaced and adjustment."""
     headers = [book.titled(c, "currency") if i else c for i, c in enumerate(at.totals_columns)]
     book.header(ws, at.totals_header, headers)
-    book.header_height(ws, at.totals_header, headers, _WIDTHS)
+    ws.set_row(at.totals_header, 30)
     keys = ("committed cost", "unused cost", "rent displaced", "adjustment")
     attrs = ("committed_cost", "unused_cost", "displaced", "adjustment")
     for j, month in enumerate(at.months):
@@ -79,7 +79,7 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
         "", "", "", "currency/card-hour", "currency/card-hour", "share", "cards", "cards", "currency/month",
         "currency", "months", "currency"), strict=True)]
     book.header(ws, h, headers)
-    book.header_height(ws, h, headers, _WIDTHS)
+    ws.set_row(h, 30)
     cell = {k: f"${xl_col_to_name(sc(k))}${n}" for k in at.summary_columns}
     first, last = at.block_first(i) + 1, at.block_total(i)
     col_range = {k: f"${xl_col_to_name(mc(k))}${first}:${xl_col_to_name(mc(k))}${last}" for k in at.month_columns}
@@ -111,7 +111,7 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
         "", "", "GPU-h", "currency", "GPU-h", "cards", "currency", "GPU-h", "GPU-h", "currency", "currency",
         "currency"), strict=True)]
     book.header(ws, at.block_month_header(i), headers)
-    book.header_height(ws, at.block_month_header(i), headers, _WIDTHS)
+    ws.set_row(at.block_month_header(i), 30)
     for j, month in enumerate(at.months):
         r = at.block_first(i) + j
         m = r + 1

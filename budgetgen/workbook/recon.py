@@ -244,7 +244,7 @@ def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R
     book.formula(ws, row, FLAGS_COL, R.FLAGS.formula(cells), shown, "wrap")
     book.formula(ws, row, ACTION_COL, R.ACTION.formula(cells), action, "wrap")
     height = max(book.fit_height(ws, row, shown, _WIDTHS[FLAGS_COL]),
-                 book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.75))
+                 book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.9))
     ws.set_row(row, height)
     book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
     book.formula(ws, row, 12, R.IDLE_CARDS.formula(cells), res.idle_cards, "number")
