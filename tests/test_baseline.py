@@ -52,7 +52,8 @@ statuses (shown in the workbook's language): the sentence texts below it eight r
 peak_factor 1 and under a fifth of their capacity to spare were warned: KB01 (13%) and ML05, a warning each (the
 JSON's task warnings, Summary's warning lines); no number moved. Then the Order's
 commitments block lost its note column (the note once under the block's total, merged across it) and Summary
-gained the selector row above the buffer note (the month table one row down); no value changed."""
+gained the selector row above the buffer note (the month table one row down); Order's commitment header 'committed cards'
+became 'cards' (C35); no value changed."""
 
 from __future__ import annotations
 
