@@ -601,6 +601,13 @@ MESSAGES = {
          "name the file or its resource_id after the bill's ResourceId"),
         ("{file}：资源 {value} 与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：其用量未计入；"
          "请按账单的 ResourceId 命名文件或填写 resource_id")),
+    "bill_sums_bad_value": (
+        ('{column} "{raw}" cannot be read: the file must be the result of `budgetgen bill-sql` for billing time zone '
+         "{zone}, in the plan's currency"),
+        '{column} "{raw}" 无法读取：文件须为计费时区 {zone}、计划币种下 `budgetgen bill-sql` 的查询结果'),
+    "bill_sums_with_bills": (
+        "--bill-sums replaces the bill lines: give it without --bills and without a Bills sheet",
+        "--bill-sums 代替账单行：请勿同时使用 --bills 或 Bills 工作表"),
     "duplicate_lines": (
         "{month}: {lines:,} bill line(s) found again in a later bill ({amount:,.2f}) counted once",
         "{month}：{lines:,} 条账单行在后面的账单中重复出现（{amount:,.2f}），只计一次"),

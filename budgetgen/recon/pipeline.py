@@ -12,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..engine import Plan
-from ..errors import InputError
+from ..errors import Code, InputError, Problem
 from ..i18n import Message
 from ..schema import EXTRA_CATEGORIES, TIER
+from .bill_sql import read_bill_sums
 from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
 from .bills import DEFAULT_GPU_LINE_PATTERN
 from .columns import PRICING_CATEGORIES
@@ -627,12 +628,15 @@ class PlanRecon:
 
 
 def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], temp_parent: Path | None = None,
-                   progress=None) -> PlanRecon:
+                   progress=None, bill_sums: Path | None = None) -> PlanRecon:
     """Every billed month of the bill files (files, folders or globs) and Bills sheet reconciled against the plan,
     with the usage files and Usage sheet. Usage given without any bill is read and checked, and a warning says it
-    has nothing to be reconciled against."""
+    has nothing to be reconciled against. `bill_sums`: the result of bill_sql.grouping_sql, read in place of the
+    bill lines (then neither bill files nor a Bills sheet may be given)."""
     inputs = plan.inputs
     s = inputs.settings
+    if bill_sums is not None and (bill_paths or inputs.bills_sheet is not None):
+        raise InputError([Problem(Code.WRONG_FORMAT, Path(bill_sums).name, "", Message("bill_sums_with_bills"))])
     bill_sources = [BillSource(p, Path(p).name) for p in bill_paths]
     if inputs.bills_sheet is not None:
         bill_sources.insert(0, BillSource(inputs.bills_sheet, "Bills"))
@@ -640,16 +644,20 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     if inputs.usage_sheet is not None:
         usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
     usage_frames, problems = _gather(usage_sources, read_usage)
-    if not bill_sources:
+    if not bill_sources and bill_sums is None:
         if problems:
             raise InputError(problems)
         names = [name for name, _ in usage_frames]
         return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
     try:
-        bills = sum_bills(bill_sources, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
-                          dict(inputs.assignments), [g.name for g in inputs.gpus],
-                          billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit,
-                          temp_parent=temp_parent, progress=progress)
+        pattern, gpu_names = s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN, [g.name for g in inputs.gpus]
+        if bill_sums is not None:
+            bills = read_bill_sums(bill_sums, s.currency, pattern, dict(inputs.assignments), gpu_names,
+                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit)
+        else:
+            bills = sum_bills(bill_sources, s.currency, pattern, dict(inputs.assignments), gpu_names,
+                              billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit,
+                              temp_parent=temp_parent, progress=progress)
     except InputError as exc:
         raise InputError(exc.problems + problems) from None
     if problems:
@@ -659,7 +667,7 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
                       s.variance_tolerance, coverage=bills.coverage, duplicates=bills.duplicates,
                       facts=plan_facts(plan))
-    names = [source.name for source in bill_sources]
+    names = [source.name for source in bill_sources] or [Path(bill_sums).name]
     warnings = (*bills.warnings, *unknown_task_warnings(names, bills.sums, planned),
                 *unmatched_usage_warnings(usage_frames, bills.sums))
     return PlanRecon(recon, dict(bills.billed), tuple(warnings), bills)
