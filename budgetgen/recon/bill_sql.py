@@ -88,7 +88,7 @@ FROM (SELECT
     CAST(EffectiveCost AS DOUBLE) AS effective, CAST(ChargePeriodStart AS TIMESTAMPTZ) AS start
   FROM {table}) AS line
 GROUP BY month, day, {keys}"""
-    return sqlglot.transpile(query, read="duckdb", write="trino" if dialect == "athena" else dialect,
+    return sqlglot.transpile(query, read="duckdb", write=dialect,
                              pretty=True)[0] + ";"
 
 
