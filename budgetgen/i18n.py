@@ -42,7 +42,7 @@ NAMES_ZH = {
     "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式",
     "consumer_online": "在线服务用消费级卡", "max_cards": "最大卡数",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
-    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数",
+    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数", "recon_spike_factor": "日费用突增倍数",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费",
     "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
@@ -373,6 +373,8 @@ TEXT_ZH = {
     "planned PricingCategory": "计划的PricingCategory", "PricingCategory": "PricingCategory（计价类别）",
     "commitment lines": "承诺费用行", "commitment id": "承诺编号", "commitment type": "承诺类型",
     "unused commitment": "未使用的承诺", "commitment purchase": "承诺购买", "commitment lines billed": "承诺费用行账单",
+    "daily GPU bill, task id": "每日GPU账单：任务ID", "day": "日期", "median of previous days": "此前各日中位数",
+    "spike": "突增",
     "EffectiveCost of the month": "本月EffectiveCost", "not in every line of the bill": "账单并非每行都有",
     "FOCUS PricingCategory": "FOCUS计价类别",
     # recon actions (recon.rules.ACTIONS)

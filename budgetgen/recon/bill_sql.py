@@ -32,6 +32,7 @@ from .bill_sums import (
     _check_pattern,
     _classify,
     _connection,
+    _daily,
     _literal,
     _Options,
     _quiet,
@@ -133,14 +134,17 @@ def read_bill_sums(
         con.execute(_GROUPS_FROM_SUMS)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
+        daily = _daily(con)
         coverage = con.execute(_COVERAGE).fetchall()
     sums = sums.astype(_SUM_TEXTS)
     billed = {m: float(g.sum()) for m, g in sums.groupby("month", sort=True)["billed"]}
-    return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage}, {}, ())
+    return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage}, {}, (),
+                    daily)
 
 
 _NUMBER = "TRY_CAST({0} AS DOUBLE)"
-_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE groups AS SELECT month, resource_id, resource_name, resource_type,
+_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE groups AS SELECT month, TRY_CAST(CAST(day AS VARCHAR) AS DATE) AS day,
+    resource_id, resource_name, resource_type,
     service_name, service_category, description, sku, consumed_unit, tags, currency, charge_category, commitment_id,
     commitment_status, commitment_type, pricing_category, '' AS extra_text, row,
     {_NUMBER.format('billed')} AS billed, {_NUMBER.format('quantity')} AS quantity,

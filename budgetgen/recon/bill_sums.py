@@ -88,6 +88,9 @@ class BillSums:
     coverage: Mapping[str, tuple]
     duplicates: Mapping[str, tuple[int, float]]
     warnings: tuple[Message, ...] = ()
+    daily: pd.DataFrame | None = None
+    """daily: the GPU lines (commitment lines apart) summed per month × task_id × charge day (in the billing
+    time zone): columns month, task_id ("" untagged), day (datetime.date), billed; from the same grouping."""
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ def sum_bills(
         notes = _part_warnings(con, [p for _, p in parts], plan_currency)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
+        daily = _daily(con)
         coverage = con.execute(_COVERAGE).fetchall()
         dups = con.execute("SELECT month, sum(dup_lines)::BIGINT, fsum(dup_billed) FROM groups "
                            "WHERE dup_lines > 0 GROUP BY month ORDER BY month").fetchall()
@@ -167,7 +171,16 @@ def sum_bills(
     duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
     warnings = (*notes, *(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items()))
     return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage},
-                    duplicates, warnings)
+                    duplicates, warnings, daily)
+
+
+def _daily(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """BillSums.daily from the classified groups (table `final`)."""
+    rows = con.execute(_DAILY).fetchall()
+    return pd.DataFrame({"month": pd.Series([r[0] for r in rows], dtype=object),
+                         "task_id": pd.Series([r[1] for r in rows], dtype=object),
+                         "day": pd.Series([r[2] for r in rows], dtype=object),
+                         "billed": pd.Series([r[3] for r in rows], dtype="float64")})
 
 
 def read_bill_lines(
@@ -655,9 +668,10 @@ _TEXTS = ("resource_id", "resource_name", "resource_type", "service_name", "serv
           "commitment_type", "pricing_category")
 _TEXT_KEYS = ", ".join(_TEXTS) + ", extra_text"
 _NORMALISED = "SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in _TEXTS) + ") FROM groups"
-_GROUPS = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, NULL::BIGINT AS row,
+_DAY = "CAST(local_start AS DATE)"
+_GROUPS = f"""SELECT {_MONTH} AS month, {_DAY} AS day, {_TEXT_KEYS}, NULL::BIGINT AS row,
     {_MEASURES} FROM ({{lines}}) GROUP BY ALL"""
-_LINES = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
+_LINES = f"""SELECT {_MONTH} AS month, {_DAY} AS day, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
     start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, effective,
     (effective IS NULL)::BIGINT AS effective_missing, 0::UHUGEINT AS days,
     {" | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))} AS problems
@@ -700,6 +714,8 @@ _SUMS = f"""SELECT month, coalesce(resource_id, '') AS resource_id, task_id, is_
     sum(lines)::BIGINT AS lines, min(first_charge) AS first_charge, max(last_charge) AS last_charge,
     fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing
     FROM final WHERE lines > 0 GROUP BY ALL ORDER BY {", ".join(SUM_KEYS)}"""
+_DAILY = """SELECT month, task_id, day, fsum(billed) AS billed FROM final
+    WHERE lines > 0 AND is_gpu AND commitment = '' AND day IS NOT NULL GROUP BY ALL ORDER BY month, task_id, day"""
 _LINE_OUTPUT = """SELECT row, month, billed AS billed_cost, coalesce(resource_id, '') AS resource_id,
     coalesce(resource_name, '') AS resource_name, coalesce(service_name, '') AS service_name,
     coalesce(charge_category, '') AS charge_category, quantity AS consumed_quantity,
