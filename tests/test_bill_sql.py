@@ -137,3 +137,33 @@ def test_a_result_for_another_time_zone_or_beside_bills_is_refused_by_name(tmp_p
     with pytest.raises(InputError) as caught:
         api.build_budget(SAMPLE_PLAN, tmp_path / "out.xlsx", bills=[CNY_BILL], bill_sums=sums, build_date=BUILD_DATE)
     assert caught.value.problems[0].sheet == "sums.csv"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("bill_sql_spark")
+def test_spark_dialect_on_a_local_spark_session_reconciles_as_the_lines(tmp_path):
+    """The Spark text run by Spark itself (a local session, one core) on the sample plan's bill."""
+    pyspark = pytest.importorskip("pyspark.sql")
+    spark = (pyspark.SparkSession.builder.master("local[1]").appName("budgetgen-bill-sql")
+             .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "1").getOrCreate())
+    try:
+        frame = spark.read.csv(str(CNY_BILL), header=True, inferSchema=True, nullValue="NULL")
+        for column in FOCUS_READ:
+            if column not in frame.columns:
+                frame = frame.withColumn(column, pyspark.functions.lit(None).cast("string"))
+        frame.createOrReplaceTempView("focus_bill")
+        result = spark.sql(printed_sql("--dialect", "spark").strip().rstrip(";")).toPandas()
+    finally:
+        spark.stop()
+    sums = tmp_path / "spark-sums.csv"
+    result.to_csv(sums, index=False)
+    out = tmp_path / "spark.xlsx"
+    api.build_budget(SAMPLE_PLAN, out, bill_sums=sums, json_path=tmp_path / "spark.json", build_date=BUILD_DATE)
+    lines = tmp_path / "lines.xlsx"
+    api.build_budget(SAMPLE_PLAN, lines, bills=[CNY_BILL], json_path=tmp_path / "lines.json", build_date=BUILD_DATE)
+    spark_json, lines_json = (json.loads((tmp_path / f"{n}.json").read_text(encoding="utf-8"))
+                              for n in ("spark", "lines"))
+    assert json.dumps(spark_json["reconciliation"], sort_keys=True) == \
+        json.dumps(lines_json["reconciliation"], sort_keys=True)
+    same_values(recon_values(lines), recon_values(out))

@@ -24,6 +24,7 @@ from .bill_sums import (
     _BAD_CHOICES,
     _COVERAGE,
     _CURRENCY_OTHER,
+    _DAILY_OF_GROUPS,
     _SUM_TEXTS,
     _SUMS,
     DAYS_BEFORE,
@@ -134,7 +135,7 @@ def read_bill_sums(
         con.execute(_GROUPS_FROM_SUMS)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
-        daily = _daily(con)
+        daily = _daily(con, _DAILY_OF_GROUPS)
         coverage = con.execute(_COVERAGE).fetchall()
     sums = sums.astype(_SUM_TEXTS)
     billed = {m: float(g.sum()) for m, g in sums.groupby("month", sort=True)["billed"]}
