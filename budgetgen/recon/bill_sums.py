@@ -674,8 +674,12 @@ _KEY_TEXTS = ("resource_id", "tags", "description", "sku", "resource_type", "ser
               "service_category", "charge_category", "commitment_status", "commitment_id", "extra_text")
 """The texts that decide a line's task, GPU class and commitment kind: their hash (`line_key`) ties a day's sums
 to the classified group."""
+_GPU_DAY = (f"CASE WHEN lower(trim(coalesce(service_category, ''))) NOT IN ('storage', 'networking') AND "
+            f"lower(trim(coalesce(charge_category, ''))) NOT IN ('credit', 'adjustment') THEN {_DAY} END")
+"""A line's charge day where it may be a GPU line (storage, networking, credits and adjustments never are): the
+others share one day-less row per key, so the daily grouping holds few more rows than GPU resource-days."""
 _GROUPS = f"""SELECT month, day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, grouping(day) = 0 AS daily,
-    {_MEASURES} FROM (SELECT *, {_MONTH} AS month, {_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
+    {_MEASURES} FROM (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
     FROM ({{lines}})) GROUP BY GROUPING SETS ((month, {_TEXT_KEYS}, line_key), (month, day, line_key))"""
 """One scan, two groupings: the lines by month and texts (the groups every rule reads), and by month, charge day
 and line_key (the daily sums, narrow)."""
