@@ -50,7 +50,10 @@ the Recon tie-outs one row lower); no value changed. Then consumer cards were no
 ML03 and ML05 are excluded (their JSON monthly_cost null); no chosen GPU and no total moved with the tests' offers. Then About's word table gained the Recon flags and
 statuses (shown in the workbook's language): the sentence texts below it eight rows down. Then services with
 peak_factor 1 and under a fifth of their capacity to spare were warned: KB01 (13%) and ML05, a warning each (the
-JSON's task warnings, Summary's warning lines); no number moved."""
+JSON's task warnings, Summary's warning lines); no number moved. Then the daily view: the recon_spike_factor
+setting (Assumptions from row 31 one down, About's words and list longer), each Recon tab's daily GPU table at its
+foot (2027-01 A55:E59, 2027-02 A50:E51: one billed day per task, so no median and no spike) and the JSON's
+`daily`; no value moved."""
 
 from __future__ import annotations
 
