@@ -466,6 +466,9 @@ TEXT_ZH = {
     "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
     "and listed on the month's Resources sheet":
     "对账表列出的资源数，有标记的按涉及金额优先；其余资源合计为一行，并完整列在当月的Resources表中",
+    "a GPU task's day billed above this multiple of the median of its previous 7 billed days (SPIKE_DAYS) is "
+    "flagged as a spike on the Recon tab's daily table":
+    "GPU任务某日账单超过其此前7个计费日（SPIKE_DAYS）中位数的此倍数时，在对账表的每日表中标记为突增",
     "more resources, listed on": "个其他资源，完整列在", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
