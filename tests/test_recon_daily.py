@@ -86,6 +86,7 @@ def test_the_day_five_times_its_trailing_median_is_a_spike_and_no_other(built):
     assert [d["day"] for d in daily if d["spike"]] == ["2026-07-08"]
 
 
+@pytest.mark.slow
 def test_the_tabs_daily_table_flags_the_same_day_live(built):
     _, out, _ = built
     ws = openpyxl.load_workbook(out)["Recon 2026-07"]
