@@ -140,7 +140,7 @@ def floor(source: str, memory_limit: str = "1GB") -> dict:
 
 def recon(source: str, memory_limit: str = "1GB") -> dict:
     """budgetgen's reconcile step on a bill: sum_bills (DuckDB) then reconcile with a month of utilisation for
-    every resource (so flags, idle cards and savings are worked out); seconds (the usage frame's making left out),
+    every resource (so flags, idle cards, savings and the daily spikes are worked out); seconds (the usage frame's making left out),
     groups, the most GPU resources in a month, peak RSS."""
     import pandas as pd
 
@@ -159,10 +159,10 @@ def recon(source: str, memory_limit: str = "1GB") -> dict:
                           "oom_events": rng.integers(0, 5, len(pairs)).astype(float)})
     planned = {t: dict.fromkeys(MONTHS, 1000.0) for t in TASKS}
     started = time.perf_counter()
-    months = reconcile(bills.sums, usage, planned, dict.fromkeys(MONTHS, 500.0), 0.2, 3, 0.1)
+    months = reconcile(bills.sums, usage, planned, dict.fromkeys(MONTHS, 500.0), 0.2, 3, 0.1, daily=bills.daily)
     seconds = summed + time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": round(seconds, 2), "groups": len(bills.sums), "months": len(months),
+    return {"seconds": round(seconds, 2), "groups": len(bills.sums), "days": len(bills.daily), "months": len(months),
             "resources": max(len(m.resources) for m in months.values()), "peak_mb": round(peak_mb)}
 
 

@@ -52,10 +52,12 @@ def results_json(plan, recon: dict) -> str:
 
 def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: Iterable[StrPath] = (),
                  usage: Iterable[StrPath] = (), json_path: StrPath | None = None, lang: str = "en",
+                 bill_sums: StrPath | None = None,
                  build_date: dt.date | None = None, progress: Callable[[str], None] | None = None) -> Result:
     """Validate, plan and write the budget workbook (and the results as JSON); return the plan and the paths.
 
-    `bills` are FOCUS bills and `usage` GPU utilisation files to reconcile; `lang` is "en" or "zh";
+    `bills` are FOCUS bills and `usage` GPU utilisation files to reconcile (`bill_sums`: the result of
+    `budgetgen bill-sql`, CSV or Parquet, in place of `bills`); `lang` is "en" or "zh";
     `build_date` stands for today (the default plan period, the file's properties); `progress` is told
     about each stage. Raises InputError listing every problem of the inputs, OutputError when an output
     cannot be written; in either case no output file is created or changed.
@@ -69,16 +71,19 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     # Every file a bill folder or glob expands to is an input no output may replace, and an output a bill folder
     # or glob would pick up is refused too: both before anything is read.
     bill_files = [f for p in bills for f in expand_bill_path(p, p.name)]
-    check_outputs((output, json_path), (input_path, *bill_files, *usage), collected=bills)
+    bill_sums = Path(bill_sums) if bill_sums is not None else None
+    check_outputs((output, json_path), (input_path, *bill_files, *usage, *([bill_sums] if bill_sums else [])),
+                  collected=bills)
     with staged_outputs((output, json_path)) as staging:
         progress(f"reading {input_path.name}")
         inputs = read_inputs(input_path, today=build_date)
         progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
         plan = plan_budget(inputs)
-        if bills or inputs.bills_sheet is not None:
+        if bills or bill_sums or inputs.bills_sheet is not None:
             progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
         # DuckDB spills into the staging folder: the destination's disk, removed with it, never $TMPDIR.
-        reconciled = reconcile_plan(plan, bills, usage, temp_parent=staging[output].parent, progress=progress)
+        reconciled = reconcile_plan(plan, bills, usage, temp_parent=staging[output].parent, progress=progress,
+                                    bill_sums=bill_sums)
         recon, billed = reconciled.months, reconciled.billed_input
         # The bills' and usage warnings join the plan's, so the Summary and the JSON list them all.
         warnings = reconciled.warnings + months_outside_plan(recon, plan.months)

@@ -33,6 +33,7 @@ from .models import builtin_models, format_models_table, models_json
 from .price_import import SUFFIX, import_prices
 from .prices import builtin_offers
 from .reader import read_inputs
+from .recon.bill_sql import DEFAULT_TABLE, DIALECTS, grouping_sql
 from .safefile import check_outputs, staged_outputs
 from .schema import TIER_NAMES
 from .template import write_template
@@ -246,6 +247,9 @@ def _money(value: float, currency: str) -> str:
 @click.option("--bills", "bills", multiple=True, type=click.Path(path_type=Path),
               help="A FOCUS bill: a CSV, Parquet or xlsx file, a folder or a glob of them (a provider's export "
                    "of Parquet parts); repeatable.")
+@click.option("--bill-sums", "bill_sums", type=click.Path(dir_okay=False, path_type=Path),
+              help="The result (CSV or Parquet) of the query `budgetgen bill-sql` prints, run where the bill lives, "
+                   "in place of --bills.")
 @click.option("--usage", "usage", multiple=True, type=click.Path(path_type=Path),
               help="GPU utilisation (monthly rows, samples or nvidia-smi CSV); repeatable.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
@@ -255,12 +259,12 @@ def _money(value: float, currency: str) -> str:
               help="Exit 1 after writing when a plan month is over a Budgets row (for CI).")
 @DATE_OPTION
 @LANG_OPTION
-def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple[Path, ...],
+def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: Path | None, usage: tuple[Path, ...],
           json_path: Path | None, quiet: bool, fail_over_budget: bool, build_date, lang: str) -> None:
     """Validate, compute and write the budget workbook."""
     to_stdout = json_path == Path("-")
     with _reported(lang, (output or default_output(path), None if to_stdout else json_path)):
-        result = build_budget(path, output, bills=bills, usage=usage, json_path=None if to_stdout else json_path,
+        result = build_budget(path, output, bills=bills, bill_sums=bill_sums, usage=usage, json_path=None if to_stdout else json_path,
                               lang=lang, build_date=build_date and build_date.date(), progress=_progress(quiet))
     plan, recon = result.plan, result.recon
     if to_stdout:
@@ -287,6 +291,17 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], usage: tuple
             f"{line.label or tr('the whole plan', lang)} {sum(line.over)} month(s), {_money(line.overrun, cur)}"
             for line in over)), err=True)
         sys.exit(1)
+
+
+@main.command("bill-sql")
+@click.option("--dialect", type=click.Choice(DIALECTS), default="duckdb", show_default=True,
+              help="The SQL dialect (athena: Trino's).")
+@click.option("--table", default=DEFAULT_TABLE, show_default=True, help="The FOCUS table the query reads.")
+@click.option("--timezone", "timezone", default="UTC", show_default=True,
+              help="The billing time zone (the workbook's billing_timezone setting): months and days are its.")
+def bill_sql(dialect: str, table: str, timezone: str) -> None:
+    """Print the query that groups a FOCUS bill for reconciliation; give its result to build --bill-sums."""
+    click.echo(grouping_sql(dialect, table, timezone))
 
 
 @main.command()

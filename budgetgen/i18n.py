@@ -42,7 +42,7 @@ NAMES_ZH = {
     "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式",
     "consumer_online": "在线服务用消费级卡", "max_cards": "最大卡数",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
-    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数",
+    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数", "recon_spike_factor": "日费用突增倍数",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费",
     "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
@@ -373,6 +373,8 @@ TEXT_ZH = {
     "planned PricingCategory": "计划的PricingCategory", "PricingCategory": "PricingCategory（计价类别）",
     "commitment lines": "承诺费用行", "commitment id": "承诺编号", "commitment type": "承诺类型",
     "unused commitment": "未使用的承诺", "commitment purchase": "承诺购买", "commitment lines billed": "承诺费用行账单",
+    "daily GPU bill, task id": "每日GPU账单：任务ID", "day": "日期", "median of previous days": "此前各日中位数",
+    "spike": "突增",
     "EffectiveCost of the month": "本月EffectiveCost", "not in every line of the bill": "账单并非每行都有",
     "FOCUS PricingCategory": "FOCUS计价类别",
     # recon actions (recon.rules.ACTIONS)
@@ -464,6 +466,9 @@ TEXT_ZH = {
     "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
     "and listed on the month's Resources sheet":
     "对账表列出的资源数，有标记的按涉及金额优先；其余资源合计为一行，并完整列在当月的Resources表中",
+    "a GPU task's day billed above this multiple of the median of its previous 7 billed days (SPIKE_DAYS) is "
+    "flagged as a spike on the Recon tab's daily table":
+    "GPU任务某日账单超过其此前7个计费日（SPIKE_DAYS）中位数的此倍数时，在对账表的每日表中标记为突增",
     "more resources, listed on": "个其他资源，完整列在", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
@@ -606,6 +611,13 @@ MESSAGES = {
         ("{file}: resource {value} has usage in {months}, which no bill line of that resource covers: that usage is "
          "left out; add the month's bill, or check the usage file's dates"),
         "{file}：资源 {value} 在 {months} 有用量，但账单中该资源没有这些月份的费用行：这部分用量未计入；请加入该月账单，或检查用量文件的日期"),
+    "bill_sums_bad_value": (
+        ('{column} "{raw}" cannot be read: the file must be the result of `budgetgen bill-sql` for billing time zone '
+         "{zone}, in the plan's currency"),
+        '{column} "{raw}" 无法读取：文件须为计费时区 {zone}、计划币种下 `budgetgen bill-sql` 的查询结果'),
+    "bill_sums_with_bills": (
+        "--bill-sums replaces the bill lines: give it without --bills and without a Bills sheet",
+        "--bill-sums 代替账单行：请勿同时使用 --bills 或 Bills 工作表"),
     "duplicate_lines": (
         "{month}: {lines:,} bill line(s) found again in a later bill ({amount:,.2f}) counted once",
         "{month}：{lines:,} 条账单行在后面的账单中重复出现（{amount:,.2f}），只计一次"),

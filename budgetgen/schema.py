@@ -247,6 +247,9 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
     S("recon_top_resources", "count", 50, "ReconTopResources",
       "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
       "and listed on the month's Resources sheet", unit="resources", structural=True, minimum=1, maximum=100000),
+    S("recon_spike_factor", "number", 3, "ReconSpikeFactor",
+      "a GPU task's day billed above this multiple of the median of its previous 7 billed days (SPIKE_DAYS) is "
+      "flagged as a spike on the Recon tab's daily table", minimum=1),
     S("electricity_per_kwh", "number", 1.0, "ElectricityPerKwh",
       "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)",
       unit="currency/kWh", minimum=0, money="CNY"),

@@ -53,7 +53,10 @@ peak_factor 1 and under a fifth of their capacity to spare were warned: KB01 (13
 JSON's task warnings, Summary's warning lines); no number moved. Then the Order's
 commitments block lost its note column (the note once under the block's total, merged across it) and Summary
 gained the selector row above the buffer note (the month table one row down); Order's commitment header 'committed cards'
-became 'cards' (C35); no value changed."""
+became 'cards' (C35); no value changed. Then the daily view: the recon_spike_factor
+setting (Assumptions from row 31 one down, About's words and list longer), each Recon tab's daily GPU table at its
+foot (2027-01 A55:E59, 2027-02 A50:E51: one billed day per task, so no median and no spike) and the JSON's
+`daily`; no value moved."""
 
 from __future__ import annotations
 

@@ -88,6 +88,9 @@ class BillSums:
     coverage: Mapping[str, tuple]
     duplicates: Mapping[str, tuple[int, float]]
     warnings: tuple[Message, ...] = ()
+    daily: pd.DataFrame | None = None
+    """daily: the GPU lines (commitment lines apart) summed per month × task_id × charge day (in the billing
+    time zone): columns month, task_id ("" untagged), day (datetime.date), billed; from the same grouping."""
 
 
 @dataclass(frozen=True)
@@ -154,11 +157,13 @@ def sum_bills(
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
             effective = any("EffectiveCost" in match_headers(p.columns, BILL_INPUT_COLUMNS) for _, p in parts)
             grouped = _GROUPS.format(lines=_local_lines(keyed, billing_timezone), effective=_EFFECTIVE[effective])
-            con.execute(_sql(f"CREATE TEMP TABLE groups AS {grouped}", options))
+            con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {grouped}", options))
+            con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _raise_problems(con, parts, options)
         notes = _part_warnings(con, [p for _, p in parts], plan_currency)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
+        daily = _daily(con)
         coverage = con.execute(_COVERAGE).fetchall()
         dups = con.execute("SELECT month, sum(dup_lines)::BIGINT, fsum(dup_billed) FROM groups "
                            "WHERE dup_lines > 0 GROUP BY month ORDER BY month").fetchall()
@@ -167,7 +172,16 @@ def sum_bills(
     duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
     warnings = (*notes, *(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items()))
     return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage},
-                    duplicates, warnings)
+                    duplicates, warnings, daily)
+
+
+def _daily(con: duckdb.DuckDBPyConnection, query: str | None = None) -> pd.DataFrame:
+    """BillSums.daily from the classified groups (table `final`) and the day sums (query: _DAILY by default)."""
+    rows = con.execute(query or _DAILY).fetchall()
+    return pd.DataFrame({"month": pd.Series([r[0] for r in rows], dtype=object),
+                         "task_id": pd.Series([r[1] for r in rows], dtype=object),
+                         "day": pd.Series([r[2] for r in rows], dtype=object),
+                         "billed": pd.Series([r[3] for r in rows], dtype="float64")})
 
 
 def read_bill_lines(
@@ -655,9 +669,21 @@ _TEXTS = ("resource_id", "resource_name", "resource_type", "service_name", "serv
           "commitment_type", "pricing_category")
 _TEXT_KEYS = ", ".join(_TEXTS) + ", extra_text"
 _NORMALISED = "SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in _TEXTS) + ") FROM groups"
-_GROUPS = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, NULL::BIGINT AS row,
-    {_MEASURES} FROM ({{lines}}) GROUP BY ALL"""
-_LINES = f"""SELECT {_MONTH} AS month, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
+_DAY = "CAST(local_start AS DATE)"
+_KEY_TEXTS = ("resource_id", "tags", "description", "sku", "resource_type", "service_name", "resource_name",
+              "service_category", "charge_category", "commitment_status", "commitment_id", "extra_text")
+"""The texts that decide a line's task, GPU class and commitment kind: their hash (`line_key`) ties a day's sums
+to the classified group."""
+_GPU_DAY = (f"CASE WHEN lower(trim(coalesce(service_category, ''))) NOT IN ('storage', 'networking') AND "
+            f"lower(trim(coalesce(charge_category, ''))) NOT IN ('credit', 'adjustment') THEN {_DAY} END")
+"""A line's charge day where it may be a GPU line (storage, networking, credits and adjustments never are): the
+others share one day-less row per key, so the daily grouping holds few more rows than GPU resource-days."""
+_GROUPS = f"""SELECT month, day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, grouping(day) = 0 AS daily,
+    {_MEASURES} FROM (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
+    FROM ({{lines}})) GROUP BY GROUPING SETS ((month, {_TEXT_KEYS}, line_key), (month, day, line_key))"""
+"""One scan, two groupings: the lines by month and texts (the groups every rule reads), and by month, charge day
+and line_key (the daily sums, narrow)."""
+_LINES = f"""SELECT {_MONTH} AS month, {_DAY} AS day, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
     start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, effective,
     (effective IS NULL)::BIGINT AS effective_missing, 0::UHUGEINT AS days,
     {" | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))} AS problems
@@ -700,6 +726,13 @@ _SUMS = f"""SELECT month, coalesce(resource_id, '') AS resource_id, task_id, is_
     sum(lines)::BIGINT AS lines, min(first_charge) AS first_charge, max(last_charge) AS last_charge,
     fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing
     FROM final WHERE lines > 0 GROUP BY ALL ORDER BY {", ".join(SUM_KEYS)}"""
+_DAILY = """SELECT d.month, f.task_id, d.day, fsum(d.billed) AS billed FROM all_groups d JOIN (
+    SELECT DISTINCT month, line_key, task_id FROM final WHERE lines > 0 AND is_gpu AND commitment = '') f
+    ON d.month = f.month AND d.line_key = f.line_key WHERE d.daily AND d.lines > 0 AND d.day IS NOT NULL
+    GROUP BY ALL ORDER BY 1, 2, 3"""
+_DAILY_OF_GROUPS = """SELECT month, task_id, day, fsum(billed) AS billed FROM final
+    WHERE lines > 0 AND is_gpu AND commitment = '' AND day IS NOT NULL GROUP BY ALL ORDER BY month, task_id, day"""
+"""The daily sums of groups that hold their day (bill_sql's result)."""
 _LINE_OUTPUT = """SELECT row, month, billed AS billed_cost, coalesce(resource_id, '') AS resource_id,
     coalesce(resource_name, '') AS resource_name, coalesce(service_name, '') AS service_name,
     coalesce(charge_category, '') AS charge_category, quantity AS consumed_quantity,

@@ -12,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..engine import Plan
-from ..errors import InputError
+from ..errors import Code, InputError, Problem
 from ..i18n import Message
 from ..schema import EXTRA_CATEGORIES, TIER
+from .bill_sql import read_bill_sums
 from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
 from .bills import DEFAULT_GPU_LINE_PATTERN
 from .columns import PRICING_CATEGORIES
@@ -30,8 +31,11 @@ from .rules import (
     RATE_VARIANCE,
     RESOURCE_CARDS,
     SAVING,
+    SPIKE,
+    SPIKE_DAYS,
     STATUS,
     TO_ATTRIBUTE,
+    TRAILING_MEDIAN,
     USAGE_VARIANCE,
     VARIANCE,
     VARIANCE_PCT,
@@ -215,6 +219,37 @@ class CommitmentRecon:
 
 
 @dataclass(frozen=True)
+class DayRecon:
+    """One task's GPU bill on one charge day; `median` of its previous billed days (rules.SPIKE_DAYS at most),
+    None on its first; `spike` when the day is over ReconSpikeFactor times that median (rules.SPIKE)."""
+
+    task_id: str  # "" for the untagged GPU lines
+    day: dt.date
+    billed: float
+    median: float | None
+    spike: bool
+
+    def to_json(self) -> dict:
+        return {"task_id": self.task_id, "day": self.day.isoformat(), "billed": self.billed, "median": self.median,
+                "spike": self.spike}
+
+
+def daily_recons(daily: pd.DataFrame, limits: Limits) -> dict[str, tuple[DayRecon, ...]]:
+    """Each month's DayRecons from BillSums.daily (sorted by month, task, day), the rules' Python views."""
+    out: dict[str, list[DayRecon]] = {}
+    previous: list[float] = []
+    last_key = None
+    for month, task, day, billed in daily[["month", "task_id", "day", "billed"]].itertuples(index=False):
+        if (month, task) != last_key:
+            previous, last_key = [], (month, task)
+        median = TRAILING_MEDIAN.py({"previous": previous}, limits)
+        spike = SPIKE.py({"billed": billed, "median": median}, limits)
+        out.setdefault(month, []).append(DayRecon(task, day, float(billed), median, spike))
+        previous = [*previous, float(billed)][-SPIKE_DAYS:]
+    return {m: tuple(days) for m, days in out.items()}
+
+
+@dataclass(frozen=True)
 class MonthRecon:
     """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed + commitment_billed
     = billed_total (the BilledCost of the month).
@@ -242,6 +277,7 @@ class MonthRecon:
     effective_total: float | None = None
     credits: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(CREDIT_KINDS, 0.0))
     non_gpu_planned: Mapping[str, float] = field(default_factory=dict)
+    daily: tuple[DayRecon, ...] = ()
 
     @property
     def commitment_billed(self) -> float:
@@ -321,6 +357,7 @@ class MonthRecon:
             "credit_billed": self.credit_billed,
             "idle_saving": self.idle_saving,
             "achievable_saving": self.achievable_saving,
+            "daily": [d.to_json() for d in self.daily],
         }
 
 
@@ -353,14 +390,17 @@ def reconcile(
     coverage: Mapping[str, tuple[dt.date, dt.date, int | None]] | None = None,
     duplicates: Mapping[str, tuple[int, float]] | None = None,
     facts: PlanFacts | None = None,
+    daily: pd.DataFrame | None = None,
+    spike_factor: float = 3.0,
 ) -> dict[str, MonthRecon]:
     """Reconcile every month present in the bills' sums (bill_sums.BillSums.sums, or aggregate_lines of
     read_bills' lines) against the plan and usage; nothing here reads a single line.
 
     Task ids of the bill are matched to the plan's ignoring case. `coverage` ({month: (first day, last day, days
-    with lines)}) defaults to what the summed frame's `first_charge` and `last_charge` say.
+    with lines)}) defaults to what the summed frame's `first_charge` and `last_charge` say. `daily`
+    (BillSums.daily) gives each month's daily table, a day over `spike_factor` times its trailing median a spike.
     """
-    limits = Limits(low_util_threshold, oom_threshold, variance_tolerance)
+    limits = Limits(low_util_threshold, oom_threshold, variance_tolerance, spike_factor=spike_factor)
     facts = facts or PlanFacts()
     sums = sums.assign(task_id=plan_task_ids(sums["task_id"], planned))
     coverage = coverage if coverage is not None else _frame_coverage(sums)
@@ -381,6 +421,9 @@ def reconcile(
     non_gpu = _fsum_by(non_gpu_sums, ["month", "category"])
     non_gpu_totals = _fsum_by(non_gpu_sums, ["month"])
     resources = _resource_frame(gpu, usage)
+    days = {} if daily is None else daily_recons(
+        daily.assign(task_id=plan_task_ids(daily["task_id"], planned)).groupby(
+            ["month", "task_id", "day"], as_index=False, sort=True)["billed"].agg(math.fsum), limits)
     result = {}
     for month in sorted(totals.index):
         covered = coverage.get(month)
@@ -418,6 +461,7 @@ def reconcile(
             effective_total=_known_or_none(effective_totals.get(month)),
             credits={k: float(credits.get((month, k), 0.0)) for k in CREDIT_KINDS},
             non_gpu_planned={c: float(facts.extras_by_category.get(month, {}).get(c, 0.0)) for c in NON_GPU_CATEGORIES},
+            daily=days.get(month, ()),
         )
     return result
 
@@ -627,12 +671,15 @@ class PlanRecon:
 
 
 def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], temp_parent: Path | None = None,
-                   progress=None) -> PlanRecon:
+                   progress=None, bill_sums: Path | None = None) -> PlanRecon:
     """Every billed month of the bill files (files, folders or globs) and Bills sheet reconciled against the plan,
     with the usage files and Usage sheet. Usage given without any bill is read and checked, and a warning says it
-    has nothing to be reconciled against."""
+    has nothing to be reconciled against. `bill_sums`: the result of bill_sql.grouping_sql, read in place of the
+    bill lines (then neither bill files nor a Bills sheet may be given)."""
     inputs = plan.inputs
     s = inputs.settings
+    if bill_sums is not None and (bill_paths or inputs.bills_sheet is not None):
+        raise InputError([Problem(Code.WRONG_FORMAT, Path(bill_sums).name, "", Message("bill_sums_with_bills"))])
     bill_sources = [BillSource(p, Path(p).name) for p in bill_paths]
     if inputs.bills_sheet is not None:
         bill_sources.insert(0, BillSource(inputs.bills_sheet, "Bills"))
@@ -640,16 +687,20 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     if inputs.usage_sheet is not None:
         usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
     usage_frames, problems = _gather(usage_sources, read_usage)
-    if not bill_sources:
+    if not bill_sources and bill_sums is None:
         if problems:
             raise InputError(problems)
         names = [name for name, _ in usage_frames]
         return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
     try:
-        bills = sum_bills(bill_sources, s.currency, s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN,
-                          dict(inputs.assignments), [g.name for g in inputs.gpus],
-                          billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit,
-                          temp_parent=temp_parent, progress=progress)
+        pattern, gpu_names = s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN, [g.name for g in inputs.gpus]
+        if bill_sums is not None:
+            bills = read_bill_sums(bill_sums, s.currency, pattern, dict(inputs.assignments), gpu_names,
+                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit)
+        else:
+            bills = sum_bills(bill_sources, s.currency, pattern, dict(inputs.assignments), gpu_names,
+                              billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit,
+                              temp_parent=temp_parent, progress=progress)
     except InputError as exc:
         raise InputError(exc.problems + problems) from None
     if problems:
@@ -658,8 +709,8 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     planned, buffers = plan_targets(plan)
     recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
                       s.variance_tolerance, coverage=bills.coverage, duplicates=bills.duplicates,
-                      facts=plan_facts(plan))
-    names = [source.name for source in bill_sources]
+                      facts=plan_facts(plan), daily=bills.daily, spike_factor=s.recon_spike_factor)
+    names = [source.name for source in bill_sources] or [Path(bill_sums).name]
     warnings = (*bills.warnings, *unknown_task_warnings(names, bills.sums, planned),
                 *unmatched_usage_warnings(usage_frames, bills.sums))
     return PlanRecon(recon, dict(bills.billed), tuple(warnings), bills)

@@ -24,9 +24,11 @@ Placeholders in `excel` are the cells a Recon row (or a block of the tab) puts t
   from the tasks), `{credits}` (credits and refunds, apart from the usage), `{idle_saving}`; per non-GPU
   category `{billed}` and `{planned}` (its Extras in the month);
 - coverage: `{first}` and `{last}` (the first and last charge day, dates);
-- re-forecast rows: `{planned}`, `{billed}` (blank when the month has no bill), `{partial}`.
+- re-forecast rows: `{planned}`, `{billed}` (blank when the month has no bill), `{partial}`;
+- daily rows: `{billed}` (the task's GPU bill of the day), `{previous}` (its previous billed days, at most
+  SPIKE_DAYS, a range or a list in Python), `{median}` (the trailing median's cell).
 Every other word is a workbook-scoped name on Assumptions: LowUtilThreshold, OomThreshold,
-VarianceTolerance, PercentScale, DataStarvedMemShare, DataStarvedUtil, and `Action<Flag>` (each flag's
+VarianceTolerance, ReconSpikeFactor, PercentScale, DataStarvedMemShare, DataStarvedUtil, and `Action<Flag>` (each flag's
 action sentence, e.g. ActionLowUtilization).
 """
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import math
+import statistics
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -69,6 +72,7 @@ class Limits:
     oom_threshold: float  # OomThreshold
     variance_tolerance: float  # VarianceTolerance
     actions: Mapping[str, str] | None = None  # Action<Flag>; None: the English ACTIONS
+    spike_factor: float = 3.0  # ReconSpikeFactor
 
     def action(self, flag: str) -> str:
         return (self.actions or ACTIONS)[flag]
@@ -365,4 +369,26 @@ PARTIAL = Rule("partial", "partial month", "flag", "{last}-{first}+1<DAY(DATE(YE
 REFORECAST = Rule("reforecast", "estimate", "money",
                   'IF(ISNUMBER({billed}),IF({partial},MAX({billed},{planned}),{billed}),{planned})', _reforecast)
 
-RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, PARTIAL, REFORECAST)
+# The daily table: a task's GPU bill per charge day, against the median of its previous SPIKE_DAYS billed days.
+SPIKE_DAYS = 7
+"""The trailing window: the task's previous billed days in the month, at most this many (a day without lines is
+no day of the window: an idle weekend does not lower the median)."""
+
+
+def _trailing_median(v: Values, s: Limits) -> float | None:
+    previous = [float(x) for x in v["previous"]][-SPIKE_DAYS:]
+    return statistics.median(previous) if previous else None
+
+
+def _spike(v: Values, s: Limits) -> bool:
+    return _known(v["median"]) and v["median"] > 0 and v["billed"] > s.spike_factor * v["median"]
+
+
+TRAILING_MEDIAN = Rule("trailing_median", "median of previous days", "money", "MEDIAN({previous})", _trailing_median)
+"""{previous}: the task's previous billed days' cells (at most SPIKE_DAYS); a task's first day has none and no
+median (a blank cell)."""
+SPIKE = Rule("spike", "spike", "flag", "AND(ISNUMBER({median}),N({median})>0,{billed}>ReconSpikeFactor*N({median}))",
+             _spike)
+
+RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, PARTIAL, REFORECAST,
+                           TRAILING_MEDIAN, SPIKE)

@@ -504,6 +504,7 @@ class ReconLayout:
     commitment_rows: int = 1   # rows of the commitment block (at least 1: its SUM has a range)
     rest_rows: int = 0   # resources beyond recon_top_resources: one line on the tab, listed on the Resources sheet
     rest_in_csv: bool = False   # more than RESOURCES_SHEET_MAX: listed in a CSV file beside the workbook instead
+    daily_rows: int = 0   # the daily table: one row per task and charge day of its GPU lines
 
     totals_rows = 13    # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input,
     #                     non-GPU not planned, credits, refunds, saving from idle cards, achievable saving
@@ -564,14 +565,23 @@ class ReconLayout:
         return self.commitment_first + self.commitment_rows
 
     @property
+    def daily_header(self) -> int:
+        """The daily table (task, day, billed, trailing median, spike): below the month's EffectiveCost."""
+        return self.commitment_total + 3
+
+    @property
+    def daily_first(self) -> int:
+        return self.daily_header + 1
+
+    @property
     def last_row(self) -> int:
-        return self.commitment_total + 1
+        return self.daily_first + max(1, self.daily_rows) - 1
 
     @property
     def blocks(self) -> tuple[tuple[int, int], ...]:
         return ((0, self.task_last), (self.resource_header, max(self.resource_last, self.rest_row)),
                 (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 4),
-                (self.commitment_header, self.last_row))
+                (self.commitment_header, self.commitment_total + 1), (self.daily_header, self.last_row))
 
 
 @dataclass(frozen=True)
@@ -651,7 +661,7 @@ def _recon(month: str, mr, top: int) -> ReconLayout:
     non_gpu_header = resource_last + (1 if rest and not in_csv else 0) + 3
     return ReconLayout(month, task_header, task_header + 1, task_last, resource_header, resource_header + 1,
                        resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)),
-                       max(1, len(mr.commitments)), len(rest), in_csv)
+                       max(1, len(mr.commitments)), len(rest), in_csv, len(mr.daily))
 
 
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:

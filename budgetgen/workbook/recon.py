@@ -40,6 +40,7 @@ RESOURCE_HEADERS = ["resource", "task id", "services", "lines", "billed", "hours
                     "OOM events", "flags", "action next month", "cards", "idle cards", "saving if acted on",
                     "PricingCategory", "to attribute or stop"]
 COMMITMENT_HEADERS = ["commitment lines", "billed", "EffectiveCost", "commitment id", "commitment type"]
+DAILY_HEADERS = ["daily GPU bill, task id", "day", "billed", "median of previous days", "spike"]
 COMMITMENT_KINDS = {"unused": "unused commitment", "purchase": "commitment purchase"}
 """The words of a commitment line's kind (pipeline.COMMITMENT_KINDS)."""
 DATE_FORMAT = "yyyy-mm-dd"
@@ -75,6 +76,7 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float, 
     _coverage(book, ws, mr, at)
     _like_for_like(book, ws, mr, at, in_plan)
     _commitments(book, ws, mr, at)
+    _daily(book, ws, mr, at, limits)
     ws.freeze_panes(1, 0)
     print_setup(ws, book.lang, _WIDTHS, at.last_row, repeat_cols=(0, 0), blocks=at.blocks,
                 heights={0: TITLE_HEIGHT, at.resource_header: 30, **heights})
@@ -451,3 +453,25 @@ def _commitments(book: Book, ws, mr, at: ReconLayout) -> None:
         ws.write_string(total + 1, 1, book.t("not in every line of the bill"), book.f.note)
     else:
         book.value(ws, total + 1, 1, mr.effective_total, "input", "money")
+
+
+def _daily(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
+    """Each task's GPU bill per charge day (sorted by task, then day; "" the untagged lines), the median of its
+    previous billed days (at most R.SPIKE_DAYS rows above, the same task's) and the spike flag, live."""
+    book.header(ws, at.daily_header, DAILY_HEADERS)
+    first_of_task = at.daily_first
+    for i, d in enumerate(mr.daily):
+        row = at.daily_first + i
+        if i == 0 or d.task_id != mr.daily[i - 1].task_id:
+            first_of_task = row
+        ws.write_string(row, 0, d.task_id)
+        _date(book, ws, row, d.day)
+        book.value(ws, row, 2, d.billed, "input", "money")
+        start = max(first_of_task, row - R.SPIKE_DAYS)
+        if start < row:
+            book.formula(ws, row, 3, R.TRAILING_MEDIAN.formula({"previous": f"C{start + 1}:C{row}"}), d.median,
+                         "money")
+        else:
+            ws.write_blank(row, 3, None, book.f.get("calc", "money"))
+        book.formula(ws, row, 4, R.SPIKE.formula({"median": f"D{row + 1}", "billed": f"C{row + 1}"}), d.spike,
+                     "flag")

@@ -1,0 +1,200 @@
+"""The bill's grouping as one portable query, for a bill kept in a warehouse (DuckDB, Spark, BigQuery, Athena).
+
+`grouping_sql(dialect)` is the reconciliation's line grouping written once (in DuckDB's SQL) and transpiled by
+sqlglot: every line of a FOCUS table summed per invoice month, charge day and the line's texts (normalised as
+the local reading does: trimmed, "" and the text NULL as missing). Its result, saved as CSV or Parquet, is what
+`read_bill_sums` reads in place of the lines: the texts are classified (task from Tags or Assignments, GPU or
+not, category) and summed to the same BillSums as `sum_bills`, on a table of a few rows per resource and day.
+
+The table is a FOCUS export with the FOCUS column names (timestamps in UTC, as FOCUS writes them); the query
+converts each line's instants to the billing time zone given, and writes that zone in every row, so a result
+made for another zone is refused rather than read with shifted months.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import duckdb
+
+from ..errors import Code, InputError, Problem
+from ..i18n import Message
+from .bill_sums import (
+    _BAD_CHOICES,
+    _COVERAGE,
+    _CURRENCY_OTHER,
+    _DAILY_OF_GROUPS,
+    _SUM_TEXTS,
+    _SUMS,
+    DAYS_BEFORE,
+    DEFAULT_MEMORY_LIMIT,
+    BillSums,
+    _check_pattern,
+    _classify,
+    _connection,
+    _daily,
+    _literal,
+    _Options,
+    _quiet,
+    _sql,
+    _tags_problem,
+    gpu_regex,
+)
+from .table import MAX_ROW_PROBLEMS
+
+DIALECTS = ("duckdb", "spark", "bigquery", "athena")
+DEFAULT_TABLE = "focus_bill"
+_TEXT_COLUMNS = (
+    # the grouping's text key: FOCUS column → its name in the result (bill_sums._TEXTS)
+    ("ResourceId", "resource_id"), ("ResourceName", "resource_name"), ("ResourceType", "resource_type"),
+    ("ServiceName", "service_name"), ("ServiceCategory", "service_category"), ("ChargeDescription", "description"),
+    ("SkuId", "sku"), ("ConsumedUnit", "consumed_unit"), ("Tags", "tags"), ("BillingCurrency", "currency"),
+    ("ChargeCategory", "charge_category"), ("CommitmentDiscountId", "commitment_id"),
+    ("CommitmentDiscountStatus", "commitment_status"), ("CommitmentDiscountType", "commitment_type"),
+    ("PricingCategory", "pricing_category"),
+)
+MEASURES = ("billed", "quantity", "lines", "cost_missing", "first_charge", "last_charge", "effective",
+            "effective_missing")
+RESULT_COLUMNS = ("billing_timezone", "month", "day", *(name for _, name in _TEXT_COLUMNS), *MEASURES)
+"""The query's result columns, in order: what `--bill-sums` requires."""
+
+
+def _text(column: str) -> str:
+    value = f"TRIM(CAST({column} AS VARCHAR))"
+    return f"CASE WHEN UPPER({value}) IN ('', 'NULL') THEN NULL ELSE {value} END"
+
+
+def _local(column: str, timezone: str) -> str:
+    return f"(CAST({column} AS TIMESTAMPTZ) AT TIME ZONE {_literal(timezone)})"
+
+
+def grouping_sql(dialect: str = "duckdb", table: str = DEFAULT_TABLE, timezone: str = "UTC") -> str:
+    """The grouping query in a dialect of DIALECTS, over `table`, with months and days in `timezone`."""
+    import sqlglot
+
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect {dialect!r} is none of {', '.join(DIALECTS)}")
+    texts = ",\n    ".join(f"{_text(column)} AS {name}" for column, name in _TEXT_COLUMNS)
+    keys = ", ".join(name for _, name in _TEXT_COLUMNS)
+    local_start, local_invoice = _local("ChargePeriodStart", timezone), _local("BillingPeriodStart", timezone)
+    query = f"""SELECT {_literal(timezone)} AS billing_timezone, month, day, {keys},
+    SUM(cost) AS billed, SUM(quantity) AS quantity, COUNT(*) AS lines,
+    COUNT(*) - COUNT(cost) AS cost_missing, MIN(start) AS first_charge, MAX(start) AS last_charge,
+    SUM(effective) AS effective, COUNT(*) - COUNT(effective) AS effective_missing
+FROM (SELECT
+    STRFTIME(CAST(COALESCE({local_invoice}, {local_start}) AS DATE), '%Y-%m') AS month,
+    CAST({local_start} AS DATE) AS day,
+    {texts},
+    CAST(BilledCost AS DOUBLE) AS cost, CAST(ConsumedQuantity AS DOUBLE) AS quantity,
+    CAST(EffectiveCost AS DOUBLE) AS effective, CAST(ChargePeriodStart AS TIMESTAMPTZ) AS start
+  FROM {table}) AS line
+GROUP BY month, day, {keys}"""
+    return sqlglot.transpile(query, read="duckdb", write=dialect,
+                             pretty=True)[0] + ";"
+
+
+def read_bill_sums(
+    path: Path,
+    plan_currency: str,
+    gpu_line_pattern: str,
+    assignments: Mapping[str, str],
+    gpu_names: Iterable[str],
+    *,
+    billing_timezone: str = "UTC",
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
+) -> BillSums:
+    """The result of grouping_sql (CSV or Parquet) classified and summed like sum_bills' (one source: no
+    de-duplication; the query's result holds no line to find again). Problems name the file and its row."""
+    path = Path(path)
+    name = path.name
+    if not path.is_file():
+        raise InputError([Problem(Code.NOT_A_FILE, name, "", Message("not_a_file", path=str(path)))])
+    kind = path.suffix.lower()
+    if kind not in (".csv", ".parquet"):
+        raise InputError([Problem(Code.WRONG_FORMAT, name, "", Message("not_a_table_file", file=name))])
+    pattern = gpu_regex(gpu_line_pattern, gpu_names)
+    with _connection(memory_limit, None, billing_timezone) as con:
+        options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, _quiet)
+        _check_pattern(con, pattern, gpu_line_pattern)
+        reader = (f"read_parquet({_literal(str(path))})" if kind == ".parquet" else
+                  f"read_csv({_literal(str(path))}, header=true, all_varchar=true)")
+        try:
+            columns = [c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()]
+        except duckdb.Error as exc:
+            raise InputError([Problem(Code.UNREADABLE, name, "", Message(
+                "unreadable_file", reason=str(exc).split("\n")[0]))]) from None
+        lowered = {c.lower(): c for c in columns}
+        missing = [c for c in RESULT_COLUMNS if c not in lowered]
+        if missing:
+            raise InputError([Problem(Code.MISSING_COLUMN, name, "", Message("file_missing_column", column=c))
+                              for c in missing])
+        rows = ", ".join(f'"{lowered[c]}" AS {c}' for c in RESULT_COLUMNS)
+        con.execute(f"CREATE TEMP TABLE sums_file AS SELECT row_number() OVER () + 1 AS row, {rows} FROM {reader}")
+        _check_sums(con, name, options)
+        con.execute(_GROUPS_FROM_SUMS)
+        _classify(con, options)
+        sums = con.execute(_SUMS).df()
+        daily = _daily(con, _DAILY_OF_GROUPS)
+        coverage = con.execute(_COVERAGE).fetchall()
+    sums = sums.astype(_SUM_TEXTS)
+    billed = {m: float(g.sum()) for m, g in sums.groupby("month", sort=True)["billed"]}
+    return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage}, {}, (),
+                    daily)
+
+
+_NUMBER = "TRY_CAST({0} AS DOUBLE)"
+_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE groups AS SELECT month, TRY_CAST(CAST(day AS VARCHAR) AS DATE) AS day,
+    resource_id, resource_name, resource_type,
+    service_name, service_category, description, sku, consumed_unit, tags, currency, charge_category, commitment_id,
+    commitment_status, commitment_type, pricing_category, '' AS extra_text, row,
+    {_NUMBER.format('billed')} AS billed, {_NUMBER.format('quantity')} AS quantity,
+    TRY_CAST(lines AS BIGINT) AS lines, ts(txt(CAST(first_charge AS VARCHAR))) AS first_charge,
+    ts(txt(CAST(last_charge AS VARCHAR))) AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed,
+    {_NUMBER.format('effective')} AS effective, TRY_CAST(effective_missing AS BIGINT) AS effective_missing,
+    1::UHUGEINT << least(greatest(TRY_CAST(CAST(day AS VARCHAR) AS DATE)
+        - strptime(month || '-01', '%Y-%m-%d')::DATE + {DAYS_BEFORE}, 0), 127)::UHUGEINT AS days,
+    0::BIGINT AS problems
+    FROM sums_file"""
+
+_SUMS_CHECKS = (
+    # SQL over a row of the sums file, true where it cannot be read; the column the problem names
+    ("billing_timezone", "billing_timezone IS DISTINCT FROM $zone"),
+    ("month", r"NOT regexp_full_match(coalesce(CAST(month AS VARCHAR), ''), '\d{4}-(0[1-9]|1[0-2])')"),
+    ("day", "TRY_CAST(CAST(day AS VARCHAR) AS DATE) IS NULL"),
+    ("billed", "TRY_CAST(billed AS DOUBLE) IS NULL OR NOT isfinite(TRY_CAST(billed AS DOUBLE))"),
+    ("cost_missing", "TRY_CAST(cost_missing AS BIGINT) IS DISTINCT FROM 0"),
+    ("lines", "coalesce(TRY_CAST(lines AS BIGINT), 0) < 1"),
+    ("first_charge", "ts(txt(CAST(first_charge AS VARCHAR))) IS NULL"),
+    ("last_charge", "ts(txt(CAST(last_charge AS VARCHAR))) IS NULL"),
+)
+
+
+def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) -> None:
+    """Every row of the sums file readable, in the plan's currency and billing time zone, with readable Tags and
+    choices: else InputError naming the file, the row and the column (the first rows of each kind)."""
+    problems = []
+    for column, bad in _SUMS_CHECKS:
+        where = _sql(bad, options).replace("$zone", _literal(options.timezone))
+        found = con.execute(f"SELECT row, CAST({column} AS VARCHAR) FROM sums_file WHERE {where} "
+                            f"ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
+        problems += [Problem(Code.WRONG_FORMAT, name, f"row {row}", Message(
+            "bill_sums_bad_value", column=column, raw="" if raw is None else raw, zone=options.timezone))
+            for row, raw in found]
+    other = con.execute(_sql(f"SELECT upper(txt(currency)), sum(TRY_CAST(lines AS BIGINT))::BIGINT, min(row) "
+                             f"FROM sums_file WHERE {_CURRENCY_OTHER} GROUP BY 1 ORDER BY 1", options)).fetchall()
+    problems += [Problem(Code.CURRENCY, name, f"row {row}", Message(
+        "currency_mismatch", code=code, lines=lines or 0, plan=options.currency)) for code, lines, row in other]
+    for column, bad in _BAD_CHOICES.items():
+        field = {"CommitmentDiscountStatus": "commitment_status", "PricingCategory": "pricing_category"}[column]
+        found = con.execute(f"SELECT row, {field} FROM sums_file WHERE {bad} ORDER BY row "
+                            f"LIMIT {MAX_ROW_PROBLEMS}").fetchall()
+        problems += [Problem(Code.UNKNOWN_VALUE, name, f"row {row}", Message(
+            "bill_sums_bad_value", column=field, raw=raw, zone=options.timezone)) for row, raw in found]
+    tags = con.execute("SELECT txt(tags) AS t, min(row) FROM sums_file WHERE t IS NOT NULL AND (contains(lower(t), "
+                       "'task') OR NOT json_valid(t) OR json_type(t) <> 'OBJECT') GROUP BY t ORDER BY 2").fetchall()
+    problems += [Problem(Code.WRONG_FORMAT, name, f"row {row}", problem)
+                 for text, row in tags if (problem := _tags_problem(text)) is not None][:MAX_ROW_PROBLEMS]
+    if problems:
+        raise InputError(problems)
+
