@@ -25,7 +25,7 @@ LIMITS = Limits(low_util_threshold=0.20, oom_threshold=3, variance_tolerance=0.1
 NAMES = {"LowUtilThreshold": 0.20, "OomThreshold": 3, "VarianceTolerance": 0.10, "PercentScale": 100,
          "DataStarvedMemShare": 0.8, "DataStarvedUtil": 0.10, "ActionLowUtilization": "drop it",
          "ActionOom": "fix memory", "ActionDataStarved": "feed it", "ActionOverPlan": "see the plan",
-         "ActionUntaggedGpu": "tag it", "ActionOffPlanPricing": "check the tier",
+         "ActionUntaggedGpu": "tag it", "ActionOffPlanPricing": "check the tier", "ReconSpikeFactor": 3,
          # how an English workbook shows the flags and statuses (About's word table): as their keys
          "WordKey": np.array([[w] for w in SHOWN_WORDS], dtype=object),
          "WordShown": np.array([[w] for w in SHOWN_WORDS], dtype=object)}
@@ -39,6 +39,12 @@ def usage(util=None, mem_share=None, oom=None, task="T1", task_status="", pricin
 
 # (rule, the placeholders' values, the result worked out by hand); None or NaN is a blank cell.
 CASES = [
+    # the median of a task's previous billed days; a day is a spike above ReconSpikeFactor (3) x that median
+    (rules.TRAILING_MEDIAN, {"previous": [100.0, 110.0, 90.0, 100.0, 105.0, 95.0, 100.0]}, 100.0),
+    (rules.TRAILING_MEDIAN, {"previous": [90.0, 110.0]}, 100.0),                  # (90 + 110) / 2
+    (rules.SPIKE, {"billed": 500.0, "median": 100.0}, True),                     # 500 > 3 x 100
+    (rules.SPIKE, {"billed": 300.0, "median": 100.0}, False),                    # 300 is not above 300
+    (rules.SPIKE, {"billed": 500.0, "median": None}, False),                     # a first day: no median
     (rules.FLAGS_BY_KEY["low_utilization"], usage(util=19.9), True),
     (rules.FLAGS_BY_KEY["low_utilization"], usage(util=20.0), False),     # 20% is not under 20%
     (rules.FLAGS_BY_KEY["low_utilization"], usage(util=0.0), True),
