@@ -197,25 +197,8 @@ FUZZ = settings(max_examples=4, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.parametrize("shape", ["csv", "parquet", "xlsx", "sheet"])   # sheet: the input's Bills sheet
 @FUZZ
-@given(drawn=bills("csv"))
-def test_csv_bills_sum_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
-    check(tmp_path_factory, "csv", drawn)
-
-
-@FUZZ
-@given(drawn=bills("parquet"))
-def test_parquet_bills_sum_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
-    check(tmp_path_factory, "parquet", drawn)
-
-
-@FUZZ
-@given(drawn=bills("xlsx"))
-def test_xlsx_bills_sum_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
-    check(tmp_path_factory, "xlsx", drawn)
-
-
-@FUZZ
-@given(drawn=bills("sheet"))
-def test_the_bills_sheet_sums_to_the_valid_deduplicated_lines(tmp_path_factory, drawn):
-    check(tmp_path_factory, "sheet", drawn)
+@given(data=st.data())
+def test_bills_sum_to_the_valid_deduplicated_lines(tmp_path_factory, shape, data):
+    check(tmp_path_factory, shape, data.draw(bills(shape)))

@@ -48,17 +48,22 @@ ACHIEVABLE = REP1_SAVING + REP2_SAVING + 412.00   # 931.40: each resource counte
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("savings")
-    book = make_input(tmp / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2,
-                                                        "recon_top_resources": 2},
+    out, js = _build(tmp_path_factory.mktemp("savings"), top=2)
+    return out, json.loads(js.read_text()), openpyxl.load_workbook(out, data_only=True)
+
+
+def _build(folder, top: int):
+    """The month's plan, bill and usage built in `folder` with `recon_top_resources` `top`: the workbook, the JSON."""
+    book = make_input(folder / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2,
+                                                           "recon_top_resources": top},
                       extras=EXTRAS, extra_sheets={"Usage": USAGE})
-    bill = tmp / "bill.csv"
+    bill = folder / "bill.csv"
     with bill.open("w", newline="") as fh:
         csv.writer(fh).writerows([HEADER, *LINES])
-    out, js = tmp / "out.xlsx", tmp / "out.json"
+    out, js = folder / "out.xlsx", folder / "out.json"
     result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--bills", str(bill), "--json", str(js)])
     assert result.exit_code == 0, result.output
-    return out, json.loads(js.read_text()), openpyxl.load_workbook(out, data_only=True)
+    return out, js
 
 
 def _rows(ws) -> dict:
@@ -142,15 +147,7 @@ def test_past_the_sheet_size_the_rest_goes_to_a_csv_beside_the_workbook(tmp_path
     from budgetgen.workbook import layout
 
     monkeypatch.setattr(layout, "RESOURCES_SHEET_MAX", 0)   # every resource beyond the top one goes to the CSV
-    book = make_input(tmp_path / "in.xlsx", TASKS, settings={"currency": "USD", "catalog_fx": FX, "period_months": 2,
-                                                             "recon_top_resources": 1},
-                      extras=EXTRAS, extra_sheets={"Usage": USAGE})
-    bill = tmp_path / "bill.csv"
-    with bill.open("w", newline="") as fh:
-        csv.writer(fh).writerows([HEADER, *LINES])
-    out = tmp_path / "out.xlsx"
-    result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--bills", str(bill)])
-    assert result.exit_code == 0, result.output
+    out, _ = _build(tmp_path, top=1)
     wb = openpyxl.load_workbook(out, data_only=True)
     assert "Resources 2026-07" not in wb.sheetnames
     ws, rows = wb["Recon 2026-07"], _rows(wb["Recon 2026-07"])
