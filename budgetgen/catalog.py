@@ -16,13 +16,14 @@ from . import prices
 from .fx import FxTable, reference_rate
 from .i18n import Message
 from .model import Gpu, Settings
-from .prices import OFFER_FIELDS, choose_offer
-from .schema import GPU_COLUMNS, REFERENCE_TIER, TIERS
+from .prices import OFFER_FIELDS
+from .schema import GPU_COLUMNS, REFERENCE_TIER, TASK_TIERS, TIERS
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
 CATALOG_CURRENCY = "CNY"  # the currency `catalog_fx` sets the rate of, and money defaults are declared in
 SPEC_COLUMNS = ("vram_gb", "bandwidth_gbs", "tflops")  # a GPU needs all three to be sized
+TIER_OFFER_COLUMNS = tuple(f"{t.name}_offer" for t in TASK_TIERS)  # whose offer each task tier's price is
 
 
 def _number(text: str) -> float | None:
@@ -55,6 +56,7 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         provider=str(rec.get("provider") or ""),
         region=str(rec.get("region") or ""),
         currency=str(rec.get("currency") or ""),
+        offers={t.name: str(rec.get(f"{t.name}_offer") or "") for t in TASK_TIERS},
     )
 
 
@@ -68,7 +70,8 @@ def gpu_record(g: Gpu) -> dict[str, object]:
               **{t.price_column: g.listed_prices.get(t.name) for t in TIERS},
               "purchase_price": g.listed_purchase, "power_w": g.power_w,
               "price_change_per_year": g.price_change_per_year, "provider": g.provider or None,
-              "region": g.region or None, "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
+              "region": g.region or None, **{f"{t.name}_offer": g.offers.get(t.name) or None for t in TASK_TIERS},
+              "currency": g.currency or None, "source": g.source, "as_of": g.as_of}
     return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 
@@ -84,29 +87,37 @@ def spec_records() -> list[dict[str, object]]:
 
 
 def builtin_records(currency: str | None = None, provider: str | None = None, region: str | None = None,
-                    first: str | None = None) -> list[dict[str, object]]:
-    """The built-in catalog as records: each GPU's specs and the offer chosen for it (`prices.choose_offer`): one
-    in `first` (a currency asked for before the plan's: CNY when `catalog_fx` is set), else in `currency`, else the
-    market offer; with a provider or region, only theirs. The offer's prices stay in its own currency (the reader
-    converts them with the plan's FX table); a GPU without an offer has none."""
+                    first: str | None = None, offer_currency: str = "plan") -> list[dict[str, object]]:
+    """The built-in catalog as records: each GPU's specs and its offers merged by `prices.best_offer_record` (per
+    tier the cheapest eligible offer and whose it is). Eligible (`prices.eligible_offers`): offers from the named
+    providers and regions (comma-separated; blank: any), in `first` (a currency asked for before the plan's: CNY
+    when `catalog_fx` is set) where the GPU has such offers, else in `currency`; with `offer_currency` "any" and no
+    offer in either, the offers in any currency (the first currency, by file order, whose offers are eligible).
+    The prices stay in their own currency (the reader converts them with the plan's FX table); a GPU without an
+    eligible offer has none (its prices blank)."""
     offers = prices.builtin_offers()
     out = []
     for rec in spec_records():
-        offer = None
-        if first and not (provider or region):
-            offer = choose_offer([o for o in offers if o.currency == first], str(rec["gpu"]), first)
-        offer = offer or choose_offer(offers, str(rec["gpu"]), currency, provider, region)
-        rec = {**rec, **dict.fromkeys(OFFER_FIELDS[:-2])}
-        if offer is not None:
-            rec.update(offer.fields())
+        gpu, gpu_class = str(rec["gpu"]), str(rec["class"] or "datacenter")
+
+        def eligible(currencies, gpu=gpu, gpu_class=gpu_class):
+            return prices.eligible_offers(offers, gpu, gpu_class, currencies, provider, region)
+        chosen = (eligible([first]) if first else []) or (eligible([currency]) if currency else [])
+        if not chosen and (offer_currency == "any" or currency is None):
+            found = eligible(None)
+            chosen = [o for o in found if o.currency == found[0].currency] if found else []
+        rec = {**rec, **dict.fromkeys(OFFER_FIELDS[:-2]), **dict.fromkeys(TIER_OFFER_COLUMNS)}
+        merged = prices.best_offer_record(chosen)
+        if merged is not None:
+            rec.update(merged)
         out.append(rec)
     return out
 
 
 def builtin_catalog(currency: str | None = None, provider: str | None = None, region: str | None = None) -> list[Gpu]:
-    """The built-in catalog as Gpu values, each priced by its chosen offer in that offer's currency
-    (`Gpu.currency`), not converted."""
-    return [gpu_from_record(rec) for rec in builtin_records(currency, provider, region)]
+    """The built-in catalog as Gpu values, each priced by its eligible offers in their currency (`Gpu.currency`),
+    not converted."""
+    return [gpu_from_record(rec) for rec in builtin_records(currency, provider, region, offer_currency="any")]
 
 
 QUOTE_TOLERANCE = 0.02  # a typed price this close to the catalog's (converted) is the catalog's, with its date

@@ -29,7 +29,8 @@ class Commitment:
     term_months: int
     rate: float  # plan currency per committed card-hour
     on_demand: float
-    break_even: float  # the share of the term a committed card must be busy to beat on-demand
+    replaced_price: float  # what an hour of the GPU type's work pays without commitments (rules.REPLACED_PRICE)
+    break_even: float  # the share of the term a committed card must be busy to beat that price (1+: never)
     demand: tuple[float, ...]  # the GPU type's GPU-hours per plan month (all its tasks)
     rent: tuple[float, ...]  # the GPU type's rent per plan month
     left: tuple[float, ...]  # the demand left to this commitment by the earlier (longer) ones
@@ -94,7 +95,8 @@ def plan_commitments(tasks, inputs, n_months: int) -> tuple[Commitment, ...]:
 
 def _commitment(s, gpu, tier, rate, on_demand, demand, rent, left, months) -> Commitment:
     term = tier.term_months
-    break_even = rules.BREAK_EVEN_UTILISATION(s, rate=rate, on_demand=on_demand)
+    replaced = rules.REPLACED_PRICE(s, demand=list(demand), rent=list(rent), on_demand=on_demand)
+    break_even = rules.BREAK_EVEN_UTILISATION(s, rate=rate, price=replaced)
     candidates = tuple(rules.COMMIT_CANDIDATE(s, hours=list(left), months=months, term=term, break_even=break_even,
                                               demand=h) for h in left)
     proposed = rules.COMMIT_PROPOSAL(s, candidates=candidates)
@@ -106,7 +108,7 @@ def _commitment(s, gpu, tier, rate, on_demand, demand, rent, left, months) -> Co
     displaced = tuple(rules.RENT_DISPLACED(s, demand=h, rent=p, covered=v) for h, p, v in zip(demand, rent, covered))
     adjustment = tuple(rules.COMMIT_ADJUSTMENT(s, committed=c, displaced=d) for c, d in zip(committed, displaced))
     after = rules.MONTHS_AFTER_PLAN(s, term=term)
-    return Commitment(gpu, tier.name, term, rate, on_demand, break_even, demand, rent, left, candidates, proposed,
+    return Commitment(gpu, tier.name, term, rate, on_demand, replaced, break_even, demand, rent, left, candidates, proposed,
                       cards, committed, covered, unused, unused_cost, displaced, adjustment,
                       rules.TERM_TOTAL(s, cards=cards, rate=rate, term=term), after,
                       rules.AFTER_PLAN_COST(s, cards=cards, rate=rate, after=after))

@@ -169,15 +169,16 @@ class Plan:
 
 
 def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candidate:
-    """`task_rows`: evaluate_task's rows of this task so far, by the card count given (they differ in no other
-    input)."""
+    """`task_rows`: evaluate_task's rows of this task so far, by the card count given and the tier (they differ in
+    no other input)."""
     s = inputs.settings
     values = task.values
     if task.values["gpu"] not in (None, gpu.name):
         values = {**values, "cards": None}  # a user's card count belongs to the GPU the user named
-    task_row = task_rows.get(values["cards"])
+    key = (values["cards"], values["tier"])
+    task_row = task_rows.get(key)
     if task_row is None:
-        task_row = task_rows[values["cards"]] = evaluate_task(values, s, inputs.model(values.get("model")))
+        task_row = task_rows[key] = evaluate_task(values, s, inputs.model(values.get("model")))
     row = evaluate(values, s, gpu, task_row=task_row)
     given = values["cards"]
     exclusion = None
@@ -201,6 +202,16 @@ def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candida
             and task.values["gpu"] != gpu.name:
         exclusion = Exclusion.CONSUMER_ONLINE
     return Candidate(gpu.name, row, exclusion, excluded=exclusion.message(row, s.max_cards) if exclusion else "")
+
+
+def _best_tier(task: Task, c: Candidate, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candidate:
+    """A task whose tier was left blank is priced on each card's cheapest suited tier (the candidate's
+    `cheapest_tier`: every tier the kind suits that the card's offers price), so the choice weighs every card on
+    every tier; a tier the user typed is kept. A card priced on no suited tier stays as it is (not offered)."""
+    best = c.row["cheapest_tier"]
+    if "tier" not in task.defaulted or c.exclusion not in (None, Exclusion.NO_PRICE) or best in (None, c.row["tier"]):
+        return c
+    return _candidate(replace(task, values={**task.values, "tier": best}), gpu, inputs, task_rows)
 
 
 def _too_slow(row: dict) -> bool:
@@ -364,8 +375,8 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     problem = _deadline_problem(task, row["deadline_used"], inputs.settings)
     if problem is not None:
         raise InputError([problem])
-    task_rows: dict = {task.values["cards"]: row}
-    candidates = [_candidate(task, g, inputs, task_rows) for g in inputs.gpus]
+    task_rows: dict = {(task.values["cards"], task.values["tier"]): row}
+    candidates = [_best_tier(task, _candidate(task, g, inputs, task_rows), g, inputs, task_rows) for g in inputs.gpus]
     if task.values["gpu"]:
         pick = [c for c in candidates if c.gpu == task.values["gpu"] and c.exclusion is None]
         chosen = pick[0] if pick else None
@@ -375,6 +386,8 @@ def _plan_task(task: Task, inputs: Inputs) -> TaskPlan:
     if chosen is None:
         raise InputError([_no_fit_problem(task, candidates, inputs)])
     marked = tuple(replace(c, chosen=c is chosen) for c in candidates)
+    if chosen.row["tier"] != task.values["tier"]:  # the engine chose the tier too: the task is priced on it
+        task = replace(task, values={**task.values, "tier": chosen.row["tier"]})
     warnings = _task_warnings(task, chosen.row, inputs.gpu(chosen.gpu), inputs.settings.max_cards,
                               inputs.settings.peak_factor)
     months = task_months(chosen.row, task.values.get("growth_per_month") or 0.0, inputs.settings,

@@ -559,7 +559,7 @@ TEXT_ZH = {
     "承诺卡数是输入项：采购可以修改。",
     "all commitments": "全部承诺", "committed cost": "承诺成本", "unused cost": "未使用成本",
     "rent displaced": "被替代的租金", "adjustment": "调整额", "term": "期限", "term (months)": "期限（月）",
-    "commitment rate": "承诺价", "on-demand": "按需价", "proposed cards": "建议卡数",
+    "commitment rate": "承诺价", "on-demand": "按需价", "replaced price": "被替代的每卡时租金", "proposed cards": "建议卡数",
     "committed cards": "承诺卡数", "monthly cost": "月成本", "term total": "期限总额",
     "months after plan": "计划期后月数", "after-plan cost": "计划期后成本", "GPU-hours demand": "GPU小时需求",
     "GPU rent": "GPU租金", "demand left to this commitment": "留给本承诺的需求",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
 
+from .prices import offer_label, offer_provider
 from .schema import SETTINGS
 
 # Every setting is a field; plan_months is derived from period_start and period_months.
@@ -46,6 +47,16 @@ class Gpu:
     bandwidth_efficiency: float | None = None  # share of bandwidth decode reaches; None: the decode_efficiency setting
     matmul_efficiency: float | None = None  # multiplies every MFU on this card; None: 1
     price_change_per_year: float | None = None  # expected yearly change of its rental prices; None: 0
+    offers: dict[str, str] = field(default_factory=dict)  # task tier -> whose offer its price is; blank: the row's
+
+    def offer(self, tier: str) -> str:
+        """Whose offer the tier's price is, as `provider · region` (prices.offer_label): the tier's own offer, else
+        the row's provider and region (a commitment tier: the row's)."""
+        return self.offers.get(tier) or offer_label(self.provider, self.region)
+
+    def provider_of(self, tier: str) -> str:
+        """The provider procurement orders the tier from (blank: not said)."""
+        return offer_provider(self.offer(tier))
 
 
 @dataclass(frozen=True)

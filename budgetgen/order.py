@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from . import rules
+from .prices import OFFER_SEPARATOR
 from .schema import TIER, TIER_NAMES
 
 
@@ -37,18 +38,23 @@ class OrderLine:
         return TIER[self.tier].quantity_unit
 
 
+def _region(offer: str) -> str:
+    """The region of an offer label (blank: not regional)."""
+    return offer.split(OFFER_SEPARATOR, 1)[1] if OFFER_SEPARATOR in offer else ""
+
+
 def order_keys(plan) -> tuple[tuple[str, str], ...]:
     """The (GPU, tier) pairs the plan uses, grouped by provider (the providers in the order their first GPU comes
     in the catalog), in catalog order, then tier order, within a provider."""
     used = {(tp.row["gpu"], tp.row["tier"]) for tp in plan.tasks}
     keys = [(g.name, t) for g in plan.inputs.gpus for t in TIER_NAMES if (g.name, t) in used]
-    providers = list(dict.fromkeys(plan.inputs.gpu(gpu).provider for gpu, _ in keys))
-    return tuple(sorted(keys, key=lambda k: providers.index(plan.inputs.gpu(k[0]).provider)))
+    providers = list(dict.fromkeys(plan.inputs.gpu(gpu).provider_of(tier) for gpu, tier in keys))
+    return tuple(sorted(keys, key=lambda k: providers.index(plan.inputs.gpu(k[0]).provider_of(k[1]))))
 
 
 def order_groups(plan) -> tuple[tuple[str, int], ...]:
     """Each provider of the order lines (blank: not said) and its number of lines, in order_keys' order."""
-    providers = [plan.inputs.gpu(gpu).provider for gpu, _ in order_keys(plan)]
+    providers = [plan.inputs.gpu(gpu).provider_of(tier) for gpu, tier in order_keys(plan)]
     return tuple((p, providers.count(p)) for p in dict.fromkeys(providers))
 
 
@@ -73,5 +79,5 @@ def plan_order(plan) -> tuple[OrderLine, ...]:
             over_plan["cards_billed"], over_plan["gpu_hours_per_month"], quantity, price,
             rules.ORDER_TOTAL(s, quantity=quantity, price=price),
             tuple(tp.task.task_id for tp in plan.tasks if (tp.row["gpu"], tp.row["tier"]) == (gpu, tier)),
-            plan.inputs.gpu(gpu).provider, plan.inputs.gpu(gpu).region))
+            plan.inputs.gpu(gpu).provider_of(tier), _region(plan.inputs.gpu(gpu).offer(tier))))
     return tuple(lines)

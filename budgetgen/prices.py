@@ -161,6 +161,77 @@ def choose_offer(offers: Iterable[Offer], gpu: str, currency: str | None = None,
     return (market or mine or [None])[0]
 
 
+OFFER_SEPARATOR = " · "  # between an offer's provider and its region in a GPUs `<tier>_offer` cell
+
+
+def offer_label(provider: str, region: str) -> str:
+    """How a GPUs `<tier>_offer` cell names an offer: the provider, and its region where it is regional."""
+    return provider if not region or region == ANY_REGION else f"{provider}{OFFER_SEPARATOR}{region}"
+
+
+def offer_provider(label: str) -> str:
+    """The provider of an offer label (offer_label's first part)."""
+    return label.split(OFFER_SEPARATOR, 1)[0]
+
+
+def _listed(names: str | None) -> tuple[str, ...]:
+    """A comma-separated setting (providers, regions) as lower-case names; () for blank: every one."""
+    return tuple(n.strip().lower() for n in (names or "").split(",") if n.strip())
+
+
+def eligible_offers(offers: Iterable[Offer], gpu: str, gpu_class: str, currencies: Iterable[str] | None,
+                    providers: str | None = None, regions: str | None = None) -> list[Offer]:
+    """The offers a plan may buy `gpu` from: in one of `currencies` (None: any), from the named `providers` and
+    `regions` (blank: any; an offer for any region is in every region), a marketplace's only for the card classes
+    it counts for (providers.csv: individual hosts' asks are no datacenter supply), and the market's median only
+    where no provider's own offer is left (a median is an estimate, not something procurement can order)."""
+    wanted = {c.upper() for c in currencies} if currencies is not None else None
+    names, places = _listed(providers), _listed(regions)
+    known = providers_table()
+    mine = []
+    for o in offers:
+        if o.gpu.lower() != gpu.lower() or not o.priced:
+            continue
+        if wanted is not None and o.currency.upper() not in wanted:
+            continue
+        if names and o.provider.lower() not in names:
+            continue
+        if places and o.region.lower() not in (*places, ANY_REGION):
+            continue
+        record = known.get(o.provider)
+        if record is not None and gpu_class not in record.counts_for:
+            continue
+        mine.append(o)
+    named = [o for o in mine if o.provider != MARKET]
+    return named or mine
+
+
+def best_offer_record(offers: list[Offer]) -> dict[str, object] | None:
+    """One GPUs row from several offers of one GPU (all in one currency): per tier the lowest price and whose offer
+    it is (`<tier>_offer`), so that a task priced on a tier pays the cheapest offer of it. The row's provider,
+    region, purchase price, commitment prices, source and date are those of the offer with the lowest reference
+    (on-demand) price, else of the first offer; None without offers."""
+    if not offers:
+        return None
+    reference = next(t.name for t in TIERS if t.reference)
+    lead = min(offers, key=lambda o: (o.prices.get(reference) is None, o.prices.get(reference) or 0.0))
+    rec = lead.fields()
+    sources = []
+    for tier in TIERS:
+        if not tier.for_tasks:
+            continue
+        priced = [o for o in offers if o.prices.get(tier.name) is not None]
+        best = min(priced, key=lambda o: o.prices[tier.name]) if priced else None
+        rec[tier.price_column] = best.prices[tier.name] if best else None
+        rec[f"{tier.name}_offer"] = offer_label(best.provider, best.region) if best else None
+        if best is not None and best is not lead:
+            sources.append(f"{tier.name} from {offer_label(best.provider, best.region)}: {best.source} ({best.as_of})")
+    if sources:
+        rec["source"] = "; ".join([f"{offer_label(lead.provider, lead.region)}: {lead.source}", *sources])
+        rec["as_of"] = min([lead.as_of, *(o.as_of for o in offers if o.as_of and o is not lead)])
+    return rec
+
+
 # ---------------------------------------------------------------- the snapshot's labels and providers
 
 @cache
@@ -170,7 +241,7 @@ def gpu_aliases() -> dict[str, str]:
 
 
 @cache
-def providers() -> dict[str, Provider]:
+def providers_table() -> dict[str, Provider]:
     """The snapshot's providers by name (budgetgen/data/providers.csv)."""
     return {row["provider"]: Provider(row["provider"], row["kind"], tuple(row["counts_for"].split()), row["note"])
             for row in _rows(PROVIDERS_RESOURCE)}
@@ -213,8 +284,8 @@ def _provider_offer(gpu: str, provider: str, rows: list[ListedPrice], left_out: 
     labels = "/".join(dict.fromkeys(r.label for r in rows))
     text = (f"{SNAPSHOT_SOURCE} (gpu_prices.csv) retrieved {_retrieved(rows)}: {provider} {labels}, median USD per "
             f"GPU-hour of {len(rows)} row(s) (on-demand {len(on_demand)}, spot {len(spot)})")
-    if provider in providers() and providers()[provider].note:
-        text += f"; {providers()[provider].note}"
+    if provider in providers_table() and providers_table()[provider].note:
+        text += f"; {providers_table()[provider].note}"
     if left_out:
         text += f"; {left_out} row(s) flagged suspect in row_flags.csv left out"
     return Offer(gpu, provider, region, "USD", {**dict.fromkeys(t.name for t in TIERS),
@@ -231,7 +302,7 @@ def _tier_prices(on_demand: float | None, spot: float | None) -> dict[str, float
 
 def _market_offer(gpu: str, gpu_class: str, offers: list[Offer], rows: dict[str, list[ListedPrice]],
                   left_out: dict[str, int]) -> Offer | None:
-    known = providers()
+    known = providers_table()
     counted = [o for o in offers if o.provider in known and gpu_class in known[o.provider].counts_for]
     if not counted:
         return None

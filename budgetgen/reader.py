@@ -16,6 +16,7 @@ from openpyxl.utils import get_column_letter
 from .budgets import Budget
 from .catalog import (
     CATALOG_CURRENCY,
+    TIER_OFFER_COLUMNS,
     builtin_records,
     catalog_warnings,
     gpu_from_record,
@@ -293,6 +294,21 @@ def _read_fx(ws, settings: Settings, out: Collector) -> dict[str, Rate]:
     return rates
 
 
+def _default_offer_policy(settings: Settings) -> bool:
+    """Whether the built-in offers are taken as `init` takes them: every provider and region, the plan's currency."""
+    return settings.providers is None and settings.regions is None and settings.offer_currency == "plan"
+
+
+def _written_by_init(typed: dict, written: dict | None, settings: Settings) -> bool:
+    """Whether a GPUs row is the built-in one as `init` wrote it (its provider, tier offers and prices): under
+    another offer policy (providers, regions, offer_currency) the catalog's row under that policy replaces it."""
+    if written is None or not typed.get("provider"):
+        return False
+    same_offers = all((typed.get(c) or None) == (written.get(c) or None) for c in ("provider", *TIER_OFFER_COLUMNS))
+    return same_offers and is_catalog_price({c: typed.get(c) for c in PRICE_COLUMNS}, settings.currency, written,
+                                            dt.date.fromisoformat(settings.build_date))
+
+
 def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
     """The built-in catalog with the GPUs sheet's rows added or overriding, every price converted into the plan
     currency. A sheet row's prices are in its currency (blank: the plan currency); when that is not the built-in
@@ -301,15 +317,21 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
     sheet_cells: dict[str, dict[str, str]] = {}  # per GPUs sheet row: the cell of each column typed there
     # catalog_fx asks for the Chinese-market (CNY) offers, converted at its rate, before those in the plan currency
     first = CATALOG_CURRENCY if settings.catalog_fx is not None else None
-    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records(settings.currency, first=first)}
+    records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records(
+        settings.currency, settings.providers, settings.regions, first=first, offer_currency=settings.offer_currency)}
     builtin = {k: dict(v) for k, v in records.items()}
+    # the rows `init` wrote are the catalog under the default offer policy: under another, they give way to it
+    as_init = {} if _default_offer_policy(settings) else {
+        rec["gpu"].lower(): rec for rec in builtin_records(settings.currency, first=first)}
     quoted: set[str] = set()  # GPUs whose prices the user typed
     if ws is not None:
         for name, rec in _keyed_rows(ws, "GPUs", GPU_COLUMNS, "gpu", out):
+            if _written_by_init(rec.values, as_init.get(name.lower()), settings):
+                continue
             sheet_cells[name.lower()] = {k: rec.cells[k] for k in rec.values}
             merged = records.setdefault(str(name).lower(), {c.name: None for c in GPU_COLUMNS})
             if "provider" in rec.values:  # the row is that provider's offer: none of the built-in one is kept
-                merged.update(dict.fromkeys(OFFER_FIELDS))
+                merged.update(dict.fromkeys((*OFFER_FIELDS, *TIER_OFFER_COLUMNS)))
             typed_currency = settings.currency if "currency" not in rec.values else \
                 _read_currency(rec.values["currency"], "GPUs", rec.cells["currency"], out)
             if ("currency" in rec.values or any(c in rec.values for c in PRICE_COLUMNS)) \

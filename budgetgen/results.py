@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .engine import Plan, TaskPlan
+from .model import Gpu
 from .schema import CONSTANT_VALUES, TIER_NAMES
 
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
@@ -17,8 +18,8 @@ SERVING_FIELDS = {"active_params_b": "active_used", "prompt_tokens": "prompt_use
                   "user_tokens_per_sec": "user_tokens_per_sec"}
 
 
-def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
-    """One task's §6 record."""
+def task_json(tp: TaskPlan, months: tuple[str, ...], gpu: Gpu) -> dict:
+    """One task's §6 record; `gpu` its chosen catalog GPU (whose offer prices it)."""
     r = tp.row
     out = {"task_id": tp.task.task_id, "kind": tp.task.kind, "method": r["method"], "gpu": r["gpu"],
            "tier": r["tier"], "cards": r["cards_held"]}
@@ -32,7 +33,8 @@ def task_json(tp: TaskPlan, months: tuple[str, ...]) -> dict:
                          "per_thousand_requests": r["cost_per_k_requests"], "api_verdict": r["api_verdict"] or None}
     out["tier_costs"] = {t: r[f"cost_{t}"] for t in TIER_NAMES}
     out["tier_advice"] = r["tier_advice"] or None
-    out["candidates"] = [{"gpu": c.gpu, "cards": c.row["cards_held"], "gpu_hours_per_month": c.row["gpu_hours_per_month"],
+    out["offer"] = gpu.offer(r["tier"])
+    out["candidates"] = [{"gpu": c.gpu, "tier": c.row["tier"], "cards": c.row["cards_held"], "gpu_hours_per_month": c.row["gpu_hours_per_month"],
                           "monthly_cost": None if c.excluded else c.row["monthly_cost"], "chosen": c.chosen,
                           "excluded": c.excluded or None} for c in tp.candidates]
     out["warnings"] = list(tp.warnings)
@@ -45,7 +47,7 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
     return {
         "currency": s.currency,
         "months": list(plan.months),
-        "tasks": [task_json(tp, plan.months) for tp in plan.tasks],
+        "tasks": [task_json(tp, plan.months, plan.inputs.gpu(tp.row["gpu"])) for tp in plan.tasks],
         "buy_vs_rent": {b.gpu: {"purchase_price": plan.inputs.gpu(b.gpu).purchase_price,
                                 "daily_fixed": b.daily_fixed, "energy_per_hour": b.energy_per_hour,
                                 "break_even_hours_per_day": b.break_even_hours_per_day,
@@ -57,7 +59,7 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
         "month_totals": {m: {"gpu": t.gpu, "commitments": t.commitments, "extras": t.extras, "buffer": t.buffer,
                              "total": t.total} for m, t in plan.month_totals.items()},
         "commitments": [{"gpu": c.gpu, "tier": c.tier, "term_months": c.term_months, "rate": c.rate,
-                         "break_even_utilisation": c.break_even, "proposed_cards": c.proposed, "cards": c.cards,
+                         "replaced_price": c.replaced_price, "break_even_utilisation": c.break_even, "proposed_cards": c.proposed, "cards": c.cards,
                          "monthly_cost": c.monthly_cost, "term_total": c.term_total,
                          "months_after_plan": c.months_after_plan, "after_plan_cost": c.after_plan_cost,
                          "by_month": {m: {"demand_hours": c.demand[i], "rent": c.rent[i],

@@ -215,9 +215,15 @@ COMMIT_DEMAND = Rule(
 COMMIT_RENT = Rule("commit_rent", "what the plan rents a GPU type for in one plan month: its tasks' cost that month",
                    "SUMPRODUCT(({gpus}={gpu})*{costs})",
                    lambda s, gpus, gpu, costs: math.fsum(c for g, c in zip(gpus, costs, strict=True) if g == gpu))
+REPLACED_PRICE = Rule("replaced_price", "what an hour of the GPU type's work pays in the plan without commitments: its "
+                      "rent over its GPU-hours demand over the plan, on whatever tier the tasks chose (spot included); "
+                      "on-demand where the plan uses none of it",
+                      "IF(SUM({demand})>0,SUM({rent})/SUM({demand}),{on_demand})",
+                      lambda s, demand, rent, on_demand: math.fsum(rent) / math.fsum(demand) if math.fsum(demand) > 0
+                      else on_demand)
 BREAK_EVEN_UTILISATION = Rule("break_even_utilisation", "share of the term a committed card must be busy to beat "
-                              "on-demand: the rate over the on-demand price", "{rate}/{on_demand}",
-                              lambda s, rate, on_demand: rate / on_demand)
+                              "the rent it replaces: the rate over the replaced price per GPU-hour (1 or more: "
+                              "never worth committing)", "{rate}/{price}", lambda s, rate, price: rate / price)
 
 
 def _card_hours_excel(card: str) -> str:
@@ -319,7 +325,7 @@ ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({c
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
                            MONTH_CARDS_BILLED, PRICE_TREND, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
-                           VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
+                           VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, REPLACED_PRICE, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,
                            BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,

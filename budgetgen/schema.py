@@ -29,6 +29,7 @@ GPU_CLASSES = ("consumer", "workstation", "datacenter")
 INTERCONNECTS = ("nvlink", "pcie")
 EXTRA_CATEGORIES = ("storage", "egress", "images", "platform", "other")
 GPU_CHOICES = ("cheapest", "balanced")
+OFFER_CURRENCIES = ("plan", "any")  # offer_currency: which built-in offers' currencies the catalog takes
 CONSUMER_ONLINE = ("excluded", "allowed")  # consumer_online: may the engine choose a consumer card to serve online
 
 
@@ -227,6 +228,16 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       "whether the engine may choose a consumer (GeForce) card for an online service: excluded (default: NVIDIA's "
       "GeForce driver licence allows no datacenter deployment) or allowed; a card the task names is kept",
       choices=CONSUMER_ONLINE, structural=True),
+    S("offer_currency", "choice", "plan", "OfferCurrency",
+      "which built-in offers price the catalog: plan (only offers listed in the plan's currency: the market the plan "
+      "buys in; a card without one is unpriced and a warning names it) or any (a card without an offer in the plan's "
+      "currency takes its offers in another, converted at the FX rate)", choices=OFFER_CURRENCIES, structural=True),
+    S("providers", "text", None, "Providers",
+      "take built-in offers only from these providers (comma-separated, e.g. aws, lambda); blank: every provider",
+      structural=True),
+    S("regions", "text", None, "Regions",
+      "take built-in offers only in these regions (comma-separated; an offer for any region counts); blank: every "
+      "region", structural=True),
     S("max_cards", "count", 64, "MaxCards",
       "largest card count the engine proposes for one training run or one serving replica",
       unit="cards", structural=True, minimum=1, maximum=MAX_CARDS),
@@ -342,6 +353,9 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("provider", "text", help="whose offer the prices are (built-in: market = the median over providers, "
       "cn-market = the Chinese market); a row that names one replaces the built-in offer, its blank prices not offered"),
     C("region", "text", help="the provider's region; any: not regional"),
+    *(C(f"{t.name}_offer", "text", help=f"whose offer the {t.name} price is (provider, or provider · region); blank: "
+        "the row's provider and region. The built-in catalog takes each tier's cheapest eligible offer")
+      for t in TASK_TIERS),
     C("currency", "text", help="ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. "
       "Prices in another currency are converted at the FX rate on Assumptions"),
     C("source", "text", help="where the prices came from"),

@@ -10,13 +10,20 @@ from xlsxwriter.utility import xl_col_to_name
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
 from ..i18n import say
+from ..prices import ANY_REGION, OFFER_SEPARATOR
+from ..schema import TASK_TIERS
 from .book import Book, ColumnBlock
 from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
 from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table
 from .printing import print_setup
 from .tasks import column_headers, compile_formula
 
-_VALUE_ROLES = {"gpu": "input", "cards": "input"}
+_VALUE_ROLES = {"gpu": "input", "tier": "input", "cards": "input"}
+# Whose offer the row's tier price is: the GPUs row's offer of that tier, else its provider (and region, unless any).
+# `&""`: a blank GPUs cell reads as a blank text, not INDEX's 0.
+_TIER_OFFER = "CHOOSE(MATCH({tier},TierList,0)," + ",".join(f'{{gpu.{t.name}_offer}}&""' for t in TASK_TIERS) + ")"
+_OFFER = (f'=IF({_TIER_OFFER}="",{{gpu.provider}}&IF(OR({{gpu.region}}&""="",{{gpu.region}}&""="{ANY_REGION}"),"",'
+          f'"{OFFER_SEPARATOR}"&{{gpu.region}}),{_TIER_OFFER})')
 def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
                                               "task_row": "task row #"}, CANDIDATE_HEADERS)
@@ -25,8 +32,7 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
                 for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
     values = [(table.columns[key], key, None, book.f.get(_VALUE_ROLES.get(key, "calc"), "general"))
               for key in CANDIDATE_LEAD]
-    # `&""`: a blank GPUs cell reads as a blank text, not INDEX's 0
-    offer = [(table.columns[key], key, compile_formula(f'={{gpu.{key}}}&""', table), book.f.get("calc", "general"))
+    offer = [(table.columns[key], key, compile_formula(_OFFER, table), book.f.get("calc", "general"))
              for key in CANDIDATE_OFFER]
     choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "best_gpu" else "money"))
               for key, formula in candidate_formulas(table).items()]
@@ -40,9 +46,9 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
             if c.excluded not in reasons:   # one rendering per distinct reason (they repeat by the thousand)
                 reasons[c.excluded] = say(c.excluded, book.lang) if c.excluded else ""
             g = catalog[c.gpu]
-            lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "chosen": chosen if c.chosen else "",
+            lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "tier": c.row["tier"], "chosen": chosen if c.chosen else "",
                     "excluded": reasons[c.excluded], "cards": c.row["cards"], "task_row": i,
-                    "provider": g.provider, "region": g.region}
+                    "offer": g.offer(c.row["tier"])}
             block.store(ws, r, c.row | lead | own)
             r += 1
     for key, name in CANDIDATE_NAMES.items():

@@ -18,7 +18,7 @@ from .layout import COMMIT_TOTAL, CommitmentsLayout, commit_adjustment, commit_n
 from .printing import print_setup
 
 SHEET = "Commitments"
-_WIDTHS = [13, 12, 12, 12, 12, 13, 12, 12, 13, 14, 12, 14]
+_WIDTHS = [13, 12, 12, 12, 12, 12, 13, 12, 12, 13, 14, 12, 14]
 NOTE_COLUMNS = 8   # A:H, about 100 characters: what an A4 landscape page prints of the sheet at full size
 NOTE = ("A commitment starts with the plan and bills every hour of its term at its rate; it covers up to cards x "
         "HoursPerMonth of the GPU's demand and replaces the rent of the hours it covers. Proposed: the most cards "
@@ -76,7 +76,7 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
     h, fr = at.block_header(i), at.block_figures(i)
     n = fr + 1
     headers = [book.titled(k, u) for k, u in zip(at.summary_columns, (
-        "", "", "", "currency/card-hour", "currency/card-hour", "share", "cards", "cards", "currency/month",
+        "", "", "", "currency/card-hour", "currency/card-hour", "currency/GPU-hour", "share", "cards", "cards", "currency/month",
         "currency", "months", "currency"), strict=True)]
     book.header(ws, h, headers)
     ws.set_row(h, 30)
@@ -89,9 +89,12 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
     lookup = f"MATCH({cell['gpu']},GpuName,0)"
     book.formula(ws, fr, sc("commitment rate"), f"INDEX({tier.price_name},{lookup})", c.rate, "price", "link")
     book.formula(ws, fr, sc("on-demand"), f"INDEX({REFERENCE_TIER.price_name},{lookup})", c.on_demand, "price", "link")
+    book.formula(ws, fr, sc("replaced price"), rules.REPLACED_PRICE.formula(
+        demand=col_range["GPU-hours demand"], rent=col_range["GPU rent"], on_demand=cell["on-demand"]),
+        c.replaced_price, "price")
     book.formula(ws, fr, sc("break-even utilisation"),
-                 rules.BREAK_EVEN_UTILISATION.formula(rate=cell["commitment rate"], on_demand=cell["on-demand"]), c.break_even,
-                 "percent")
+                 rules.BREAK_EVEN_UTILISATION.formula(rate=cell["commitment rate"], price=cell["replaced price"]),
+                 c.break_even, "percent")
     book.formula(ws, fr, sc("proposed cards"),
                  rules.COMMIT_PROPOSAL.formula(candidates=col_range["cards this month suggests"]), c.proposed, "int")
     book.value(ws, fr, sc("committed cards"), c.cards, "input", "int")

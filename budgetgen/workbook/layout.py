@@ -25,7 +25,8 @@ GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "ban
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
              "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
              "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion", "currency": "GpuCurrency",
-             "price_change_per_year": "GpuPriceChange"}
+             "price_change_per_year": "GpuPriceChange",
+             **{f"{t.name}_offer": f"Gpu{camel(t.name)}Offer" for t in TASK_TIERS}}
 # (the prices' names are on the plan-currency columns: workbook/gpus.py)
 # The FX table on Assumptions: each currency and its rate in plan currency per unit.
 FX_CURRENCY, FX_RATE = "FxCurrency", "FxRate"
@@ -432,7 +433,8 @@ class CommitmentsLayout:
     note_row = 1
     totals_header = 3
     totals_first = 4
-    summary_columns = ("gpu", "term", "term (months)", "commitment rate", "on-demand", "break-even utilisation",
+    summary_columns = ("gpu", "term", "term (months)", "commitment rate", "on-demand", "replaced price",
+                       "break-even utilisation",
                        "proposed cards", "committed cards", "monthly cost", "term total", "months after plan",
                        "after-plan cost")
     month_columns = ("month", "month #", "GPU-hours demand", "GPU rent", "demand left to this commitment",
@@ -602,9 +604,9 @@ class Layout:
 
 MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost", "period_cost")
 EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "start #", "end #")
-CANDIDATE_LEAD = ("task_id", "gpu", "chosen", "excluded", "cards", "task_row")
+CANDIDATE_LEAD = ("task_id", "gpu", "tier", "chosen", "excluded", "cards", "task_row")
 # Last on Candidates, beside the cost columns: whose offer the GPU's prices are, and where (read from GPUs by name).
-CANDIDATE_OFFER = ("provider", "region")
+CANDIDATE_OFFER = ("offer",)
 # The live choice: Candidates' saving against the chosen GPU and the running best of each task; Tasks' best of them.
 CANDIDATE_CHOICE = ("gpu_saving", "best_saving", "best_gpu")
 TASK_CHOICE = ("gpu_named", "cheaper_gpu", "cheaper_gpu_saving")
