@@ -173,24 +173,31 @@ def _selected(gpus, tiers, gpu, tier):
     return [g == gpu and t == tier for g, t in zip(gpus, tiers, strict=True)]
 
 
-ORDER_CARDS_IN_MONTH = Rule(
-    "order_cards_in_month", "cards billed for one GPU type and tier in one plan month (the month's column of the "
-    "tasks' billed cards)", "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{cards})",
-    lambda s, gpus, gpu, tiers, tier, cards: sum(
-        c for sel, c in zip(_selected(gpus, tiers, gpu, tier), cards, strict=True) if sel))
-ORDER_OVER_PLAN = Rule(
-    "order_over_plan", "an amount of one GPU type and tier summed over the plan (the tasks' plan totals)",
-    "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{amounts})",
+ORDER_IN_MONTH = Rule(
+    "order_in_month", "an amount of one GPU type and tier in one plan month (the month's column of the tasks' billed "
+    "cards, GPU-hours or cost)", "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{amounts})",
     lambda s, gpus, gpu, tiers, tier, amounts: math.fsum(
         a for sel, a in zip(_selected(gpus, tiers, gpu, tier), amounts, strict=True) if sel))
-ORDER_PEAK = Rule("order_peak", "the most cards held in any plan month", "MAX({by_month})",
+RENT_LEFT = Rule("rent_left", "share of a GPU type's rent in a plan month still rented once its commitments cover "
+                 "what they can (1 - rent displaced / rent)", "IF({rent}>0,1-{displaced}/{rent},1)",
+                 lambda s, rent, displaced: 1 - displaced / rent if rent > 0 else 1.0)
+RENTED = Rule("rented", "an order line's amount in a plan month after the commitments: the amount times the share "
+              "of its GPU type's rent still rented", "{amount}*{share}", lambda s, amount, share: amount * share)
+ORDER_PEAK = Rule("order_peak", "the most cards rented in any plan month", "MAX({by_month})",
                   lambda s, by_month: max(by_month))
-ORDER_MONTHS = Rule("order_months", "plan months with at least one card", "SUMPRODUCT(({by_month}>0)*1)",
-                    lambda s, by_month: sum(1 for c in by_month if c > 0))
-ORDER_AVERAGE = Rule("order_average", "cards on average over the plan: card-months over the plan's months",
-                     "{card_months}/PeriodMonths", lambda s, card_months: card_months / s.period_months)
-ORDER_TOTAL = Rule("order_total", "the line's cost over the plan: quantity times unit price", "{quantity}*{price}",
-                   lambda s, quantity, price: quantity * price)
+ORDER_SUM = Rule("order_sum", "an order line's amounts over the plan's months", "SUM({by_month})",
+                 lambda s, by_month: math.fsum(by_month))
+ORDER_UNIT_PRICE = Rule("order_unit_price", "what the line pays per unit on average over the plan (its prices "
+                        "change month by month with price_change_per_year and the scenario)",
+                        'IF({quantity}>0,{total}/{quantity},"")',
+                        lambda s, quantity, total: total / quantity if quantity > 0 else None)
+RESERVED_CARDS = Rule("reserved_cards", "a commitment's cards in a plan month: its committed cards within its term",
+                      "({month}<={term})*{cards}", lambda s, month, term, cards: cards if month <= term else 0)
+RESERVED_HOURS = Rule("reserved_hours", "a commitment's card-hours within the plan: every hour of the term billed",
+                      "{cards}*HoursPerMonth*MIN({term},PeriodMonths)",
+                      lambda s, cards, term: cards * s.hours_per_month * min(term, s.period_months))
+RESERVED_COST = Rule("reserved_cost", "what a commitment bills within the plan: its card-hours there at its rate",
+                     "{hours}*{rate}", lambda s, hours, rate: hours * rate)
 
 # --------------------------------------------------------------- commitments (GPUs, Commitments)
 # A commitment tier's effective rate per committed card-hour in the plan currency: the GPUs row's listed price times
@@ -328,8 +335,8 @@ RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR,
                            VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, REPLACED_PRICE, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,
-                           BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_CARDS_IN_MONTH, ORDER_OVER_PLAN, ORDER_PEAK, ORDER_MONTHS, ORDER_AVERAGE,
-                           ORDER_TOTAL, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
+                           BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_IN_MONTH, RENT_LEFT, RENTED, ORDER_PEAK, ORDER_SUM,
+                           ORDER_UNIT_PRICE, RESERVED_CARDS, RESERVED_HOURS, RESERVED_COST, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
                            TIES_OUT, ALL_CHECKS)
 
 

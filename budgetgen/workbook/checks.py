@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .. import rules
 from ..engine import Plan
-from ..order import OrderLine
+from ..order import Order
 from ..scenarios import SCENARIO_BUFFER
 from ..schema import KINDS, TIER_NAMES
 from .book import Book
@@ -23,6 +23,7 @@ from .layout import (
     GPU_COST_MATRIX,
     GPU_TOTAL,
     KIND_COSTS,
+    ORDER_PLAN_TOTAL,
     ORDER_TOTAL,
     PERIOD_TOTAL,
     TIER_PERIOD_COSTS,
@@ -45,7 +46,7 @@ class Check:
     sheet: str = ""   # the sheet the check is about, before the label (a Recon tab's name)
 
 
-def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
+def plan_checks(plan: Plan, order: Order) -> list[Check]:
     """The tie-outs of the budget sheets."""
     s = plan.inputs.settings
     totals = plan.month_totals.values()
@@ -75,8 +76,10 @@ def plan_checks(plan: Plan, order: tuple[OrderLine, ...]) -> list[Check]:
         Check("by kind = Summary GPU total", f"SUM({KIND_COSTS})", GPU_TOTAL, group_sum("kind", KINDS), gpu),
         Check("by cost center = Summary GPU total", f"SUM({COST_CENTER_COSTS})", GPU_TOTAL,
               group_sum("cost_center", centers), gpu),
-        Check("Order total = Summary GPU total", ORDER_TOTAL, GPU_TOTAL,
-              math.fsum(line.total for line in order), gpu),
+        Check("Order GPU total = Summary GPU + commitments total", ORDER_TOTAL, f"{GPU_TOTAL}+{COMMITMENTS_TOTAL}",
+              order.gpu_total, gpu + commitments),
+        Check("Order plan total = Summary period total", ORDER_PLAN_TOTAL, PERIOD_TOTAL,
+              order.gpu_total + extras + buffer, plan.period_total),
         Check("extras matrix = Summary extras total", f"SUM({EXTRAS_COST_MATRIX})", EXTRAS_TOTAL,
               math.fsum(v for values in plan.extras_by_month.values() for v in values), extras),
         Check("GPU + commitments + extras + buffer = period total",

@@ -25,7 +25,7 @@ NOTE = ("A commitment starts with the plan and bills every hour of its term at i
         "whose last card is busy at least the break-even share of the term (months after the plan count 0); the "
         "longer term takes the demand first. Committed cards are an input: procurement may change them.")
 # Block figures other sheets read by name (Order): the key in summary_columns -> the name's suffix.
-NAMED_FIGURES = {"committed cards": "cards", "monthly cost": "monthly_cost", "term total": "term_total",
+NAMED_FIGURES = {"commitment rate": "rate", "committed cards": "cards", "monthly cost": "monthly_cost", "term total": "term_total",
                  "months after plan": "months_after", "term (months)": "term"}
 
 

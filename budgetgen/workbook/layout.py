@@ -12,7 +12,7 @@ from ..columns import CALCS, CANDIDATE_FROM_TASKS
 from ..engine import Plan
 from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
-from ..order import order_groups, order_keys
+from ..order import Order, plan_order
 from ..recon import ACTIONS
 from ..recon.pipeline import tab_resources
 from ..recon.rules import OVER_PLAN_STATUS, PARTIAL_STATUS
@@ -47,7 +47,7 @@ TIER_PERIOD_COSTS, KIND_COSTS, COST_CENTER_COSTS = "TierPeriodCosts", "KindCosts
 GPU_COST_MATRIX, EXTRAS_COST_MATRIX, MONTHLY_TIER, TIERS_COST = "GpuCostMatrix", "ExtrasCostMatrix", "MonthlyTier", \
     "TiersCost"
 # Order and Checks cells other sheets read.
-ORDER_TOTAL, ALL_CHECKS = "OrderTotal", "AllChecks"
+ORDER_TOTAL, ORDER_PLAN_TOTAL, ALL_CHECKS = "OrderTotal", "OrderPlanTotal", "AllChecks"
 
 
 # Every enumeration value (kinds, tiers, GPU classes) and how the workbook shows it: formulas compare the keys.
@@ -327,99 +327,105 @@ class RowStack:
 
 @dataclass(frozen=True)
 class OrderLayout:
-    """Order: the heading lines, then a block per provider (its title row, its order lines, its subtotal), the total
-    over the providers, the lines' cards by month, the commitments and the sign-off."""
+    """Order: the heading lines; a block per provider (its title, its reservations under their header, its rent lines
+    under theirs, its subtotal), each printed on a page of its own; the totals down to the plan total; the sign-off;
+    then, below the printed area, the working rows the rent lines read (each line's cards, quantity and rent by month
+    before the commitments, and each committed GPU type's share of rent still rented)."""
 
-    lines: tuple[tuple[str, str], ...]
+    blocks: tuple[tuple[str, int, int], ...]   # (provider, its reservations, its rent lines) in order
     months: tuple[str, ...]
-    commitments: tuple[tuple[str, str], ...] = ()   # (GPU, commitment tier) in the Commitments sheet's block order
-    groups: tuple[tuple[str, int], ...] = ()        # (provider, its number of lines) in line order
+    shared_gpus: tuple[str, ...] = ()          # the GPU types whose rent commitments share, in order
 
-    heading_first = 2     # made by, build date, input file, plan
-    header = 7
-    first = 8
-    columns = ("gpu", "tier", "peak cards", "average cards", "months", "quantity", "unit", "unit price", "total",
-               "tasks served", "provider / SKU", "notes")
+    heading_first = 2     # made by, build date, input file, note
+    first = 7             # the first provider's title
 
     @property
-    def group_rows(self) -> tuple[tuple[int, int], ...]:
-        """Each provider block's title row and subtotal row; its lines are the rows between."""
-        out, r = [], self.first
-        for _, n in self.groups:
-            out.append((r, r + n + 1))
-            r += n + 3
-        return tuple(out)
-
-    def line_row(self, i: int) -> int:
-        """The row of order line `i` (in `lines`' order)."""
-        for (title, _), (_, n) in zip(self.group_rows, self.groups, strict=True):
-            if i < n:
-                return title + 1 + i
-            i -= n
-        raise IndexError(i)
-
-    @property
-    def total_row(self) -> int:
-        """The total over the providers, a row below the last block."""
-        return self.group_rows[-1][1] + 2 if self.groups else self.first
-
-    @property
-    def breaks(self) -> tuple[int, ...]:
-        """Rows a printed page starts at: each provider after the first, and, with more than one, the total."""
-        starts = [title for title, _ in self.group_rows[1:]]
-        return tuple(starts + [self.total_row]) if starts else ()
-
-    @property
-    def month_header(self) -> int:
-        return self.total_row + 3
-
-    @property
-    def month_first(self) -> int:
-        return self.month_header + 1
-
-    @property
-    def month_last(self) -> int:
-        return self.month_first + max(1, len(self.lines)) - 1
-
-    commit_columns = ("commitment", "term", "cards", "monthly cost", "upfront", "term total",
-                      "months after plan")   # the note on upfront 0 once, under the block's total
-
-    @property
-    def commit_header(self) -> int:
-        return self.month_last + 3
-
-    @property
-    def commit_first(self) -> int:
-        return self.commit_header + 1
-
-    @property
-    def commit_last(self) -> int:
-        return self.commit_first + max(1, len(self.commitments)) - 1
-
-    @property
-    def signoff_header(self) -> int:
-        return self.commit_last + 4
+    def columns(self) -> tuple[str, ...]:
+        """The printed columns: the GPU, the tier or term, one a plan month, then the line's figures."""
+        return ("gpu", "tier", *self.months, "quantity", "unit", "unit price", "total", "tasks served")
 
     def col(self, key: str) -> int:
         return self.columns.index(key)
 
     @property
-    def last_row(self) -> int:
+    def month_col(self) -> int:
+        return 2
+
+    def _block_rows(self) -> list[dict[str, int]]:
+        out, r = [], self.first
+        for _, n_res, n_lines in self.blocks:
+            rows = {"title": r}
+            r += 1
+            if n_res:
+                rows["reserve_header"], rows["reserve_first"] = r, r + 1
+                r += 1 + n_res
+            if n_lines:
+                rows["rent_header"], rows["rent_first"] = r, r + 1
+                r += 1 + n_lines
+            rows["subtotal"] = r
+            out.append(rows)
+            r += 2
+        return out
+
+    @property
+    def block_rows(self) -> tuple[dict[str, int], ...]:
+        return tuple(self._block_rows())
+
+    def line_row(self, i: int) -> int:
+        """The row of rent line `i` (over every block, in order)."""
+        for rows, (_, _, n) in zip(self.block_rows, self.blocks, strict=True):
+            if i < n:
+                return rows["rent_first"] + i
+            i -= n
+        raise IndexError(i)
+
+    def reservation_row(self, i: int) -> int:
+        """The row of reservation `i` (over every block, in order)."""
+        for rows, (_, n, _) in zip(self.block_rows, self.blocks, strict=True):
+            if i < n:
+                return rows["reserve_first"] + i
+            i -= n
+        raise IndexError(i)
+
+    @property
+    def total_row(self) -> int:
+        """The GPU total over the providers; extras, the buffer and the plan total below it."""
+        rows = self.block_rows
+        return rows[-1]["subtotal"] + 2 if rows else self.first
+
+    @property
+    def plan_total_row(self) -> int:
+        return self.total_row + 3
+
+    @property
+    def breaks(self) -> tuple[int, ...]:
+        """Rows a printed page starts at: each provider after the first, and, with more than one, the totals."""
+        starts = [rows["title"] for rows in self.block_rows[1:]]
+        return tuple(starts + [self.total_row]) if starts else ()
+
+    @property
+    def signoff_header(self) -> int:
+        return self.plan_total_row + 3
+
+    @property
+    def last_printed(self) -> int:
         return self.signoff_header + 2
 
     @property
-    def blocks(self) -> tuple[tuple[int, int], ...]:
-        """The heading with the first provider, each other provider, the total with the cards by month, the
-        commitments, the sign-off."""
-        groups = self.group_rows or ((self.first, self.first),)
-        return ((0, groups[0][1]), *groups[1:], (self.total_row, self.month_last),
-                (self.commit_header, self.commit_last + 2), (self.signoff_header, self.last_row))
+    def lines(self) -> int:
+        return sum(n for _, _, n in self.blocks)
+
+    def working_header(self, k: int) -> int:
+        """The header of working block k: 0 cards billed, 1 quantity, 2 rent (each a row per line), 3 share of rent
+        still rented (a row per shared GPU type)."""
+        return self.last_printed + 4 + k * (max(1, self.lines) + 2)
+
+    def working_row(self, k: int, i: int) -> int:
+        return self.working_header(k) + 1 + i
 
     @property
-    def heights(self) -> Mapping[int, float]:
-        """Rows taller than the default, in points."""
-        return MappingProxyType({self.header: 30, self.commit_header: 43.5, self.signoff_header + 1: 24,
-                                 self.signoff_header + 2: 24})
+    def last_row(self) -> int:
+        return self.working_header(3) + max(1, len(self.shared_gpus))
 
 
 @dataclass(frozen=True)
@@ -666,6 +672,12 @@ def _recon(month: str, mr, top: int) -> ReconLayout:
                        max(1, len(mr.commitments)), len(rest), in_csv, len(mr.daily))
 
 
+def order_layout(order: Order, months: tuple[str, ...], shared_gpus: tuple[str, ...]) -> OrderLayout:
+    """The Order sheet's layout for `order`; `shared_gpus` the GPU types with a commitment block (cards or not)."""
+    return OrderLayout(tuple((b.provider, len(b.reservations), len(b.lines)) for b in order.blocks), months,
+                       shared_gpus)
+
+
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     """Every sheet's blocks and cells for `plan` (and its reconciliation months), before anything is written."""
     n = len(plan.tasks)
@@ -679,8 +691,7 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
                   len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
-                  OrderLayout(order_keys(plan), plan.months, tuple((c.gpu, c.tier) for c in plan.commitments),
-                              order_groups(plan)),
+                  order_layout(plan_order(plan), plan.months, tuple(dict.fromkeys(c.gpu for c in plan.commitments))),
                   MappingProxyType({m: _recon(m, mr, plan.inputs.settings.recon_top_resources)
                                     for m, mr in sorted((recon or {}).items())}),
                   CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months),

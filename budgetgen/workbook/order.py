@@ -1,156 +1,226 @@
-"""Order: what procurement buys or reserves, per GPU type and tier the plan uses, as live formulas over Tasks; a block
-per provider with its subtotal, each printed on a page of its own."""
+"""Order: what procurement reserves and rents, a block per provider printed on a page of its own, as live formulas
+over Tasks, Demand and Commitments; the totals down to the plan total, which a check ties to Summary's.
+
+A rent line's cards, quantity and rent by month are read from Demand (working rows below the printed area) and
+multiplied by the share of its GPU type's rent the commitments leave rented (order.rent_left), so a reservation
+and the rent it replaces are never both counted."""
 
 from __future__ import annotations
 
-import math
-
-from xlsxwriter.utility import xl_col_to_name
+from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 
 from .. import __version__, rules
 from ..engine import Plan
 from ..i18n import word
-from ..order import OrderLine
+from ..order import Order, OrderLine, Reservation
 from ..schema import TIER
 from .book import Book
-from .layout import ORDER_TOTAL, OrderLayout, commit_name, demand_name
+from .layout import (
+    BUFFER_TOTAL,
+    EXTRAS_TOTAL,
+    ORDER_PLAN_TOTAL,
+    ORDER_TOTAL,
+    CommitmentsLayout,
+    OrderLayout,
+    commit_name,
+    demand_name,
+    gpu_cost,
+)
 from .printing import print_setup
 
 SHEET = "Order"
-_WIDTHS = (13, 10, 7, 8, 7, 10, 12, 11, 12, 14, 16, 18)
-_MONTH_WIDTH = 11
+_LEAD_WIDTHS = (13, 11)
+_MONTH_WIDTH = 6
+_TAIL_WIDTHS = (11, 11, 9, 12, 18)   # quantity, unit, unit price, total, tasks served / a month
+RESERVE_HEADERS = ("reserve", "term", "card-hours in plan", "card-hours", "rate", "total in plan",
+                   "a month, 0 upfront")
+RENT_HEADERS = ("rent", "tier", "quantity", "unit", "unit price", "total", "tasks served")
+WORKING = ("cards billed by month before the commitments", "quantity by month before the commitments",
+           "rent by month before the commitments", "share of the GPU type's rent still rented")
+NOTE = "Reservations replace the rent they cover: the rent lines are net of them, so nothing is counted twice."
 
 
-def _selection(n: int, tier: str) -> dict[str, str]:
-    """The placeholders that pick one order line's tasks: the GPU in column A, the tier by its key."""
-    return {"gpus": "TaskGpu", "gpu": f"$A{n}", "tiers": "TaskTier", "tier": f'"{tier}"'}
+def widths(at: OrderLayout) -> list[float]:
+    return [*_LEAD_WIDTHS, *[_MONTH_WIDTH] * len(at.months), *_TAIL_WIDTHS]
 
 
-def write_order(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
+def write_order(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commitments: CommitmentsLayout) -> None:
     s, t = plan.inputs.settings, book.t
-    for col, width in enumerate(_WIDTHS):
+    sizes = widths(at)
+    for col, width in enumerate(sizes):
         ws.set_column(col, col, width)
     ws.write_string(0, 0, f"{t('Order list')}: {t('GPUs for')} {at.months[0]} {t('to')} {at.months[-1]} "
                           f"({book.currency})", book.f.title)
     heading = [("made by", f"budgetgen {__version__}"), ("build date", s.build_date),
-               ("input file", plan.inputs.source_name),
-               ("note", t("GPU cost only: extras and the hidden-cost buffer are on Summary."))]
+               ("input file", plan.inputs.source_name), ("note", t(NOTE))]
     for i, (label, text) in enumerate(heading):
         ws.write_string(at.heading_first + i, 0, t(label), book.f.bold)
         ws.write_string(at.heading_first + i, 2, text)
-    book.header(ws, at.header, [book.titled(c, "currency") if c in ("unit price", "total") else c
-                                for c in at.columns])
-    ws.set_row(at.header, 30)
-    _lines(book, ws, plan, lines, at)
-    _cards_by_month(book, ws, lines, at)
-    _commitments(book, ws, plan, at)
+    subtotals = []
+    line_index = reservation_index = 0
+    total_col = at.col("total")
+    total_letter = xl_col_to_name(total_col)
+    for block, rows in zip(order.blocks, at.block_rows, strict=True):
+        regions = ", ".join(t(r) for r in block.regions)
+        name = block.provider or t("provider not given")
+        ws.write_string(rows["title"], 0, t("provider: {provider}").format(provider=name)
+                        + (t(" · region: {regions}").format(regions=regions) if regions else ""), book.f.bold)
+        if block.reservations:
+            book.header(ws, rows["reserve_header"], _header(book, at, RESERVE_HEADERS))
+            for r in block.reservations:
+                _reservation(book, ws, at, r, at.reservation_row(reservation_index))
+                reservation_index += 1
+        if block.lines:
+            book.header(ws, rows["rent_header"], _header(book, at, RENT_HEADERS))
+            for line in block.lines:
+                _line(book, ws, at, line, line_index)
+                line_index += 1
+        first = rows.get("reserve_first", rows.get("rent_first", rows["subtotal"]))
+        ws.write_string(rows["subtotal"], 0, t("Subtotal {provider}").format(provider=name), book.f.bold)
+        book.formula(ws, rows["subtotal"], total_col,
+                     f"SUM({total_letter}{first + 1}:{total_letter}{rows['subtotal']})", block.subtotal, "money",
+                     "total")
+        subtotals.append(f"{total_letter}{rows['subtotal'] + 1}")
+    _totals(book, ws, plan, order, at, subtotals)
     _signoff(book, ws, at)
-    widths = [*_WIDTHS, *[_MONTH_WIDTH] * max(0, len(at.months) + 2 - len(_WIDTHS))]
-    print_setup(ws, book.lang, widths, at.last_row, header_rows=(at.header, at.header), repeat_cols=(0, 0),
-                blocks=at.blocks, heights=at.heights, breaks=at.breaks)
+    _working(book, ws, plan, order, at, commitments)   # rows below: a constant-memory sheet is written in row order
+    print_setup(ws, book.lang, sizes, at.last_printed, repeat_cols=(0, 0), breaks=at.breaks,
+                blocks=[(rows["title"], rows["subtotal"]) for rows in at.block_rows]
+                + [(at.total_row, at.plan_total_row), (at.signoff_header, at.last_printed)])
 
 
-def _lines(book: Book, ws, plan: Plan, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
-    """Each provider's block: its title (provider and regions), its lines, its subtotal; then the total over them."""
+def _header(book: Book, at: OrderLayout, headers: tuple[str, ...]) -> list[str]:
+    lead, tail = headers[:2], headers[2:]
+    return [*lead, *at.months, *(book.titled(h, "currency") if h in ("total", "total in plan", "a month, 0 upfront")
+                                 else h for h in tail)]
+
+
+def _months(at: OrderLayout, row: int) -> str:
+    """The row's month cells, as a range."""
+    first, last = at.month_col, at.month_col + len(at.months) - 1
+    return f"${xl_col_to_name(first)}${row + 1}:${xl_col_to_name(last)}${row + 1}"
+
+
+def _reservation(book: Book, ws, at: OrderLayout, r: Reservation, row: int) -> None:
+    """A reservation: its committed cards month by month (Commitments' input cell), card-hours, rate, total in the
+    plan and what it bills a month."""
     c = at.col
-    total = c("total")
-    col = xl_col_to_name(total)
-    i = 0
-    for (provider, n), (title, subtotal) in zip(at.groups, at.group_rows, strict=True):
-        group = lines[i:i + n]
-        name = provider or book.t("provider not given")
-        regions = ", ".join(dict.fromkeys(book.t(line.region) for line in group if line.region))
-        ws.write_string(title, 0, book.t("provider: {provider}").format(provider=name)
-                        + (book.t(" · region: {regions}").format(regions=regions) if regions else ""), book.f.bold)
-        for line in group:
-            _line(book, ws, at, line, i)
-            i += 1
-        ws.write_string(subtotal, 0, book.t("Subtotal {provider}").format(provider=name), book.f.bold)
-        book.formula(ws, subtotal, total, f"SUM({col}{title + 2}:{col}{subtotal})",
-                     math.fsum(line.total for line in group), "money", "total")
-    ws.write_string(at.total_row, 0, book.t("Total"), book.f.bold)
-    subtotals = ",".join(f"{col}{subtotal + 1}" for _, subtotal in at.group_rows)
-    book.formula(ws, at.total_row, total, f"SUM({subtotals})" if subtotals else "0",
-                 math.fsum(line.total for line in lines), "money", "total")
-    book.define(ORDER_TOTAL, SHEET, at.total_row, total)
+    cards, term = commit_name(r.block, "cards"), str(r.term_months)
+    ws.write_string(row, 0, r.gpu)
+    ws.write_string(row, 1, word(r.tier, book.lang))
+    for j, value in enumerate(r.cards_by_month):
+        book.formula(ws, row, at.month_col + j, rules.RESERVED_CARDS.formula(month=str(j + 1), term=term, cards=cards),
+                     value, "int")
+    book.formula(ws, row, c("quantity"), rules.RESERVED_HOURS.formula(cards=cards, term=term), r.card_hours, "int")
+    ws.write_string(row, c("unit"), book.t("card-hours"))
+    book.formula(ws, row, c("unit price"), commit_name(r.block, "rate"), r.rate, "price", "link")
+    hours, rate = (xl_rowcol_to_cell(row, c(k)) for k in ("quantity", "unit price"))
+    book.formula(ws, row, c("total"), rules.RESERVED_COST.formula(hours=hours, rate=rate), r.total, "money")
+    book.formula(ws, row, c("tasks served"), commit_name(r.block, "monthly_cost"), r.monthly_cost, "money", "link")
 
 
 def _line(book: Book, ws, at: OrderLayout, line: OrderLine, i: int) -> None:
-    """Order line `i`: the GPU in column A, the tier, and its figures as formulas over the Tasks names."""
+    """Rent line `i`: rented cards by month, quantity, average unit price and total, net of the commitments."""
     c = at.col
-    last_month = xl_col_to_name(2 + len(at.months) - 1)
-    r = at.line_row(i)
-    n = r + 1
-    m = at.month_first + i + 1      # the line's row in the cards-by-month block
-    by_month = f"$C${m}:${last_month}${m}"
-    over_plan = {key: rules.ORDER_OVER_PLAN.formula(**_selection(n, line.tier), amounts=amounts)
-                 for key, amounts in (("cards_billed", "DemandBilledMonths"),
-                                      ("gpu_hours_per_month", "DemandGpuHours"))}
-    ws.write_string(r, c("gpu"), line.gpu)
-    ws.write_string(r, c("tier"), word(line.tier, book.lang))
-    book.formula(ws, r, c("peak cards"), rules.ORDER_PEAK.formula(by_month=by_month), line.peak_cards, "int")
-    book.formula(ws, r, c("average cards"), rules.ORDER_AVERAGE.formula(card_months=over_plan["cards_billed"]),
-                 line.average_cards, "number")
-    book.formula(ws, r, c("months"), rules.ORDER_MONTHS.formula(by_month=by_month), line.months, "int")
-    book.formula(ws, r, c("quantity"), over_plan[TIER[line.tier].quantity_column], line.quantity, "int")
-    ws.write_string(r, c("unit"), book.t(line.quantity_unit))
-    book.formula(ws, r, c("unit price"), f"INDEX({TIER[line.tier].price_name},MATCH($A{n},GpuName,0))",
-                 line.unit_price, "price", "link")
-    quantity, price = (f"{xl_col_to_name(c(k))}{n}" for k in ("quantity", "unit price"))
-    book.formula(ws, r, c("total"), rules.ORDER_TOTAL.formula(quantity=quantity, price=price), line.total, "money")
-    ws.write_string(r, c("tasks served"), ", ".join(line.tasks), book.f.wrap)
-    for key in ("provider / SKU", "notes"):
-        ws.write_blank(r, c(key), None, book.f.get("input", "text"))
+    row = at.line_row(i)
+    share = _share_row(at, line.gpu)
+    ws.write_string(row, 0, line.gpu)
+    ws.write_string(row, 1, word(line.tier, book.lang))
+    for j, value in enumerate(line.cards_by_month):
+        col = at.month_col + j
+        book.formula(ws, row, col, _rented(at, 0, i, share, col), value, "number")
+    quantity = "SUMPRODUCT(" + _months(at, at.working_row(1, i)) + "," + _share_range(at, share) + ")"
+    total = "SUMPRODUCT(" + _months(at, at.working_row(2, i)) + "," + _share_range(at, share) + ")"
+    book.formula(ws, row, c("quantity"), quantity, line.quantity, "int")
+    ws.write_string(row, c("unit"), book.t(line.quantity_unit))
+    book.formula(ws, row, c("total"), total, line.total, "money")
+    q, tot = (xl_rowcol_to_cell(row, c(k)) for k in ("quantity", "total"))
+    book.formula(ws, row, c("unit price"), rules.ORDER_UNIT_PRICE.formula(quantity=q, total=tot),
+                 line.unit_price if line.unit_price is not None else "", "price")
+    ws.write_string(row, c("tasks served"), ", ".join(line.tasks), book.f.wrap)
 
 
-def _cards_by_month(book: Book, ws, lines: tuple[OrderLine, ...], at: OrderLayout) -> None:
-    """Cards billed per line and plan month; a month's number is its header's place among PlanMonths."""
-    book.header(ws, at.month_header, ["cards by month", "tier", *at.months])
-    for i, line in enumerate(lines):
-        r = at.month_first + i
-        ws.write_string(r, 0, line.gpu)
-        ws.write_string(r, 1, word(line.tier, book.lang))
-        for j, cards in enumerate(line.cards_by_month):
-            formula = rules.ORDER_CARDS_IN_MONTH.formula(**_selection(r + 1, line.tier),
-                                                         cards=demand_name("cards_billed", at.months[j]))
-            book.formula(ws, r, 2 + j, formula, cards, "int")
+def _share_row(at: OrderLayout, gpu: str) -> int | None:
+    return at.working_row(3, at.shared_gpus.index(gpu)) if gpu in at.shared_gpus else None
 
 
-COMMIT_NOTE = "effective hourly rate: nothing upfront, every hour of the term billed monthly"
+def _share_range(at: OrderLayout, share: int | None) -> str:
+    return _months(at, share) if share is not None else "1"
 
 
-def _commitments(book: Book, ws, plan: Plan, at: OrderLayout) -> None:
-    """Each commitment of the Commitments sheet (its committed cards there, an input): the term, the cards, what it
-    bills a month, upfront (0: an effective rate), the term's total and the months it binds after the plan."""
-    book.header(ws, at.commit_header, [book.titled(c, "currency") if c in ("monthly cost", "upfront", "term total")
-                                       else c for c in at.commit_columns])
-    ws.set_row(at.commit_header, at.heights[at.commit_header])   # its headers wrap on three lines
-    for i, c in enumerate(plan.commitments):
-        r = at.commit_first + i
-        ws.write_string(r, 0, c.gpu)
-        ws.write_string(r, 1, word(c.tier, book.lang))
-        for col, (suffix, value, fmt) in enumerate((("cards", c.cards, "int"), ("monthly_cost", c.monthly_cost, "money")),
-                                                   start=2):
-            book.formula(ws, r, col, commit_name(i, suffix), value, fmt, "link")
-        ws.write_number(r, 4, 0, book.f.get("calc", "money"))
-        book.formula(ws, r, 5, commit_name(i, "term_total"), c.term_total, "money", "link")
-        book.formula(ws, r, 6, commit_name(i, "months_after"), c.months_after_plan, "int", "link")
-    total = at.commit_last + 1
-    ws.write_string(total, 0, book.t("Total"), book.f.bold)
-    for col, attr in ((3, "monthly_cost"), (5, "term_total")):
-        name = xl_col_to_name(col)
-        book.formula(ws, total, col, f"SUM({name}{at.commit_first + 1}:{name}{at.commit_last + 1})",
-                     sum(getattr(c, attr) for c in plan.commitments), "money", "total")
-    # once for every line, across the block's width (a note on each line ran past the printed page)
-    ws.merge_range(total + 1, 0, total + 1, len(at.commit_columns) - 1, book.t(COMMIT_NOTE), book.f.note)
+def _rented(at: OrderLayout, k: int, i: int, share: int | None, col: int) -> str:
+    amount = xl_rowcol_to_cell(at.working_row(k, i), col)
+    return rules.RENTED.formula(amount=amount, share=xl_rowcol_to_cell(share, col) if share is not None else "1")
+
+
+def _totals(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, subtotals: list[str]) -> None:
+    """The GPU total over the providers (reservations and net rent), then extras, the buffer and the plan total."""
+    col = at.col("total")
+    ws.write_string(at.total_row, 0, book.t("GPU total (reservations and rent)"), book.f.bold)
+    book.formula(ws, at.total_row, col, "+".join(subtotals) if subtotals else "0", order.gpu_total, "money", "total")
+    book.define(ORDER_TOTAL, SHEET, at.total_row, col)
+    extras = sum(t.extras for t in plan.month_totals.values())
+    buffer = sum(t.buffer for t in plan.month_totals.values())
+    for r, label, name, value in ((at.total_row + 1, "extras (Summary)", EXTRAS_TOTAL, extras),
+                                  (at.total_row + 2, "hidden-cost buffer (Summary)", BUFFER_TOTAL, buffer)):
+        ws.write_string(r, 0, book.t(label))
+        book.formula(ws, r, col, name, value, "money", "link")
+    ws.write_string(at.plan_total_row, 0, book.t("Plan total"), book.f.bold)
+    letter = xl_col_to_name(col)
+    book.formula(ws, at.plan_total_row, col, f"SUM({letter}{at.total_row + 1}:{letter}{at.plan_total_row})",
+                 order.gpu_total + extras + buffer, "money", "total")
+    book.define(ORDER_PLAN_TOTAL, SHEET, at.plan_total_row, col)
+
+
+def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commitments: CommitmentsLayout) -> None:
+    """Below the printed area: each rent line's cards billed, quantity and rent by month before the commitments
+    (read from Demand), and each committed GPU type's share of rent still rented (read from Commitments)."""
+    lines = order.lines
+    for k, title in enumerate(WORKING[:3]):
+        book.header(ws, at.working_header(k), [title, "", *at.months])
+        for i, line in enumerate(lines):
+            n = at.working_row(0, i) + 1
+            sel = {"gpus": "TaskGpu", "gpu": f"$A${n}", "tiers": "TaskTier", "tier": f'"{line.tier}"'}
+            amounts = "cards_billed" if TIER[line.tier].per_card_month else "gpu_hours"
+            values, name = ((line.cards_billed, lambda m: demand_name("cards_billed", m)),
+                            (line.amounts, lambda m: demand_name(amounts, m)), (line.rent, gpu_cost))[k]
+            row = at.working_row(k, i)
+            if k == 0:
+                ws.write_string(row, 0, line.gpu)
+            else:
+                book.formula(ws, row, 0, f"$A${n}", line.gpu, "general", "link")
+            ws.write_string(row, 1, word(line.tier, book.lang))
+            for j, month in enumerate(at.months):
+                book.formula(ws, row, at.month_col + j, rules.ORDER_IN_MONTH.formula(**sel, amounts=name(month)),
+                             values[j], "money" if k == 2 else "number")
+    book.header(ws, at.working_header(3), [WORKING[3], "", *at.months])
+    blocks = {}
+    for b, c in enumerate(plan.commitments):
+        blocks.setdefault(c.gpu, []).append(b)
+    for g, gpu in enumerate(at.shared_gpus):
+        row = at.working_row(3, g)
+        ws.write_string(row, 0, gpu)
+        shares = next((line.shares for line in lines if line.gpu == gpu), None)
+        for j in range(len(at.months)):
+            r = commitments.block_first(blocks[gpu][0]) + j
+            rent = f"Commitments!{xl_rowcol_to_cell(r, commitments.month_col('GPU rent'), True, True)}"
+            displaced = "+".join(
+                "Commitments!" + xl_rowcol_to_cell(commitments.block_first(b) + j,
+                                                   commitments.month_col("rent displaced"), True, True)
+                for b in blocks[gpu])
+            value = shares[j] if shares is not None else rules.RENT_LEFT(
+                plan.inputs.settings, rent=plan.commitments[blocks[gpu][0]].rent[j],
+                displaced=sum(plan.commitments[b].displaced[j] for b in blocks[gpu]))
+            book.formula(ws, row, at.month_col + j, rules.RENT_LEFT.formula(rent=rent, displaced=f"({displaced})"),
+                         value, "percent")
 
 
 def _signoff(book: Book, ws, at: OrderLayout) -> None:
     """Prepared by and approved by, each with a name, a date and a signature, for procurement to fill in."""
-    book.header(ws, at.signoff_header, ["sign-off", "", "name", "", "date", "", "signature", "", ""])
+    book.header(ws, at.signoff_header, ["sign-off", "", "name", "", "date", "", "signature"])
     for i, role in enumerate(("prepared by", "approved by"), start=1):
         r = at.signoff_header + i
         ws.write_string(r, 0, book.t(role), book.f.bold)
-        for first, last in ((2, 3), (4, 5), (6, 8)):
+        for first, last in ((2, 3), (4, 5), (6, len(at.columns) - 1)):
             ws.merge_range(r, first, r, last, "", book.f.get("input", "text"))
         ws.set_row(r, 24)
