@@ -10,9 +10,9 @@ import shutil
 import openpyxl
 import pytest
 from conftest import make_input
+from order_sheet import read_order
 
 import budgetgen
-from budgetgen.workbook.layout import OrderLayout
 
 HPM = 730  # hours_per_month's default: a card served around the clock bills 730 GPU-hours a month
 MONTHS = 3
@@ -53,29 +53,20 @@ def _rows(out, sheet: str, data_only: bool = True) -> list[tuple]:
     return list(openpyxl.load_workbook(out, data_only=data_only)[sheet].iter_rows(values_only=True))
 
 
-def _order_blocks(out) -> list[tuple]:
-    """Order's rows from the first provider block to the total, with their 1-based row numbers."""
-    rows = _rows(out, "Order")
-    end = next(i for i, r in enumerate(rows) if r[0] == "Total")
-    return [(i + 1, r) for i, r in enumerate(rows[OrderLayout.first:end + 1], start=OrderLayout.first) if any(r)]
-
-
 def test_order_has_a_block_per_provider_with_its_subtotal(quoted):
     """zeta first (its L40S comes first in the catalog), then acme's A100 80G and H100 80G together; subtotals
-    2,190 and 3,285 + 8,760 = 12,045; the total 14,235, what the Summary's GPU total is. zeta's L40S is quoted at
-    2.0 CNY: its unit price on the USD Order is 1.0 (2.0 x 0.5), not 2.0 under the USD label."""
+    2,190 and 3,285 + 8,760 = 12,045; the GPU total 14,235, what the Summary's GPU total is (no commitment in a
+    3-month plan). zeta's L40S is quoted at 2.0 CNY: its unit price on the USD Order is 1.0 (2.0 x 0.5), not 2.0
+    under the USD label."""
     plan, out = quoted
-    total = OrderLayout.columns.index("total")
-    rows = [r for _, r in _order_blocks(out)]
-    assert [(r[0], r[1]) for r in rows] == [
-        ("provider: zeta · region: us-east", None), ("L40S", "on_demand"), ("Subtotal zeta", None),
-        ("provider: acme · region: eu-north, eu-west", None), ("A100 80G", "on_demand"), ("H100 80G", "on_demand"),
-        ("Subtotal acme", None), ("Total", None)]
-    assert [r[total] for r in rows if r[1]] == pytest.approx([ZETA, HPM * MONTHS * 1.5, 2 * HPM * MONTHS * 2.0])
-    unit_price = OrderLayout.columns.index("unit price")
-    assert [r[unit_price] for r in rows if r[1]] == pytest.approx([2.0 * CNY_RATE, 1.5, 2.0])
-    assert [r[total] for r in rows if str(r[0]).startswith(("Subtotal", "Total"))] == \
-        pytest.approx([ZETA, ACME, ZETA + ACME])
+    order = read_order(out)
+    assert [(b.title, [(x["rent"], x["tier"]) for x in b.lines], b.reservations) for b in order.blocks] == [
+        ("provider: zeta · region: us-east", [("L40S", "on_demand")], []),
+        ("provider: acme · region: eu-north, eu-west", [("A100 80G", "on_demand"), ("H100 80G", "on_demand")], [])]
+    assert [x["total"] for x in order.lines] == pytest.approx([ZETA, HPM * MONTHS * 1.5, 2 * HPM * MONTHS * 2.0])
+    assert [x["unit price"] for x in order.lines] == pytest.approx([2.0 * CNY_RATE, 1.5, 2.0])
+    assert [b.subtotal for b in order.blocks] == pytest.approx([ZETA, ACME])
+    assert order.totals["GPU total (reservations and rent)"] == pytest.approx(ZETA + ACME)
     assert ZETA + ACME == pytest.approx(sum(m.gpu for m in plan.month_totals.values()))
 
 
@@ -96,38 +87,37 @@ def requote_h100(out, edited):
 
 
 def formulas_by_label(out) -> dict[str, int]:
-    """The subtotal and total rows of Order by their label."""
-    return {r[0]: n for n, r in _order_blocks(out) if str(r[0]).startswith(("Subtotal", "Total"))}
+    """The subtotal and GPU total rows of Order by their label."""
+    order = read_order(out)
+    rows = {f"Subtotal {b.title.split(': ')[1].split(' · ')[0]}": b.subtotal_row for b in order.blocks}
+    return {**rows, "Total": order.total_rows["GPU total (reservations and rent)"]}
 
 
 def test_order_prints_a_page_per_provider_with_the_gpu_column(quoted):
-    """A page break before acme's block and before the total (so the sign-off page is the providers' sum); the
-    header row repeats on every page, and the sheet prints one page wide, so no column prints away from its GPU in
-    column A."""
+    """A page break before acme's block and before the totals (so the sign-off page is the providers' sum); the
+    sheet prints one page wide, so no column prints away from its GPU in column A."""
     _, out = quoted
     ws = openpyxl.load_workbook(out)["Order"]
-    starts = [n for n, r in _order_blocks(out) if str(r[0]).startswith(("provider:", "Total"))]
-    assert sorted(b.id for b in ws.row_breaks.brk) == [n - 1 for n in starts[1:]]  # a break is after its row
-    assert ws.print_title_rows == f"${OrderLayout.header + 1}:${OrderLayout.header + 1}"
+    order = read_order(out)
+    starts = [order.blocks[1].title_row, order.total_rows["GPU total (reservations and rent)"]]
+    assert sorted(b.id for b in ws.row_breaks.brk) == [n - 1 for n in starts]  # a break is after its row
     assert ws.sheet_properties.pageSetUpPr.fitToPage and (ws.page_setup.fitToWidth or 1, ws.page_setup.fitToHeight) == (1, 0)  # 1 wide is the default
 
 
-def test_candidates_show_the_provider_and_region_behind_each_price(quoted):
-    """Each candidate row names the provider and region of its GPU's row on GPUs: the quotes' for the three quoted
-    cards, the built-in offer's for the others (a USD plan: the USD market median, region any). The column is a
-    lookup of the GPU's name on GPUs (its recalculation, in `formulas` and LibreOffice, is the English sample's
-    whole-workbook one)."""
+def test_candidates_show_the_offer_behind_each_price(quoted):
+    """Each candidate row names the offer of its tier's price on GPUs: the quotes' provider and region for the three
+    quoted cards (a quote names one provider for the row), the built-in catalog's cheapest offer of the tier for
+    the others. The column is a lookup on GPUs by the candidate's GPU and tier."""
     plan, out = quoted
     rows = _rows(out, "Candidates")
     header = [str(h).split(" (")[0] for h in rows[0]]
-    gpu, provider, region = (header.index(k) for k in ("gpu", "provider", "region"))
-    assert header[provider - 1] == "cost a month" and region == provider + 1   # beside the costs
-    seen = {(r[gpu], r[provider], r[region]) for r in rows[1:]}
-    assert {("L40S", "zeta", "us-east"), ("A100 80G", "acme", "eu-north"), ("H100 80G", "acme", "eu-west")} <= seen
-    builtin = {g.name: g for g in plan.inputs.gpus if g.name not in {q["gpu"] for q in QUOTES} and g.provider}
-    assert builtin and all((name, "market", "any") in seen for name, g in builtin.items()
-                           if g.provider == "market" and any(r[gpu] == name for r in rows[1:]))
+    gpu, tier, offer = (header.index(k) for k in ("gpu", "tier", "offer"))
+    assert header[offer - 1] == "cost a month"   # beside the costs
+    seen = {(r[gpu], r[tier], r[offer]) for r in rows[1:]}
+    assert {("L40S", "on_demand", "zeta · us-east"), ("A100 80G", "on_demand", "acme · eu-north"),
+            ("H100 80G", "on_demand", "acme · eu-west")} <= seen
+    for name, t, shown in seen - {("L40S", "on_demand", "zeta · us-east"), ("A100 80G", "on_demand", "acme · eu-north"),
+                                  ("H100 80G", "on_demand", "acme · eu-west")}:
+        assert (shown or "") == plan.inputs.gpu(name).offer(t)
     formulas = _rows(out, "Candidates", data_only=False)
-    letter = openpyxl.utils.get_column_letter(gpu + 1)
-    assert {r[provider] for r in formulas[1:]} == {f'=INDEX(GpuProvider,MATCH(${letter}{i},GpuName,0))&""'
-                                                   for i in range(2, len(formulas) + 1)}
+    assert all(str(r[offer]).startswith("=IF(CHOOSE(MATCH(") for r in formulas[1:])
