@@ -183,7 +183,7 @@ def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commitme
             sel = {"gpus": "TaskGpu", "gpu": f"$A${n}", "tiers": "TaskTier", "tier": f'"{line.tier}"'}
             amounts = "cards_billed" if TIER[line.tier].per_card_month else "gpu_hours"
             values, name = ((line.cards_billed, lambda m: demand_name("cards_billed", m)),
-                            (line.amounts, lambda m: demand_name(amounts, m)), (line.rent, gpu_cost))[k]
+                            (line.amounts, lambda m, a=amounts: demand_name(a, m)), (line.rent, gpu_cost))[k]
             row = at.working_row(k, i)
             if k == 0:
                 ws.write_string(row, 0, line.gpu)
