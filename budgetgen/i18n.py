@@ -668,9 +668,12 @@ MESSAGES = {
         ("{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
          "和 prompt_tokens，或填写实测的 tokens_per_sec")),
     "gpus_unpriced": (
-        ("{gpus}: no price for the tier of the {tasks} task(s) they could run, so never chosen (Candidates: "
-         "\"no ... price\"); enter prices on the GPUs sheet to have them compared"),
-        "{gpus}：可运行的 {tasks} 个任务所用计费方式没有价格，因此从未被选中（见候选表）；在GPU表中填写价格即可参与比较"),
+        ("{gpus}: left out of the choice for the {tasks} task(s) they could run: no price on any tier those tasks "
+         "may use (the built-in catalog takes offers in the plan's currency only while offer_currency is plan, and "
+         "only from the providers and regions the settings name); enter a quote on the GPUs sheet, or set "
+         "offer_currency to any, to have them compared"),
+        ("{gpus}：可运行的 {tasks} 个任务可用的任何计费方式都没有价格，未参与选择（offer_currency 为 plan 时内置目录只取"
+         "计划币种的报价，且只取设置中指定的供应商和地区）；在GPU表中填写报价，或把 offer_currency 设为 any，即可参与比较")),
     "default_tier_unpriced": (
         ("{tid}: no card that runs it has a price on {default!t} (its kind's default tier): planned on {tier!t}, "
          "the cheapest priced; type a tier, or prices, to change it"),

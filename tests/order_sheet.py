@@ -40,7 +40,8 @@ class OrderSheet:
 
 
 def _bare(header) -> str:
-    return str(header).split(" (")[0] if header is not None else ""
+    """A header without its unit; a month's two-line header (2027, 01) as the month (2027-01)."""
+    return str(header).split(" (")[0].replace("\n", "-") if header is not None else ""
 
 
 def read_order(path: Path, data_only: bool = True) -> OrderSheet:

@@ -107,13 +107,16 @@ def test_derive_offers_from_rows_by_hand():
 
 
 def test_every_datacenter_card_the_snapshot_prices_has_a_sourced_dated_usd_price(monkeypatch):
+    """Each card's on-demand price is a named provider's USD offer (the cheapest eligible one), never the market's
+    median where a provider's own offer exists, with the snapshot as its source and date."""
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", resources.files("budgetgen") / "data" / "gpus.csv")
     monkeypatch.setattr(prices, "OFFERS_RESOURCE", resources.files("budgetgen") / "data" / "prices.csv")
     usd = {g.name: g for g in catalog.builtin_catalog("USD")}
     for name in ("H100 80G", "H200", "B200", "A100 80G", "L40S", "L4", "A10", "MI300X", "RTX 4090"):
         g = usd[name]
-        assert g.prices["on_demand"] > 0 and g.provider == "market" and g.currency == "USD", name
-        assert g.source.startswith("price snapshot (gpu_prices.csv) retrieved 2026-12-03") and g.as_of == "2026-12-03"
+        assert g.prices["on_demand"] > 0 and g.provider not in ("market", "") and g.currency == "USD", name
+        assert g.offer("on_demand").split(" · ")[0] == g.provider, name
+        assert "price snapshot (gpu_prices.csv) retrieved 2026-12-03" in g.source and g.as_of == "2026-12-03"
 
 
 def test_every_datacenter_card_of_the_shipped_catalog_has_a_sourced_dated_on_demand_offer():
@@ -188,13 +191,29 @@ def test_the_regional_offer_comes_before_the_any_region_one():
 TASK = {"task_id": "T", "kind": "batch", "model_params_b": 1, "batch_requests": 10, "tokens_per_request": 10}
 
 
-def test_a_usd_plan_prices_the_builtin_gpus_with_the_usd_market_offers(tmp_path):
+def test_a_usd_plan_prices_each_tier_at_its_cheapest_named_usd_offer(tmp_path):
+    """A100 80G in the test prices.csv: on demand primeintellect 1.54 (under cudo 1.5882, shadeform 1.65, runpod
+    and the market's 1.765, lambda 1.79, aws 5.1207, gcp 5.8631); spot aws 0.7953 (under runpod 1.19, gcp 1.8655);
+    no monthly rent. The row's provider is its on-demand offer's."""
     inputs = read_inputs(make_input(tmp_path / "in.xlsx", [TASK], settings={"currency": "USD"}), today=TODAY)
     a100 = inputs.gpu("A100 80G")
-    assert (a100.provider, a100.currency, a100.as_of) == ("market", "USD", "2026-12-03")
-    assert a100.prices["on_demand"] == pytest.approx(1.765)  # lambda 1.79, runpod 1.765, ...: see prices.csv
+    assert (a100.provider, a100.currency, a100.as_of) == ("primeintellect", "USD", "2026-12-03")
+    assert a100.prices["on_demand"] == pytest.approx(1.54) and a100.offer("on_demand") == "primeintellect"
+    assert a100.prices["spot"] == pytest.approx(0.7953) and a100.offer("spot") == "aws"
     assert a100.prices["monthly"] is None  # the snapshot has no monthly rent
-    # RTX A6000 is priced in CNY only: its CNY offer, converted at the CNY rate of the plan's FX table
+    # H100 80G: hyperbolic's 1.29 and vast's 1.8 are marketplace asks, which count for consumer and workstation
+    # cards only: cudo's regional 1.9784 is the cheapest a datacenter card is rented at
+    h100 = inputs.gpu("H100 80G")
+    assert (h100.prices["on_demand"], h100.offer("on_demand")) == (pytest.approx(1.9784), "cudo · no-kristiansand-1")
+    assert (h100.prices["spot"], h100.offer("spot")) == (pytest.approx(1.25), "nebius · eu-north1")
+    # RTX A6000 is priced in CNY only: a USD plan (offer_currency plan) leaves it unpriced, never converted
+    a6000 = inputs.gpu("RTX A6000")
+    assert all(p is None for p in a6000.prices.values())
+
+
+def test_offer_currency_any_converts_a_card_priced_in_another_currency_only(tmp_path):
+    inputs = read_inputs(make_input(tmp_path / "in.xlsx", [TASK], settings={"currency": "USD",
+                                                                          "offer_currency": "any"}), today=TODAY)
     a6000 = inputs.gpu("RTX A6000")
     assert (a6000.currency, a6000.listed_prices["on_demand"]) == ("CNY", 5)
     assert a6000.prices["on_demand"] == pytest.approx(5 * inputs.fx.rate("CNY").rate) and a6000.fx < 1
@@ -204,10 +223,13 @@ def test_a_cny_plan_keeps_the_cny_prices_and_sources(tmp_path):
     inputs = read_inputs(make_input(tmp_path / "in.xlsx", [TASK]), today=TODAY)
     h100 = inputs.gpu("H100 80G")
     assert (h100.provider, h100.region, h100.currency, h100.prices["on_demand"]) == ("cn-market", "cn", "CNY", 45)
-    # H200 has USD offers only: the market one, converted into CNY
-    h200 = inputs.gpu("H200")
-    assert (h200.provider, h200.currency, h200.listed_prices["on_demand"]) == ("market", "USD", 3.99)
-    assert h200.prices["on_demand"] == pytest.approx(3.99 * inputs.fx.rate("USD").rate) and h200.fx > 1
+    # H200 has USD offers only: a CNY plan leaves it unpriced; with offer_currency any, shadeform's 3.3687 (the
+    # cheapest named datacenter offer: vast is a marketplace) converted into CNY
+    assert all(p is None for p in inputs.gpu("H200").prices.values())
+    anyway = read_inputs(make_input(tmp_path / "any.xlsx", [TASK], settings={"offer_currency": "any"}), today=TODAY)
+    h200 = anyway.gpu("H200")
+    assert (h200.provider, h200.currency, h200.listed_prices["on_demand"]) == ("shadeform", "USD", 3.3687)
+    assert h200.prices["on_demand"] == pytest.approx(3.3687 * anyway.fx.rate("USD").rate) and h200.fx > 1
 
 
 def test_a_gpus_row_in_another_currency_is_converted_and_a_bad_code_refused_at_its_cell(tmp_path):

@@ -144,9 +144,10 @@ def test_10_5_knowledge_base_team_month(tmp_path):
 
 def test_balanced_takes_the_middle_of_five(tmp_path):
     plan = plan_for(tmp_path, [{"task_id": "B", "kind": "finetune", "model_params_b": 1, "method": "lora",
-                                "train_tokens": "10M", "tier": "on_demand"}], settings={"gpu_choice": "balanced"})
+                                "train_tokens": "10M", "tier": "on_demand"}],
+                    settings={"gpu_choice": "balanced", "offer_currency": "any"})
     options = sorted((c for c in plan.tasks[0].candidates if not c.excluded), key=lambda c: c.row["monthly_cost"])
-    assert len(options) == 7   # the five Chinese-market offers, and H200 and L4 by their USD offers converted
+    assert len(options) == 7   # the five Chinese-market offers, and H200 and L4 by their USD offers converted (any)
     # drop the dearest and the cheapest, take the middle one of the remaining five = the 4th cheapest
     assert plan.tasks[0].row["gpu"] == options[3].gpu
     assert [c.gpu for c in plan.tasks[0].candidates if c.chosen] == [options[3].gpu]
@@ -155,12 +156,13 @@ def test_balanced_takes_the_middle_of_five(tmp_path):
 def test_balanced_with_two_options_takes_the_cheapest(tmp_path):
     plan2 = plan_for(tmp_path, [{"task_id": "B", "kind": "finetune", "model_params_b": 1, "method": "lora",
                                  "train_tokens": "10M", "tier": "spot", "cards": None}],
-                     settings={"gpu_choice": "balanced", "max_cards": 1, "currency": "XAU",
+                     settings={"gpu_choice": "balanced", "max_cards": 1, "currency": "XAU", "offer_currency": "any",
                                "electricity_per_kwh": 0.0001, "upkeep_per_year": 1},
                      gpus=[{"gpu": "Only1", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300, "spot_per_hour": 1},
                            {"gpu": "Only2", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300,
                             "spot_per_hour": 2}])
-    # a plan in gold (no CNY rate known): the built-in CNY prices are left out, two options remain
+    # a plan in gold taking offers in any currency, but no CNY rate known: the built-in CNY prices are left out, two
+    # options remain
     options2 = [c for c in plan2.tasks[0].candidates if not c.excluded]
     assert sorted(c.gpu for c in options2) == ["Only1", "Only2"]
     assert plan2.tasks[0].row["gpu"] == "Only1"
@@ -207,11 +209,27 @@ def test_estimated_throughput_without_a_catalog_model(tmp_path):
 def test_batch_hours(tmp_path):
     plan = plan_for(tmp_path, [{"task_id": "BA", "kind": "batch", "model_params_b": 7, "batch_requests": 1000,
                                 "tokens_per_request": 360, "tokens_per_sec": 50, "gpu": "RTX 4090",
-                                "runs_per_month": 4}])
+                                "runs_per_month": 4, "tier": "idle"}])
     row = plan.tasks[0].row
-    assert row["tier"] == "idle"
     assert row["gpu_hours_per_run"] == pytest.approx(360000 / (50 * 3600) + 0.5)   # 2.5 h
     assert row["monthly_cost"] == pytest.approx(2.5 * 4 * 1.5)
+
+
+def test_a_blank_tier_is_the_cheapest_the_kind_may_use(tmp_path):
+    """The batch job above with its tier left blank: on the test catalog's RTX 4090 spot at 1.0 with 15% reruns
+    (2.5 h x 4 runs x 1.15 x 1.0 = 11.5) beats idle at 1.5 (15.0) and on demand at 3 (30.0); a live service
+    (inference) is never put on spot or idle."""
+    plan = plan_for(tmp_path, [{"task_id": "BA", "kind": "batch", "model_params_b": 7, "batch_requests": 1000,
+                                "tokens_per_request": 360, "tokens_per_sec": 50, "gpu": "RTX 4090",
+                                "runs_per_month": 4},
+                               {"task_id": "ON", "kind": "inference", "model_params_b": 7, "requests_per_day": 1000,
+                                "tokens_per_request": 100, "tokens_per_sec": 50, "gpu": "RTX 4090",
+                                "serving_hours_per_day": 2}],
+                    settings={"consumer_online": "allowed"})
+    batch, online = (t.row for t in plan.tasks)
+    assert (batch["tier"], batch["monthly_cost"]) == ("spot", pytest.approx(2.5 * 4 * 1.15 * 1.0))
+    # 2 h a day x 730 / 24 days = 60.8 h on demand at 3 = 182.5, under the monthly rent: on demand, not spot
+    assert (online["tier"], online["monthly_cost"]) == ("on_demand", pytest.approx(2 * 730 / 24 * 3))
 
 
 def test_active_months_and_buffer(tmp_path):

@@ -51,7 +51,7 @@ CASES = [
     (rules.COMMIT_RATE, {"listed": 1.5, "fx": 7, "on_demand": 20, "discount": 0.2}, 10.5),   # a quoted rate wins
     (rules.COMMIT_RATE, {"listed": None, "fx": 7, "on_demand": 20, "discount": 0.2}, 16),    # 20 x (1 - 20%)
     (rules.COMMIT_RATE, {"listed": None, "fx": 7, "on_demand": None, "discount": 0.2}, None),
-    (rules.BREAK_EVEN_UTILISATION, {"rate": 1.6, "on_demand": 2}, 0.8),
+    (rules.BREAK_EVEN_UTILISATION, {"rate": 1.6, "price": 2}, 0.8),
     (rules.COMMITTED_COST, {"month": 2, "term": 12, "cards": 16, "rate": 1.6}, 16 * 1.6 * 720),
     (rules.COMMITTED_COST, {"month": 13, "term": 12, "cards": 16, "rate": 1.6}, 0),         # after the term
     (rules.COVERED_HOURS, {"month": 1, "term": 12, "demand": 12000, "cards": 16}, 11520),
@@ -88,8 +88,18 @@ CASES = [
     (rules.TIES_OUT, {"computed": 100 + 1e-8, "expected": 100}, True),
     (rules.TIES_OUT, {"computed": 100.001, "expected": 100}, False),
     (rules.TIES_OUT, {"computed": 1e-10, "expected": 0}, True),
-    (rules.ORDER_AVERAGE, {"card_months": 7}, 7 / 3),                 # 7 card-months over a 3-month plan
-    (rules.ORDER_TOTAL, {"quantity": 6, "price": 3000}, 18000),
+    (rules.RENT_LEFT, {"rent": 4380, "displaced": 2920}, 1 / 3),      # 2 of 3 cards' hours committed
+    (rules.RENT_LEFT, {"rent": 0, "displaced": 0}, 1),                # nothing rented: nothing to share out
+    (rules.RENTED, {"amount": 3, "share": 1 / 3}, 1),
+    (rules.ORDER_UNIT_PRICE, {"quantity": 6, "total": 18000}, 3000),
+    (rules.ORDER_UNIT_PRICE, {"quantity": 0, "total": 0}, None),      # nothing rented: no price, not 0
+    (rules.RESERVED_CARDS, {"month": 2, "term": 12, "cards": 2}, 2),
+    (rules.RESERVED_CARDS, {"month": 13, "term": 12, "cards": 2}, 0),
+    (rules.RESERVED_HOURS, {"cards": 2, "term": 12}, 2 * 720 * 3),     # a 12-month term billed 3 plan months here
+    (rules.RESERVED_COST, {"hours": 4320, "rate": 1.5}, 6480),
+    (rules.REPLACED_PRICE, {"demand": [730, 730], "rent": [730, 730], "on_demand": 3.0}, 1.0),  # spot at 1.00
+    (rules.REPLACED_PRICE, {"demand": [0, 0], "rent": [0, 0], "on_demand": 3.0}, 3.0),  # no demand: on-demand
+    (rules.BREAK_EVEN_UTILISATION, {"rate": 2.4, "price": 1.0}, 2.4),  # never worth committing
     (rules.WHOLE, {"value": 5350.5}, "5,351"),                      # half away from zero, as ROUND; grouped
     (rules.WHOLE, {"value": 2.49}, "2"),
     (rules.WHOLE, {"value": -1234567.5}, "-1,234,568"),
@@ -98,7 +108,8 @@ CASES = [
 
 def excel_view(rule: rules.Rule, values: dict):
     """The rule's formula with the values in place of its placeholders, evaluated by `formulas`."""
-    literal = {k: '""' if v is None else f'"{v}"' if isinstance(v, str) else repr(v) for k, v in values.items()}
+    literal = {k: '""' if v is None else f'"{v}"' if isinstance(v, str)
+               else "{" + ",".join(map(repr, v)) + "}" if isinstance(v, list) else repr(v) for k, v in values.items()}
     func = _patched_formulas().Parser().ast("=" + rule.formula(**literal))[1].compile()
     upper = {name.upper(): value for name, value in NAMED.items()}
     return _plain(func(*(upper[name] for name in func.inputs)))

@@ -399,9 +399,9 @@ class OrderLayout:
 
     @property
     def breaks(self) -> tuple[int, ...]:
-        """Rows a printed page starts at: each provider after the first, and, with more than one, the totals."""
-        starts = [rows["title"] for rows in self.block_rows[1:]]
-        return tuple(starts + [self.total_row]) if starts else ()
+        """Rows a printed page must start at: none. The blocks flow onto as few pages as hold them whole (a provider's
+        block is never split: printing.page_breaks), so the print pack of Summary and Order stays short."""
+        return ()
 
     @property
     def signoff_header(self) -> int:

@@ -29,9 +29,11 @@ from .layout import (
 from .printing import print_setup
 
 SHEET = "Order"
-_LEAD_WIDTHS = (13, 11)
-_MONTH_WIDTH = 6
-_TAIL_WIDTHS = (11, 11, 9, 12, 18)   # quantity, unit, unit price, total, tasks served / a month
+# One landscape page wide at 12 months (printing.MIN_SCALE or larger): a month's header on two lines (year, month)
+_LEAD_WIDTHS = (12, 10)
+_MONTH_WIDTH = 5
+_TAIL_WIDTHS = (10, 10, 8, 11, 15)   # quantity, unit, unit price, total, tasks served / a month
+HEADER_HEIGHT = 30   # points: a header's two lines
 RESERVE_HEADERS = ("reserve", "term", "card-hours in plan", "card-hours", "rate", "total in plan",
                    "a month, 0 upfront")
 RENT_HEADERS = ("rent", "tier", "quantity", "unit", "unit price", "total", "tasks served")
@@ -67,11 +69,13 @@ def write_order(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commi
                         + (t(" · region: {regions}").format(regions=regions) if regions else ""), book.f.bold)
         if block.reservations:
             book.header(ws, rows["reserve_header"], _header(book, at, RESERVE_HEADERS))
+            ws.set_row(rows["reserve_header"], HEADER_HEIGHT)
             for r in block.reservations:
                 _reservation(book, ws, at, r, at.reservation_row(reservation_index))
                 reservation_index += 1
         if block.lines:
             book.header(ws, rows["rent_header"], _header(book, at, RENT_HEADERS))
+            ws.set_row(rows["rent_header"], HEADER_HEIGHT)
             for line in block.lines:
                 _line(book, ws, at, line, line_index)
                 line_index += 1
@@ -84,15 +88,22 @@ def write_order(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commi
     _totals(book, ws, plan, order, at, subtotals)
     _signoff(book, ws, at)
     _working(book, ws, plan, order, at, commitments)   # rows below: a constant-memory sheet is written in row order
-    print_setup(ws, book.lang, sizes, at.last_printed, repeat_cols=(0, 0), breaks=at.breaks,
+    heights = {r: HEADER_HEIGHT for rows in at.block_rows for k, r in rows.items() if k.endswith("_header")}
+    heights.update({at.signoff_header + 1: 24, at.signoff_header + 2: 24})
+    print_setup(ws, book.lang, sizes, at.last_printed, repeat_cols=(0, 0), breaks=at.breaks, heights=heights,
                 blocks=[(rows["title"], rows["subtotal"]) for rows in at.block_rows]
                 + [(at.total_row, at.plan_total_row), (at.signoff_header, at.last_printed)])
 
 
 def _header(book: Book, at: OrderLayout, headers: tuple[str, ...]) -> list[str]:
     lead, tail = headers[:2], headers[2:]
-    return [*lead, *at.months, *(book.titled(h, "currency") if h in ("total", "total in plan", "a month, 0 upfront")
-                                 else h for h in tail)]
+    return [*lead, *(month_header(m) for m in at.months),
+            *(book.titled(h, "currency") if h in ("total", "total in plan", "a month, 0 upfront") else h for h in tail)]
+
+
+def month_header(month: str) -> str:
+    """A plan month as a narrow column's header: the year over the month (2027-01: 2027, 01)."""
+    return month.replace("-", "\n", 1)
 
 
 def _months(at: OrderLayout, row: int) -> str:
@@ -216,11 +227,22 @@ def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commitme
 
 
 def _signoff(book: Book, ws, at: OrderLayout) -> None:
-    """Prepared by and approved by, each with a name, a date and a signature, for procurement to fill in."""
-    book.header(ws, at.signoff_header, ["sign-off", "", "name", "", "date", "", "signature"])
+    """Prepared by and approved by, each with a name, a date and a signature (merged cells across the printed width),
+    for procurement to fill in."""
+    last = len(at.columns) - 1
+    spans = {"name": (2, max(2, last - 5)), "date": (last - 4, last - 3), "signature": (last - 2, last)}
+    book.header(ws, at.signoff_header, ["sign-off", ""])
+    for key, (first, end) in spans.items():
+        if end > first:
+            ws.merge_range(at.signoff_header, first, at.signoff_header, end, book.t(key), book.f.header)
+        else:
+            ws.write_string(at.signoff_header, first, book.t(key), book.f.header)
     for i, role in enumerate(("prepared by", "approved by"), start=1):
         r = at.signoff_header + i
         ws.write_string(r, 0, book.t(role), book.f.bold)
-        for first, last in ((2, 3), (4, 5), (6, len(at.columns) - 1)):
-            ws.merge_range(r, first, r, last, "", book.f.get("input", "text"))
+        for first, end in spans.values():
+            if end > first:
+                ws.merge_range(r, first, r, end, "", book.f.get("input", "text"))
+            else:
+                ws.write_blank(r, first, None, book.f.get("input", "text"))
         ws.set_row(r, 24)
