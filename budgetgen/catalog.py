@@ -86,16 +86,28 @@ def spec_records() -> list[dict[str, object]]:
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
 
 
+MARKET_CURRENCY = "USD"  # the market a plan whose currency the catalog has no offers in buys in (offer_currency auto)
+
+
+def market_currency(offers, currency: str) -> str:
+    """The currency whose offers a plan in `currency` takes under offer_currency `auto`: its own where the catalog
+    has offers in it, else MARKET_CURRENCY's (converted at the plan's FX rate)."""
+    return currency if any(o.currency.upper() == currency.upper() for o in offers) else MARKET_CURRENCY
+
+
 def builtin_records(currency: str | None = None, provider: str | None = None, region: str | None = None,
-                    first: str | None = None, offer_currency: str = "plan") -> list[dict[str, object]]:
+                    first: str | None = None, offer_currency: str = "auto") -> list[dict[str, object]]:
     """The built-in catalog as records: each GPU's specs and its offers merged by `prices.best_offer_record` (per
     tier the cheapest eligible offer and whose it is). Eligible (`prices.eligible_offers`): offers from the named
     providers and regions (comma-separated; blank: any), in `first` (a currency asked for before the plan's: CNY
-    when `catalog_fx` is set) where the GPU has such offers, else in `currency`; with `offer_currency` "any" and no
-    offer in either, the offers in any currency (the first currency, by file order, whose offers are eligible).
+    when `catalog_fx` is set) where the GPU has such offers, else in `currency` (with `offer_currency` "auto", the
+    market_currency of it); with "any" and no offer in either, the offers in any currency (the first currency, by
+    file order, whose offers are eligible).
     The prices stay in their own currency (the reader converts them with the plan's FX table); a GPU without an
     eligible offer has none (its prices blank)."""
     offers = prices.builtin_offers()
+    if offer_currency == "auto" and currency is not None:
+        currency = market_currency(offers, currency)
     out = []
     for rec in spec_records():
         gpu, gpu_class = str(rec["gpu"]), str(rec["class"] or "datacenter")

@@ -669,11 +669,13 @@ MESSAGES = {
          "和 prompt_tokens，或填写实测的 tokens_per_sec")),
     "gpus_unpriced": (
         ("{gpus}: left out of the choice for the {tasks} task(s) they could run: no price on any tier those tasks "
-         "may use (the built-in catalog takes offers in the plan's currency only while offer_currency is plan, and "
-         "only from the providers and regions the settings name); enter a quote on the GPUs sheet, or set "
-         "offer_currency to any, to have them compared"),
-        ("{gpus}：可运行的 {tasks} 个任务可用的任何计费方式都没有价格，未参与选择（offer_currency 为 plan 时内置目录只取"
-         "计划币种的报价，且只取设置中指定的供应商和地区）；在GPU表中填写报价，或把 offer_currency 设为 any，即可参与比较")),
+         "may use (the built-in catalog takes one market's offers: the plan currency's, or USD's where it has none, "
+         "while offer_currency is auto; the plan currency's only while it is plan; and only from the providers and "
+         "regions the settings name); enter a quote on the GPUs sheet, or set offer_currency to any, to have them "
+         "compared"),
+        ("{gpus}：可运行的 {tasks} 个任务可用的任何计费方式都没有价格，未参与选择（offer_currency 为 auto 时内置目录只取一个"
+         "市场的报价：计划币种的，没有时取美元的；为 plan 时只取计划币种的；且只取设置中指定的供应商和地区）；在GPU表中填写报价，"
+         "或把 offer_currency 设为 any，即可参与比较")),
     "default_tier_unpriced": (
         ("{tid}: no card that runs it has a price on {default!t} (its kind's default tier): planned on {tier!t}, "
          "the cheapest priced; type a tier, or prices, to change it"),

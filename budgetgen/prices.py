@@ -222,6 +222,9 @@ def best_offer_record(offers: list[Offer]) -> dict[str, object] | None:
             continue
         priced = [o for o in offers if o.prices.get(tier.name) is not None]
         best = min(priced, key=lambda o: o.prices[tier.name]) if priced else None
+        if best is not None and tier.over_reference_message and lead.prices.get(reference) is not None \
+                and best.prices[tier.name] > lead.prices[reference]:
+            best = None  # interruptible or idle capacity dearer than another's on-demand: never the cheaper way
         rec[tier.price_column] = best.prices[tier.name] if best else None
         rec[f"{tier.name}_offer"] = offer_label(best.provider, best.region) if best else None
         if best is not None and best is not lead:

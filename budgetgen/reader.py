@@ -296,7 +296,7 @@ def _read_fx(ws, settings: Settings, out: Collector) -> dict[str, Rate]:
 
 def _default_offer_policy(settings: Settings) -> bool:
     """Whether the built-in offers are taken as `init` takes them: every provider and region, the plan's currency."""
-    return settings.providers is None and settings.regions is None and settings.offer_currency == "plan"
+    return settings.providers is None and settings.regions is None and settings.offer_currency == "auto"
 
 
 def _written_by_init(typed: dict, written: dict | None, settings: Settings) -> bool:

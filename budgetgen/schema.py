@@ -29,7 +29,7 @@ GPU_CLASSES = ("consumer", "workstation", "datacenter")
 INTERCONNECTS = ("nvlink", "pcie")
 EXTRA_CATEGORIES = ("storage", "egress", "images", "platform", "other")
 GPU_CHOICES = ("cheapest", "balanced")
-OFFER_CURRENCIES = ("plan", "any")  # offer_currency: which built-in offers' currencies the catalog takes
+OFFER_CURRENCIES = ("auto", "plan", "any")  # offer_currency: which built-in offers' currencies the catalog takes
 CONSUMER_ONLINE = ("excluded", "allowed")  # consumer_online: may the engine choose a consumer card to serve online
 
 
@@ -228,10 +228,12 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       "whether the engine may choose a consumer (GeForce) card for an online service: excluded (default: NVIDIA's "
       "GeForce driver licence allows no datacenter deployment) or allowed; a card the task names is kept",
       choices=CONSUMER_ONLINE, structural=True),
-    S("offer_currency", "choice", "plan", "OfferCurrency",
-      "which built-in offers price the catalog: plan (only offers listed in the plan's currency: the market the plan "
-      "buys in; a card without one is unpriced and a warning names it) or any (a card without an offer in the plan's "
-      "currency takes its offers in another, converted at the FX rate)", choices=OFFER_CURRENCIES, structural=True),
+    S("offer_currency", "choice", "auto", "OfferCurrency",
+      "which built-in offers price the catalog: auto (the market of the plan's currency where the catalog has offers "
+      "in it, USD and CNY; else the USD offers, converted at the FX rate: one market per plan, never a card from "
+      "another), plan (only offers in the plan's currency), or any (each card's offers in the plan's currency, else "
+      "in another, converted); a card left without an offer is unpriced and a warning names it",
+      choices=OFFER_CURRENCIES, structural=True),
     S("providers", "text", None, "Providers",
       "take built-in offers only from these providers (comma-separated, e.g. aws, lambda); blank: every provider",
       structural=True),

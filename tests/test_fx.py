@@ -22,7 +22,7 @@ from budgetgen.errors import Code
 
 A100_CNY = 12.0  # the A100 80G's cn-market on-demand price per card-hour, in CNY
 A100_MONTHLY_CNY = 8250.0
-A100_USD = 1.765  # its USD market offer, on demand (no monthly rent)
+A100_USD = 1.54  # its cheapest USD offer on demand (primeintellect; no monthly rent)
 A6000_CNY = 5.0  # the RTX A6000 has a cn-market offer only
 DAY = dt.date(2026, 12, 3)
 BATCH = {"task_id": "T1", "kind": "batch", "model_params_b": "7B", "batch_requests": 1000, "tokens_per_request": 100,
@@ -44,17 +44,19 @@ def test_init_plan_left_as_written_is_priced_in_its_currency(tmp_path, currency)
     inputs = read_inputs(book, today=DAY)
     rate, usd = ecb("CNY", currency, DAY), ecb("USD", currency, DAY)
     a100, a6000 = inputs.gpu("A100 80G"), inputs.gpu("RTX A6000")
-    assert inputs.settings.currency == currency and a100.currency == a6000.currency == currency
-    # the A100's USD market offer (USD x 1 in a USD plan), the A6000's CNY offer, each times the bundled rate
+    assert inputs.settings.currency == currency and a100.currency == currency
+    # the A100's cheapest USD offer (USD x 1 in a USD plan; an EUR plan has no EUR market: the USD one, converted)
     assert a100.prices["on_demand"] == pytest.approx(A100_USD * usd, rel=1e-12) and a100.prices["monthly"] is None
-    assert a6000.prices["on_demand"] == pytest.approx(A6000_CNY * rate, rel=1e-12)
-    # the row says what it was converted from, at which rate and on which day
+    # the A6000 has a Chinese-market offer only: out of the plan's market, unpriced (never relabelled, never 0)
+    assert all(p is None for p in a6000.prices.values())
+    # a converted row says what it was converted from, at which rate and on which day
     sheet = openpyxl.load_workbook(book, read_only=True)["GPUs"]
     rows = list(sheet.iter_rows(values_only=True))
     header = rows[0]
-    row = next(r for r in rows if r[0] == "RTX A6000")
+    row = next(r for r in rows if r[0] == "A100 80G")
     source = row[header.index("source")]
-    assert "converted from" in source and "CNY" in source and f"{rate:.6g} {currency} per CNY" in source
+    if currency != "USD":
+        assert "converted from" in source and "USD" in source and f"{usd:.6g} {currency} per USD" in source
     assert row[header.index("currency")] == currency
     # money-sized defaults and the example extras follow the currency: 1.0 CNY/kWh, 2,000 CNY a year, 400 CNY
     assert inputs.settings.electricity_per_kwh == pytest.approx(float(f"{1.0 * rate:.3g}"))
@@ -63,7 +65,8 @@ def test_init_plan_left_as_written_is_priced_in_its_currency(tmp_path, currency)
 
 
 def test_builtin_cny_prices_in_a_usd_plan_are_converted_not_relabelled(tmp_path):
-    book = make_input(tmp_path / "in.xlsx", [BATCH], settings={"currency": "USD", "build_date": DAY.isoformat()})
+    book = make_input(tmp_path / "in.xlsx", [BATCH], settings={"currency": "USD", "build_date": DAY.isoformat(),
+                                                              "offer_currency": "any"})
     inputs = read_inputs(book, today=DAY)
     a6000 = inputs.gpu("RTX A6000")
     assert a6000.currency == "CNY" and a6000.listed_prices["on_demand"] == A6000_CNY
