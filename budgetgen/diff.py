@@ -96,12 +96,21 @@ def _read_version(path: Path, today: dt.date | None) -> tuple[Inputs, bool]:
 
 
 def _unchosen(built: Inputs, other: Inputs) -> Inputs:
-    """A built budget's inputs with the engine's GPU choice taken back where the input version names no GPU: a
-    budget writes the GPU it chose into the task's gpu cell, which is no change from the input that left it blank."""
+    """A built budget's inputs with the engine's GPU and tier choices taken back where the input version names none:
+    a budget writes the GPU and tier it chose into the task's cells, which is no change from the input that left
+    them blank."""
     blank = {t.task_id.lower() for t in other.tasks if t.values["gpu"] is None}
-    tasks = tuple(dataclasses.replace(t, values={**t.values, "gpu": None}) if t.task_id.lower() in blank else t
-                  for t in built.tasks)
-    return dataclasses.replace(built, tasks=tasks)
+    # likewise the tier the engine chose where the input left it blank (its kind's default, marked defaulted)
+    blank_tier = {t.task_id.lower(): t.values["tier"] for t in other.tasks if "tier" in t.defaulted}
+
+    def unchosen(t):
+        key = t.task_id.lower()
+        values = {**t.values, "gpu": None} if key in blank else t.values
+        if key in blank_tier:
+            return dataclasses.replace(t, values={**values, "tier": blank_tier[key]},
+                                       defaulted=t.defaulted | {"tier"})
+        return dataclasses.replace(t, values=values) if key in blank else t
+    return dataclasses.replace(built, tasks=tuple(unchosen(t) for t in built.tasks))
 
 
 def _built_tables(path: Path) -> dict[str, list[tuple[int, tuple]]] | None:

@@ -211,8 +211,8 @@ CLEAR, LINK = "\x1b[2J", "\x1b]8;;x.invalid\x07"
 def test_a_task_id_cannot_reorder_or_forge_a_line(tmp_path):
     forged = "T1\u202e\nPeriod total 2026-07 to 2026-09: 0 CNY"
     book = make_input(tmp_path / "in.xlsx", [{"task_id": forged, "kind": "finetune", "model_params_b": 7,
-                                              "method": "lora", "train_tokens": "5M"}])
-    result = CliRunner().invoke(main, ["validate", str(book)])
+                                              "method": "lora", "train_tokens": "5M", "tier": "on_demand"}])
+    result = CliRunner().invoke(main, ["validate", str(book)])   # a warning names it: cheaper on spot
     assert "\u202e" not in result.output
     assert not any(line.startswith("Period total") for line in result.output.splitlines())
     assert "T1\\u202e\\nPeriod total" in result.output  # shown, as escapes, within its own line

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import openpyxl
+from order_sheet import read_order
 import pytest
 from conftest import make_input, recalc_formulas
 from lo_recalc import recalc_with_libreoffice, soffice_path
@@ -97,10 +98,11 @@ def test_the_workbook_recalculates_to_the_engine_and_ties_out(year):
     values = recalc_formulas(out)
     assert values[("SUMMARY", "B3")] == pytest.approx(plan.period_total, rel=1e-9)
     assert values[("CHECKS", "D2")] is True
-    order = openpyxl.load_workbook(out, data_only=True)["Order"]
-    lines = [[c.value for c in row] for row in order.iter_rows() if row[0].value == "H100 80G" and
-             row[1].value == "reserved_1y"]
-    assert lines and lines[0][2:7] == [16, pytest.approx(COMMITTED_MONTH), 0, pytest.approx(12 * COMMITTED_MONTH), 0]
+    (reserve,) = read_order(out).reservations
+    assert (reserve["reserve"], reserve["term"]) == ("H100 80G", "reserved_1y")
+    assert [reserve[m] for m in plan.months] == [16] * 12
+    assert reserve["a month, 0 upfront"] == pytest.approx(COMMITTED_MONTH)
+    assert reserve["total in plan"] == pytest.approx(12 * COMMITTED_MONTH)
 
 
 @pytest.mark.skipif(soffice_path() is None, reason="LibreOffice is not installed")
@@ -108,8 +110,8 @@ def test_raising_the_commitment_to_17_in_libreoffice_raises_the_unused_cost_and_
     plan, out = year
     cards = _cell(out, "H100 80G", "reserved_1y", "committed cards")
     ws = openpyxl.load_workbook(out)["Commitments"]
-    assert cards.startswith("H") and ws[cards].value == 16  # an input, prefilled with the proposal (G, a formula)
-    assert str(ws[cards.replace("H", "G")].value).startswith("=MAX(")
+    assert cards.startswith("I") and ws[cards].value == 16  # an input, prefilled with the proposal (H, a formula)
+    assert str(ws[cards.replace("I", "H")].value).startswith("=MAX(")
     row = int(cards[1:])
     edited = tmp_path / "edited.xlsx"
     shutil.copy(out, edited)
@@ -136,8 +138,8 @@ def test_raising_the_commitment_to_17_in_libreoffice_raises_the_unused_cost_and_
         assert summary[f"C{month_row}"] == pytest.approx(old.commitments + rise)
         assert summary[f"F{month_row}"] == pytest.approx(old.total + 1.25 * rise)
     assert sheet[f"J{first + 12}"] == pytest.approx(9 * EXTRA_CARD_MONTH)  # the unused cost over the plan
-    assert sheet[cards.replace("H", "J")] == pytest.approx(12 * 17 * RATE_1Y * HPM)  # the term total
-    assert sheet[cards.replace("H", "L")] == pytest.approx(0)  # a 1-year term ends with a 12-month plan
+    assert sheet[cards.replace("I", "K")] == pytest.approx(12 * 17 * RATE_1Y * HPM)  # the term total
+    assert sheet[cards.replace("I", "M")] == pytest.approx(0)  # a 1-year term ends with a 12-month plan
     period = plan.period_total + 1.25 * (9 * EXTRA_CARD_MONTH + 3 * (EXTRA_CARD_MONTH - HPM * ON_DEMAND))
     assert summary["B3"] == pytest.approx(period, rel=1e-9)
     assert values["Checks"]["D2"] is True
