@@ -41,6 +41,9 @@ NAMES_ZH = {
     "decode_efficiency": "解码效率", "peak_factor": "峰值系数", "spot_overhead": "竞价开销",
     "hidden_cost_buffer": "隐性成本缓冲", "gpu_choice": "GPU选择方式",
     "consumer_online": "在线服务用消费级卡", "max_cards": "最大卡数",
+    "offer_currency": "报价币种", "providers": "供应商范围", "regions": "地区范围",
+    "monthly_offer": "包月报价来源", "on_demand_offer": "按需报价来源", "idle_offer": "闲置报价来源",
+    "spot_offer": "竞价报价来源",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
     "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数", "recon_spike_factor": "日费用突增倍数",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
@@ -541,6 +544,42 @@ TEXT_ZH = {
     "隐性成本缓冲只按GPU成本计提（BufferRate × GPU）",
     "every task's GPU is on the GPUs sheet": "每个任务的GPU都在GPU表中",
     "Order total = Summary GPU total": "订购清单合计 = 汇总GPU合计",
+    "Order GPU total = Summary GPU + commitments total": "订购清单GPU合计 = 汇总GPU合计 + 承诺合计",
+    "Order plan total = Summary period total": "订购清单计划合计 = 汇总计划期合计",
+    "reserve": "预留", "rent": "租用", "card-hours in plan": "计划内卡时", "card-hours": "卡时", "rate": "单价",
+    "total in plan": "计划内合计", "a month, 0 upfront": "每月（无预付）", "replaced price": "被替代的每卡时租金",
+    "GPU total (reservations and rent)": "GPU合计（预留与租用）", "extras (Summary)": "额外费用（见汇总表）",
+    "hidden-cost buffer (Summary)": "隐性成本缓冲（见汇总表）", "Plan total": "计划合计",
+    "cards billed by month before the commitments": "承诺之前每月计费卡数",
+    "quantity by month before the commitments": "承诺之前每月数量",
+    "rent by month before the commitments": "承诺之前每月租金",
+    "share of the GPU type's rent still rented": "该GPU型号仍需租用的租金比例",
+    "Reservations replace the rent they cover: the rent lines are net of them, so nothing is counted twice.":
+    "预留替代其覆盖的租金：租用行已扣除预留部分，不会重复计算。",
+    "offer": "报价来源",
+    ("which built-in offers price the catalog: auto (the market of the plan's currency where the catalog has offers "
+     "in it, USD and CNY; else the USD offers, converted at the FX rate: one market per plan, never a card from "
+     "another), plan (only offers in the plan's currency), or any (each card's offers in the plan's currency, else "
+     "in another, converted); a card left without an offer is unpriced and a warning names it"):
+    "内置目录取哪些报价：auto（目录中有计划币种报价时取该币种市场的报价，即美元和人民币；否则取美元报价，按汇率换算：每个计划只用一个市场，"
+    "不会混入另一市场的显卡）、plan（只取计划币种的报价）或 any（每张卡先取计划币种报价，没有则取其他币种并换算）；没有报价的卡不定价，并有警告列出",
+    "take built-in offers only from these providers (comma-separated, e.g. aws, lambda); blank: every provider":
+    "只取这些供应商的内置报价（逗号分隔，例如 aws, lambda）；空白：全部供应商",
+    ("take built-in offers only in these regions (comma-separated; an offer for any region counts); blank: every "
+     "region"): "只取这些地区的内置报价（逗号分隔；不限地区的报价也计入）；空白：全部地区",
+    ("whose offer the monthly price is (provider, or provider · region); blank: the row's provider and region. The "
+     "built-in catalog takes each tier's cheapest eligible offer"):
+    "包月价格来自谁的报价（供应商，或 供应商 · 地区）；空白：本行的供应商和地区。内置目录为每种计费方式取最便宜的可用报价",
+    ("whose offer the on_demand price is (provider, or provider · region); blank: the row's provider and region. The "
+     "built-in catalog takes each tier's cheapest eligible offer"):
+    "按需价格来自谁的报价（供应商，或 供应商 · 地区）；空白：本行的供应商和地区。内置目录为每种计费方式取最便宜的可用报价",
+    ("whose offer the idle price is (provider, or provider · region); blank: the row's provider and region. The "
+     "built-in catalog takes each tier's cheapest eligible offer"):
+    "闲置价格来自谁的报价（供应商，或 供应商 · 地区）；空白：本行的供应商和地区。内置目录为每种计费方式取最便宜的可用报价",
+    ("whose offer the spot price is (provider, or provider · region); blank: the row's provider and region. The "
+     "built-in catalog takes each tier's cheapest eligible offer"):
+    "竞价价格来自谁的报价（供应商，或 供应商 · 地区）；空白：本行的供应商和地区。内置目录为每种计费方式取最便宜的可用报价",
+
     "model size": "模型规模", "training": "训练", "task id": "任务编号",
     ("Order lists what to buy or reserve per GPU type and tier, a block and a printed page per provider; TaskList "
      "is the tasks' key columns for printing (Tasks holds every column and prints across several pages)."):

@@ -66,9 +66,10 @@ def test_chinese_sample_builds_to_the_numbers_of_the_english_one(builds):
     _, zh, _ = builds["zh"]
     # the sample on the tests' fixed catalog: 154,427 under model v2; model v3's LoRA MFU (0.55) and QLoRA FLOPs
     # (5.1) make KB03 and KB02 72.93 a month cheaper, x 3 months x 1.25 buffer = 273.5 less: 154,153.15; the USD
-    # offers, converted at the sample's FX rate (6.6529), move ML01 (August, September) from 2 A100 80G at 900.89 a
-    # month to 1 H200 at 24.368 GPU-hours x 3.99 USD x 6.6529 = 646.85: (900.89 - 646.85) x 2 x 1.25 = 635.09 less
-    assert en["period_total"] == pytest.approx(154_153.15 - (900.89 - 24.368 * 3.99 * 6.6529) * 2 * 1.25, abs=1)
+    # offers in USD no longer price a CNY plan (offer_currency auto: the plan's own market), so the H200, priced in
+    # USD only, is not an option and ML01 stays on 2 A100 80G at 900.89 a month (it moved to one H200 while USD
+    # offers were converted into CNY plans)
+    assert en["period_total"] == pytest.approx(154_153.15, abs=1)
     assert zh == en  # every number, key and canonical value; warnings in the JSON stay English
 
 
@@ -101,13 +102,13 @@ def test_chinese_build_has_chinese_headers_labels_and_warnings(builds):
 def test_diff_reads_a_chinese_budget_like_an_english_one(builds):
     result = run("diff", builds["en"][0], builds["zh"][0], *DATE)
     assert result.exit_code == 0, result.output
-    assert "no changes" in result.output and "153,518 -> 153,518" in result.output
+    assert "no changes" in result.output and "154,153 -> 154,153" in result.output
 
 
 def test_cli_prints_chinese_summary_lines(builds):
     output = builds["zh"][2]
     assert output.startswith("已写入 ")
-    assert "计划期合计 2026-07 至 2026-09：153,518 CNY" in output
+    assert "计划期合计 2026-07 至 2026-09：154,153 CNY" in output
     # model v2's 30,349 less KB02 and KB03's 72.93 (model v3), a buffer of 25%, the 1,000 of extras
     assert "  2026-07：GPU 30,276 CNY + 额外费用 1,000 CNY + 缓冲 7,569 CNY = 38,845 CNY" in output
     assert "  KB01：按需比包月每月便宜 4,540" in output and "警告：" in output

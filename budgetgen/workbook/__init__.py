@@ -114,7 +114,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
                                           rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
         ("Scenarios", lambda: write_scenarios(book, ws["Scenarios"], plan)),
         ("Budgets", lambda: write_budgets(book, ws["Budgets"], plan)),
-        ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order, layout.commitments)),
+        ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
         ("Summary re-forecast", lambda: write_reforecast(book, ws["Summary"], plan, recon, layout.summary)),
         ("Summary saving", lambda: write_saving_line(book, ws["Summary"], recon, layout.summary)),
         *((f"Recon {m}", lambda m=m, at=at: write_recon(book, ws[at.sheet], plan, recon[m], at, billed_input[m],

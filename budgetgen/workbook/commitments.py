@@ -24,6 +24,8 @@ NOTE = ("A commitment starts with the plan and bills every hour of its term at i
         "HoursPerMonth of the GPU's demand and replaces the rent of the hours it covers. Proposed: the most cards "
         "whose last card is busy at least the break-even share of the term (months after the plan count 0); the "
         "longer term takes the demand first. Committed cards are an input: procurement may change them.")
+# Block month columns Order reads by name: the key in month_columns -> the name's suffix (Commit1Rent, ...).
+NAMED_MONTHS = {"GPU rent": "rent", "rent displaced": "displaced"}
 # Block figures other sheets read by name (Order): the key in summary_columns -> the name's suffix.
 NAMED_FIGURES = {"commitment rate": "rate", "committed cards": "cards", "monthly cost": "monthly_cost", "term total": "term_total",
                  "months after plan": "months_after", "term (months)": "term"}
@@ -109,6 +111,9 @@ def _block(book: Book, ws, plan: Plan, at: CommitmentsLayout, i: int, c: Commitm
         cards=cell["committed cards"], rate=cell["commitment rate"], after=cell["months after plan"]), c.after_plan_cost, "money")
     for key, suffix in NAMED_FIGURES.items():
         book.define(commit_name(i, suffix), SHEET, fr, sc(key))
+    for key, suffix in NAMED_MONTHS.items():   # the block's month columns Order reads, one cell a plan month
+        book.define_range(commit_name(i, suffix), SHEET, at.block_first(i), at.block_first(i) + len(at.months) - 1,
+                          mc(key))
 
     headers = [book.titled(k, u) for k, u in zip(at.month_columns, (
         "", "", "GPU-h", "currency", "GPU-h", "cards", "currency", "GPU-h", "GPU-h", "currency", "currency",

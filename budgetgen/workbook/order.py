@@ -20,7 +20,6 @@ from .layout import (
     EXTRAS_TOTAL,
     ORDER_PLAN_TOTAL,
     ORDER_TOTAL,
-    CommitmentsLayout,
     OrderLayout,
     commit_name,
     demand_name,
@@ -46,7 +45,7 @@ def widths(at: OrderLayout) -> list[float]:
     return [*_LEAD_WIDTHS, *[_MONTH_WIDTH] * len(at.months), *_TAIL_WIDTHS]
 
 
-def write_order(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commitments: CommitmentsLayout) -> None:
+def write_order(book: Book, ws, plan: Plan, order: Order, at: OrderLayout) -> None:
     s, t = plan.inputs.settings, book.t
     sizes = widths(at)
     for col, width in enumerate(sizes):
@@ -87,7 +86,7 @@ def write_order(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commi
         subtotals.append(f"{total_letter}{rows['subtotal'] + 1}")
     _totals(book, ws, plan, order, at, subtotals)
     _signoff(book, ws, at)
-    _working(book, ws, plan, order, at, commitments)   # rows below: a constant-memory sheet is written in row order
+    _working(book, ws, plan, order, at)   # rows below: a constant-memory sheet is written in row order
     heights = {r: HEADER_HEIGHT for rows in at.block_rows for k, r in rows.items() if k.endswith("_header")}
     heights.update({at.signoff_header + 1: 24, at.signoff_header + 2: 24})
     print_setup(ws, book.lang, sizes, at.last_printed, repeat_cols=(0, 0), breaks=at.breaks, heights=heights,
@@ -183,7 +182,7 @@ def _totals(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, subtotals
     book.define(ORDER_PLAN_TOTAL, SHEET, at.plan_total_row, col)
 
 
-def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commitments: CommitmentsLayout) -> None:
+def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout) -> None:
     """Below the printed area: each rent line's cards billed, quantity and rent by month before the commitments
     (read from Demand), and each committed GPU type's share of rent still rented (read from Commitments)."""
     lines = order.lines
@@ -213,12 +212,8 @@ def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout, commitme
         ws.write_string(row, 0, gpu)
         shares = next((line.shares for line in lines if line.gpu == gpu), None)
         for j in range(len(at.months)):
-            r = commitments.block_first(blocks[gpu][0]) + j
-            rent = f"Commitments!{xl_rowcol_to_cell(r, commitments.month_col('GPU rent'), True, True)}"
-            displaced = "+".join(
-                "Commitments!" + xl_rowcol_to_cell(commitments.block_first(b) + j,
-                                                   commitments.month_col("rent displaced"), True, True)
-                for b in blocks[gpu])
+            rent = f"INDEX({commit_name(blocks[gpu][0], 'rent')},{j + 1})"
+            displaced = "+".join(f"INDEX({commit_name(b, 'displaced')},{j + 1})" for b in blocks[gpu])
             value = shares[j] if shares is not None else rules.RENT_LEFT(
                 plan.inputs.settings, rent=plan.commitments[blocks[gpu][0]].rent[j],
                 displaced=sum(plan.commitments[b].displaced[j] for b in blocks[gpu]))
