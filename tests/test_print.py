@@ -24,6 +24,7 @@ import xlsxwriter
 from conftest import SAMPLE, TODAY
 from lo_recalc import export_pdf, soffice_path
 from test_order import catalog_price
+from usd_plan import make_usd_plan
 from test_order_providers import quoted  # noqa: F401  (a plan whose GPUs two providers quote)
 from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
 
@@ -100,14 +101,15 @@ def _clip(path: Path) -> Path:
     return path
 
 
-def _summary_only(path: Path) -> Path:
-    """`path` with every sheet but Summary hidden (the workbook part's `state`, nothing else rewritten: the charts
-    stay), so that LibreOffice prints the Summary alone."""
+def _summary_only(path: Path, keep: tuple[str, ...] = ("Summary",)) -> Path:
+    """`path` with every sheet but Summary (or `keep`) hidden (the workbook part's `state`, nothing else rewritten:
+    the charts stay), so that LibreOffice prints the Summary alone (or the sheets kept)."""
     with zipfile.ZipFile(path) as z:
         parts = {name: z.read(name) for name in z.namelist()}
     book = parts["xl/workbook.xml"].decode("utf-8")
-    parts["xl/workbook.xml"] = re.sub(r'<sheet name="(?!Summary")', '<sheet state="hidden" name="', book).encode()
-    out = path.with_name(path.stem + "-summary.xlsx")
+    kept = "|".join(f'{re.escape(name)}"' for name in keep)
+    parts["xl/workbook.xml"] = re.sub(rf'<sheet name="(?!{kept})', '<sheet state="hidden" name="', book).encode()
+    out = path.with_name(path.stem + "-" + "-".join(k.lower() for k in keep) + ".xlsx")
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         for name, data in parts.items():
             z.writestr(name, data)
@@ -244,14 +246,15 @@ def _bare(word: str) -> str:
     return word.strip(".,:;()")
 
 
-def cut_words(book: Path, pages: list[Page], sheet: str) -> list[str]:
-    """The words of `sheet`'s text cells (cached values) that its printed pages do not show whole: a text cut at a
-    cell's edge or the page's prints as a fragment (pdftotext reads only what is drawn)."""
+def cut_words(book: Path, pages: list[Page], sheet: str, last_row: int | None = None) -> list[str]:
+    """The words of `sheet`'s text cells (cached values, to `last_row` if given: a sheet's print area) that its
+    printed pages do not show whole: a text cut at a cell's edge or the page's prints as a fragment (pdftotext reads
+    only what is drawn)."""
     ws = openpyxl.load_workbook(book, data_only=True)[sheet]
     # punctuation stripped: pdftotext may place a colon drawn at a line's end apart from its word
     printed_words = Counter(_bare(w) for page in _by_sheet(pages)[sheet] for w in page.words)
-    wanted = Counter(_bare(w) for row in ws.iter_rows(values_only=True) for v in row if isinstance(v, str)
-                     for w in v.split())
+    wanted = Counter(_bare(w) for row in ws.iter_rows(values_only=True, max_row=last_row) for v in row
+                     if isinstance(v, str) for w in v.split())
     return sorted(w for w, n in wanted.items() if w and printed_words[w] < n)
 
 
@@ -299,3 +302,42 @@ def test_the_chinese_summary_prints_every_character_in_a_cjk_font(printed):
     assert sum(wanted.values()) > 100
     printed_text = subprocess.run(["pdftotext", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
     assert wanted - _cjk(printed_text) == Counter()
+
+
+# ---------------------------------------------------------------- the print pack a finance user signs
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    """The 12-month USD plan made from `init` (tests/usd_plan.py), built and printed; the pack is its Summary and
+    Order pages (what printing the two selected tabs prints)."""
+    tmp = tmp_path_factory.mktemp("pack")
+    plan = plan_budget(read_inputs(make_usd_plan(tmp / "usd.xlsx")))
+    book = write_workbook(plan, tmp / "usd-budget.xlsx")
+    printable = _summary_only(book, ("Summary", "Order"))
+    pdfs = export_pdf([printable], tmp / "lo")   # LibreOffice prints hidden sheets too: the pack is read by sheet
+    return plan, book, [p for p in read_pages(pdfs[printable], printable.name) if p.sheet in ("Summary", "Order")]
+
+
+def test_the_print_pack_is_summary_and_order_selected(pack):
+    _, book, _ = pack
+    wb = openpyxl.load_workbook(book)
+    assert [ws.title for ws in wb.worksheets if ws.sheet_view.tabSelected] == ["Summary", "Order"]
+    assert wb.active.title == "Summary"
+
+
+def test_the_print_pack_is_at_most_three_pages_with_nothing_cut(pack):
+    """12 months, four providers: Summary on at most two pages, the Order on one (never more than a page per
+    provider), every word of Summary and of the Order's printed rows whole, at a size a reader hands on."""
+    plan, book, pages = pack
+    sheets = _by_sheet(pages)
+    assert set(sheets) == {"Summary", "Order"} and len(plan.months) == 12
+    providers = len({plan.inputs.gpu(t.row["gpu"]).provider_of(t.row["tier"]) for t in plan.tasks})
+    assert len(pages) <= 3 and len(sheets["Order"]) <= providers
+    ws = openpyxl.load_workbook(book)["Order"]
+    printed_rows = int(str(ws.print_area).rsplit("$", 1)[-1]) if ws.print_area else None
+    assert printed_rows is not None and printed_rows < ws.max_row   # the working rows below do not print
+    assert cut_words(book, pages, "Order", printed_rows) == []
+    assert cut_words(book, pages, "Summary") == []
+    assert [(p.sheet, p.smallest) for p in pages if p.smallest < COMFORTABLE] == []
+    order = " ".join(p.text for p in sheets["Order"])
+    assert "prepared by" in order and "Plan total" in order and f"${plan.period_total:,.0f}" in order

@@ -132,7 +132,11 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
     for sheet in wb.worksheets():
         # No password: a guard against slips, not a lock. Inputs are unlocked, formulas are not.
         sheet.protect("", {"autofilter": True, "sort": True, "format_columns": True, "format_rows": True})
+    # The print pack for sign-off: Summary and Order selected together (Summary the active sheet), so Excel's "print
+    # active sheets" and LibreOffice's "selected sheets" print these two by default; a detail sheet prints when
+    # its tab is selected.
     ws["Summary"].activate()
+    ws["Order"].select()
     progress("compressing the workbook")
     _close(wb)
     return layout
