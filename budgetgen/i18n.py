@@ -720,6 +720,11 @@ MESSAGES = {
          "the cheapest priced; type a tier, or prices, to change it"),
         ("{tid}：能运行它的显卡都没有{default!t}价格（该类型的默认计费方式）：已按最便宜的有价计费方式{tier!t}规划；"
          "可填写计费方式或价格来更改")),
+    "fx_rate_old": (
+        ("{currency} prices are converted at {rate:.6g} {plan} per {currency}, the rate of {as_of}: more than {days} "
+         "days before the plan starts ({start}); type a current rate on the FX sheet (currency, rate, as_of, source)"),
+        ("{currency} 价格按 {as_of} 的汇率 {rate:.6g} {plan}/{currency} 换算：早于计划开始（{start}）超过 {days} 天；"
+         "请在 FX 表中填写当前汇率（currency、rate、as_of、source）")),
     "fx_unknown_builtin": (
         ("no {currency} to {plan} rate is known, so the built-in {currency} prices of {names} are left out: add a "
          "row for {currency} on an FX sheet (currency, rate) or type prices on the GPUs sheet"),

@@ -294,6 +294,28 @@ def _read_fx(ws, settings: Settings, out: Collector) -> dict[str, Rate]:
     return rates
 
 
+FX_FRESH_DAYS = 30  # an FX rate dated more than this many days before the plan's first day is warned about
+
+
+def _old_rates(fx, currencies: set[str], settings: Settings) -> list[Message]:
+    """A warning per rate that converts prices of the plan and is dated more than FX_FRESH_DAYS before the plan's
+    first day: the plan pays at the rates of its months, not of the rate's day."""
+    if not settings.plan_months:
+        return []
+    start = dt.date.fromisoformat(f"{settings.plan_months[0]}-01")
+    out = []
+    for currency in sorted(currencies - {settings.currency}):
+        rate = fx.rates.get(currency)
+        try:
+            day = dt.date.fromisoformat(rate.as_of) if rate is not None else None
+        except ValueError:
+            day = None
+        if day is not None and (start - day).days > FX_FRESH_DAYS:
+            out.append(Message("fx_rate_old", currency=currency, plan=settings.currency, rate=rate.rate,
+                               as_of=rate.as_of, start=settings.plan_months[0], days=FX_FRESH_DAYS))
+    return out
+
+
 def _default_offer_policy(settings: Settings) -> bool:
     """Whether the built-in offers are taken as `init` takes them: every provider and region, the plan's currency."""
     return settings.providers is None and settings.regions is None and settings.offer_currency == "auto"
@@ -359,6 +381,7 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                                                                              for c in PRICE_COLUMNS)]
     fx, missing = fx_table(settings.currency, (rec["currency"] for rec in priced), _read_fx(fx_ws, settings, out),
                            dt.date.fromisoformat(settings.build_date))
+    warnings.extend(_old_rates(fx, {rec["currency"] for rec in priced}, settings))
     unpriced = []
     for rec in priced:
         if rec["currency"] not in missing:

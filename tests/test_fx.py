@@ -152,3 +152,19 @@ def test_the_workbook_converts_with_a_named_rate_it_shows(tmp_path):
     assert gpus.cell(row, listed + 1).value == A100_CNY  # as listed, beside its currency
     assert gpus.cell(row, header.index("currency") + 1).value == "CNY"
     assert "USD" not in gpus.cell(row, listed + 1).number_format  # never under the plan currency's label
+
+
+def test_a_rate_dated_over_30_days_before_the_plan_starts_is_warned(tmp_path):
+    """An EUR plan starting 2026-07 converts USD prices at a typed rate of 2026-05-01 (61 days before): warned,
+    naming the rate and its day; the same rate dated 2026-06-15 (16 days before) is not."""
+    def warned(as_of: str) -> list:
+        fx = [["currency", "rate", "as_of", "source"], ["USD", 0.9, as_of, "bank"]]
+        book = make_input(tmp_path / f"in-{as_of}.xlsx", [BATCH], extra_sheets={"FX": fx},
+                          settings={"currency": "EUR", "build_date": "2026-06-15", "electricity_per_kwh": 0.2,
+                                    "upkeep_per_year": 300})
+        inputs = read_inputs(book, today=TODAY)
+        assert inputs.gpu("A100 80G").prices["on_demand"] == pytest.approx(A100_USD * 0.9)
+        return [w for w in inputs.warnings if getattr(w, "key", "") == "fx_rate_old"]
+    (old,) = warned("2026-05-01")
+    assert (old.params["currency"], old.params["as_of"], old.params["start"]) == ("USD", "2026-05-01", "2026-07")
+    assert warned("2026-06-15") == []
