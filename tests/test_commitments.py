@@ -7,10 +7,10 @@ from __future__ import annotations
 import shutil
 
 import openpyxl
-from order_sheet import read_order
 import pytest
 from conftest import make_input, recalc_formulas
 from lo_recalc import recalc_with_libreoffice, soffice_path
+from order_sheet import read_order
 
 import budgetgen
 from budgetgen import rules

@@ -24,9 +24,9 @@ import xlsxwriter
 from conftest import SAMPLE, TODAY
 from lo_recalc import export_pdf, soffice_path
 from test_order import catalog_price
-from usd_plan import make_usd_plan
 from test_order_providers import quoted  # noqa: F401  (a plan whose GPUs two providers quote)
 from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
+from usd_plan import make_usd_plan
 
 from budgetgen.engine import plan_budget
 from budgetgen.reader import read_inputs

@@ -210,7 +210,7 @@ def test_the_order_reserves_and_rents_nothing_twice(committed):
     assert (reserve["reserve"], reserve["term"]) == ("H100 80G", "reserved_1y")
     assert [reserve[m] for m in plan.months] == [2] * 12
     assert reserve["card-hours in plan"] == 2 * HPM * 12
-    assert reserve["rate"] == RATE
+    assert reserve["rate a card-hour"] == RATE
     assert reserve["total in plan"] == pytest.approx(2 * HPM * 12 * RATE)
     assert reserve["a month, 0 upfront"] == pytest.approx(2 * HPM * RATE)
     (rent,) = block.lines

@@ -33,7 +33,7 @@ _LEAD_WIDTHS = (12, 10)
 _MONTH_WIDTH = 5
 _TAIL_WIDTHS = (10, 10, 8, 11, 15)   # quantity, unit, unit price, total, tasks served / a month
 HEADER_HEIGHT = 30   # points: a header's two lines
-RESERVE_HEADERS = ("reserve", "term", "card-hours in plan", "card-hours", "rate", "total in plan",
+RESERVE_HEADERS = ("reserve", "term", "card-hours in plan", "card-hours", "rate a card-hour", "total in plan",
                    "a month, 0 upfront")
 RENT_HEADERS = ("rent", "tier", "quantity", "unit", "unit price", "total", "tasks served")
 WORKING = ("cards billed by month before the commitments", "quantity by month before the commitments",
