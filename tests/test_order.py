@@ -102,7 +102,8 @@ def test_the_order_follows_an_edited_task(built):
     cards = openpyxl.utils.get_column_letter(task_header.index("cards") + 1)
     order = read_order(out)
     line = order.line("RTX 4090", "monthly")
-    header = [str(c.value).split(" (")[0] for c in openpyxl.load_workbook(out)["Order"][order.header_rows[0]]]
+    header = [str(c.value).split(" (")[0].replace("\n", "-") for c in
+              openpyxl.load_workbook(out)["Order"][order.header_rows[0]]]
     col = {h: openpyxl.utils.get_column_letter(i + 1) for i, h in enumerate(header)}
     values = recalc_formulas(out, {f"Tasks!{cards}2": 3})
     assert [values[("ORDER", f"{col[m]}{line['_row']}")] for m in ("2026-07", "2026-08", "2026-09")] == [6, 6, 6]

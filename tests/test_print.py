@@ -159,8 +159,8 @@ def test_every_sheet_prints_and_the_short_ones_on_one_page(printed):
     counts = {sheet: len(p) for sheet, p in sheets.items()}
     assert {s: counts[s] for s in ("TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks")} == \
         dict.fromkeys(("TaskList", "Monthly", "Tiers", "BuyVsRent", "Extras", "Checks"), 1)
-    # Order: a page per provider (the sample's CNY cn-market offers and H200's USD market one), then the total
-    assert counts["Order"] == 3
+    # Order: the sample's one provider (the CNY plan buys in the Chinese market), its totals and sign-off: one page
+    assert counts["Order"] == 1
     # About and Assumptions list every setting (Assumptions every constant too): model v3's ten settings and four
     # constants take About to a fourth page and Assumptions to a sixth; owning hardware's settings to a seventh
     assert counts["Summary"] <= 2 and counts["About"] <= 4 and counts["Assumptions"] <= 7
@@ -226,19 +226,18 @@ def test_recon_tabs_repeat_their_labels_on_every_page(printed):
     assert [p for p in recon if p.smallest < READABLE] == []
 
 
-def test_order_prints_a_page_per_provider_each_line_beside_its_gpu(printed):
-    """The quoted plan (test_order_providers): zeta's page holds its L40S line and subtotal, acme's its A100 80G
-    and H100 80G lines and subtotal, the last page the total and the sign-off; every page repeats the column
-    headers, and the lines print in full beside their GPU at a size a reader hands on."""
+def test_order_prints_its_providers_whole_each_line_beside_its_gpu(printed):
+    """The quoted plan (test_order_providers): zeta's block (its L40S line and subtotal) and acme's (its A100 80G and
+    H100 80G lines and subtotal) fit one page with the totals and the sign-off, so no break is made; the lines print
+    in full beside their GPU at a size a reader hands on."""
     *_, providers = printed
     order = _by_sheet(providers)["Order"]
-    words = [page.text for page in order]
-    assert len(order) == 3
-    assert "zeta" in words[0] and "L40S" in words[0] and "acme" not in words[0] and "Subtotal zeta" in words[0]
-    assert "acme" in words[1] and "A100 80G" in words[1] and "H100 80G" in words[1] and "L40S" not in words[1]
-    assert "Subtotal acme" in words[1] and "$12,045" in words[1] and "$2,190" in words[0]
-    assert "Total" in words[2] and "$14,235" in words[2] and "prepared by" in words[2]
-    assert all("tasks served" in w and "unit price" in w for w in words)
+    assert len(order) == 1
+    words = order[0].text
+    assert "zeta" in words and "L40S" in words and "Subtotal zeta" in words and "$2,190" in words
+    assert "acme" in words and "A100 80G" in words and "H100 80G" in words and "Subtotal acme" in words
+    assert "$12,045" in words and "$14,235" in words and "prepared by" in words
+    assert "tasks served" in words and "unit price" in words
     assert [p.smallest for p in order if p.smallest < COMFORTABLE] == []
 
 
