@@ -315,8 +315,9 @@ TEXT_ZH = {
     "training matmul precision: bf16 (blank), fp8, fp4 (the card's FP8/FP4 peak where it has one)":
         "训练矩阵运算精度：bf16（空白）、fp8、fp4（卡有FP8/FP4单元时用其峰值）",
     "sxm (or OAM) module or pcie card": "sxm（或 OAM）模组或 pcie 板卡",
-    "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)":
-        "LoRA/QLoRA 一个微批的 token 数（使用检查点时的激活显存）",
+    "tokens of one training micro-batch on a card, whose activations every card holds (2 bytes a layer and hidden "
+    "unit with checkpointing, layer_activation_bytes without)":
+        "每张卡上一个训练微批的 token 数，每张卡都保存其激活（使用检查点时每层每隐藏单元 2 字节，不使用时为 layer_activation_bytes）",
     "tokens one sequence holds in the KV cache; blank: prompt plus output": "单个序列在 KV 缓存中保存的 token 数；为空：输入加输出",
     "total parameters, e.g. 7 or 7B; required when model is blank, overrides the catalog's when typed":
         "总参数量，例如 7 或 7B；model 为空时必填，填写时覆盖目录中的值",

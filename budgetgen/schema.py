@@ -109,7 +109,8 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "measured 22% slower than LoRA on the same card",
       unit="FLOP/param/token", minimum=0.001),
     S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
-      "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)", unit="tokens", minimum=1),
+      "tokens of one training micro-batch on a card, whose activations every card holds (2 bytes a layer and hidden "
+      "unit with checkpointing, layer_activation_bytes without)", unit="tokens", minimum=1),
     S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
       "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
 ) + (
