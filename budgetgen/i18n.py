@@ -182,11 +182,13 @@ TEXT_ZH = {
     "tokens) a token, layer and hidden unit (litgpt resource tables, config hub)":
         "不用激活检查点时，一个 transformer 层为反向传播按每 token、每隐藏单元保留的字节数（bf16，PyTorch 即时模式）：litgpt 的 LoRA 显存每 token、"
         "每层、每隐藏单元增长 45.5（Llama-2-7B，微批 1 到 2）和 46.9（Llama-2-7B，1,024 token）（litgpt 资源表、config hub）",
-    "bytes a QLoRA layer keeps per token and hidden unit without checkpointing on top of layer_activation_bytes: the "
-    "4-bit matmuls keep their bf16 inputs, which frozen bf16 weights need not (litgpt, same LoRA settings: Llama-2-7B "
-    "26, Mistral-7B 29 more than LoRA)":
-        "不用激活检查点时，QLoRA 层在 layer_activation_bytes 之外按每 token、每隐藏单元多保留的字节数：4 位矩阵乘法保留其 bf16 输入，冻结的 bf16 "
-        "权重则不必（litgpt，相同 LoRA 设置：Llama-2-7B 比 LoRA 多 26，Mistral-7B 多 29）",
+    "bytes a QLoRA layer keeps per token and hidden unit without checkpointing on top of layer_activation_bytes: "
+    "bitsandbytes before 0.43.3 (July 2024) kept every 4-bit matmul's bf16 input, which frozen weights need not "
+    "(litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA); 0 for bitsandbytes 0.43.3 or later "
+    "and torchao NF4 (torchtune)":
+        "不用激活检查点时，QLoRA 层在 layer_activation_bytes 之外按每 token、每隐藏单元多保留的字节数：0.43.3（2024年7月）之前的 "
+        "bitsandbytes 会保留每个 4 位矩阵乘法的 bf16 输入，而冻结权重并不需要（litgpt，相同 LoRA 设置：Llama-2-7B 比 LoRA 多 26，"
+        "Mistral-7B 多 29）；bitsandbytes 0.43.3 及以后、torchao NF4（torchtune）为 0",
     "training: yes (activations recomputed in the backward pass: a micro-batch keeps 2 bytes a layer and hidden unit), "
     "no (kept: layer_activation_bytes, e.g. litgpt on one card); blank: the activation_checkpointing setting (yes)":
         "训练：yes（在反向传播中重算激活：一个微批每层每隐藏单元保留 2 字节），no（保留激活：layer_activation_bytes，例如单卡 litgpt）；为空：使用 activation_checkpointing "

@@ -170,8 +170,9 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       unit="bytes", minimum=0),
     S("qlora_activation_bytes", "number", 26, "QloraActivationBytes",
       "bytes a QLoRA layer keeps per token and hidden unit without checkpointing on top of "
-      "layer_activation_bytes: the 4-bit matmuls keep their bf16 inputs, which frozen bf16 weights need not "
-      "(litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA)", unit="bytes", minimum=0),
+      "layer_activation_bytes: bitsandbytes before 0.43.3 (July 2024) kept every 4-bit matmul's bf16 input, "
+      "which frozen weights need not (litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA); "
+      "0 for bitsandbytes 0.43.3 or later and torchao NF4 (torchtune)", unit="bytes", minimum=0),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
