@@ -195,6 +195,8 @@ TEXT_ZH = {
         "设置（yes）",
     "parameters of a transformer layer per hidden size squared: 4 attention + 8 MLP (arXiv:2001.08361 section 2.1)":
         "transformer 层的参数量与隐藏维度平方之比：注意力 4 + MLP 8（arXiv:2001.08361 第2.1节）",
+    "layers x hidden of a fixed-shape model grows as its parameters to this power (hidden cubed as the parameters)":
+        "形状固定的模型，其层数乘隐藏维度按参数量的这个幂增长（隐藏维度的立方与参数量成正比）",
     "hidden size per layer of an unknown model's shape (Llama 2 7B, 13B, Llama 3.1 8B: 4,096/32, 5,120/40, 4,096/32)":
         "架构未知的模型所取形状的每层隐藏维度（Llama 2 7B、13B、Llama 3.1 8B：4,096/32、5,120/40、4,096/32）",
     "training optimizer: adamw (blank), adamw_8bit (8-bit moments), cpu_offload (optimizer state and master weights "

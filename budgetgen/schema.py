@@ -198,6 +198,8 @@ SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     # calculation model v4, memory: the layers x hidden of a model whose architecture is unknown
     ("LayerParamsPerHiddenSq", 12,
      "parameters of a transformer layer per hidden size squared: 4 attention + 8 MLP (arXiv:2001.08361 section 2.1)"),
+    ("LayerWidthExponent", 2 / 3,
+     "layers x hidden of a fixed-shape model grows as its parameters to this power (hidden cubed as the parameters)"),
     ("HiddenPerLayer", 128,
      "hidden size per layer of an unknown model's shape (Llama 2 7B, 13B, Llama 3.1 8B: 4,096/32, 5,120/40, 4,096/32)"),
 )

@@ -634,7 +634,7 @@ _KEPT_BYTES = '(LayerActivationBytes+IF({method}="qlora",QloraActivationBytes,0)
 ACTIVATIONS_EXCEL = (f'=IF({{model.hidden}}<>"",MicroBatchTokens*{{model.layers}}*{{model.hidden}}'
                      f'*IF({_CHECKPOINTED},BytesActivation,{_KEPT_BYTES})/Billion+IF({_LORA},LoraWorkspaceGb,0),'
                      f'IF({_CHECKPOINTED},0,MicroBatchTokens*POWER(HiddenPerLayer*{{params_used}}*Billion'
-                     f'/LayerParamsPerHiddenSq,2/3)/HiddenPerLayer*{_KEPT_BYTES}/Billion))')
+                     f'/LayerParamsPerHiddenSq,LayerWidthExponent)/HiddenPerLayer*{_KEPT_BYTES}/Billion))')
 
 
 def checkpointed(task_choice: str | None, setting: str) -> bool:
@@ -646,7 +646,8 @@ def layer_width_estimate(params_b: float) -> float:
     """layers x hidden of a dense transformer of `params_b` billion parameters whose architecture is unknown: with
     N = LayerParamsPerHiddenSq·layers·hidden² and hidden = HiddenPerLayer·layers, hidden is (128·N/12)^(1/3) and
     layers x hidden is hidden²/128 (Llama-2-7B: 135,000 against its 131,072)."""
-    return (KS.HiddenPerLayer * params_b * K.Billion / KS.LayerParamsPerHiddenSq) ** (2 / 3) / KS.HiddenPerLayer
+    return (KS.HiddenPerLayer * params_b * K.Billion / KS.LayerParamsPerHiddenSq) ** KS.LayerWidthExponent \
+        / KS.HiddenPerLayer
 
 
 def activations_gb(method: str | None, *, layers: float | None, hidden: float | None, micro_batch_tokens: float,

@@ -141,5 +141,5 @@ def test_enumerations_on_gpus_extras_and_assumptions_have_dropdowns(sample):
         return {dv.formula1 for dv in wb[sheet].data_validations.dataValidation if dv.type == "list"}
     assert {'"consumer,workstation,datacenter"', '"nvlink,pcie"', '"sxm,pcie"'} <= lists("GPUs")
     assert lists("Extras") == {'"storage,egress,images,platform,other"'}
-    # gpu_choice, consumer_online, kv_cache_dtype
-    assert lists("Assumptions") == {'"cheapest,balanced"', '"excluded,allowed"', '"fp16,fp8"'}
+    # gpu_choice, consumer_online, kv_cache_dtype, activation_checkpointing
+    assert lists("Assumptions") == {'"cheapest,balanced"', '"excluded,allowed"', '"fp16,fp8"', '"yes,no"'}
