@@ -172,14 +172,14 @@ TEXT_ZH = {
     "decode step, per-layer time a sequence adds": "解码步每个序列增加的每层时间",
     "decode step the latency targets allow": "延迟目标允许的解码步时间",
     "sequences the latency targets allow": "延迟目标允许的序列数",
-    "whether a training run recomputes its activations in the backward pass (a task's activation_checkpointing overrides "
-    "it): yes as torchtune's recipes (enable_activation_checkpointing: True), Hugging Face and Unsloth QLoRA runs; no "
-    "as litgpt on one card":
+    "whether a training run recomputes its activations in the backward pass (a task's activation_checkpointing "
+    "overrides it): yes as torchtune's recipes (enable_activation_checkpointing: True), Hugging Face and Unsloth "
+    "QLoRA runs; no as litgpt on one card":
         "训练运行是否在反向传播中重算激活（任务的 activation_checkpointing 优先）：yes 同 torchtune 的配方（enable_activation_checkpointing: "
         "True）、Hugging Face 和 Unsloth 的 QLoRA 运行；no 同单卡 litgpt",
-    "bytes a transformer layer keeps per token and hidden unit for the backward pass without activation checkpointing "
-    "(bf16, eager PyTorch): litgpt's LoRA memory grows 45.5 (Llama-2-7B, micro-batch 1 to 2) and 46.9 (Llama-2-7B, 1,024 "
-    "tokens) a token, layer and hidden unit (litgpt resource tables, config hub)":
+    "bytes a transformer layer keeps per token and hidden unit for the backward pass without activation "
+    "checkpointing (bf16, eager PyTorch): litgpt's LoRA memory grows 45.5 (Llama-2-7B, micro-batch 1 to 2) and "
+    "46.9 (Llama-2-7B, 1,024 tokens) a token, layer and hidden unit (litgpt resource tables, config hub)":
         "不用激活检查点时，一个 transformer 层为反向传播按每 token、每隐藏单元保留的字节数（bf16，PyTorch 即时模式）：litgpt 的 LoRA 显存每 token、"
         "每层、每隐藏单元增长 45.5（Llama-2-7B，微批 1 到 2）和 46.9（Llama-2-7B，1,024 token）（litgpt 资源表、config hub）",
     "bytes a QLoRA layer keeps per token and hidden unit without checkpointing on top of layer_activation_bytes: "

@@ -570,13 +570,16 @@ TRAINING_MEMORY_FORMULAS = {"TRAINING_VRAM", "STATE_BYTES", "ACTIVATIONS", "CARD
 
 
 @pytest.mark.parametrize(("method", "name", "optimizer", "gpu", "checkpointing"),
-                         [("qlora", "LLaMA-65B", None, "RTX A6000", None), ("lora", "Llama-2-7B", "cpu_offload", "L4", None),
-                          ("qlora", None, "adamw_8bit", "RTX 4090", None), ("full", "Llama-2-7B", "adamw", "A100 80G", None),
+                         [("qlora", "LLaMA-65B", None, "RTX A6000", None),
+                          ("lora", "Llama-2-7B", "cpu_offload", "L4", None),
+                          ("qlora", None, "adamw_8bit", "RTX 4090", None),
+                          ("full", "Llama-2-7B", "adamw", "A100 80G", None),
                           ("full", None, "cpu_offload", "H100 80G", None),
                           ("full", "Llama-3.1-70B", "adamw_8bit", "L40S", None),
-                          ("full", "DeepSeek-V3", None, "RTX 4090", None), ("qlora", "LLaMA-65B", None, "RTX A6000", "no"),
-                          ("lora", "Llama-2-7B", None, "L4", "no"), ("qlora", None, None, "RTX 4090", "no"),
-                          ("full", None, "cpu_offload", "H100 80G", "no"), ("lora", "Llama-2-7B", None, "L4", "yes")])
+                          ("full", "DeepSeek-V3", None, "RTX 4090", None),
+                          ("qlora", "LLaMA-65B", None, "RTX A6000", "no"), ("lora", "Llama-2-7B", None, "L4", "no"),
+                          ("qlora", None, None, "RTX 4090", "no"), ("full", None, "cpu_offload", "H100 80G", "no"),
+                          ("lora", "Llama-2-7B", None, "L4", "yes")])
 def test_training_memory_formulas_compute_what_the_python_functions_compute(method, name, optimizer, gpu,
                                                                             checkpointing):
     model = MODELS.find(name) if name else ModelSpec("unknown 7B", 7.0, 7.0)
