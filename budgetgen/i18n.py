@@ -68,6 +68,8 @@ NAMES_ZH = {
     "optimizer": "优化器", "ttft_ms": "首token目标毫秒", "tpot_ms": "每token目标毫秒",
     "adam_state_bytes": "AdamW状态字节", "adam_8bit_state_bytes": "8位AdamW状态字节",
     "cpu_offload_slowdown": "CPU卸载减速倍数",
+    "activation_checkpointing": "激活检查点", "layer_activation_bytes": "每层激活字节",
+    "qlora_activation_bytes": "QLoRA每层额外激活字节",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -77,7 +79,7 @@ VALUES_ZH = {
     "full": "全量",
     "consumer": "消费级", "workstation": "工作站", "datacenter": "数据中心",
     "storage": "存储", "network": "网络", "egress": "出网流量", "images": "镜像", "platform": "平台", "other": "其他",
-    "cheapest": "最便宜", "balanced": "均衡", "excluded": "排除", "allowed": "允许",
+    "cheapest": "最便宜", "balanced": "均衡", "excluded": "排除", "allowed": "允许", "yes": "是", "no": "否",
     # values formulas produce, shown through the workbook's WordShown lookup
     "OVER": "超上限", "ok": "正常", "buy": "购买", "rent": "租用",
     # Recon flags
@@ -173,6 +175,33 @@ TEXT_ZH = {
     "decode step, per-layer time a sequence adds": "解码步每个序列增加的每层时间",
     "decode step the latency targets allow": "延迟目标允许的解码步时间",
     "sequences the latency targets allow": "延迟目标允许的序列数",
+    "whether a training run recomputes its activations in the backward pass (a task's activation_checkpointing "
+    "overrides it): yes as torchtune's recipes (enable_activation_checkpointing: True), Hugging Face and Unsloth "
+    "QLoRA runs; no as litgpt on one card":
+        "训练运行是否在反向传播中重算激活（任务的 activation_checkpointing 优先）：yes 同 torchtune 的配方（enable_activation_checkpointing: "
+        "True）、Hugging Face 和 Unsloth 的 QLoRA 运行；no 同单卡 litgpt",
+    "bytes a transformer layer keeps per token and hidden unit for the backward pass without activation "
+    "checkpointing (bf16, eager PyTorch): litgpt's LoRA memory grows 45.5 (Llama-2-7B, micro-batch 1 to 2) and "
+    "46.9 (Llama-2-7B, 1,024 tokens) a token, layer and hidden unit (litgpt resource tables, config hub)":
+        "不用激活检查点时，一个 transformer 层为反向传播按每 token、每隐藏单元保留的字节数（bf16，PyTorch 即时模式）：litgpt 的 LoRA 显存每 token、"
+        "每层、每隐藏单元增长 45.5（Llama-2-7B，微批 1 到 2）和 46.9（Llama-2-7B，1,024 token）（litgpt 资源表、config hub）",
+    "bytes a QLoRA layer keeps per token and hidden unit without checkpointing on top of layer_activation_bytes: "
+    "bitsandbytes before 0.43.3 (July 2024) kept every 4-bit matmul's bf16 input, which frozen weights need not "
+    "(litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA); 0 for bitsandbytes 0.43.3 or later "
+    "and torchao NF4 (torchtune)":
+        "不用激活检查点时，QLoRA 层在 layer_activation_bytes 之外按每 token、每隐藏单元多保留的字节数：0.43.3（2024年7月）之前的 "
+        "bitsandbytes 会保留每个 4 位矩阵乘法的 bf16 输入，而冻结权重并不需要（litgpt，相同 LoRA 设置：Llama-2-7B 比 LoRA 多 26，"
+        "Mistral-7B 多 29）；bitsandbytes 0.43.3 及以后、torchao NF4（torchtune）为 0",
+    "training: yes (activations recomputed in the backward pass: a micro-batch keeps 2 bytes a layer and hidden unit), "
+    "no (kept: layer_activation_bytes, e.g. litgpt on one card); blank: the activation_checkpointing setting (yes)":
+        "训练：yes（在反向传播中重算激活：一个微批每层每隐藏单元保留 2 字节），no（保留激活：layer_activation_bytes，例如单卡 litgpt）；为空：使用 activation_checkpointing "
+        "设置（yes）",
+    "parameters of a transformer layer per hidden size squared: 4 attention + 8 MLP (arXiv:2001.08361 section 2.1)":
+        "transformer 层的参数量与隐藏维度平方之比：注意力 4 + MLP 8（arXiv:2001.08361 第2.1节）",
+    "layers x hidden of a fixed-shape model grows as its parameters to this power (hidden cubed as the parameters)":
+        "形状固定的模型，其层数乘隐藏维度按参数量的这个幂增长（隐藏维度的立方与参数量成正比）",
+    "hidden size per layer of an unknown model's shape (Llama 2 7B, 13B, Llama 3.1 8B: 4,096/32, 5,120/40, 4,096/32)":
+        "架构未知的模型所取形状的每层隐藏维度（Llama 2 7B、13B、Llama 3.1 8B：4,096/32、5,120/40、4,096/32）",
     "training optimizer: adamw (blank), adamw_8bit (8-bit moments), cpu_offload (optimizer state and master weights "
     "in host memory: less card memory, a slower run)":
         "训练优化器：adamw（空白）、adamw_8bit（8位动量）、cpu_offload（优化器状态和主权重放在主机内存：省显存，运行更慢）",
@@ -293,8 +322,9 @@ TEXT_ZH = {
     "training matmul precision: bf16 (blank), fp8, fp4 (the card's FP8/FP4 peak where it has one)":
         "训练矩阵运算精度：bf16（空白）、fp8、fp4（卡有FP8/FP4单元时用其峰值）",
     "sxm (or OAM) module or pcie card": "sxm（或 OAM）模组或 pcie 板卡",
-    "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)":
-        "LoRA/QLoRA 一个微批的 token 数（使用检查点时的激活显存）",
+    "tokens of one training micro-batch on a card, whose activations every card holds (2 bytes a layer and hidden "
+    "unit with checkpointing, layer_activation_bytes without)":
+        "每张卡上一个训练微批的 token 数，每张卡都保存其激活（使用检查点时每层每隐藏单元 2 字节，不使用时为 layer_activation_bytes）",
     "tokens one sequence holds in the KV cache; blank: prompt plus output": "单个序列在 KV 缓存中保存的 token 数；为空：输入加输出",
     "total parameters, e.g. 7 or 7B; required when model is blank, overrides the catalog's when typed":
         "总参数量，例如 7 或 7B；model 为空时必填，填写时覆盖目录中的值",
@@ -934,9 +964,10 @@ PROBLEMS = {
     "excluded_no_price": ("no {tier!t} price", "没有{tier!t}价格"),
     "excluded_activations": (
         ("does not fit: one card's own activations ({activations:,.1f} GB) fill the {card:,.1f} GB a {gpu} offers, "
-         "on any number of cards: lower micro_batch_tokens or take a larger card"),
+         "on any number of cards: lower micro_batch_tokens, checkpoint the activations (activation_checkpointing "
+         "yes) or take a larger card"),
         ("放不下：每张卡自身的激活（{activations:,.1f} GB）已占满 {gpu} 可用的 {card:,.1f} GB，卡数再多也不行："
-         "请降低 micro_batch_tokens 或换更大显存的显卡")),
+         "请降低 micro_batch_tokens、使用激活检查点（activation_checkpointing 设为 yes）或换更大显存的显卡")),
     "excluded_latency": (
         ("misses the latency targets even one sequence at a time: {ttft:,.0f} ms to the first token, {tpot:,.1f} ms "
          "a token on {gpu}"),

@@ -179,12 +179,13 @@ TASK_KINDS: tuple[TaskKind, ...] = (
              default_tier="on_demand", requires=("train_tokens",), ignores=_TRAINING_IGNORES, zh="预训练"),
     TaskKind("inference", training=False, online=True, methods=SERVING_METHODS, default_method="fp16",
              default_tier="monthly", requires=("requests_per_day", "tokens_per_request"),
-             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests", "deadline_days", "optimizer"),
+             ignores=("train_tokens", "epochs", "runs_per_month", "batch_requests", "deadline_days", "optimizer",
+                      "activation_checkpointing"),
              zh="推理", requests="requests_per_day", meaning="online serving"),
     TaskKind("batch", training=False, online=False, methods=SERVING_METHODS, default_method="fp16",
              default_tier="idle", requires=("batch_requests", "tokens_per_request"),
              ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day", "min_replicas",
-                      "optimizer", "ttft_ms", "tpot_ms"),
+                      "optimizer", "activation_checkpointing", "ttft_ms", "tpot_ms"),
              zh="批量", requests="batch_requests", meaning="offline batch inference"),
 )
 

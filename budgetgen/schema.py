@@ -12,6 +12,7 @@ from .records import BUFFER, DEMAND, PRICE, SERVING_METHODS, TASK_KINDS, TIERS, 
 
 TRAIN_PRECISIONS = ("bf16", "fp8", "fp4")
 OPTIMIZERS = ("adamw", "adamw_8bit", "cpu_offload")  # blank: adamw
+CHECKPOINTING = ("yes", "no")  # activation_checkpointing: does a training run recompute its activations
 
 TIER = {t.name: t for t in TIERS}  # every tier, commitments included
 PRICE_COLUMNS = tuple(t.price_column for t in TIERS) + ("purchase_price",)  # a GPUs row's money, in its currency
@@ -109,7 +110,8 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "measured 22% slower than LoRA on the same card",
       unit="FLOP/param/token", minimum=0.001),
     S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
-      "tokens of one LoRA/QLoRA micro-batch (activation memory with checkpointing)", unit="tokens", minimum=1),
+      "tokens of one training micro-batch on a card, whose activations every card holds (2 bytes a layer and hidden "
+      "unit with checkpointing, layer_activation_bytes without)", unit="tokens", minimum=1),
     S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
       "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
 ) + (
@@ -156,6 +158,22 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "against one that keeps them on the card: the GPU waits over 60% of each step (DeepSpeed ZenFlow blog: "
       "Llama-2-7B on 4 A100, a CPU path over 4 s against a 2 s backward pass); LoRA pays it on the trained share",
       unit="x", minimum=1),
+) + (
+    # calculation model v4, memory (docs/models.md, "v4 memory"): runs without activation checkpointing
+    S("activation_checkpointing", "choice", "yes", "ActivationCheckpointing",
+      "whether a training run recomputes its activations in the backward pass (a task's activation_checkpointing "
+      "overrides it): yes as torchtune's recipes (enable_activation_checkpointing: True), Hugging Face and Unsloth "
+      "QLoRA runs; no as litgpt on one card", choices=CHECKPOINTING),
+    S("layer_activation_bytes", "number", 46, "LayerActivationBytes",
+      "bytes a transformer layer keeps per token and hidden unit for the backward pass without activation "
+      "checkpointing (bf16, eager PyTorch): litgpt's LoRA memory grows 45.5 (Llama-2-7B, micro-batch 1 to 2) and "
+      "46.9 (Llama-2-7B, 1,024 tokens) a token, layer and hidden unit (litgpt resource tables, config hub)",
+      unit="bytes", minimum=0),
+    S("qlora_activation_bytes", "number", 26, "QloraActivationBytes",
+      "bytes a QLoRA layer keeps per token and hidden unit without checkpointing on top of "
+      "layer_activation_bytes: bitsandbytes before 0.43.3 (July 2024) kept every 4-bit matmul's bf16 input, "
+      "which frozen weights need not (litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA); "
+      "0 for bitsandbytes 0.43.3 or later and torchao NF4 (torchtune)", unit="bytes", minimum=0),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
@@ -178,6 +196,13 @@ SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("MoeAllToAllPasses", 4, "all-to-all passes of a trained MoE layer (dispatch, combine; forward, backward)"),
     ("GibPerGb", 2 ** 30 / 1e9,
      "GB (1e9 bytes) per GB of card memory: vendors count a card's memory in GiB (2^30 bytes)"),
+    # calculation model v4, memory: the layers x hidden of a model whose architecture is unknown
+    ("LayerParamsPerHiddenSq", 12,
+     "parameters of a transformer layer per hidden size squared: 4 attention + 8 MLP (arXiv:2001.08361 section 2.1)"),
+    ("LayerWidthExponent", 2 / 3,
+     "layers x hidden of a fixed-shape model grows as its parameters to this power (hidden cubed as the parameters)"),
+    ("HiddenPerLayer", 128,
+     "hidden size per layer of an unknown model's shape (Llama 2 7B, 13B, Llama 3.1 8B: 4,096/32, 5,120/40, 4,096/32)"),
 )
 
 _BASE_SETTINGS: tuple[Setting, ...] = (
@@ -383,6 +408,10 @@ TASK_COLUMNS: tuple[Column, ...] = (
     C("optimizer", "choice", choices=OPTIMIZERS,
       help="training optimizer: adamw (blank), adamw_8bit (8-bit moments), cpu_offload (optimizer state and master "
       "weights in host memory: less card memory, a slower run)"),
+    C("activation_checkpointing", "choice", choices=CHECKPOINTING,
+      help="training: yes (activations recomputed in the backward pass: a micro-batch keeps 2 bytes a layer and "
+      "hidden unit), no (kept: layer_activation_bytes, e.g. litgpt on one card); blank: the "
+      "activation_checkpointing setting (yes)"),
     C("train_tokens", "number", "tokens per epoch", positive=True, help="required for training, e.g. 5M"),
     C("epochs", "number", "epochs", default=1, positive=True, help="passes over the training tokens"),
     C("runs_per_month", "number", "runs/month", default=1, positive=True,

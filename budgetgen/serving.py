@@ -627,19 +627,43 @@ def state_bytes(optimizer: str | None, *, adam_state_bytes: float, adam_8bit_sta
 
 
 _LORA = 'OR({method}="lora",{method}="qlora")'
-ACTIVATIONS_EXCEL = ('=IF({model.hidden}<>"",MicroBatchTokens*{model.layers}*{model.hidden}*BytesActivation/Billion'
-                     f'+IF({_LORA},LoraWorkspaceGb,0),0)')
+# model v4: whether the run checkpoints (the task's choice, else the setting) and, when it does not, the bytes a
+# layer keeps per token and hidden unit (QLoRA's 4-bit matmuls keep their inputs on top)
+_CHECKPOINTED = 'IF({activation_checkpointing}<>"",{activation_checkpointing},ActivationCheckpointing)="yes"'
+_KEPT_BYTES = '(LayerActivationBytes+IF({method}="qlora",QloraActivationBytes,0))'
+ACTIVATIONS_EXCEL = (f'=IF({{model.hidden}}<>"",MicroBatchTokens*{{model.layers}}*{{model.hidden}}'
+                     f'*IF({_CHECKPOINTED},BytesActivation,{_KEPT_BYTES})/Billion+IF({_LORA},LoraWorkspaceGb,0),'
+                     f'IF({_CHECKPOINTED},0,MicroBatchTokens*POWER(HiddenPerLayer*{{params_used}}*Billion'
+                     f'/LayerParamsPerHiddenSq,LayerWidthExponent)/HiddenPerLayer*{_KEPT_BYTES}/Billion))')
+
+
+def checkpointed(task_choice: str | None, setting: str) -> bool:
+    """Whether a training run recomputes its activations: the task's activation_checkpointing, else the setting's."""
+    return (task_choice if task_choice is not None else setting) == "yes"
+
+
+def layer_width_estimate(params_b: float) -> float:
+    """layers x hidden of a dense transformer of `params_b` billion parameters whose architecture is unknown: with
+    N = LayerParamsPerHiddenSq·layers·hidden² and hidden = HiddenPerLayer·layers, hidden is (128·N/12)^(1/3) and
+    layers x hidden is hidden²/128 (Llama-2-7B: 135,000 against its 131,072)."""
+    return (KS.HiddenPerLayer * params_b * K.Billion / KS.LayerParamsPerHiddenSq) ** KS.LayerWidthExponent \
+        / KS.HiddenPerLayer
 
 
 def activations_gb(method: str | None, *, layers: float | None, hidden: float | None, micro_batch_tokens: float,
-                   lora_workspace_gb: float) -> float:
-    """Memory every card of a training run holds for itself (GB): with the architecture known, the checkpointed
-    activations of its own micro-batch (MicroBatchTokens·layers·hidden·2 bytes), plus LoRA/QLoRA's workspace;
-    0 without it (the per-parameter allowance is then a total, sharded with the states)."""
+                   lora_workspace_gb: float, checkpointing: bool, params_b: float, layer_activation_bytes: float,
+                   qlora_activation_bytes: float) -> float:
+    """Memory every card of a training run holds for itself (GB). With the architecture known: its own micro-batch's
+    activations, MicroBatchTokens·layers·hidden times 2 bytes when the run checkpoints (each layer's bf16 input),
+    else the bytes a layer keeps for the backward pass (LayerActivationBytes, plus QloraActivationBytes for QLoRA),
+    plus LoRA/QLoRA's workspace. Architecture unknown: 0 with checkpointing (the per-parameter allowance covers it,
+    a total sharded with the states); without, the kept bytes over layer_width_estimate's layers x hidden."""
+    kept = layer_activation_bytes + (qlora_activation_bytes if method == "qlora" else 0)
     if hidden is None:
-        return 0
+        return 0 if checkpointing else micro_batch_tokens * layer_width_estimate(params_b) * kept / K.Billion
     workspace = lora_workspace_gb if method in ("lora", "qlora") else 0
-    return micro_batch_tokens * layers * hidden * KS.BytesActivation / K.Billion + workspace
+    per_element = KS.BytesActivation if checkpointing else kept
+    return micro_batch_tokens * layers * hidden * per_element / K.Billion + workspace
 
 
 TRAINING_VRAM_EXCEL = (f'=IF({_LORA},'

@@ -56,7 +56,12 @@ gained the selector row above the buffer note (the month table one row down); Or
 became 'cards' (C35); no value changed. Then the daily view: the recon_spike_factor
 setting (Assumptions from row 31 one down, About's words and list longer), each Recon tab's daily GPU table at its
 foot (2027-01 A55:E59, 2027-02 A50:E51: one billed day per task, so no median and no spike) and the JSON's
-`daily`; no value moved."""
+`daily`; no value moved. Then model v4's memory (issue 31): the Tasks input column activation_checkpointing (the
+columns after optimizer one right), the settings activation_checkpointing, layer_activation_bytes and
+qlora_activation_bytes and the constants LayerParamsPerHiddenSq, LayerWidthExponent and HiddenPerLayer on
+Assumptions (the rows below them down, About's list too); no value moved: every sample task checkpoints by default,
+so the training tasks keep their VRAM (KB02 QLoRA 7.08 -> 7.08 GB, KB03 LoRA 18.33 -> 18.33, ML01 128.5 -> 128.5,
+ML02 215.8 -> 215.8) and the JSON is unchanged."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Calculation model v3 against published runs it was fitted on (`data/published_v3_fit.csv`, a copy of
 `shared/data/published/published_v3_fit.csv`): every row through the whole product, input workbook -> reader
 -> engine, with the catalogs' datasheet figures as the shipped catalogs state them. Each row must land in its
-band (serving 0.67-1.5x, training and memory 0.75-1.35x) or be a known miss below, with its reason."""
+band (serving 0.67-1.5x, training 0.75-1.35x, memory 0.95-1.35x) or be a known miss below, with its reason."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from budgetgen.workbook import write_workbook
 
 DATA = Path(__file__).parent / "data"
 FIT = _rows(DATA / "published_v3_fit.csv")
-BANDS = {"serve": (0.67, 1.5), "train": (0.75, 1.35), "mem": (0.75, 1.35)}
+# Memory never under-stated by more than 5% (a card the engine picks must not run out: model v4, docs/models.md).
+BANDS = {"serve": (0.67, 1.5), "train": (0.75, 1.35), "mem": (0.95, 1.35)}
 # Rows the model does not hold in their band, each with the reason. A row listed here that lands in its band
 # fails the test too: the list says what the model cannot do, no more.
 KNOWN_MISSES: dict[str, str] = {}

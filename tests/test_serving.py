@@ -314,17 +314,20 @@ def test_training_flops_per_token_by_method(method, k):
                                             qlora_flops_per_token=6) == k
 
 
-def _activations_gb(method: str, model: ModelSpec) -> float:
+def _activations_gb(method: str, model: ModelSpec, checkpointing: bool = True) -> float:
     return serving.activations_gb(method, layers=model.layers, hidden=model.hidden,
-                                  micro_batch_tokens=S.micro_batch_tokens, lora_workspace_gb=S.lora_workspace_gb)
+                                  micro_batch_tokens=S.micro_batch_tokens, lora_workspace_gb=S.lora_workspace_gb,
+                                  checkpointing=checkpointing, params_b=model.total_params_b,
+                                  layer_activation_bytes=S.layer_activation_bytes,
+                                  qlora_activation_bytes=S.qlora_activation_bytes)
 
 
-def _training_gb(method: str, model: ModelSpec, optimizer: str | None = None) -> float:
+def _training_gb(method: str, model: ModelSpec, optimizer: str | None = None, checkpointing: bool = True) -> float:
     state = serving.state_bytes(optimizer, adam_state_bytes=S.adam_state_bytes,
                                 adam_8bit_state_bytes=S.adam_8bit_state_bytes)
     return serving.training_memory_gb(method, params_b=model.total_params_b, hidden=model.hidden,
                                       lora_trainable=S.lora_trainable, state_bytes=state,
-                                      activations_gb=_activations_gb(method, model),
+                                      activations_gb=_activations_gb(method, model, checkpointing),
                                       activation_gb_per_b=S.activation_gb_per_b)
 
 
@@ -566,20 +569,28 @@ TRAINING_MEMORY_FORMULAS = {"TRAINING_VRAM", "STATE_BYTES", "ACTIVATIONS", "CARD
                             "OPTIMIZER_SLOWDOWN"}
 
 
-@pytest.mark.parametrize(("method", "name", "optimizer", "gpu"),
-                         [("qlora", "LLaMA-65B", None, "RTX A6000"), ("lora", "Llama-2-7B", "cpu_offload", "L4"),
-                          ("qlora", None, "adamw_8bit", "RTX 4090"), ("full", "Llama-2-7B", "adamw", "A100 80G"),
-                          ("full", None, "cpu_offload", "H100 80G"), ("full", "Llama-3.1-70B", "adamw_8bit", "L40S"),
-                          ("full", "DeepSeek-V3", None, "RTX 4090")])
-def test_training_memory_formulas_compute_what_the_python_functions_compute(method, name, optimizer, gpu):
+@pytest.mark.parametrize(("method", "name", "optimizer", "gpu", "checkpointing"),
+                         [("qlora", "LLaMA-65B", None, "RTX A6000", None),
+                          ("lora", "Llama-2-7B", "cpu_offload", "L4", None),
+                          ("qlora", None, "adamw_8bit", "RTX 4090", None),
+                          ("full", "Llama-2-7B", "adamw", "A100 80G", None),
+                          ("full", None, "cpu_offload", "H100 80G", None),
+                          ("full", "Llama-3.1-70B", "adamw_8bit", "L40S", None),
+                          ("full", "DeepSeek-V3", None, "RTX 4090", None),
+                          ("qlora", "LLaMA-65B", None, "RTX A6000", "no"), ("lora", "Llama-2-7B", None, "L4", "no"),
+                          ("qlora", None, None, "RTX 4090", "no"), ("full", None, "cpu_offload", "H100 80G", "no"),
+                          ("lora", "Llama-2-7B", None, "L4", "yes")])
+def test_training_memory_formulas_compute_what_the_python_functions_compute(method, name, optimizer, gpu,
+                                                                            checkpointing):
     model = MODELS.find(name) if name else ModelSpec("unknown 7B", 7.0, 7.0)
     g = GPUS[gpu]
     row = {"method": method, "optimizer": optimizer, "params_used": model.total_params_b, "model.layers": model.layers,
-           "model.hidden": model.hidden, "gpu.vram_gb": g.vram_gb}
+           "model.hidden": model.hidden, "gpu.vram_gb": g.vram_gb, "activation_checkpointing": checkpointing}
     row["state_bytes"] = serving.state_bytes(optimizer, adam_state_bytes=S.adam_state_bytes,
                                              adam_8bit_state_bytes=S.adam_8bit_state_bytes)
-    row["activations_gb"] = _activations_gb(method, model)
-    row["vram_gb"] = _training_gb(method, model, optimizer)
+    checkpoints = serving.checkpointed(checkpointing, S.activation_checkpointing)
+    row["activations_gb"] = _activations_gb(method, model, checkpoints)
+    row["vram_gb"] = _training_gb(method, model, optimizer, checkpoints)
     row["card_gb"] = serving.training_card_gb(method, vram_gb=g.vram_gb, hidden=model.hidden,
                                               usable_vram=S.usable_vram)
     cards = serving.training_cards(row["vram_gb"], activations_gb=row["activations_gb"], card_gb=row["card_gb"],

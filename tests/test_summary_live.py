@@ -141,5 +141,6 @@ def test_enumerations_on_gpus_extras_and_assumptions_have_dropdowns(sample):
         return {dv.formula1 for dv in wb[sheet].data_validations.dataValidation if dv.type == "list"}
     assert {'"consumer,workstation,datacenter"', '"nvlink,pcie"', '"sxm,pcie"'} <= lists("GPUs")
     assert lists("Extras") == {'"storage,egress,images,platform,other"'}
-    # gpu_choice, consumer_online, offer_currency, kv_cache_dtype
-    assert lists("Assumptions") == {'"cheapest,balanced"', '"excluded,allowed"', '"auto,plan,any"', '"fp16,fp8"'}
+    # gpu_choice, consumer_online, offer_currency, kv_cache_dtype, activation_checkpointing
+    assert lists("Assumptions") == {'"cheapest,balanced"', '"excluded,allowed"', '"auto,plan,any"', '"fp16,fp8"',
+                                    '"yes,no"'}
