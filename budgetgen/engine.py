@@ -16,6 +16,7 @@ from .i18n import Message
 from .model import Gpu, Inputs, Task
 from .ramp import TaskMonth, task_months
 from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
+from .warnings import group_warnings
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
@@ -475,7 +476,7 @@ def plan_budget(inputs: Inputs) -> Plan:
     lines = plan_budgets(plan)
     over = [Message("over_budget", center=line.label or Message("budget_whole_plan"), months=sum(line.over),
                     budget=line.budget.monthly_budget, overrun=line.overrun) for line in lines if any(line.over)]
-    return replace(plan, budgets=lines, warnings=(*plan.warnings, *over))
+    return replace(plan, budgets=lines, warnings=group_warnings((*plan.warnings, *over), s.currency))
 
 
 def apply_scenario(tasks: list[TaskPlan], inputs: Inputs, scenario: scenarios.Scenario) -> list[TaskPlan]:
