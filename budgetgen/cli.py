@@ -218,12 +218,17 @@ def _warn(warnings, lang: str, err: bool = False) -> None:
 
 
 def _amount(value: float) -> str:
-    """An amount as the workbook shows money: thousands grouped, to the cent."""
+    """An amount as the workbook shows money: thousands grouped, to the cent (the totals' lines, which add up)."""
     return f"{value:,.2f}"
 
 
-def _money(value: float, currency: str) -> str:
+def _cents(value: float, currency: str) -> str:
     return f"{_amount(value)} {currency}"
+
+
+def _money(value: float, currency: str) -> str:
+    """An amount in whole units and its currency (a limit or an overrun)."""
+    return f"{value:,.0f} {currency}"
 
 
 @main.command()
@@ -259,7 +264,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
     cur = plan.inputs.settings.currency
     echo(f"{tr('Wrote', lang)} {printable(result.workbook)}")
     echo(tr("Period total {first} to {last}: {total}", lang).format(
-        first=plan.months[0], last=plan.months[-1], total=_money(plan.period_total, cur)))
+        first=plan.months[0], last=plan.months[-1], total=_cents(plan.period_total, cur)))
     for month, t in plan.month_totals.items():   # every part of the month's total, as Summary's columns
         echo(tr("  {month}: GPU {gpu} + commitments {commitments} + extras {extras} + buffer {buffer} = {total} "
                 "{currency}", lang).format(month=month, gpu=_amount(t.gpu), commitments=_amount(t.commitments),
@@ -268,8 +273,8 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
     for month, r in sorted(recon.items()):
         echo(tr("Recon {month}: GPU and commitments billed {gpu} against planned {planned}; total billed {billed} "
                 "against planned {planned_all}; {flagged} flagged resource(s)", lang).format(
-            month=printable(month), gpu=_money(r.billed_gpu_all, cur), planned=_money(r.planned_gpu_all, cur),
-            billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
+            month=printable(month), gpu=_cents(r.billed_gpu_all, cur), planned=_cents(r.planned_gpu_all, cur),
+            billed=_cents(r.billed_total, cur), planned_all=_cents(r.planned_all, cur),
             flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
     _warn(plan.warnings, lang, err=to_stdout)  # the plan's, then those about the bills and usage
     over = [line for line in plan.budgets if any(line.over)]
