@@ -574,6 +574,8 @@ TEXT_ZH = {
     "GPU + commitments + extras + buffer = period total": "GPU + 承诺 + 额外费用 + 缓冲 = 计划期合计",
     "buffer = rate x (GPU + commitments) total": "缓冲 = 比率 × (GPU + 承诺) 合计",
     "Commitments sheet adjustment = Summary commitments total": "承诺表调整额 = 汇总表承诺合计",
+    "GPUs priced on GPUs since the build for a task they fit = 0 (if not: rebuild to weigh them)":
+        "构建后在GPU表中新填价格、可运行某任务的GPU数 = 0（否则：请重新构建以参与比较）",
     "tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)":
         "现有更便宜GPU的任务数 = 生成时的数目（否则请重新生成以重新选择）",
     "billed total = BilledCost of the month": "账单合计 = 当月输入的BilledCost",
