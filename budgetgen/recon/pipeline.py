@@ -352,10 +352,6 @@ class MonthRecon:
             "non_gpu_billed": self.non_gpu_billed,
             "unallocated": self.unallocated,
             "planned_total": self.planned_total,
-            "planned_commitments": self.planned_commitments,
-            "planned_gpu_all": self.planned_gpu_all,
-            "billed_gpu_all": self.billed_gpu_all,
-            "planned_all": self.planned_all,
             "buffer_reserved": self.buffer_reserved,
             "tasks": [t.to_json() for t in self.tasks],
             "resources": [r.to_json() for r in self.resources],
@@ -376,6 +372,10 @@ class MonthRecon:
             "idle_saving": self.idle_saving,
             "achievable_saving": self.achievable_saving,
             "daily": [d.to_json() for d in self.daily],
+            "planned_commitments": self.planned_commitments,
+            "planned_gpu_all": self.planned_gpu_all,
+            "billed_gpu_all": self.billed_gpu_all,
+            "planned_all": self.planned_all,
         }
 
 
