@@ -21,6 +21,7 @@ from .recon import reconcile_plan
 from .recon.bill_sums import expand_bill_path
 from .results import plan_json
 from .safefile import check_outputs, staged_outputs
+from .warnings import group_warnings
 from .workbook import resources_csv_paths, write_workbook
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class Result:
     recon: Mapping[str, MonthRecon]
     workbook: Path
     json: Path | None = None
-    warnings: tuple[str, ...] = ()  # about the bills and usage (also at the end of plan.warnings)
+    warnings: tuple[str, ...] = ()  # about the bills and usage, one per finding (grouped in plan.warnings)
 
 
 def default_output(input_path: StrPath) -> Path:
@@ -85,9 +86,10 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
         reconciled = reconcile_plan(plan, bills, usage, temp_parent=staging[output].parent, progress=progress,
                                     bill_sums=bill_sums)
         recon, billed = reconciled.months, reconciled.billed_input
-        # The bills' and usage warnings join the plan's, so the Summary and the JSON list them all.
+        # The bills' and usage warnings join the plan's, grouped with them by kind, so the Summary, the JSON and the
+        # command line list the same lines.
         warnings = reconciled.warnings + months_outside_plan(recon, plan.months)
-        plan = dataclasses.replace(plan, warnings=plan.warnings + warnings)
+        plan = dataclasses.replace(plan, warnings=group_warnings(plan.warnings + warnings, plan.inputs.settings.currency))
         if json_path is not None:
             staging[json_path].write_text(results_json(plan, recon), encoding="utf-8")
         # xlsxwriter's temporary files go beside the file it writes, inside the staging folder.

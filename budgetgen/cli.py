@@ -13,7 +13,6 @@ import signal
 import sys
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +36,7 @@ from .recon.bill_sql import DEFAULT_TABLE, DIALECTS, grouping_sql
 from .safefile import check_outputs, staged_outputs
 from .schema import TIER_NAMES
 from .template import write_template
+from .warnings import warning_count
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -202,7 +202,7 @@ def validate(path: Path, max_total: float | None, build_date, lang: str) -> None
         plan = plan_budget(read_inputs(path, today=build_date and build_date.date()))
     _warn(plan.warnings, lang)
     click.echo(tr("OK: {tasks} tasks, {warnings} warning(s).", lang).format(tasks=len(plan.tasks),
-                                                                             warnings=len(plan.warnings)))
+                                                                             warnings=warning_count(plan.warnings)))
     cur = plan.inputs.settings.currency
     if max_total is not None and plan.period_total > max_total:
         click.echo(tr("Error: the period total {total} is above --max-total {limit}", lang).format(
@@ -210,33 +210,24 @@ def validate(path: Path, max_total: float | None, build_date, lang: str) -> None
         sys.exit(1)
 
 
-SHOWN_WARNINGS = 10
-
-
 def _warn(warnings, lang: str, err: bool = False) -> None:
-    """Up to SHOWN_WARNINGS warnings one per line; beyond that, counts by kind and the largest (by the biggest
-    amount they name); the full list is on Summary and in the JSON. On stderr with `err`."""
-    echo = functools.partial(click.echo, err=err)
-    if len(warnings) <= SHOWN_WARNINGS:
-        for warning in warnings:
-            echo(tr("Warning: ", lang) + printable(say(warning, lang)))
-        return
-    kinds = Counter(getattr(w, "key", "other") for w in warnings)
-    counts = tr(", ", lang).join(f"{n:,} {kind}" for kind, n in kinds.most_common())
-    echo(tr("Warning: ", lang) + tr("{counts} ({count:,}; all on Summary and in the JSON), the {shown} largest:",
-                                    lang).format(counts=counts, count=len(warnings), shown=SHOWN_WARNINGS))
-    for warning in sorted(warnings, key=_size, reverse=True)[:SHOWN_WARNINGS]:
-        echo("  " + printable(say(warning, lang)))
+    """Every warning line of the plan, one a line: the plan holds one line per kind, with its count and items, the
+    most important kinds first (warnings.group_warnings), so nothing is left out. On stderr with `err`."""
+    for warning in warnings:
+        click.echo(tr("Warning: ", lang) + printable(say(warning, lang)), err=err)
 
 
-def _size(warning) -> float:
-    """The largest number a warning names (its saving, amount, hours), 0 for none."""
-    numbers = [abs(v) for v in getattr(warning, "params", {}).values()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return max(numbers, default=0.0)
+def _amount(value: float) -> str:
+    """An amount as the workbook shows money: thousands grouped, to the cent (the totals' lines, which add up)."""
+    return f"{value:,.2f}"
+
+
+def _cents(value: float, currency: str) -> str:
+    return f"{_amount(value)} {currency}"
 
 
 def _money(value: float, currency: str) -> str:
+    """An amount in whole units and its currency (a limit or an overrun)."""
     return f"{value:,.0f} {currency}"
 
 
@@ -273,16 +264,17 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
     cur = plan.inputs.settings.currency
     echo(f"{tr('Wrote', lang)} {printable(result.workbook)}")
     echo(tr("Period total {first} to {last}: {total}", lang).format(
-        first=plan.months[0], last=plan.months[-1], total=_money(plan.period_total, cur)))
-    for month, t in plan.month_totals.items():
-        echo(tr("  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}", lang).format(
-            month=month, gpu=_money(t.gpu, cur), extras=_money(t.extras, cur), buffer=_money(t.buffer, cur),
-            total=_money(t.total, cur)))
+        first=plan.months[0], last=plan.months[-1], total=_cents(plan.period_total, cur)))
+    for month, t in plan.month_totals.items():   # every part of the month's total, as Summary's columns
+        echo(tr("  {month}: GPU {gpu} + commitments {commitments} + extras {extras} + buffer {buffer} = {total} "
+                "{currency}", lang).format(month=month, gpu=_amount(t.gpu), commitments=_amount(t.commitments),
+                                           extras=_amount(t.extras), buffer=_amount(t.buffer),
+                                           total=_amount(t.total), currency=cur))
     for month, r in sorted(recon.items()):
-        echo(tr("Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against "
-                      "planned {planned_all}; {flagged} flagged resource(s)", lang).format(
-            month=printable(month), gpu=_money(r.gpu_billed, cur), planned=_money(r.planned_total, cur),
-            billed=_money(r.billed_total, cur), planned_all=_money(r.planned_all, cur),
+        echo(tr("Recon {month}: GPU and commitments billed {gpu} against planned {planned}; total billed {billed} "
+                "against planned {planned_all}; {flagged} flagged resource(s)", lang).format(
+            month=printable(month), gpu=_cents(r.billed_gpu_all, cur), planned=_cents(r.planned_gpu_all, cur),
+            billed=_cents(r.billed_total, cur), planned_all=_cents(r.planned_all, cur),
             flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
     _warn(plan.warnings, lang, err=to_stdout)  # the plan's, then those about the bills and usage
     over = [line for line in plan.budgets if any(line.over)]

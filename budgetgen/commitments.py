@@ -65,9 +65,11 @@ def layered_tiers():
     return tuple(sorted(COMMITMENT_TIERS, key=lambda t: -t.term_months))
 
 
-def plan_commitments(tasks, inputs, n_months: int) -> tuple[Commitment, ...]:
+def plan_commitments(tasks, inputs, n_months: int, held: dict | None = None) -> tuple[Commitment, ...]:
     """Every commitment tier on every GPU type the plan uses that has a rate and an on-demand price, from the tasks'
-    month-by-month cards, GPU-hours and cost (engine.TaskPlan.months)."""
+    month-by-month cards, GPU-hours and cost (engine.TaskPlan.months). `held` ({(gpu, tier): cards}): the cards
+    committed already, kept instead of proposed (a scenario keeps the plan's commitments, as the workbook's committed
+    cards are an input)."""
     s = inputs.settings
     gpus, tiers = [t.row["gpu"] for t in tasks], [t.row["tier"] for t in tasks]
     months = list(range(1, n_months + 1))
@@ -87,20 +89,21 @@ def plan_commitments(tasks, inputs, n_months: int) -> tuple[Commitment, ...]:
             rate = commitment_rate(gpu, tier, s)
             if rate is None:
                 continue
-            c = _commitment(s, gpu.name, tier, rate, on_demand, demand, rent, left, months)
+            c = _commitment(s, gpu.name, tier, rate, on_demand, demand, rent, left, months,
+                            None if held is None else held.get((gpu.name, tier.name), 0))
             out.append(c)
             left = tuple(rules.DEMAND_LEFT(s, demand=h, covered=v) for h, v in zip(left, c.covered, strict=True))
     return tuple(out)
 
 
-def _commitment(s, gpu, tier, rate, on_demand, demand, rent, left, months) -> Commitment:
+def _commitment(s, gpu, tier, rate, on_demand, demand, rent, left, months, held=None) -> Commitment:
     term = tier.term_months
     replaced = rules.REPLACED_PRICE(s, demand=list(demand), rent=list(rent), on_demand=on_demand)
     break_even = rules.BREAK_EVEN_UTILISATION(s, rate=rate, price=replaced)
     candidates = tuple(rules.COMMIT_CANDIDATE(s, hours=list(left), months=months, term=term, break_even=break_even,
                                               demand=h) for h in left)
     proposed = rules.COMMIT_PROPOSAL(s, candidates=candidates)
-    cards = proposed
+    cards = proposed if held is None else held
     committed = tuple(rules.COMMITTED_COST(s, month=m, term=term, cards=cards, rate=rate) for m in months)
     covered = tuple(rules.COVERED_HOURS(s, month=m, term=term, demand=h, cards=cards) for m, h in zip(months, left))
     unused = tuple(rules.UNUSED_HOURS(s, month=m, term=term, cards=cards, covered=v) for m, v in zip(months, covered))

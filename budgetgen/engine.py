@@ -16,6 +16,7 @@ from .i18n import Message
 from .model import Gpu, Inputs, Task
 from .ramp import TaskMonth, task_months
 from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
+from .warnings import group_warnings
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
@@ -474,11 +475,12 @@ def plan_budget(inputs: Inputs) -> Plan:
         if over:
             warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
     base_total = sum(t.total for t in month_totals.values())  # as Plan.period_total
-    totals = {level: base_total if level == "base" else _replanned_total(tasks, inputs, (level,) * len(rows))
+    held = {(c.gpu, c.tier): c.cards for c in commitments}  # a scenario keeps the commitments, as the workbook does
+    totals = {level: base_total if level == "base" else _replanned_total(tasks, inputs, (level,) * len(rows), held)
               for level in scenarios.LEVELS}
     swings = []
     for i, row in enumerate(rows):
-        low, high = (_replanned_total(tasks, inputs, base_levels[:i] + (level,) + base_levels[i + 1:])
+        low, high = (_replanned_total(tasks, inputs, base_levels[:i] + (level,) + base_levels[i + 1:], held)
                      for level in ("low", "high"))
         swings.append(Swing(row.label, low, high, base_total))
     swings.sort(key=lambda w: -w.size)
@@ -488,7 +490,7 @@ def plan_budget(inputs: Inputs) -> Plan:
     lines = plan_budgets(plan)
     over = [Message("over_budget", center=line.label or Message("budget_whole_plan"), months=sum(line.over),
                     budget=line.budget.monthly_budget, overrun=line.overrun) for line in lines if any(line.over)]
-    return replace(plan, budgets=lines, warnings=(*plan.warnings, *over))
+    return replace(plan, budgets=lines, warnings=group_warnings((*plan.warnings, *over), s.currency))
 
 
 def apply_scenario(tasks: list[TaskPlan], inputs: Inputs, scenario: scenarios.Scenario) -> list[TaskPlan]:
@@ -503,10 +505,10 @@ def apply_scenario(tasks: list[TaskPlan], inputs: Inputs, scenario: scenarios.Sc
     return out
 
 
-def _month_totals(tasks: list[TaskPlan], inputs: Inputs, buffer_rate: float):
-    """Each plan month's totals and the commitments proposed from the tasks' months."""
+def _month_totals(tasks: list[TaskPlan], inputs: Inputs, buffer_rate: float, held: dict | None = None):
+    """Each plan month's totals and the commitments proposed from the tasks' months (`held`: committed already)."""
     s = inputs.settings
-    commitments = plan_commitments(tasks, inputs, len(s.plan_months))
+    commitments = plan_commitments(tasks, inputs, len(s.plan_months), held)
     totals = {}
     for i, month in enumerate(s.plan_months, start=1):
         gpu, adjustment = math.fsum(t.cost_in(i) for t in tasks), adjustment_in(commitments, i)
@@ -516,8 +518,9 @@ def _month_totals(tasks: list[TaskPlan], inputs: Inputs, buffer_rate: float):
     return totals, commitments
 
 
-def _replanned_total(tasks: list[TaskPlan], inputs: Inputs, levels: tuple[str, ...]) -> float:
-    """The period total with the Scenarios rows at `levels` (the GPUs and shapes chosen stay)."""
+def _replanned_total(tasks: list[TaskPlan], inputs: Inputs, levels: tuple[str, ...], held: dict) -> float:
+    """The period total with the Scenarios rows at `levels`: the GPUs and shapes chosen stay, and so do the cards
+    committed (`held`), whose unused hours a low scenario pays for."""
     scenario = scenarios.resolve(inputs.scenarios, levels, tasks, inputs)
-    totals, _ = _month_totals(apply_scenario(tasks, inputs, scenario), inputs, scenario.buffer)
+    totals, _ = _month_totals(apply_scenario(tasks, inputs, scenario), inputs, scenario.buffer, held)
     return sum(t.total for t in totals.values())

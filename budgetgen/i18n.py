@@ -389,7 +389,8 @@ TEXT_ZH = {
     "flags": "标记", "flag": "标记", "action next month": "下月措施", "saving if acted on": "采取措施可节省",
     "non-GPU lines": "非GPU费用行", "non-GPU billed": "非GPU账单", "hidden-cost buffer reserved": "预留隐性成本缓冲",
     "buffer left": "剩余缓冲", "GPU billed to tasks": "计入任务的GPU账单", "unallocated GPU": "未分配GPU",
-    "billed total": "账单合计", "planned GPU total": "计划GPU合计", "BilledCost in the input": "输入中的BilledCost",
+    "billed total": "账单合计", "planned GPU total": "计划GPU合计",
+    "commitments planned (Commitments)": "计划承诺调整（见承诺表）", "GPU and commitments": "GPU与承诺", "BilledCost in the input": "输入中的BilledCost",
     "buffer share": "缓冲份额", "planned GPU hours": "计划GPU小时", "GPU hours billed": "账单GPU小时",
     "rate variance": "价格差异", "usage variance": "用量差异", "idle cards": "闲置卡数",
     "to attribute or stop": "待归属或停止", "GPU resources": "GPU资源数", "planned (Extras)": "计划（额外费用）",
@@ -542,15 +543,13 @@ TEXT_ZH = {
     "Object storage for checkpoints": "检查点对象存储", "Egress to users": "面向用户的出网流量",
     # the command line
     "Wrote": "已写入", "Period total {first} to {last}: {total}": "计划期合计 {first} 至 {last}：{total}",
-    "  {month}: GPU {gpu} + extras {extras} + buffer {buffer} = {total}":
-    "  {month}：GPU {gpu} + 额外费用 {extras} + 缓冲 {buffer} = {total}",
-    "Recon {month}: GPU billed {gpu} against planned {planned}; total billed {billed} against planned "
-    "{planned_all}; {flagged} flagged resource(s)":
-    "对账 {month}：GPU账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
+    "  {month}: GPU {gpu} + commitments {commitments} + extras {extras} + buffer {buffer} = {total} {currency}":
+    "  {month}：GPU {gpu} + 承诺 {commitments} + 额外费用 {extras} + 缓冲 {buffer} = {total} {currency}",
+    "Recon {month}: GPU and commitments billed {gpu} against planned {planned}; total billed {billed} against "
+    "planned {planned_all}; {flagged} flagged resource(s)":
+    "对账 {month}：GPU与承诺账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
     " (partial month)": "（不完整月份）",
     "Warning: ": "警告：", "Error: ": "错误：", ", ": "、",
-    "{counts} ({count:,}; all on Summary and in the JSON), the {shown} largest:":
-        "{counts}（共 {count:,} 条，全部列在汇总表和 JSON 中），最大的 {shown} 条：",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
     "stopped by {signal} after writing {files}": "被 {signal} 中止，此前已写入 {files}",
@@ -644,6 +643,8 @@ TEXT_ZH = {
     "GPU + commitments + extras + buffer = period total": "GPU + 承诺 + 额外费用 + 缓冲 = 计划期合计",
     "buffer = rate x (GPU + commitments) total": "缓冲 = 比率 × (GPU + 承诺) 合计",
     "Commitments sheet adjustment = Summary commitments total": "承诺表调整额 = 汇总表承诺合计",
+    "GPUs priced on GPUs since the build for a task they fit = 0 (if not: rebuild to weigh them)":
+        "构建后在GPU表中新填价格、可运行某任务的GPU数 = 0（否则：请重新构建以参与比较）",
     "tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)":
         "现有更便宜GPU的任务数 = 生成时的数目（否则请重新生成以重新选择）",
     "billed total = BilledCost of the month": "账单合计 = 当月输入的BilledCost",
@@ -792,6 +793,113 @@ MESSAGES = {
     "catalog_age_plan_month": ("the plan month {month} they pay for", "其计价的计划月份 {month} "),
     "catalog_cell": ("{cell}", "{cell}"),
     "catalog_builtin": ("built-in catalog", "内置目录"),
+    # warnings.group_warnings: one line per kind, its count and items (`!l` a list, `!i` whole warnings)
+    "warnings_grouped": ("{count} warnings of one kind: {items!i}", "{count} 条同类警告：{items!i}"),
+    "warnings_more": ("... and {count:,} more", "……另有 {count:,} 项"),
+    "item_value": ("{value}", "{value}"),
+    "item_file": ("{file}", "{file}"),
+    "item_tid": ("{tid}", "{tid}"),
+    "over_budget_item": ("{center}: {months} month(s) over {budget}, {overrun} over in all",
+                         "{center}：{months} 个月超出 {budget}，共超出 {overrun}"),
+    "over_budget_grouped": ("{count} budget lines over in some plan month (Budgets): {items!l}",
+                            "{count} 条预算在部分计划月超出（见预算表）：{items!l}"),
+    "unknown_bill_task_grouped": (
+        ("{file}: {count} task_ids match no task of the plan (ignoring case): {items!l}; their lines count as "
+         "billed to unplanned tasks"),
+        "{file}：{count} 个 task_id 与计划中的任何任务都不匹配（不区分大小写）：{items!l}；其费用行计为计划外任务的账单"),
+    "unmatched_usage_grouped": (
+        ("{file}: {count} resources match no billed ResourceId (exactly, case included): {items!l}; their usage is "
+         "left out: name the file or its resource_id after the bill's ResourceId"),
+        ("{file}：{count} 个资源与账单中的任何 ResourceId 都不匹配（完全一致，区分大小写）：{items!l}；其用量未计入："
+         "请按账单的 ResourceId 命名文件或填写 resource_id")),
+    "unbilled_usage_months_item": ("{value} ({months})", "{value}（{months}）"),
+    "unbilled_usage_months_grouped": (
+        ("{file}: {count} resources have usage in months no bill line of theirs covers: {items!l}; that usage is "
+         "left out: add the month's bill, or check the usage file's dates"),
+        "{file}：{count} 个资源在账单未覆盖的月份有用量：{items!l}；这部分用量未计入：请加入该月账单，或检查用量文件的日期"),
+    "duplicate_lines_item": ("{month}: {lines:,} line(s), {amount:,.2f}", "{month}：{lines:,} 条，{amount:,.2f}"),
+    "duplicate_lines_grouped": (
+        "Bill lines found again in a later bill, counted once, in {count} months: {items!l}",
+        "{count} 个月份有账单行在后面的账单中重复出现，只计一次：{items!l}"),
+    "bill_without_lines_grouped": (
+        "{count} files have the bill's columns but no line: {items!l}; nothing of them is reconciled",
+        "{count} 个文件有账单的列但没有任何行：{items!l}；其中没有可对账的内容"),
+    "bill_without_currency_grouped": (
+        ("{count} files have no BillingCurrency column: {items!l}; their amounts are taken to be in the plan's "
+         "currency {currency}: add the column to have them checked"),
+        "{count} 个文件没有 BillingCurrency 列：{items!l}；其金额按计划货币 {currency} 计：请添加该列以便核对"),
+    "inference_on_spot_grouped": (
+        "Online inference on spot for {count} services: {items!l}; an interruption takes a service down",
+        "{count} 个在线推理服务使用竞价实例：{items!l}；一次中断就会让服务下线"),
+    "no_failover_grouped": (
+        ("One replica, no failover, for {count} services: {items!l}; a card fault stops the service (min_replicas 2 "
+         "keeps a spare)"),
+        "{count} 个服务只有一个副本，没有故障切换：{items!l}；一张卡故障就会让服务停止（min_replicas 设为 2 可保留备用）"),
+    "no_peak_headroom_item": ("{tid} ({replicas} replica(s), {spare:.0%} to spare)",
+                              "{tid}（{replicas} 个副本，余量 {spare:.0%}）"),
+    "no_peak_headroom_grouped": (
+        ("Under {limit:.0%} to spare at an even spread of the day's requests, with peak_factor {peak:g}, for {count} "
+         "services: {items!l}; a busier hour queues: set peak_factor to your busiest hour's requests over the "
+         "average hour's"),
+        ("{count} 个服务在每日请求均匀分布时余量低于 {limit:.0%}，而 peak_factor 为 {peak:g}：{items!l}；高峰时段会排队："
+         "请把 peak_factor 设为最忙一小时的请求数与平均每小时请求数之比")),
+    "consumer_serving_item": ("{tid} ({gpu}, {hours:g} h a day)", "{tid}（{gpu}，每天 {hours:g} 小时）"),
+    "consumer_serving_grouped": (
+        ("Consumer cards serving more than {limit} h a day for {count} services: {items!l}; round-the-clock serving "
+         "belongs on datacenter cards"),
+        "{count} 个服务使用消费级显卡每天服务超过 {limit} 小时：{items!l}；全天候服务应使用数据中心显卡"),
+    "consumer_training_item": ("{tid} ({gpu}, {hours:,.0f} GPU-hours a month)",
+                               "{tid}（{gpu}，每月 {hours:,.0f} GPU小时）"),
+    "consumer_training_grouped": (
+        ("Consumer cards for more than {limit} GPU-hours a month of training in {count} tasks: {items!l}; long "
+         "continuous runs belong on datacenter cards"),
+        "{count} 个任务使用消费级显卡每月训练超过 {limit} GPU小时：{items!l}；长时间连续训练应使用数据中心显卡"),
+    "slow_stream_item": ("{tid} ({tps:.1f} tokens/s)", "{tid}（{tps:.1f} token/s）"),
+    "slow_stream_grouped": (
+        "A user sees under {limit} tokens/s on {count} services: {items!l}; set a lower concurrency or choose a faster card",
+        "{count} 个服务的单个用户只能看到低于 {limit} token/s：{items!l}；请降低并发数或选择更快的显卡"),
+    "cards_over_max_cards_item": ("{tid} ({cards})", "{tid}（{cards}）"),
+    "cards_over_max_cards_grouped": (
+        ("cards more than max_cards {max_cards} for {count} tasks: {items!l}; cards counts the cards of one run or "
+         "replica"),
+        "{count} 个任务的 cards 超过 max_cards {max_cards}：{items!l}；cards 是每次运行或每个副本的卡数"),
+    "pcie_scaling_item": ("{tid} ({cards} x {gpu} where {cards_min} fit, speedup {speedup:.2f})",
+                          "{tid}（{cards_min} 张即可放下却用了 {cards} 张 {gpu}，加速比 {speedup:.2f}）"),
+    "pcie_scaling_grouped": ("More PCIe cards than fit, scaling poorly, for {count} tasks: {items!l}",
+                             "{count} 个任务使用了多于所需的 PCIe 显卡，扩展性差：{items!l}"),
+    "default_tier_unpriced_item": ("{tid} ({default!t} -> {tier!t})", "{tid}（{default!t} → {tier!t}）"),
+    "default_tier_unpriced_grouped": (
+        ("No card that runs them has a price on their kind's default tier, so {count} tasks are planned on the "
+         "cheapest priced tier: {items!l}; type a tier, or prices, to change it"),
+        "能运行这 {count} 个任务的显卡都没有该类型默认计费方式的价格，已按最便宜的有价计费方式规划：{items!l}；可填写计费方式或价格来更改"),
+    "tier_over_cap_item": ("{tier!t} (cap {cap:,.0f}: {months})", "{tier!t}（上限 {cap:,.0f}：{months}）"),
+    "tier_over_cap_grouped": ("{count} tiers over their caps: {items!l}", "{count} 种计费方式超出上限：{items!l}"),
+    "catalog_monthly_over_on_demand_item": ("{gpu} ({monthly:,g} > {around_the_clock:,g}, {place})",
+                                            "{gpu}（{monthly:,g} > {around_the_clock:,g}，{place}）"),
+    "catalog_monthly_over_on_demand_grouped": (
+        ("monthly_per_card above {hours:,g} h x on_demand_per_hour for {count} GPUs: {items!l}; on demand would be "
+         "cheaper even around the clock: check the prices"),
+        ("{count} 个 GPU 的包月单价 monthly_per_card 高于 {hours:,g} 小时 × 按需单价 on_demand_per_hour：{items!l}；"
+         "即使全天运行按需也更便宜：请核对价格")),
+    "catalog_over_on_demand_item": ("{gpu} ({price:,g} > {on_demand:,g}, {place})",
+                                    "{gpu}（{price:,g} > {on_demand:,g}，{place}）"),
+    "catalog_idle_over_on_demand_grouped": (
+        ("idle_per_hour above on_demand_per_hour for {count} GPUs: {items!l}; idle capacity should cost less than "
+         "on demand: check the prices"),
+        "{count} 个 GPU 的闲置单价 idle_per_hour 高于按需单价 on_demand_per_hour：{items!l}；闲置资源应比按需便宜：请核对价格"),
+    "catalog_spot_over_on_demand_grouped": (
+        ("spot_per_hour above on_demand_per_hour for {count} GPUs: {items!l}; interruptible capacity should cost "
+         "less than on demand: check the prices"),
+        "{count} 个 GPU 的竞价单价 spot_per_hour 高于按需单价 on_demand_per_hour：{items!l}；可中断资源应比按需便宜：请核对价格"),
+    "tier_saving_item": ("{tid} ({cheapest!t} instead of {tier!t}, {saving:,.0f} a month)",
+                         "{tid}（{cheapest!t}代替{tier!t}，每月 {saving:,.0f}）"),
+    "tier_saving_grouped": ("A cheaper tier for {count} tasks, {total:,.0f} a month in all: {items!l}",
+                            "{count} 个任务有更便宜的计费方式，合计每月 {total:,.0f}：{items!l}"),
+    "catalog_prices_old_item": ("{gpu} ({as_of}, {place})", "{gpu}（{as_of}，{place}）"),
+    "catalog_prices_old_grouped": (
+        ("Prices of {count} GPUs are more than {months} months older than {when}: {items!l}; check them with your "
+         "provider and enter current ones on the GPUs sheet"),
+        "{count} 个 GPU 的价格早于{when}超过 {months} 个月：{items!l}；请向供应商核实，并在GPU表中填写当前价格"),
 }
 
 # Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet
@@ -1073,6 +1181,7 @@ PROBLEMS = {
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}
 _LIST_SEP = {"en": ", ", "zh": "、"}
+_ITEM_SEP = {"en": "; ", "zh": "；"}  # between whole sentences
 
 
 def tr(text: str, lang: str) -> str:
@@ -1148,10 +1257,16 @@ class _Formatter(string.Formatter):
         if conversion == "n":
             return tr(value, self.lang)
         if conversion == "l":
-            return _LIST_SEP[self.lang].join(word(v, self.lang) for v in value)
+            return _LIST_SEP[self.lang].join(self._item(v) for v in value)
+        if conversion == "i":
+            return _ITEM_SEP[self.lang].join(self._item(v) for v in value)
         if isinstance(value, Message):
             return value.render(self.lang)
         return super().convert_field(value, conversion)
+
+    def _item(self, value) -> str:
+        """A list item: a Message in the language, else an enumeration value's word."""
+        return value.render(self.lang) if isinstance(value, Message) else word(value, self.lang)
 
 
 class Message(str):

@@ -329,6 +329,9 @@ TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>
                   lambda s, ids: sum(1 for i in ids if i != ""))
 ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
                   lambda s, checks: all(checks))
+PRICED_NOW = Rule("priced_now", "GPUs a task could run on but had no price for its tier at the build, priced on GPUs "
+                  "now (each price an INDEX into the tier's GPUs column): a rebuild would weigh them",
+                  "COUNT({prices})", lambda s, prices: sum(1 for p in prices if isinstance(p, int | float)))
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
                            MONTH_CARDS_BILLED, PRICE_TREND, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
@@ -337,7 +340,7 @@ RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,
                            BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_IN_MONTH, RENT_LEFT, RENTED, ORDER_PEAK, ORDER_SUM,
                            ORDER_UNIT_PRICE, RESERVED_CARDS, RESERVED_HOURS, RESERVED_COST, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
-                           TIES_OUT, ALL_CHECKS)
+                           TIES_OUT, ALL_CHECKS, PRICED_NOW)
 
 
 # --------------------------------------------------------------- live choice (Candidates, Tasks, Checks)

@@ -56,12 +56,12 @@ gained the selector row above the buffer note (the month table one row down); Or
 became 'cards' (C35); no value changed. Then the daily view: the recon_spike_factor
 setting (Assumptions from row 31 one down, About's words and list longer), each Recon tab's daily GPU table at its
 foot (2027-01 A55:E59, 2027-02 A50:E51: one billed day per task, so no median and no spike) and the JSON's
-`daily`; no value moved. Then model v4's memory (issue 31): the Tasks input column activation_checkpointing (the
-columns after optimizer one right), the settings activation_checkpointing, layer_activation_bytes and
-qlora_activation_bytes and the constants LayerParamsPerHiddenSq, LayerWidthExponent and HiddenPerLayer on
-Assumptions (the rows below them down, About's list too); no value moved: every sample task checkpoints by default,
-so the training tasks keep their VRAM (KB02 QLoRA 7.08 -> 7.08 GB, KB03 LoRA 18.33 -> 18.33, ML01 128.5 -> 128.5,
-ML02 215.8 -> 215.8) and the JSON is unchanged."""
+`daily`; no value moved. Then issue 30's totals and warnings: the Recon tabs' totals gained the month's
+`commitments planned (Commitments)` row after the planned GPU total (the rows below one down; 0 in the sample's
+months outside the plan) and like for like's GPU row became `GPU and commitments`, Checks gained the priced-now
+row before the Recon tie-outs, Summary's and the JSON's warnings are one line per kind (ML03 and ML05's no-failover,
+KB01 and ML05's peak headroom, the tier advice grouped; the bills' months first), and the JSON's reconciliation
+months end with planned_commitments, planned_gpu_all, billed_gpu_all and planned_all; no total moved."""
 
 from __future__ import annotations
 

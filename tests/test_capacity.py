@@ -140,7 +140,7 @@ def test_warnings_no_failover_consumer_card_all_day_and_slow_streams(tmp_path):
             "prompt_tokens": 2000, "tokens_per_request": 200, "gpu": "L40S", "concurrency": 64, "tier": "on_demand"}
     spare = service | {"task_id": "R", "min_replicas": 2, "serving_hours_per_day": 12}
     plan = _plan(tmp_path, [service, slow, spare])
-    text = "\n".join(plan.warnings)
+    text = "\n".join(w for tp in plan.tasks for w in tp.warnings)   # each task's own (the plan groups them by kind)
     assert "W: one replica, no failover" in text and "R: one replica" not in text
     assert "W: RTX 4090 is a consumer card serving 24 h a day (over 12)" in text
     assert "R: RTX 4090 is a consumer card" not in text

@@ -178,31 +178,6 @@ def test_diff_command_prints_changes_and_refuses_to_overwrite(tmp_path):
     assert copy.read_bytes() == SAMPLE.read_bytes()
 
 
-def test_many_warnings_are_counted_by_kind_with_the_ten_largest(capsys):
-    from budgetgen.cli import _warn
-    from budgetgen.i18n import Message
-
-    savings = [Message("tier_saving", tid=f"T{i:02d}", cheapest="spot", tier="monthly", saving=100.0 * i)
-               for i in range(1, 13)]
-    warnings = [*savings, Message("inference_on_spot", tid="T99")]
-    _warn(warnings, "en")
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("Warning: 12 tier_saving, 1 inference_on_spot (13; all on Summary and in the JSON)")
-    # The largest by the amount they name: savings of 1,200 down to 300.
-    assert [line.split(":")[0].strip() for line in lines[1:]] == [f"T{i:02d}" for i in range(12, 2, -1)]
-
-
-def test_a_few_warnings_are_listed_one_per_line(capsys):
-    from budgetgen.cli import _warn
-    from budgetgen.i18n import Message
-
-    _warn([Message("inference_on_spot", tid="T1"), Message("inference_on_spot", tid="T2")], "en")
-    assert capsys.readouterr().out.splitlines() == [
-        "Warning: T1: online inference on spot: an interruption takes the service down",
-        "Warning: T2: online inference on spot: an interruption takes the service down",
-    ]
-
-
 # ------------------------------------------------------------------ text from files on the terminal
 
 CLEAR, LINK = "\x1b[2J", "\x1b]8;;x.invalid\x07"

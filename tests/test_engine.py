@@ -278,7 +278,7 @@ def test_warnings_cap_pcie_consumer_and_spot_service(tmp_path):
     assert "P: RTX 4090 is a consumer card" in text          # 7B LoRA on 2B tokens: hundreds of GPU-hours
     assert plan.tasks[0].row["gpu_hours_per_month"] > 200
     assert "S: online inference on spot" in text
-    assert "on_demand is over its cap of 100 in 2026-07, 2026-08, 2026-09" in text
+    assert "on_demand is over its cap of 100 CNY in 2026-07, 2026-08, 2026-09" in text
 
 
 CHAT = {"task_id": "C1", "kind": "inference", "model_params_b": 7, "requests_per_day": 1000, "tokens_per_request": 200}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import string
 
 import openpyxl
@@ -108,11 +109,17 @@ def test_diff_reads_a_chinese_budget_like_an_english_one(builds):
 def test_cli_prints_chinese_summary_lines(builds):
     output = builds["zh"][2]
     assert output.startswith("已写入 ")
-    assert "计划期合计 2026-07 至 2026-09：154,153 CNY" in output
-    # model v2's 30,349 less KB02 and KB03's 72.93 (model v3), a buffer of 25%, the 1,000 of extras
-    assert "  2026-07：GPU 30,276 CNY + 额外费用 1,000 CNY + 缓冲 7,569 CNY = 38,845 CNY" in output
-    assert "  KB01：按需比包月每月便宜 4,540" in output and "警告：" in output
-    assert "Warning:" not in output and "Period total" not in output and "largest" not in output
+    (period,) = re.findall(r"计划期合计 2026-07 至 2026-09：([\d,.]+) CNY", output)
+    assert round(float(period.replace(",", ""))) == 154_153
+    # model v2's 30,349 less KB02 and KB03's 72.93 (model v3), no commitment (a term is longer than the plan), a
+    # buffer of 25%, the 1,000 of extras: every part to the cent, and they add up
+    (line,) = re.findall(r"  2026-07：GPU ([\d,.]+) \+ 承诺 ([\d,.]+) \+ 额外费用 ([\d,.]+) \+ 缓冲 ([\d,.]+) = "
+                         r"([\d,.]+) CNY", output)
+    gpu, commitments, extras, buffer, total = (float(x.replace(",", "")) for x in line)
+    assert round(gpu) == 30_276 and (commitments, extras) == (0.0, 1000.0)
+    assert buffer == pytest.approx(0.25 * gpu, abs=0.006) and total == pytest.approx(gpu + extras + buffer, abs=0.011)
+    assert "警告：6 个任务有更便宜的计费方式，合计每月" in output and "KB01（按需代替包月，每月 4,540 CNY）" in output
+    assert "Warning:" not in output and "Period total" not in output
 
 
 def test_chinese_error_lines_keep_sheet_and_cell(tmp_path):
@@ -289,9 +296,10 @@ def test_validate_speaks_chinese():
     assert result.exit_code == 0, result.output
     # the test catalog's RTX 4090 rent; its unpriced H200 and L4; cheaper tiers for KB01, KB02, KB03, ML01, ML04,
     # ML05; no failover for the one-replica services ML03 and ML05; under a fifth of capacity to spare with
-    # peak_factor 1 for KB01 and ML05: 12, more than the ten printed one by one, so counted by kind first
+    # peak_factor 1 for KB01 and ML05: 12 warnings of 5 kinds, one line a kind
     assert result.output.splitlines()[-1] == "通过：8 个任务，12 条警告。"
-    assert "（共 12 条，全部列在汇总表和 JSON 中），最大的 10 条：" in result.output
-    assert "  RTX 4090：包月单价 monthly_per_card 3,000 高于 730 小时 × 按需单价 on_demand_per_hour 3 = 2,190" \
+    assert sum(line.startswith("警告：") for line in result.output.splitlines()) == 5
+    assert "警告：RTX 4090：包月单价 monthly_per_card 3,000 高于 730 小时 × 按需单价 on_demand_per_hour 3 = 2,190" \
         in result.output
-    assert "  KB01：按需比包月每月便宜 4,540" in result.output
+    assert "警告：2 个服务只有一个副本，没有故障切换：ML03、ML05；" in result.output
+    assert "警告：6 个任务有更便宜的计费方式" in result.output and "KB01（按需代替包月，每月 4,540 CNY）" in result.output

@@ -140,7 +140,7 @@ def test_warnings_name_the_file_and_value(built):
     assert 'bill.csv: task_id T?9 matches no task of the plan' in output
     assert "usage.csv: resource usage matches no billed ResourceId" in output
     assert "t1" not in output.split("Warning")[-1]      # t1 is T1: no warning
-    assert "Recon 2026-07: GPU billed" in output and "total billed" in output
+    assert "Recon 2026-07: GPU and commitments billed" in output and "total billed" in output
 
 
 def test_usage_without_bills_is_read_and_warned(tmp_path):
@@ -231,8 +231,8 @@ def test_partial_month_and_like_for_like(contract_book):
     non_gpu_billed = 80 + 15
     credits = -20
     month = plan.month_totals["2026-07"]
-    assert july.cell(like["GPU"], 2).value == pytest.approx(month.gpu)
-    assert july.cell(like["GPU"], 3).value == pytest.approx(gpu_billed)
+    assert july.cell(like["GPU and commitments"], 2).value == pytest.approx(month.gpu + month.commitments)
+    assert july.cell(like["GPU and commitments"], 3).value == pytest.approx(gpu_billed)
     assert july.cell(like["non-GPU (extras + buffer)"], 2).value == pytest.approx(month.extras + month.buffer)
     assert july.cell(like["non-GPU (extras + buffer)"], 3).value == pytest.approx(non_gpu_billed)
     assert (july.cell(like["credits and refunds"], 2).value, july.cell(like["credits and refunds"], 3).value) == \

@@ -133,6 +133,13 @@ def test_the_master_check_fails_when_one_tie_out_fails():
     assert excel_view(rules.ALL_CHECKS, {"checks": True}) is True
 
 
+def test_priced_now_counts_the_prices_that_are_numbers():
+    """Two of three GPU price cells hold a price (the Excel view over cells holding "" is test_checks_live's)."""
+    assert rules.PRICED_NOW(None, prices=[1.5, None, 0.4]) == 2
+    func = _patched_formulas().Parser().ast("=" + rules.PRICED_NOW.formula(prices="1.5,0.4"))[1].compile()
+    assert _plain(func()) == 2
+
+
 def test_a_rule_refuses_a_missing_placeholder():
     with pytest.raises(KeyError) as info:
         rules.BUFFER.formula(extras="C6")

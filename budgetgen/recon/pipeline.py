@@ -278,6 +278,7 @@ class MonthRecon:
     credits: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(CREDIT_KINDS, 0.0))
     non_gpu_planned: Mapping[str, float] = field(default_factory=dict)
     daily: tuple[DayRecon, ...] = ()
+    planned_commitments: float = 0.0  # the commitments' adjustment of the month: committed cost - rent displaced
 
     @property
     def commitment_billed(self) -> float:
@@ -313,9 +314,22 @@ class MonthRecon:
         return self.coverage is not None and self.coverage.partial
 
     @property
+    def planned_gpu_all(self) -> float:
+        """The month's planned GPU cost: the tasks' rent and the commitments' adjustment (Summary's GPU and
+        commitments columns)."""
+        return self.planned_total + self.planned_commitments
+
+    @property
+    def billed_gpu_all(self) -> float:
+        """The month's billed GPU cost like for like with planned_gpu_all: the GPU lines (unallocated included) and
+        the commitment lines (reservation fees, unused commitment)."""
+        return self.gpu_billed + self.commitment_billed
+
+    @property
     def planned_all(self) -> float:
-        """All the month's plan: GPU, Extras and the hidden-cost buffer (like for like with billed_total)."""
-        return self.planned_total + self.planned_extras + self.buffer_reserved
+        """All the month's plan: GPU, commitments, Extras and the hidden-cost buffer: Summary's month total (like for
+        like with billed_total)."""
+        return self.planned_gpu_all + self.planned_extras + self.buffer_reserved
 
     @property
     def allocated_gpu(self) -> float:
@@ -358,6 +372,10 @@ class MonthRecon:
             "idle_saving": self.idle_saving,
             "achievable_saving": self.achievable_saving,
             "daily": [d.to_json() for d in self.daily],
+            "planned_commitments": self.planned_commitments,
+            "planned_gpu_all": self.planned_gpu_all,
+            "billed_gpu_all": self.billed_gpu_all,
+            "planned_all": self.planned_all,
         }
 
 
@@ -377,6 +395,7 @@ class PlanFacts:
     extras: Mapping[str, float] = field(default_factory=dict)
     pricing: Mapping[str, str] = field(default_factory=dict)
     extras_by_category: Mapping[str, Mapping[str, float]] = field(default_factory=dict)   # {month: {category: cost}}
+    commitments: Mapping[str, float] = field(default_factory=dict)   # {month: the commitments' adjustment}
 
 
 def reconcile(
@@ -462,6 +481,7 @@ def reconcile(
             credits={k: float(credits.get((month, k), 0.0)) for k in CREDIT_KINDS},
             non_gpu_planned={c: float(facts.extras_by_category.get(month, {}).get(c, 0.0)) for c in NON_GPU_CATEGORIES},
             daily=days.get(month, ()),
+            planned_commitments=float(facts.commitments.get(month, 0.0)),
         )
     return result
 
@@ -723,8 +743,8 @@ def plan_targets(plan: Plan) -> tuple[dict[str, dict[str, float]], dict[str, flo
 
 
 def plan_facts(plan: Plan) -> PlanFacts:
-    """The plan's cards held per task, planned GPU hours per task and month (rules.PLANNED_HOURS) and Extras per
-    month."""
+    """The plan's cards held per task, planned GPU hours per task and month (rules.PLANNED_HOURS), Extras and the
+    commitments' adjustment per month."""
     hours_per_month = plan.inputs.settings.hours_per_month
     hours = {}
     for tp in plan.tasks:
@@ -738,6 +758,7 @@ def plan_facts(plan: Plan) -> PlanFacts:
                        for c in NON_GPU_CATEGORIES} for m, costs in plan.extras_by_month.items()}
     return PlanFacts(cards={tp.task.task_id: tp.row["cards_held"] for tp in plan.tasks}, planned_hours=hours,
                      extras={m: t.extras for m, t in plan.month_totals.items()}, extras_by_category=by_category,
+                     commitments={m: t.commitments for m, t in plan.month_totals.items()},
                      pricing={tp.task.task_id: TIER[tp.row["tier"]].focus_category for tp in plan.tasks})
 
 

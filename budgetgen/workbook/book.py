@@ -34,7 +34,7 @@ from .xlsx_private import (
 SAFE_FUNCTIONS = frozenset({"IF", "AND", "OR", "INDEX", "MATCH", "MIN", "MAX", "CEILING", "CHOOSE", "IFERROR",
                             "ISNUMBER", "SUM", "SUMIFS", "SUMPRODUCT", "ABS", "TRIM", "SEARCH", "EXACT",
                             "ROUND", "ROUNDDOWN", "N", "DATE", "DAY", "MONTH", "YEAR", "SUBSTITUTE",
-                            "FLOOR", "INT", "POWER", "LOG", "SQRT", "MOD", "FIXED", "PMT", "MEDIAN"})
+                            "FLOOR", "INT", "POWER", "LOG", "SQRT", "MOD", "FIXED", "PMT", "MEDIAN", "COUNT"})
 
 XLS_STRMAX = 32_767  # UTF-16 units of text a cell holds; xlsxwriter cuts longer strings (and returns -2)
 EXCEL_MAX_COLS = 16_384

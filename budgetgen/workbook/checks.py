@@ -6,10 +6,10 @@ import math
 from dataclasses import dataclass
 
 from .. import rules
-from ..engine import Plan
+from ..engine import Exclusion, Plan
 from ..order import Order
 from ..scenarios import SCENARIO_BUFFER
-from ..schema import KINDS, TIER_NAMES
+from ..schema import KINDS, TIER, TIER_NAMES
 from .book import Book
 from .choice import live_choice
 from .layout import (
@@ -95,7 +95,27 @@ def plan_checks(plan: Plan, order: Order) -> list[Check]:
         Check("tasks a cheaper GPU could run now = at build (if not: rebuild to choose again)",
               rules.CHEAPER_TASKS.formula(cheaper=task_name("cheaper_gpu"), named=task_name("gpu_named")),
               str(cheaper_now), cheaper_now, cheaper_now, "int"),
+        _priced_now(plan),
     ]
+
+
+COUNT_ARGUMENTS = 200  # prices one COUNT takes (Excel's limit is 255 arguments)
+
+
+def _priced_now(plan: Plan) -> Check:
+    """The GPUs a task whose GPU the build chose fits but that had no price for its tier (Candidates: "no ...
+    price"), counted by their price cells on GPUs now: 0 at the build, more once a price is typed there, so Checks
+    fails until a rebuild weighs them."""
+    s = plan.inputs.settings
+    pairs = list(dict.fromkeys((c.gpu, c.row["tier"]) for tp in plan.tasks if not tp.task.values["gpu"]
+                               for c in tp.candidates if c.exclusion is Exclusion.NO_PRICE))
+    cells = [f'INDEX({TIER[tier].price_name},MATCH("{gpu.replace(chr(34), chr(34) * 2)}",GpuName,0))'
+             for gpu, tier in pairs]
+    formula = "+".join(rules.PRICED_NOW.formula(prices=",".join(cells[i:i + COUNT_ARGUMENTS]))
+                       for i in range(0, len(cells), COUNT_ARGUMENTS)) or "0"
+    now = rules.PRICED_NOW(s, prices=[plan.inputs.gpu(gpu).prices.get(tier) for gpu, tier in pairs])
+    return Check("GPUs priced on GPUs since the build for a task they fit = 0 (if not: rebuild to weigh them)",
+                 formula, "0", now, 0, "int")
 
 
 def tie_outs(plan: Plan, checks: list[Check]) -> list[bool]:

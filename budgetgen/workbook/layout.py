@@ -18,6 +18,7 @@ from ..recon.pipeline import tab_resources
 from ..recon.rules import OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
+from ..warnings import kind_of
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
@@ -514,8 +515,12 @@ class ReconLayout:
     rest_in_csv: bool = False   # more than RESOURCES_SHEET_MAX: listed in a CSV file beside the workbook instead
     daily_rows: int = 0   # the daily table: one row per task and charge day of its GPU lines
 
-    totals_rows = 13    # non-GPU billed, buffer reserved and left, GPU to tasks, unallocated, total, plan, input,
-    #                     non-GPU not planned, credits, refunds, saving from idle cards, achievable saving
+    TOTALS = ("non_gpu", "reserved", "buffer_left", "allocated", "unallocated", "billed", "planned",
+              "commitments", "input", "not_planned", "credit", "refund", "idle_saving", "saving")
+    """The totals block's rows in order: non-GPU billed, buffer reserved and left, GPU billed to tasks, unallocated,
+    the billed total, the planned GPU (tasks), the commitments planned, the BilledCost of the input, non-GPU not
+    planned, credits, refunds, saving from idle cards, achievable saving."""
+    totals_rows = len(TOTALS)
     coverage_rows = 6   # first and last charge day, days with lines, partial month, duplicates (lines, amount)
 
     @property
@@ -543,6 +548,10 @@ class ReconLayout:
     @property
     def detail_last(self) -> int:
         return self.detail_first + self.rest_rows - 1
+
+    def total(self, key: str) -> int:
+        """The 1-based row of a totals-block row (TOTALS) on the tab: `B{at.total("billed")}` is the billed total."""
+        return self.non_gpu_last + 1 + self.TOTALS.index(key)
 
     @property
     def coverage_header(self) -> int:
@@ -642,7 +651,7 @@ def _summary(plan: Plan, billed: tuple[str, ...]) -> SummaryLayout:
     """The Summary's blocks, top to bottom; a new block is one more `rows.take(its height)` in its place."""
     months = plan.months
     centers = tuple(dict.fromkeys(tp.task.values["cost_center"] for tp in plan.tasks))
-    warnings = tuple(w for w in plan.warnings if getattr(w, "key", None) not in LIVE_WARNINGS)
+    warnings = tuple(w for w in plan.warnings if kind_of(w) not in LIVE_WARNINGS)
     rows = RowStack(SummaryLayout.month_header)
     rows.take(1 + len(months) + 3)                          # header, months, total, caps, months over cap
     side_rows = max(len(KINDS) + len(centers) + 3, SummaryLayout.chart_rows)

@@ -21,6 +21,7 @@ from .checks import Check
 from .layout import (
     EXTRAS_CATEGORY,
     ReconLayout,
+    commit_adjustment,
     extras_cost,
     gpu_cost,
     month_buffer,
@@ -91,7 +92,6 @@ def _plan_row(cell: str) -> str:
 def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
     book.header(ws, at.task_header, TASK_HEADERS)
     planned_tasks = {tp.task.task_id: tp for tp in plan.tasks}
-    totals = at.non_gpu_last + 1
     for i, t in enumerate(mr.tasks):
         row = at.task_first + i
         n = row + 1
@@ -105,7 +105,8 @@ def _tasks(book: Book, ws, plan, mr, at: ReconLayout, limits: R.Limits) -> None:
         book.value(ws, row, 2, t.billed, "input", "money")
         # The variances compare the plan with column P: the EffectiveCost where the bill gives it, else C.
         cells = {"planned": f"B{n}", "billed": f"P{n}", "variance": f"D{n}", "partial": f"$B${at.partial_row + 1}",
-                 "non_gpu": f"G{n}", "reserved": f"$B${totals + 1}", "planned_total": f"$B${totals + 6}",
+                 "non_gpu": f"G{n}", "reserved": f"$B${at.total('reserved')}",
+                 "planned_total": f"$B${at.total('planned')}",
                  "hours": f"L{n}", "planned_hours": f"K{n}", "tier": f"INDEX(TaskTier,{match})",
                  "cards_billed": f"INDEX(TaskCardsBilled,{match})", "gpu_hours": f"INDEX(TaskGpuHours,{match})",
                  "hours_per_month": "HoursPerMonth"}
@@ -320,11 +321,13 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
                      mr.not_planned(category), "money")
     last = at.non_gpu_last
     a, b = at.resource_first + 1, at.resource_last + 1
-    n = last + 1
+    t = {key: f"B{at.total(key)}" for key in at.TOTALS}
     buffer = (month_buffer(at.month), "link") if in_plan else (None, "input")
-    cells = {"non_gpu": f"B{n}", "reserved": f"B{n + 1}", "allocated": f"B{n + 3}", "unallocated": f"B{n + 4}",
-             "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}", "commitments": f"B{at.commitment_total + 1}",
-             "credits": f"(B{n + 9}+B{n + 10})", "saving": f"$N${a}:$N${b}", "idle_saving": f"B{n + 11}"}
+    commitments = (commit_adjustment(at.month), "link") if in_plan else (None, "input")
+    cells = {"non_gpu": t["non_gpu"], "reserved": t["reserved"], "allocated": t["allocated"],
+             "unallocated": t["unallocated"], "tasks": f"$B${a}:$B${b}", "billed": f"$E${a}:$E${b}",
+             "commitments": f"B{at.commitment_total + 1}", "credits": f"({t['credit']}+{t['refund']})",
+             "saving": f"$N${a}:$N${b}", "idle_saving": t["idle_saving"]}
     rest = {"tasks": recon_rest(at.month, "Task"), "billed": recon_rest(at.month, "Billed"),
             "saving": recon_rest(at.month, "Saving")}
 
@@ -335,30 +338,35 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
     values = {"reserved": mr.buffer_reserved, "non_gpu": mr.non_gpu_not_planned,
               "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources],
               "saving": [r.saving for r in mr.resources]}
-    rows = [
-        ("non-GPU billed", f"SUM(B{at.non_gpu_first + 1}:B{last})", mr.non_gpu_billed, "calc"),
-        ("hidden-cost buffer reserved", buffer[0], mr.buffer_reserved, buffer[1]),
-        ("buffer left", R.BUFFER_LEFT.formula({**cells, "non_gpu": f"B{n + 8}"}), mr.buffer_left, "calc"),
-        ("GPU billed to tasks", over_all(R.ALLOCATED_GPU), R.ALLOCATED_GPU.py(values, None), "calc"),
-        ("unallocated GPU", over_all(R.UNALLOCATED_GPU), R.UNALLOCATED_GPU.py(values, None), "calc"),
-        ("billed total", R.BILLED_TOTAL.formula(cells), mr.billed_total, "calc"),
-        ("planned GPU total", f"SUM(B{at.task_first + 1}:B{at.task_last + 1})", mr.planned_total, "calc"),
-        ("BilledCost in the input", None, billed_input, "input"),
-        ("non-GPU not planned", f"SUM(D{at.non_gpu_first + 1}:D{last})", mr.non_gpu_not_planned, "calc"),
-        *((CREDIT_WORDS[k], None, mr.credits.get(k, 0.0), "input") for k in CREDIT_KINDS),
-        ("saving from idle cards", over_all(R.IDLE_SAVING), mr.idle_saving, "calc"),
-        ("achievable saving", R.ACHIEVABLE_SAVING.formula(cells), mr.achievable_saving, "total"),
-    ]
-    for i, (label, formula, value, role) in enumerate(rows):
-        row = last + i
+    rows = {
+        "non_gpu": ("non-GPU billed", f"SUM(B{at.non_gpu_first + 1}:B{last})", mr.non_gpu_billed, "calc"),
+        "reserved": ("hidden-cost buffer reserved", buffer[0], mr.buffer_reserved, buffer[1]),
+        "buffer_left": ("buffer left", R.BUFFER_LEFT.formula({**cells, "non_gpu": t["not_planned"]}), mr.buffer_left,
+                        "calc"),
+        "allocated": ("GPU billed to tasks", over_all(R.ALLOCATED_GPU), R.ALLOCATED_GPU.py(values, None), "calc"),
+        "unallocated": ("unallocated GPU", over_all(R.UNALLOCATED_GPU), R.UNALLOCATED_GPU.py(values, None), "calc"),
+        "billed": ("billed total", R.BILLED_TOTAL.formula(cells), mr.billed_total, "calc"),
+        "planned": ("planned GPU total", f"SUM(B{at.task_first + 1}:B{at.task_last + 1})", mr.planned_total, "calc"),
+        # committed cost less the rent it displaces (Commitments): the plan's GPU cost is the tasks' plus this
+        "commitments": ("commitments planned (Commitments)", commitments[0], mr.planned_commitments, commitments[1]),
+        "input": ("BilledCost in the input", None, billed_input, "input"),
+        "not_planned": ("non-GPU not planned", f"SUM(D{at.non_gpu_first + 1}:D{last})", mr.non_gpu_not_planned,
+                        "calc"),
+        **{k: (CREDIT_WORDS[k], None, mr.credits.get(k, 0.0), "input") for k in CREDIT_KINDS},
+        "idle_saving": ("saving from idle cards", over_all(R.IDLE_SAVING), mr.idle_saving, "calc"),
+        "saving": ("achievable saving", R.ACHIEVABLE_SAVING.formula(cells), mr.achievable_saving, "total"),
+    }
+    for key in at.TOTALS:
+        label, formula, value, role = rows[key]
+        row = at.total(key) - 1
         ws.write_string(row, 0, book.t(label), book.f.bold)
         if formula is None:
             book.value(ws, row, 1, value, role, "money")
         else:
             book.formula(ws, row, 1, formula, value, "money", role)
-    book.define(recon_billed_total(at.month), at.sheet, last + 5, 1)
-    book.define(recon_billed_input(at.month), at.sheet, last + 7, 1)
-    book.define(recon_saving(at.month), at.sheet, last + len(rows) - 1, 1)
+    book.define(recon_billed_total(at.month), at.sheet, at.total("billed") - 1, 1)
+    book.define(recon_billed_input(at.month), at.sheet, at.total("input") - 1, 1)
+    book.define(recon_saving(at.month), at.sheet, at.total("saving") - 1, 1)
 
 
 def write_saving_line(book: Book, ws, recon, at) -> None:
@@ -408,20 +416,21 @@ def _date(book: Book, ws, row: int, day: dt.date) -> None:
 
 
 def _like_for_like(book: Book, ws, mr, at: ReconLayout, in_plan: bool) -> None:
-    """GPU billed against GPU planned, non-GPU billed against Extras + buffer, the credits and refunds apart, total
-    against total."""
+    """GPU billed against GPU planned (commitments on both sides), non-GPU billed against Extras + buffer, the
+    credits and refunds apart, total against total (the planned total is Summary's month total)."""
     r = at.like_header
     book.header(ws, r, ["like for like", "planned", "billed", "variance"])
-    t = at.non_gpu_last + 1   # the totals block's first row, 1-based
-    extras = f"SUM({extras_cost(at.month)})+B{t + 1}" if in_plan else f"B{t + 1}"   # no Extras outside the plan
+    t = {key: f"B{at.total(key)}" for key in at.TOTALS}
+    extras = f"SUM({extras_cost(at.month)})+{t['reserved']}" if in_plan else t["reserved"]   # no Extras outside it
     rows = [
-        # The plan's GPU cost holds its committed cards busy or not: the commitment lines are GPU billed here.
-        ("GPU", f"B{t + 6}", mr.planned_total, f"B{t + 3}+B{t + 4}+B{at.commitment_total + 1}",
-         mr.gpu_billed + mr.commitment_billed),
-        ("non-GPU (extras + buffer)", extras, mr.planned_extras + mr.buffer_reserved, f"B{t}", mr.non_gpu_billed),
+        # The plan's GPU cost is the tasks' rent and the commitments' adjustment (committed cost less the rent it
+        # displaces); the bill's, its GPU lines and its commitment lines (reservation fees, unused commitment).
+        ("GPU and commitments", f"{t['planned']}+{t['commitments']}", mr.planned_gpu_all,
+         f"{t['allocated']}+{t['unallocated']}+B{at.commitment_total + 1}", mr.billed_gpu_all),
+        ("non-GPU (extras + buffer)", extras, mr.planned_extras + mr.buffer_reserved, t["non_gpu"], mr.non_gpu_billed),
         # Credits and refunds are planned nowhere and netted into no usage line above.
-        ("credits and refunds", "0", 0.0, f"B{t + 9}+B{t + 10}", mr.credit_billed),
-        ("total", f"B{r + 2}+B{r + 3}+B{r + 4}", mr.planned_all, f"B{t + 5}", mr.billed_total),
+        ("credits and refunds", "0", 0.0, f"{t['credit']}+{t['refund']}", mr.credit_billed),
+        ("total", f"B{r + 2}+B{r + 3}+B{r + 4}", mr.planned_all, t["billed"], mr.billed_total),
     ]
     for i, (label, planned, planned_value, billed, billed_value) in enumerate(rows, start=1):
         n = r + i + 1
