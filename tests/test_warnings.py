@@ -69,7 +69,8 @@ def test_a_long_kind_names_its_first_items_and_counts_the_rest():
 
 
 # A plan whose catalog prices are all old by its last month, and a bill naming two tasks the plan does not have.
-TASKS = [{"task_id": "T1", "kind": "finetune", "model_params_b": 7, "method": "lora", "train_tokens": "50M"}]
+TASKS = [{"task_id": "T1", "kind": "finetune", "model_params_b": 7, "method": "lora", "train_tokens": "50M",
+          "tier": "on_demand"}]   # a typed tier: the engine keeps it, and advises the cheaper one
 BILL_HEADER = ["ChargePeriodStart", "BilledCost", "BillingCurrency", "ResourceId", "ChargeDescription", "ServiceName",
                "ServiceCategory", "ChargeCategory", "ConsumedQuantity", "ConsumedUnit", "Tags"]
 BILL = [["2028-01-05", 100.0, "CNY", f"i-{t}", "gpu instance hour", "GPU Cloud", "Compute", "Usage", 10, "Hours",
