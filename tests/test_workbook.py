@@ -7,8 +7,16 @@ import re
 
 import openpyxl
 import pytest
-from conftest import (TODAY, disagreements, formula_cells, formulas_disagree, local_recalc, make_input,
-                      recalc_formulas, same)
+from conftest import (
+    TODAY,
+    disagreements,
+    formula_cells,
+    formulas_disagree,
+    local_recalc,
+    make_input,
+    recalc_formulas,
+    same,
+)
 from openpyxl.utils import get_column_letter
 
 from budgetgen.columns import CALCS
