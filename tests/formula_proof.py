@@ -11,7 +11,7 @@ ROUNDUP and ROUND, as the SPEC asks).
 `prove(path)` lists the cells that disagree. `local_recalc(path)` gives every cell's value, each formula evaluated
 from the cached values it reads (what a whole recalculation gives when the proof holds); `local_recalc(path,
 changes)` recalculates what typed values reach, the formulas evaluated again in dependency order over the new values
-and the cached values of the rest, as a spreadsheet does after an edit. Both keep the workbook read (`proof_of`, by
+and the cached values of the rest (proven by the tests that prove the workbook), as a spreadsheet does after an edit. Both keep the workbook read (`proof_of`, by
 the file's content) for the session. tests/test_workbook.py checks both against `formulas` recalculating a small
 plan's whole workbook; tests/test_formula_proof.py plants wrong formulas and values and sees them caught.
 """
@@ -358,16 +358,21 @@ class Proof:
 
     def values(self, changes: dict[str, object] | None = None,
                sheets: Iterable[str] | None = None) -> dict[tuple[str, str], object]:
-        """Every cell's value, (SHEET, A1) -> value, each formula cell (of `sheets`, all by default) evaluated from
-        its precedents' cached values; after `changes` ("Sheet!A1" -> typed value) the formula cells that depend on
-        them, directly or not, on any sheet, are evaluated again in dependency order from the new values."""
+        """Every cell's value, (SHEET, A1) -> value: without `changes`, the input cells' and each formula cell's of
+        `sheets` (all by default) evaluated from its precedents' cached values. After `changes` ("Sheet!A1" -> typed
+        value), the formula cells they reach, directly or not, on any sheet, are evaluated again in dependency order
+        from the new values, and the others keep their cached values (their evaluation, where the proof holds)."""
         typed = {}
         for ref, value in (changes or {}).items():
             sheet, a1 = ref.rsplit("!", 1)
             typed[_cell(sheet.strip("'"), a1.replace("$", ""))] = value
+        out = {cell: self.cached(cell) for cell in self.cells if cell not in self.formulas}
+        if not typed:
+            out.update((cell, self.evaluate(cell)) for cell in self._cells_of(sheets))
+            return {_a1(c): v for c, v in out.items()}
+        out.update((cell, self.cached(cell)) for cell in self.formulas)
         current = dict(self.cells)
         current.update((c, self._empty if v is None else v) for c, v in typed.items())
-        out = {cell: self.evaluate(cell) for cell in self._cells_of(sheets)}
 
         # what the typed cells reach, each reader with the reached cells it reads; then evaluated in dependency
         # order (Kahn), the areas that hold a typed or reached cell read from the new values
@@ -412,9 +417,7 @@ class Proof:
                 if not waiting[after]:
                     ready.append(after)
         assert done == len(waiting), "a circular reference among the recalculated cells"
-        for cell in (c for c in self.cells if c not in self.formulas or c in typed):
-            out[cell] = self.cached(cell)
-        out.update((c, v) for c, v in typed.items())
+        out.update(typed)
         return {_a1(c): v for c, v in out.items()}
 
 

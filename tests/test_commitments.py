@@ -116,6 +116,7 @@ def test_formulas_recalculates_the_committed_year_as_the_local_evaluation_does(y
     assert whole[("SUMMARY", "B3")] > plan.period_total   # a 17th card committed and unused
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(soffice_path() is None, reason="LibreOffice is not installed")
 def test_raising_the_commitment_to_17_in_libreoffice_raises_the_unused_cost_and_the_total(year, tmp_path):
     plan, out = year

@@ -33,7 +33,7 @@ def test_a_gpu_not_in_the_catalog_shows_on_the_summary_banner(sample):
     """"A100" is not a catalog name (the catalog has "A100 80G"): the banner turns to the failure text."""
     _, path = sample
     gpu = _tasks_column(path, "gpu (chosen)")
-    before = local_recalc(path)
+    before = local_recalc(path, sheets=("Summary",))
     after = local_recalc(path, {f"Tasks!{gpu}2": "A100"})
     assert before[("SUMMARY", "A2")] == "All checks pass"
     assert after[("SUMMARY", "A2")] == "CHECKS FAIL — see Checks"
@@ -71,7 +71,7 @@ def test_the_tier_advice_follows_an_edited_tier(sample):
     assert "KB02" in advised
     tier = _tasks_column(path, "tier")
     row = 2 + [tp.task.task_id for tp in plan.tasks].index("KB02")
-    before = _summary_column_a(local_recalc(path))
+    before = _summary_column_a(local_recalc(path, sheets=("Summary",)))
     after = _summary_column_a(local_recalc(path, {f"Tasks!{tier}{row}": "spot"}))
     assert any(isinstance(v, str) and v.startswith(f"{len(advised)} task(s) would cost less") for v in before)
     assert any(isinstance(v, str) and v.startswith(f"{len(advised) - 1} task(s) would cost less") for v in after)
