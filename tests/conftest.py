@@ -1,5 +1,7 @@
-"""Shared test helpers: input workbooks from dicts, recalculation with the `formulas` package, the fixed
-test catalog, a private $TMPDIR for every test, and a check that failed commands leave nothing behind."""
+"""Shared test helpers: input workbooks from dicts, the sample's workbook built once per session, recalculation
+with the `formulas` package (whole workbooks, kept for a few small plans; tests/formula_proof.py proves the rest cell
+by cell), the fixed test catalog, a private $TMPDIR for every test, and a check that failed commands leave nothing
+behind."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
+from formula_proof import local_recalc, prove  # noqa: F401  (the tests' way to check formulas, see formula_proof)
 
 import budgetgen
 from budgetgen import catalog, models, prices
@@ -46,6 +49,29 @@ def fixed_catalog() -> Iterator[Path]:
         models.builtin_models.cache_clear()
         yield TEST_CATALOG
     models.builtin_models.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def sample_book(tmp_path_factory: pytest.TempPathFactory, fixed_catalog: Path):
+    """inputs/q3.xlsx planned and written once per session (once per xdist worker) for every module that reads it:
+    (plan, workbook path). A test that changes the file works on a copy."""
+    from budgetgen.engine import plan_budget
+    from budgetgen.reader import read_inputs
+    from budgetgen.workbook import write_workbook
+
+    plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
+    return plan, write_workbook(plan, tmp_path_factory.mktemp("sample") / "q3.xlsx")
+
+
+@pytest.fixture(scope="session")
+def sample_book_zh(tmp_path_factory: pytest.TempPathFactory, fixed_catalog: Path):
+    """The sample's workbook in Chinese (`lang="zh"`), once per session: (plan, workbook path)."""
+    from budgetgen.engine import plan_budget
+    from budgetgen.reader import read_inputs
+    from budgetgen.workbook import write_workbook
+
+    plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
+    return plan, write_workbook(plan, tmp_path_factory.mktemp("sample_zh") / "q3-zh.xlsx", lang="zh")
 
 
 @pytest.fixture(autouse=True)
@@ -267,6 +293,22 @@ def formula_cells(path: Path) -> dict[tuple[str, str], tuple[str, object]]:
                 if cell.data_type == "f":
                     out[(ws.title.upper(), cell.coordinate)] = (cell.value, vs[cell.coordinate].value)
     return out
+
+
+def disagreements(whole: dict, local: dict) -> list[tuple]:
+    """The cells where a whole recalculation by `formulas` (`recalc_formulas`) and the cell-by-cell evaluation of
+    tests/formula_proof.py (`local_recalc`) of the same workbook and edits disagree: none, when the local evaluation
+    reads every precedent a formula has. Checked on one small plan per feature; the rest of the suite uses the local
+    evaluation only."""
+    import schedula as sh
+
+    return [(k, v, local.get(k, "<missing>")) for k, v in whole.items()
+            if k[0] and not same(v, local.get(k)) and not (v is sh.EMPTY and k not in local)]   # names; blanks
+
+
+def formulas_disagree(path: Path, changes: dict[str, object] | None = None) -> list[tuple]:
+    """`disagreements` of the workbook at `path` after `changes`."""
+    return disagreements(recalc_formulas(path, changes), local_recalc(path, changes))
 
 
 def same(a, b, rel: float = 1e-9) -> bool:

@@ -7,7 +7,7 @@ import json
 
 import openpyxl
 import pytest
-from conftest import TODAY, make_input, recalc_formulas, same
+from conftest import TODAY, disagreements, local_recalc, make_input, recalc_formulas, same
 from lo_recalc import recalc_many, soffice_path
 
 import budgetgen
@@ -71,18 +71,17 @@ def test_every_gpu_the_plan_uses_has_a_row_priced_or_not(tmp_path):
     assert document["buy_vs_rent"]["RTX 4090"]["purchase_price"] == 25000
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_typing_a_purchase_price_on_gpus_recalculates_the_row(tmp_path, lang):
     _, out, _ = build(tmp_path, lang)
     book = openpyxl.load_workbook(out)
     prompt = i18n.tr("enter purchase_price on GPUs to compare", lang)
-    before = sheet_rows(recalc_formulas(out, sheets=("BuyVsRent",)), book)
+    before = sheet_rows(local_recalc(out, sheets=("BuyVsRent",)), book)
     assert before["A100 80G"] == ["", 600, 12, "", pytest.approx(0.6), "", pytest.approx(24), prompt]
     assert before["H100 80G"] == ["", 1000, 45, "", pytest.approx(1.0), "", pytest.approx(4), prompt]
 
     changes = {purchase_cell(book, gpu, lang): PRICE for gpu in ("A100 80G", "H100 80G")}
-    after = sheet_rows(recalc_formulas(out, changes=changes, sheets=("BuyVsRent",)), book)
+    after = sheet_rows(local_recalc(out, changes=changes, sheets=("BuyVsRent",)), book)
     assert after["A100 80G"] == [PRICE, 600, 12, pytest.approx(DAILY_FIXED), pytest.approx(0.6),
                                  pytest.approx(A100_BREAK_EVEN), pytest.approx(24), i18n.word("buy", lang)]
     assert after["H100 80G"] == [PRICE, 1000, 45, pytest.approx(DAILY_FIXED), pytest.approx(1.0),
@@ -91,7 +90,6 @@ def test_typing_a_purchase_price_on_gpus_recalculates_the_row(tmp_path, lang):
     assert after["RTX 4090"] == before["RTX 4090"]
 
 
-@pytest.mark.slow
 def test_the_price_typed_in_the_workbook_and_in_the_input_agree(tmp_path):
     """Entering 250,000 on the input's GPUs sheet gives the engine the numbers the workbook recalculated to."""
     result, out, document = build(tmp_path, gpus=[{"gpu": "A100 80G", "purchase_price": PRICE}])
@@ -99,7 +97,7 @@ def test_the_price_typed_in_the_workbook_and_in_the_input_agree(tmp_path):
     assert a100.daily_fixed == pytest.approx(DAILY_FIXED)
     assert a100.break_even_hours_per_day == pytest.approx(A100_BREAK_EVEN) and a100.verdict == "buy"
     assert document["buy_vs_rent"]["A100 80G"]["verdict"] == "buy"
-    recalculated = sheet_rows(recalc_formulas(out, sheets=("BuyVsRent",)), openpyxl.load_workbook(out))["A100 80G"]
+    recalculated = sheet_rows(local_recalc(out, sheets=("BuyVsRent",)), openpyxl.load_workbook(out))["A100 80G"]
     ws = openpyxl.load_workbook(out, data_only=True)["BuyVsRent"]
     cached = next([c.value for c in row[1:9]] for row in ws.iter_rows(min_row=2) if row[0].value == "A100 80G")
     assert all(same(a, b) for a, b in zip(recalculated, cached)) and recalculated[-1] == cached[-1] == "buy"
@@ -131,17 +129,31 @@ def test_a_blank_on_demand_price_or_power_figure_stays_unknown(tmp_path):
         "break_even_utilisation": None}
 
     book = openpyxl.load_workbook(out)
-    sheet = sheet_rows(recalc_formulas(out, sheets=("BuyVsRent",)), book)  # the formulas agree, blanks and all
+    sheet = sheet_rows(local_recalc(out, sheets=("BuyVsRent",)), book)  # the formulas agree, blanks and all
     assert sheet["OWN-1"] == [PRICE, 700, "", pytest.approx(DAILY_FIXED), pytest.approx(0.7), "", pytest.approx(24),
                               "enter on_demand_per_hour on GPUs to compare"]
     assert sheet["OWN-2"] == [PRICE, "", 12, pytest.approx(DAILY_FIXED), "", "", pytest.approx(24),
                               "enter power_w on GPUs to compare"]
     # typing 1,000 W: 1.0 an hour, break-even 233.79 / (12 - 1) = 21.25 h a day < 24: buy
-    typed = sheet_rows(recalc_formulas(out, changes={purchase_cell(book, "OWN-2", "en", "power_w"): 1000},
-                                       sheets=("BuyVsRent",)), book)
+    typed = sheet_rows(local_recalc(out, changes={purchase_cell(book, "OWN-2", "en", "power_w"): 1000},
+                                    sheets=("BuyVsRent",)), book)
     assert typed["OWN-2"] == [PRICE, 1000, 12, pytest.approx(DAILY_FIXED), pytest.approx(1.0),
                               pytest.approx(DAILY_FIXED / 11), pytest.approx(24), "buy"]
     assert round(DAILY_FIXED / 11, 2) == 21.25
+
+
+@pytest.mark.slow
+def test_formulas_recalculates_the_sheet_as_the_local_evaluation_does(tmp_path):
+    """The one buy-versus-rent plan `formulas` recalculates (BuyVsRent and what it reads), before and after typing a
+    power figure: the values of the cell-by-cell evaluation the tests above read."""
+    path = make_input(tmp_path / "in.xlsx", OWN_TASKS[1:], settings=OWNING, gpus=OWN_GPUS[1:])
+    out = tmp_path / "out.xlsx"
+    budgetgen.build_budget(path, out, build_date=TODAY)
+    power = {purchase_cell(openpyxl.load_workbook(out), "OWN-2", "en", "power_w"): 1000}
+    for changes in ({}, power):
+        whole = recalc_formulas(out, changes, sheets=("BuyVsRent",))
+        assert disagreements(whole, local_recalc(out, changes)) == []
+        assert whole[("BUYVSRENT", "I2")] == ("buy" if changes else "enter power_w on GPUs to compare")
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from conftest import TODAY, make_input, recalc_formulas
+from conftest import TODAY, disagreements, local_recalc, make_input, recalc_formulas
 from lo_recalc import recalc_with_libreoffice, soffice_path
 
 from budgetgen.api import build_budget
@@ -167,10 +167,13 @@ def _tasks_cells(path: Path, *headers: str) -> list[str]:
 
 @pytest.mark.slow
 def test_changing_deadline_days_in_the_workbook_recalculates_cards_and_money(tmp_path):
+    """The one-task plan `formulas` recalculates after an edit (Tasks, Summary and what they read); the cell-by-cell
+    evaluation gives the same values."""
     out, _ = _deadline_book(tmp_path, None)
     _, second = _deadline_book(tmp_path, 60)
     deadline, cards, cost = _tasks_cells(out, "deadline_days", "cards per run", "cost a month")
     values = recalc_formulas(out, {f"Tasks!{deadline}": 60}, sheets=("Tasks", "Summary"))
+    assert disagreements(values, local_recalc(out, {f"Tasks!{deadline}": 60})) == []
     row = second.tasks[0].row
     single = 6 * 1e9 * 50e9 / (165.2e12 * 0.40 * 3600)
     assert _wall(1, single) > 60 * 24 >= _wall(2, single)     # 60 days: 2 cards (1,233 h) finish, 1 (1,640 h) not

@@ -8,7 +8,7 @@ import shutil
 
 import openpyxl
 import pytest
-from conftest import make_input, recalc_formulas
+from conftest import disagreements, local_recalc, make_input, prove, recalc_formulas
 from lo_recalc import recalc_with_libreoffice, soffice_path
 from order_sheet import read_order
 
@@ -95,7 +95,8 @@ def test_the_period_total_is_committed_cost_plus_burst_rent_plus_extras_plus_buf
 
 def test_the_workbook_recalculates_to_the_engine_and_ties_out(year):
     plan, out = year
-    values = recalc_formulas(out)
+    assert prove(out) == []
+    values = local_recalc(out)
     assert values[("SUMMARY", "B3")] == pytest.approx(plan.period_total, rel=1e-9)
     assert values[("CHECKS", "D2")] is True
     (reserve,) = read_order(out).reservations
@@ -105,6 +106,19 @@ def test_the_workbook_recalculates_to_the_engine_and_ties_out(year):
     assert reserve["total in plan"] == pytest.approx(12 * COMMITTED_MONTH)
 
 
+@pytest.mark.slow
+def test_formulas_recalculates_a_committed_year_as_the_local_evaluation_does(tmp_path):
+    """The one plan with commitments that `formulas` recalculates in full: the service alone for a year, its cards
+    proposed on both terms; the cell-by-cell evaluation the tests above read gives the same values."""
+    plan, out = _build(tmp_path, [SERVICE], 12)
+    assert {c.tier for c in plan.commitments} == {"reserved_1y", "reserved_3y"}
+    whole = recalc_formulas(out)
+    assert disagreements(whole, local_recalc(out)) == []
+    assert whole[("CHECKS", "D2")] is True
+    assert whole[("SUMMARY", "B3")] == pytest.approx(plan.period_total, rel=1e-9)
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(soffice_path() is None, reason="LibreOffice is not installed")
 def test_raising_the_commitment_to_17_in_libreoffice_raises_the_unused_cost_and_the_total(year, tmp_path):
     plan, out = year

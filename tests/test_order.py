@@ -1,5 +1,5 @@
-"""The Order sheet: what to buy per GPU type and tier, derived by hand from the sample's task table and
-recalculated from the Tasks names by `formulas`."""
+"""The Order sheet: what to reserve and rent per provider, derived by hand from the sample's task table and
+recalculated from the Tasks names (each formula evaluated by `formulas` from the cells it reads)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,11 @@ import math
 
 import openpyxl
 import pytest
-from conftest import SAMPLE, TEST_PRICES, TODAY, formula_cells, recalc_formulas, same
+from conftest import TEST_PRICES, local_recalc, prove
 from order_sheet import read_order
 
-from budgetgen.engine import plan_budget
 from budgetgen.order import plan_order
-from budgetgen.reader import read_inputs
-from budgetgen.workbook import write_workbook
 
-# On one xdist worker: these recalculate the sample workbook and share its compiled formulas model.
-pytestmark = pytest.mark.xdist_group("sample_formulas")
 
 def catalog_price(gpu: str, column: str) -> float:
     """A price of the built-in catalog in force, the test catalog's Chinese-market offer (the sample is a CNY plan
@@ -28,9 +23,8 @@ def catalog_price(gpu: str, column: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
-    out = write_workbook(plan, tmp_path_factory.mktemp("order") / "q3.xlsx")
+def built(sample_book):
+    plan, out = sample_book
     return plan, out, openpyxl.load_workbook(out, data_only=True)["Order"]
 
 
@@ -84,16 +78,13 @@ def test_order_lines_add_up_to_the_gpu_total_and_cover_every_task(built):
     assert plan_order(plan).gpu_total == pytest.approx(gpu_total, rel=1e-12)
 
 
-@pytest.mark.slow
 def test_every_order_formula_recalculates_to_its_cached_value(built):
     _, out, _ = built
-    cells = {k: v for k, v in formula_cells(out).items() if k[0] == "ORDER"}
-    assert len(cells) >= 5 * 6
-    values = recalc_formulas(out)
-    assert [(k, f, c, values.get(k)) for k, (f, c) in cells.items() if not same(values.get(k), c)] == []
+    ws = openpyxl.load_workbook(out)["Order"]
+    assert sum(c.data_type == "f" for row in ws.iter_rows() for c in row) >= 5 * 6
+    assert prove(out, sheets=("Order",)) == []
 
 
-@pytest.mark.slow
 def test_the_order_follows_an_edited_task(built):
     """KB01 moved to three cards per replica: the RTX 4090 monthly line becomes 6 cards in each of the 3 months."""
     _, out, _ = built
@@ -105,7 +96,7 @@ def test_the_order_follows_an_edited_task(built):
     header = [str(c.value).split(" (")[0].replace("\n", "-") for c in
               openpyxl.load_workbook(out)["Order"][order.header_rows[0]]]
     col = {h: openpyxl.utils.get_column_letter(i + 1) for i, h in enumerate(header)}
-    values = recalc_formulas(out, {f"Tasks!{cards}2": 3})
+    values = local_recalc(out, {f"Tasks!{cards}2": 3})
     assert [values[("ORDER", f"{col[m]}{line['_row']}")] for m in ("2026-07", "2026-08", "2026-09")] == [6, 6, 6]
     assert values[("ORDER", f"{col['total']}{line['_row']}")] == pytest.approx(6 * 3 * catalog_price(
         "RTX 4090", "monthly_per_card"))

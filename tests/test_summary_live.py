@@ -7,21 +7,14 @@ import zipfile
 
 import openpyxl
 import pytest
-from conftest import SAMPLE, TODAY, recalc_formulas
+from conftest import local_recalc
 from openpyxl.utils import get_column_letter
 from test_order import catalog_price
 
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
-from budgetgen.workbook import write_workbook
-
-# On one xdist worker: these recalculate the sample workbook and share its compiled formulas model.
-pytestmark = pytest.mark.xdist_group("sample_formulas")
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
-    return plan, write_workbook(plan, tmp_path_factory.mktemp("live") / "q3.xlsx")
+def sample(sample_book):
+    return sample_book
 
 
 def _tasks_column(path, header: str) -> str:
@@ -36,13 +29,12 @@ def _summary_column_a(values: dict) -> list:
     return [v for _, v in rows]
 
 
-@pytest.mark.slow
 def test_a_gpu_not_in_the_catalog_shows_on_the_summary_banner(sample):
     """"A100" is not a catalog name (the catalog has "A100 80G"): the banner turns to the failure text."""
     _, path = sample
     gpu = _tasks_column(path, "gpu (chosen)")
-    before = recalc_formulas(path)
-    after = recalc_formulas(path, {f"Tasks!{gpu}2": "A100"})
+    before = local_recalc(path, sheets=("Summary",))
+    after = local_recalc(path, {f"Tasks!{gpu}2": "A100"})
     assert before[("SUMMARY", "A2")] == "All checks pass"
     assert after[("SUMMARY", "A2")] == "CHECKS FAIL — see Checks"
     assert after[("CHECKS", "B3")] == 7 and after[("CHECKS", "C3")] == 8 and after[("CHECKS", "D3")] is False
@@ -57,7 +49,6 @@ def test_the_banner_turns_red_unless_all_checks_pass(sample):
     assert banner[0].dxf.fill.bgColor.rgb.endswith("C00000")
 
 
-@pytest.mark.slow
 def test_an_over_cap_warning_follows_an_edited_cap(sample):
     """The monthly tier holds KB01 (2 RTX 4090 cards), ML03 (1 replica of 2 A100 80G cards) and ML05 (1 L40S) in
     every month, at the catalog's monthly rents: a cap 1,000 under that is exceeded in all three plan months, 1,000 over in none."""
@@ -67,13 +58,12 @@ def test_an_over_cap_warning_follows_an_edited_cap(sample):
     wb = openpyxl.load_workbook(path)
     sheet, ref = wb.defined_names["TierCapMonthly"].attr_text.split("!")
     cell = f"{sheet.strip(chr(39))}!{ref.replace('$', '')}"
-    low = _summary_column_a(recalc_formulas(path, {cell: monthly - 1000}))
-    high = _summary_column_a(recalc_formulas(path, {cell: monthly + 1000}))
+    low = _summary_column_a(local_recalc(path, {cell: monthly - 1000}))
+    high = _summary_column_a(local_recalc(path, {cell: monthly + 1000}))
     assert "monthly is over its cap in 3 plan month(s) (Tiers)" in low
     assert not any(isinstance(v, str) and "over its cap" in v for v in high)
 
 
-@pytest.mark.slow
 def test_the_tier_advice_follows_an_edited_tier(sample):
     """KB02 (QLoRA refresh on idle RTX 4090) is cheaper on spot; moved to spot, one task fewer is advised."""
     plan, path = sample
@@ -81,8 +71,8 @@ def test_the_tier_advice_follows_an_edited_tier(sample):
     assert "KB02" in advised
     tier = _tasks_column(path, "tier")
     row = 2 + [tp.task.task_id for tp in plan.tasks].index("KB02")
-    before = _summary_column_a(recalc_formulas(path))
-    after = _summary_column_a(recalc_formulas(path, {f"Tasks!{tier}{row}": "spot"}))
+    before = _summary_column_a(local_recalc(path, sheets=("Summary",)))
+    after = _summary_column_a(local_recalc(path, {f"Tasks!{tier}{row}": "spot"}))
     assert any(isinstance(v, str) and v.startswith(f"{len(advised)} task(s) would cost less") for v in before)
     assert any(isinstance(v, str) and v.startswith(f"{len(advised) - 1} task(s) would cost less") for v in after)
 

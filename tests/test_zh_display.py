@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import openpyxl
 import pytest
-from conftest import SAMPLE, TODAY, formula_cells, recalc_formulas, same
+from conftest import local_recalc, prove
 from test_i18n import builds  # noqa: F401  (the CLI builds with bills, in English and in Chinese)
-
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
-from budgetgen.workbook import write_workbook
 
 
 @pytest.fixture(scope="module")
-def zh(tmp_path_factory):
-    plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
-    return plan, write_workbook(plan, tmp_path_factory.mktemp("zh") / "q3-zh.xlsx", lang="zh")
+def zh(sample_book_zh):
+    return sample_book_zh
 
 
 def test_people_read_chinese_values_and_formulas_compare_ascii_keys(zh):
@@ -38,18 +33,15 @@ def test_people_read_chinese_values_and_formulas_compare_ascii_keys(zh):
     assert {r[0] for r in tier_rows} == {"包月", "按需", "闲置", "竞价"}
 
 
-@pytest.mark.slow
 def test_the_chinese_workbook_recalculates_to_its_cached_values(zh):
-    """Every sheet but Candidates (two thirds of the formulas): its formulas are the English ones byte for byte
-    (test_i18n.test_formulas_are_identical_in_both_languages) and the English sample recalculates them in full
-    (test_workbook); the Chinese words reach it through the same WordShown lookups recalculated here."""
+    """Every formula evaluated from the cells it reads, on every sheet but Candidates (two thirds of the formulas):
+    its formulas are the English ones byte for byte (test_i18n.test_formulas_are_identical_in_both_languages) and
+    the English sample proves them in full (test_workbook); the Chinese words reach it through the same WordShown
+    lookups proven here."""
     _, path = zh
-    sheets = tuple(ws.title for ws in openpyxl.load_workbook(path, read_only=True).worksheets
-                   if ws.title != "Candidates")
-    cells = {k: v for k, v in formula_cells(path).items() if k[0] != "CANDIDATES"}
-    values = recalc_formulas(path, sheets=sheets)
-    assert cells and [(k, f, c, values.get(k)) for k, (f, c) in cells.items() if not same(values.get(k), c)] == []
-    assert values[("SUMMARY", "A2")] == "全部检查通过"
+    sheets = [ws.title for ws in openpyxl.load_workbook(path, read_only=True).worksheets if ws.title != "Candidates"]
+    assert prove(path, sheets) == []
+    assert local_recalc(path, sheets=("Summary",))[("SUMMARY", "A2")] == "全部检查通过"
 
 
 def test_recon_heads_the_task_id_column_as_task_id(builds):  # noqa: F811
