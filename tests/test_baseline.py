@@ -61,7 +61,14 @@ foot (2027-01 A55:E59, 2027-02 A50:E51: one billed day per task, so no median an
 months outside the plan) and like for like's GPU row became `GPU and commitments`, Checks gained the priced-now
 row before the Recon tie-outs, Summary's and the JSON's warnings are one line per kind (ML03 and ML05's no-failover,
 KB01 and ML05's peak headroom, the tier advice grouped; the bills' months first), and the JSON's reconciliation
-months end with planned_commitments, planned_gpu_all, billed_gpu_all and planned_all; no total moved."""
+months end with planned_commitments, planned_gpu_all, billed_gpu_all and planned_all; no total moved. Then issue 30's plan: a blank tier is chosen per card over the tiers
+its kind may use and each tier priced at its cheapest eligible offer (offer_currency auto: this CNY plan buys in the
+Chinese market, so the H200's converted USD offer is gone and ML01 is planned on 2 A100 80G again, ML01 900.89 a month
+in August and September: the period total 153,518.06 -> 154,153.15, as test_i18n derives), Candidates' `tier` and
+`offer` columns (the provider and region columns gone), the GPUs sheet's four `<tier>_offer` columns and the
+offer_currency, providers and regions settings, Commitments' replaced-price column, and the Order rebuilt as a block
+per provider (reservations, then rent net of them) with its totals down to the plan total and two checks in place of
+one."""
 
 from __future__ import annotations
 

@@ -245,15 +245,21 @@ def _bare(word: str) -> str:
     return word.strip(".,:;()")
 
 
+def _parts(words):
+    """Words as a line break may print them: LibreOffice may break a line after a `!` (GPUs!AD5 as GPUs! and AD5),
+    so both sides count the parts."""
+    return [_bare(p) for w in words for p in re.split(r"(?<=!)", w)]
+
+
 def cut_words(book: Path, pages: list[Page], sheet: str, last_row: int | None = None) -> list[str]:
     """The words of `sheet`'s text cells (cached values, to `last_row` if given: a sheet's print area) that its
     printed pages do not show whole: a text cut at a cell's edge or the page's prints as a fragment (pdftotext reads
     only what is drawn)."""
     ws = openpyxl.load_workbook(book, data_only=True)[sheet]
     # punctuation stripped: pdftotext may place a colon drawn at a line's end apart from its word
-    printed_words = Counter(_bare(w) for page in _by_sheet(pages)[sheet] for w in page.words)
-    wanted = Counter(_bare(w) for row in ws.iter_rows(values_only=True, max_row=last_row) for v in row
-                     if isinstance(v, str) for w in v.split())
+    printed_words = Counter(_parts(w for page in _by_sheet(pages)[sheet] for w in page.words))
+    wanted = Counter(_parts(w for row in ws.iter_rows(values_only=True, max_row=last_row) for v in row
+                            if isinstance(v, str) for w in v.split()))
     return sorted(w for w, n in wanted.items() if w and printed_words[w] < n)
 
 
