@@ -33,7 +33,7 @@ import shutil
 import openpyxl
 import pytest
 from click.testing import CliRunner
-from conftest import make_input, recalc_formulas
+from conftest import local_recalc, make_input
 from lo_recalc import recalc_many, soffice_path
 
 from budgetgen.cli import main
@@ -154,11 +154,13 @@ def test_the_scenarios_printed_totals_keep_the_committed_cards(year):
     assert results["scenarios"]["totals"] == pytest.approx(SCENARIO_TOTALS, abs=0.005)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("level", ["high", "low", "base"])
 def test_the_selector_gives_the_printed_total_and_every_check_passes_in_formulas(year, level):
+    """Each formula the selector reaches re-evaluated by `formulas` from its precedents (formula_proof.local_recalc;
+    its agreement with a whole recalculation is checked in test_formula_proof and on one small plan per feature);
+    the LibreOffice test below recalculates the whole workbook."""
     _, out, _ = year
-    values = recalc_formulas(out, {f"Summary!{SELECTOR}": level})
+    values = local_recalc(out, {f"Summary!{SELECTOR}": level})
     assert values[("SUMMARY", "B3")] == pytest.approx(SCENARIO_TOTALS[level], abs=0.005)
     assert values[("SUMMARY", "B3")] == pytest.approx(_printed_totals(out)[level], abs=0.005)   # live = printed
     checks = openpyxl.load_workbook(out)["Checks"]
