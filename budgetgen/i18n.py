@@ -989,7 +989,7 @@ PROBLEMS = {
                          "keep one row"),
                         'model："{model}" 已在 {first} 中给出（模型名称必须唯一，不区分大小写）：只保留一行'),
     "model_row": ("{problem}", "{problem}"),
-    "see_settings": ("see the README's list of settings", "见 README 中的设置项列表"),
+    "see_settings": ("see the list of settings in docs/input-reference.md", "见 docs/input-reference.md 中的设置项列表"),
     "currency_code": ('currency: "{raw}" is not an ISO currency code (three letters, e.g. USD, EUR, CNY)',
                       'currency："{raw}" 不是 ISO 币种代码（三个字母，例如 USD、EUR、CNY）'),
     "setting_between": ("{setting}: {value:g} must be between {lo:g} and {hi:g}",

@@ -1,9 +1,19 @@
-"""The README's input reference, generated from the schema (a test keeps the README in step)."""
+"""The input reference (docs/input-reference.md), generated from the schema (a test keeps the page in step)."""
 
 from __future__ import annotations
 
 from .models import MODEL_COLUMNS
-from .schema import EXTRA_COLUMNS, FX_COLUMNS, GPU_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+from .schema import (
+    BUDGET_COLUMNS,
+    EXTRA_COLUMNS,
+    FX_COLUMNS,
+    GPU_COLUMNS,
+    RAMP_COLUMNS,
+    SCENARIO_COLUMNS,
+    SETTINGS,
+    TASK_COLUMNS,
+    Column,
+)
 
 BEGIN = "<!-- input-reference:begin -->"
 END = "<!-- input-reference:end -->"
@@ -33,7 +43,11 @@ def input_reference() -> str:
                                                                  GPU_COLUMNS),
                            ("Models (optional, merged over the built-in model catalog: `budgetgen models`)",
                             MODEL_COLUMNS), ("Extras (optional)", EXTRA_COLUMNS),
-                           ("FX (optional: rates that replace the bundled reference rates)", FX_COLUMNS)):
+                           ("FX (optional: rates that replace the bundled reference rates)", FX_COLUMNS),
+                           ("Ramp (optional: a month's multiplier of a task's typed demand)", RAMP_COLUMNS),
+                           ("Scenarios (optional: low, base and high values of the drivers)", SCENARIO_COLUMNS),
+                           ("Budgets (optional: a monthly budget per cost center or for the whole plan)",
+                            BUDGET_COLUMNS)):
         lines += ["", f"#### {title}", "", *_columns_table(columns)]
     lines += ["", END]
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """What the input sheets contain: every column and setting declared once.
 
-The reader, the `init` template (headers, dropdowns, notes), the error messages and the README's
-input reference are all generated from these declarations.
+The reader, the `init` template (headers, dropdowns, notes), the error messages and the
+input reference (docs/input-reference.md) are all generated from these declarations.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
     S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
       "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
 ) + (
-    # calculation model v3 (README: design decisions, model v3)
+    # calculation model v3 (docs/design.md: design decisions, model v3)
     S("tp_efficiency_nvlink", "percent", 0.85, "TpEfficiencyNvlink",
       "speed factor per doubling of the cards in one serving replica on NVLink-class cards (tp_efficiency: PCIe)",
       minimum=0.001, maximum=1),

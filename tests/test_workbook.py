@@ -191,7 +191,7 @@ def test_a_sheet_past_excels_rows_is_refused_before_writing(tmp_path):
 
 
 def test_ml03_unit_costs_are_its_monthly_cost_over_its_monthly_tokens_and_requests(sample):
-    """README's ML03 on the tests' offers: 1 replica of 2 A100 80G on the monthly tier, 2 x 8,250 = 16,500 a month.
+    """The worked example's ML03 (docs/finance-guide.md) on the tests' offers: 1 replica of 2 A100 80G on the monthly tier, 2 x 8,250 = 16,500 a month.
     50,000 requests a day x 400 output tokens x 730 / 24 days = 608,333,333 tokens a month: 27.12 per million;
     50,000 x 30.42 = 1,520,833 requests a month: 10.85 per thousand. The workbook recalculates to the same."""
     plan, _, _, recalculated = sample

@@ -135,7 +135,7 @@ def gb_per_unit(header: str, column: FileColumn) -> float:
 
 
 def columns_reference() -> str:
-    """Markdown tables of the bill and usage columns, for the README (a test keeps it in step)."""
+    """Markdown tables of the bill and usage columns, for docs/reconciliation.md (a test keeps it in step)."""
     lines = ["<!-- recon-columns:begin -->"]
     for title, columns in (("Bill columns (FOCUS; `--bills` or a `Bills` sheet)", BILL_INPUT_COLUMNS),
                            ("Usage columns (`--usage` or a `Usage` sheet)", USAGE_INPUT_COLUMNS)):
