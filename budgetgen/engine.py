@@ -224,9 +224,14 @@ def _sort_key(c: Candidate, inputs: Inputs) -> tuple:
     return (c.row["monthly_cost"], c.row["cards_held"], -inputs.gpu(c.gpu).vram_gb, c.gpu)
 
 
+def rank(options: list[Candidate], inputs: Inputs) -> list[Candidate]:
+    """Cheapest first: by monthly cost (ties: fewer cards, more memory, then the name)."""
+    return sorted(options, key=lambda c: _sort_key(c, inputs))
+
+
 def choose(options: list[Candidate], method: str, inputs: Inputs) -> Candidate:
     """`cheapest`: lowest monthly cost (ties: fewer cards, more memory). `balanced`: §3.5's middle."""
-    ranked = sorted(options, key=lambda c: _sort_key(c, inputs))
+    ranked = rank(options, inputs)
     if method != "balanced" or len(ranked) <= 2:
         return ranked[0]
     rest = ranked[1:-1]

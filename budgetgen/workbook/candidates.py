@@ -1,7 +1,8 @@
-"""Candidates: every catalog GPU per task, the GPU-dependent formula columns, then the provider and region of the
-offer behind the GPU's prices (looked up on GPUs by name); the rest read from Tasks by name. Last, the live choice:
-what each GPU saves against the task's chosen one now, and each task's best so far, so that a price or an input
-edited in the workbook shows a GPU a rebuild would choose (on Tasks and Checks)."""
+"""Candidates: every catalog GPU per task (in a large inventory, or as candidates_per_task says, the chosen GPU and
+the cheapest that could be chosen: layout.listed_candidates), the GPU-dependent formula columns, then the provider
+and region of the offer behind the GPU's prices (looked up on GPUs by name); the rest read from Tasks by name. Last,
+the live choice: what each GPU saves against the task's chosen one now, and each task's best so far, so that a price
+or an input edited in the workbook shows a GPU a rebuild would choose (on Tasks and Checks)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ..prices import ANY_REGION, OFFER_SEPARATOR
 from ..schema import TASK_TIERS
 from .book import Book, ColumnBlock
 from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
-from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table
+from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table, listed_candidates
 from .printing import print_setup
 from .tasks import column_headers, compile_formula
 
@@ -41,8 +42,9 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     chosen = book.t("chosen")
     reasons: dict = {}
     r = table.first
-    for i, (tp, live) in enumerate(zip(plan.tasks, live_choice(plan)[0], strict=True), start=1):
-        for c, own in zip(tp.candidates, live, strict=True):
+    for i, (tp, listed, live) in enumerate(zip(plan.tasks, listed_candidates(plan), live_choice(plan)[0],
+                                               strict=True), start=1):
+        for c, own in zip(listed, live, strict=True):
             if c.excluded not in reasons:   # one rendering per distinct reason (they repeat by the thousand)
                 reasons[c.excluded] = say(c.excluded, book.lang) if c.excluded else ""
             g = catalog[c.gpu]

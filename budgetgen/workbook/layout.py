@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS
-from ..engine import Plan
+from ..engine import Candidate, Plan, rank
 from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import Order, plan_order
@@ -17,7 +17,17 @@ from ..recon import ACTIONS
 from ..recon.pipeline import tab_resources
 from ..recon.rules import OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
-from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
+from ..schema import (
+    CANDIDATES_ALL_UP_TO,
+    CANDIDATES_LARGE,
+    CONSTANTS,
+    GPU_CLASSES,
+    KINDS,
+    SETTINGS,
+    TASK_COLUMNS,
+    TASK_TIERS,
+    TIER_NAMES,
+)
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
@@ -615,7 +625,30 @@ CANDIDATE_LEAD = ("task_id", "gpu", "tier", "chosen", "excluded", "cards", "task
 CANDIDATE_OFFER = ("offer",)
 # The live choice: Candidates' saving against the chosen GPU and the running best of each task; Tasks' best of them.
 CANDIDATE_CHOICE = ("gpu_saving", "best_saving", "best_gpu")
-TASK_CHOICE = ("gpu_named", "cheaper_gpu", "cheaper_gpu_saving")
+TASK_CHOICE = ("gpu_named", "cheaper_gpu", "cheaper_gpu_saving", "candidate_last")
+
+
+def candidates_per_task(plan: Plan) -> int | None:
+    """How many of each task's cheapest options Candidates lists besides the chosen card (None: every card): the
+    candidates_per_task setting, else every card for an inventory of up to CANDIDATES_ALL_UP_TO tasks."""
+    given = plan.inputs.settings.candidates_per_task
+    if given is not None:
+        return given
+    return None if len(plan.tasks) <= CANDIDATES_ALL_UP_TO else CANDIDATES_LARGE
+
+
+def listed_candidates(plan: Plan) -> list[tuple[Candidate, ...]]:
+    """Each task's rows on Candidates, in catalog order: every card, or (candidates_per_task) the chosen card and the
+    cheapest that could be chosen. The live choice weighs these rows; a rebuild weighs every card (the JSON lists
+    them), and the cheapest of them is listed, so the two agree until an edit makes an unlisted card the cheapest."""
+    keep = candidates_per_task(plan)
+    if keep is None:
+        return [tp.candidates for tp in plan.tasks]
+    out = []
+    for tp in plan.tasks:
+        shown = {id(c) for c in rank([c for c in tp.candidates if c.exclusion is None], plan.inputs)[:keep]}
+        out.append(tuple(c for c in tp.candidates if c.chosen or id(c) in shown))
+    return out
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
@@ -685,7 +718,7 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     tasks = Table(MappingProxyType({k: i for i, k in enumerate(keys)}), 1, max(1, n))
     candidate_keys = [*CANDIDATE_LEAD, *(c.key for c in CALCS if c.key not in CANDIDATE_FROM_TASKS), *CANDIDATE_OFFER,
                       *CANDIDATE_CHOICE]
-    candidate_rows = sum(len(tp.candidates) for tp in plan.tasks)
+    candidate_rows = sum(map(len, listed_candidates(plan)))
     candidates = Table(MappingProxyType({k: i for i, k in enumerate(candidate_keys)}), 1, max(1, candidate_rows))
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))

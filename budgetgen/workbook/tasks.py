@@ -90,6 +90,7 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "cheaper_gpu" else "money"))
               for key, formula in task_formulas(table).items()]
     choice.append((table.columns["gpu_named"], "gpu_named", None, book.f.get("calc", "text")))
+    choice.append((table.columns["candidate_last"], "candidate_last", None, book.f.get("calc", "int")))
     block = ColumnBlock(sorted(inputs + formulas + choice, key=lambda column: column[0]))
     blank = dict.fromkeys(c.name for c in TASK_COLUMNS)
     named = book.t(NAMED)
