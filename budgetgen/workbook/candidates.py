@@ -17,7 +17,7 @@ from .book import Book, ColumnBlock
 from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
 from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table, listed_candidates
 from .printing import print_setup
-from .tasks import column_headers, compile_formula
+from .tasks import GPU_ROW_HEADER, column_headers, compile_formula, gpu_row_formula, gpu_rows
 
 _VALUE_ROLES = {"gpu": "input", "tier": "input", "cards": "input"}
 # Whose offer the row's tier price is: the GPUs row's offer of that tier, else its provider (and region, unless any).
@@ -27,18 +27,19 @@ _OFFER = (f'=IF({_TIER_OFFER}="",{{gpu.provider}}&IF(OR({{gpu.region}}&""="",{{g
           f'"{OFFER_SEPARATOR}"&{{gpu.region}}),{_TIER_OFFER})')
 def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
-                                              "task_row": "task row #"}, CANDIDATE_HEADERS)
+                                              "task_row": "task row #"}, CANDIDATE_HEADERS | GPU_ROW_HEADER)
     task_row = xl_col_to_name(table.columns["task_row"])
     formulas = [(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
                 for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
-    values = [(table.columns[key], key, None, book.f.get(_VALUE_ROLES.get(key, "calc"), "general"))
-              for key in CANDIDATE_LEAD]
+    values = [(table.columns[key], key, gpu_row_formula(table) if key == "gpu_row" else None,
+               book.f.get(_VALUE_ROLES.get(key, "calc"), "general")) for key in CANDIDATE_LEAD]
     offer = [(table.columns[key], key, compile_formula(_OFFER, table), book.f.get("calc", "general"))
              for key in CANDIDATE_OFFER]
     choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "best_gpu" else "money"))
               for key, formula in candidate_formulas(table).items()]
     block = ColumnBlock(sorted(values + formulas + offer + choice, key=lambda column: column[0]))
     catalog = {g.name: g for g in plan.inputs.gpus}
+    gpu_row = gpu_rows(plan)
     chosen = book.t("chosen")
     reasons: dict = {}
     r = table.first
@@ -49,7 +50,7 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
                 reasons[c.excluded] = say(c.excluded, book.lang) if c.excluded else ""
             g = catalog[c.gpu]
             lead = {"task_id": tp.task.task_id, "gpu": c.gpu, "tier": c.row["tier"], "chosen": chosen if c.chosen else "",
-                    "excluded": reasons[c.excluded], "cards": c.row["cards"], "task_row": i,
+                    "excluded": reasons[c.excluded], "cards": c.row["cards"], "task_row": i, "gpu_row": gpu_row[c.gpu],
                     "offer": g.offer(c.row["tier"])}
             block.store(ws, r, c.row | lead | own)
             r += 1
