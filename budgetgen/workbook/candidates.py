@@ -31,8 +31,9 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     task_row = xl_col_to_name(table.columns["task_row"])
     formulas = [(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
                 for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
-    values = [(table.columns[key], key, gpu_row_formula(table) if key == "gpu_row" else None,
-               book.f.get(_VALUE_ROLES.get(key, "calc"), "general")) for key in CANDIDATE_LEAD]
+    values = [(table.columns[key], key, None, book.f.get(_VALUE_ROLES.get(key, "calc"), "general"))
+              for key in CANDIDATE_LEAD if key != "gpu_row"]
+    values.append((table.columns["gpu_row"], "gpu_row", gpu_row_formula(table), book.f.get("calc", "int")))
     offer = [(table.columns[key], key, compile_formula(_OFFER, table), book.f.get("calc", "general"))
              for key in CANDIDATE_OFFER]
     choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "best_gpu" else "money"))
