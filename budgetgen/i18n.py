@@ -477,7 +477,7 @@ TEXT_ZH = {
      "else 3"):
     "Candidates表为每个任务列出的选项：所选的卡及可选卡中最便宜的这么多张（JSON列出全部卡）；空白：清单不超过1,000个任务时"
     "列出目录中的每种卡，否则3张",
-    "more resources, listed on": "个其他资源，完整列在", "flagged": "个有标记",
+    "more resources, listed on": "个其他资源，完整列在", " and {n} more": "等另外{n}个", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
     "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)":
