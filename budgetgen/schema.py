@@ -71,7 +71,7 @@ class Setting:
 
 CANDIDATES_ALL_UP_TO = 1_000  # tasks up to which Candidates lists every catalog card by default
 CANDIDATES_LARGE = 3  # cheapest options a task's Candidates rows show by default in a larger inventory
-MAX_CANDIDATES = 1_000  # a candidates_per_task above any catalog's size lists every card
+MAX_CANDIDATES = 1_000  # candidates_per_task at most (more than any catalog has cards: a typing slip)
 MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
 S = Setting
 # Settings of calculation model v2 (serving per replica, MoE, LoRA/QLoRA), appended to SETTINGS below.

@@ -10,11 +10,10 @@ import openpyxl
 import pytest
 from conftest import TODAY, formula_cells, make_input, recalc_formulas, same
 
-from budgetgen.engine import plan_budget
+from budgetgen.engine import options_listed, plan_budget
 from budgetgen.reader import read_inputs
 from budgetgen.results import plan_json
 from budgetgen.workbook import write_workbook
-from budgetgen.workbook.layout import candidates_per_task
 
 TASKS = [
     {"task_id": "FT", "kind": "finetune", "model_params_b": 7, "method": "lora", "train_tokens": "500M"},
@@ -62,10 +61,15 @@ def test_each_task_lists_its_chosen_card_and_its_cheapest(built):
     assert len([gpu for tid, gpu in expected if tid == "NAMED"]) == 2
 
 
-def test_the_json_keeps_every_card(built):
+def test_the_json_keeps_every_card_as_when_the_sheet_lists_them_all(built, tmp_path):
     plan, _ = built
+    every = plan_budget(read_inputs(make_input(tmp_path / "in.xlsx", TASKS, settings={
+        "gpu_choice": "balanced"}), today=TODAY))   # candidates_per_task blank: every card of a small inventory
+    assert all(c.listed for tp in every.tasks for c in tp.candidates)
+    assert sum(not c.listed for tp in plan.tasks for c in tp.candidates) > len(TASKS)
     tasks = plan_json(plan)["tasks"]
     assert [len(t["candidates"]) for t in tasks] == [len(plan.inputs.gpus)] * len(TASKS)
+    assert [t["candidates"] for t in tasks] == [t["candidates"] for t in plan_json(every)["tasks"]]
 
 
 def test_tasks_shows_the_cheapest_listed_card_and_its_saving(built):
@@ -97,6 +101,4 @@ def test_tasks_candidates_and_checks_recalculate_to_the_cached_values(built):
     (20_000, 15, 15),
 ])
 def test_every_card_is_listed_up_to_a_thousand_tasks(tasks, given, listed):
-    plan = SimpleNamespace(tasks=[None] * tasks, inputs=SimpleNamespace(settings=SimpleNamespace(
-        candidates_per_task=given)))
-    assert candidates_per_task(plan) == listed
+    assert options_listed(SimpleNamespace(candidates_per_task=given), tasks) == listed

@@ -15,7 +15,7 @@ from pathlib import Path
 import xlsxwriter
 
 from .. import __version__, rules
-from ..engine import Plan
+from ..engine import Plan, options_listed
 from ..errors import OutputError
 from ..fx import plan_rates
 from ..models import builtin_models
@@ -35,7 +35,7 @@ from .demand import write_demand
 from .extras import write_extras
 from .formats import Formats
 from .gpus import write_gpus
-from .layout import Layout, candidates_per_task, plan_layout
+from .layout import Layout, plan_layout
 from .models import write_models
 from .monthly import write_monthly
 from .order import write_order
@@ -56,7 +56,7 @@ SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskLis
 
 def check_excel_limits(plan: Plan) -> None:
     """Refuse, before writing, a plan whose sheets would not fit in Excel (bill lines are aggregated already)."""
-    keep = candidates_per_task(plan)
+    keep = options_listed(plan.inputs.settings, len(plan.tasks))
     per_task = len(plan.inputs.gpus) if keep is None else min(len(plan.inputs.gpus), keep + 1)
     rows = {"Tasks": len(plan.tasks) + 1, "Candidates": len(plan.tasks) * per_task + 1,
             "Tiers": len(TASK_TIERS) * len(plan.months) + 1}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..columns import CALCS, CANDIDATE_FROM_TASKS, MODEL_FIELDS
-from ..engine import Candidate, Plan, rank
+from ..engine import Candidate, Plan
 from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import Order, plan_order
@@ -17,17 +17,7 @@ from ..recon import ACTIONS
 from ..recon.pipeline import tab_resources
 from ..recon.rules import OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
-from ..schema import (
-    CANDIDATES_ALL_UP_TO,
-    CANDIDATES_LARGE,
-    CONSTANTS,
-    GPU_CLASSES,
-    KINDS,
-    SETTINGS,
-    TASK_COLUMNS,
-    TASK_TIERS,
-    TIER_NAMES,
-)
+from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
@@ -631,27 +621,11 @@ TASK_CHOICE = ("gpu_named", "cheaper_gpu", "cheaper_gpu_saving", "candidate_last
 MODEL_FIGURES = tuple(f"model.{f}" for f in MODEL_FIELDS if any(f"{{model.{f}}}" in c.excel for c in CALCS))
 
 
-def candidates_per_task(plan: Plan) -> int | None:
-    """How many of each task's cheapest options Candidates lists besides the chosen card (None: every card): the
-    candidates_per_task setting, else every card for an inventory of up to CANDIDATES_ALL_UP_TO tasks."""
-    given = plan.inputs.settings.candidates_per_task
-    if given is not None:
-        return given
-    return None if len(plan.tasks) <= CANDIDATES_ALL_UP_TO else CANDIDATES_LARGE
-
-
 def listed_candidates(plan: Plan) -> list[tuple[Candidate, ...]]:
-    """Each task's rows on Candidates, in catalog order: every card, or (candidates_per_task) the chosen card and the
+    """Each task's rows on Candidates, in catalog order: every card, or (engine.list_options) the chosen card and the
     cheapest that could be chosen. The live choice weighs these rows; a rebuild weighs every card (the JSON lists
     them), and the cheapest of them is listed, so the two agree until an edit makes an unlisted card the cheapest."""
-    keep = candidates_per_task(plan)
-    if keep is None:
-        return [tp.candidates for tp in plan.tasks]
-    out = []
-    for tp in plan.tasks:
-        shown = {id(c) for c in rank([c for c in tp.candidates if c.exclusion is None], plan.inputs)[:keep]}
-        out.append(tuple(c for c in tp.candidates if c.chosen or id(c) in shown))
-    return out
+    return [tuple(c for c in tp.candidates if c.listed) for tp in plan.tasks]
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
