@@ -5,20 +5,23 @@
     python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --rounds 3   # one size, the median
     python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --keep /tmp/b10k   # and keep its files
     python benchmarks/bench_build.py --tasks 10000 --lines 1000000 --stages   # then one build's stages
+    python benchmarks/bench_build.py --tasks 50000 --months 12 --floor   # 12 months; and the workbook's floor
 
 It generates the inventories and FOCUS bills in a temporary folder, times the whole `budgetgen build`
-process with its peak memory, and times the floors on the same data:
+process (wall and CPU seconds) with its peak memory, and times the floors on the same data:
 - workbook: xlsxwriter alone (constant_memory, each formula through `store_formula`, each value through
   `write_string`/`write_number`, zipped at xlsxwriter's level) writing exactly the formulas (with their cached
-  values) and the values budgetgen's workbook package wrote, in a plain grid. budgetgen writes the Tasks and
-  Candidates rows a row at a time (`ColumnBlock`) instead of through xlsxwriter's cell writer, and zips at a
-  lower level, so it can be faster than this floor;
+  values) and the values budgetgen's workbook package wrote, in a plain grid. The ratios printed are budgetgen's
+  workbook package against it: CPU seconds, and the file's size. budgetgen writes the Tasks and Candidates rows a
+  row at a time (`ColumnBlock`) instead of through xlsxwriter's cell writer, and zips at a lower level, so it can
+  be faster than this floor (and its file somewhat larger);
 - bill: DuckDB's bare aggregation of the same CSV or Parquet file (focus_bills.floor).
 """
 
 from __future__ import annotations
 
 import argparse
+import marshal
 import random
 import subprocess
 import sys
@@ -43,11 +46,12 @@ from budgetgen.workbook.book import Sheet, store_formula
 from budgetgen.workbook.formats import cached
 
 KINDS = ("finetune", "pretrain", "inference", "batch")
-MONTHS = ("2026-07", "2026-08", "2026-09")
+FIRST_MONTH = "2026-07"
+MONTHS = ("2026-07", "2026-08", "2026-09")   # the bill's months (the plan's first three)
 
 
-def make_inventory(path: Path, n: int, seed: int = 1) -> None:
-    """An inventory of n tasks of every kind (USD plan, built-in prices converted)."""
+def make_inventory(path: Path, n: int, seed: int = 1, months: int = 3) -> None:
+    """An inventory of n tasks of every kind over `months` plan months (USD plan, built-in prices converted)."""
     rnd = random.Random(seed)
     headers = ["task_id", "task", "kind", "model_params_b", "method", "train_tokens", "runs_per_month",
                "requests_per_day", "batch_requests", "tokens_per_request", "serving_hours_per_day", "concurrency",
@@ -55,7 +59,7 @@ def make_inventory(path: Path, n: int, seed: int = 1) -> None:
     wb = xlsxwriter.Workbook(str(path), {"constant_memory": True})
     ws = wb.add_worksheet("Settings")
     for r, row in enumerate([("setting", "value"), ("currency", "USD"), ("catalog_fx", 0.14),
-                             ("period_start", MONTHS[0]), ("period_months", len(MONTHS))]):
+                             ("period_start", FIRST_MONTH), ("period_months", months)]):
         ws.write_row(r, 0, row)
     ws = wb.add_worksheet("Tasks")
     ws.write_row(0, 0, headers)
@@ -125,51 +129,93 @@ def timed_process(args: list[str]) -> tuple[float, float, float]:
     return float(seconds), float(cpu), int(rss_kb) / 1024
 
 
+class Recording:
+    """Cells appended to a file in chunks (marshal), read back in order: the floor's input without holding millions
+    of formulas in memory."""
+
+    CHUNK = 100_000
+
+    def __init__(self, path: Path):
+        self.path, self.buffer, self.count = path, [], 0
+        self.fh = path.open("wb")
+
+    def add(self, item) -> None:
+        self.buffer.append(item)
+        if len(self.buffer) >= self.CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer:
+            marshal.dump(self.buffer, self.fh)
+            self.count += len(self.buffer)
+            self.buffer = []
+
+    def close(self) -> None:
+        self.flush()
+        self.fh.close()
+
+    def __iter__(self):
+        with self.path.open("rb") as fh:
+            while True:
+                try:
+                    yield from marshal.load(fh)
+                except EOFError:
+                    return
+
+
 class RecordingSheet(Sheet):
     """Records every formula and value cell as it goes into the file, so the floor can write the same cells."""
 
-    formulas: ClassVar[list] = []
-    values: ClassVar[list] = []
+    formulas: ClassVar[Recording]
+    values: ClassVar[Recording]
 
     def _write_cell(self, row, col, cell):
         kind = type(cell).__name__
-        if kind == "BlockRow":  # a row of budgetgen's ColumnBlock: its value and formula cells
+        if kind == "RowCells":  # a row of budgetgen's ColumnBlock: its value and formula cells
             number = str(cell.row + 1)
-            for formula, value in zip(cell.block._formulas, cell.values, strict=True):
+            for formula, value in zip(cell.renderer._formulas, cell.values, strict=True):
                 if formula is not None:
-                    RecordingSheet.formulas.append((unescape(number.join(formula)), cached(value)))
+                    text = formula.replace("{r}", number).replace("{p}", str(cell.row)) if isinstance(formula, str) \
+                        else number.join(formula)
+                    RecordingSheet.formulas.add((unescape(text), cached(value)))
                 elif value is not None and value != "":
-                    RecordingSheet.values.append(value)
+                    RecordingSheet.values.add(value)
         elif kind == "Formula":
-            RecordingSheet.formulas.append((cell.formula, cell.value))
+            RecordingSheet.formulas.add((cell.formula, cell.value))
         elif kind == "Number":
-            RecordingSheet.values.append(cell.number)
+            RecordingSheet.values.add(cell.number)
         elif kind == "String":
-            RecordingSheet.values.append(cell.string if isinstance(cell.string, str) else str(cell.string))
+            RecordingSheet.values.add(cell.string if isinstance(cell.string, str) else str(cell.string))
         return super()._write_cell(row, col, cell)
 
 
-def workbook_part(inventory: Path, out: Path) -> tuple[float, list, list]:
-    """budgetgen's workbook alone (in process, recording a second time for the floor): seconds, formulas, values."""
+def workbook_part(inventory: Path, out: Path) -> tuple[float, Recording, Recording]:
+    """budgetgen's workbook alone (in process, recording a second time for the floor): CPU seconds, formulas,
+    values."""
     plan = plan_budget(read_inputs(inventory))
-    start = time.perf_counter()
+    start = time.process_time()
     write_workbook(plan, out)
-    seconds = time.perf_counter() - start
-    RecordingSheet.formulas, RecordingSheet.values = [], []
+    seconds = time.process_time() - start
+    RecordingSheet.formulas = Recording(out.with_name("formulas.marshal"))
+    RecordingSheet.values = Recording(out.with_name("values.marshal"))
     original = xlsxwriter.Workbook.add_worksheet
     xlsxwriter.Workbook.add_worksheet = lambda wb, name=None, cls=None: original(wb, name, RecordingSheet)
     try:
         write_workbook(plan, out.with_name("recorded.xlsx"))
     finally:
         xlsxwriter.Workbook.add_worksheet = original
+        RecordingSheet.formulas.close()
+        RecordingSheet.values.close()
+    out.with_name("recorded.xlsx").unlink()
     return seconds, RecordingSheet.formulas, RecordingSheet.values
 
 
-def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> float:
-    """xlsxwriter alone writing the same formulas (with their cached values) and the same values in a grid."""
-    start = time.perf_counter()
+def workbook_floor(out: Path, formulas: Recording, values: Recording, width: int = 40) -> float:
+    """xlsxwriter alone writing the same formulas (with their cached values) and the same values in a grid: CPU
+    seconds."""
+    start = time.process_time()
     wb = xlsxwriter.Workbook(str(out), {"constant_memory": True})
-    wb.use_zip64()  # 10,000 tasks' formulas in one sheet pass 4 GB of XML
+    wb.use_zip64()  # a large inventory's formulas in one sheet pass 4 GB of XML
     ws = wb.add_worksheet("Floor")
     i = 0
     for formula, value in formulas:
@@ -184,7 +230,18 @@ def workbook_floor(out: Path, formulas: list, values: list, width: int = 40) -> 
             ws.write_number(row, col, value)
         i += 1
     wb.close()
-    return time.perf_counter() - start
+    return time.process_time() - start
+
+
+def floor_ratios(inventory: Path, folder: Path) -> tuple[float, float, float, int]:
+    """budgetgen's workbook package against the xlsxwriter floor: writer CPU s, floor CPU s, file size ratio,
+    formulas."""
+    writer_s, formulas, values = workbook_part(inventory, folder / "w.xlsx")
+    floor_s = workbook_floor(folder / "f.xlsx", formulas, values)
+    size = (folder / "w.xlsx").stat().st_size / (folder / "f.xlsx").stat().st_size
+    for name in ("w.xlsx", "f.xlsx", "formulas.marshal", "values.marshal"):
+        (folder / name).unlink()
+    return writer_s, floor_s, size, formulas.count
 
 
 def bill_part(bill: Path) -> tuple[float, float]:
@@ -213,27 +270,36 @@ def stage_times(inventory: Path, bills: list[Path], out: Path) -> None:
           file=sys.stderr)
 
 
-def one_size(tasks: int, lines: int, rounds: int, keep: Path | None = None, stages: bool = False) -> None:
-    """The whole build of one inventory and bill, `rounds` times: each time and peak memory, and the median.
-    With `keep`, the generated files stay in that folder (to profile the same build)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) if keep is None else keep
-        folder.mkdir(parents=True, exist_ok=True)
-        inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
-        make_inventory(inventory, tasks)
-        bills = []
-        if lines:
-            make_bill(bill, lines, tasks)
-            bills = ["--bills", str(bill.with_suffix(".parquet"))]
-        runs = [timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), *bills, "--quiet"])
-                for _ in range(rounds)]
-        for seconds, cpu, peak in runs:
-            print(f"  {tasks:,} tasks + {lines:,} lines: {seconds:.1f} s, CPU {cpu:.1f} s, peak {peak:,.0f} MB",
-                  file=sys.stderr)
-        seconds, cpu, peak = sorted(runs)[len(runs) // 2]
-        print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {cpu:.1f} | {peak:,.0f} |")
-        if stages:
-            stage_times(inventory, [bill.with_suffix(".parquet")] if lines else [], folder / "stages.xlsx")
+TABLE = ("| tasks | months | bill lines | build s | build CPU s | peak MB | workbook CPU s | floor CPU s | CPU ratio "
+         "| size ratio | formulas |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def one_size(folder: Path, tasks: int, lines: int, months: int = 3, rounds: int = 1, with_floor: bool = True,
+             stages: bool = False) -> None:
+    """The whole build of one inventory (and bill), `rounds` times (each time and peak memory, and the median), then
+    budgetgen's workbook package against the xlsxwriter floor: one row of TABLE."""
+    inventory, bill = folder / f"t{tasks}m{months}.xlsx", folder / f"b{lines}.csv"
+    make_inventory(inventory, tasks, months=months)
+    bills = []
+    if lines:
+        make_bill(bill, lines, tasks)
+        bills = ["--bills", str(bill.with_suffix(".parquet"))]
+    runs = [timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), *bills, "--quiet"])
+            for _ in range(rounds)]
+    for seconds, cpu, peak in runs:
+        print(f"  {tasks:,} tasks x {months} months + {lines:,} lines: {seconds:.1f} s, CPU {cpu:.1f} s, "
+              f"peak {peak:,.0f} MB", file=sys.stderr)
+    seconds, cpu, peak = sorted(runs)[len(runs) // 2]
+    (folder / "out.xlsx").unlink()
+    row = f"| {tasks:,} | {months} | {lines:,} | {seconds:.1f} | {cpu:.1f} | {peak:,.0f} |"
+    if with_floor:
+        writer_s, floor_s, size, formulas = floor_ratios(inventory, folder)
+        row += f" {writer_s:.1f} | {floor_s:.1f} | {writer_s / floor_s:.2f} | {size:.2f} | {formulas:,} |"
+    else:
+        row += " | | | | |"
+    print(row, flush=True)
+    if stages:
+        stage_times(inventory, [bill.with_suffix(".parquet")] if lines else [], folder / "stages.xlsx")
 
 
 def main() -> None:
@@ -241,37 +307,34 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes only")
     parser.add_argument("--tasks", type=int, help="one size only: this many tasks (with --lines)")
     parser.add_argument("--lines", type=int, help="one size only: this many bill lines (Parquet)")
+    parser.add_argument("--months", type=int, default=3, help="plan months of the inventories (default 3)")
     parser.add_argument("--rounds", type=int, default=1, help="with --tasks: builds to take the median of")
+    parser.add_argument("--floor", action="store_true", help="with --tasks: also the workbook against its floor")
     parser.add_argument("--keep", type=Path, help="with --tasks: generate into this folder and keep the files")
     parser.add_argument("--stages", action="store_true", help="with --tasks: then one build in process, by stage")
     args = parser.parse_args()
     if args.tasks:
-        one_size(args.tasks, args.lines or 0, args.rounds, args.keep, args.stages)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) if args.keep is None else args.keep
+            folder.mkdir(parents=True, exist_ok=True)
+            print(TABLE)
+            one_size(folder, args.tasks, args.lines or 0, args.months, args.rounds, args.floor, args.stages)
         return
     task_sizes = (100, 1_000) if args.quick else (100, 1_000, 10_000)
     bill_sizes = (10_000, 100_000) if args.quick else (10_000, 100_000, 1_000_000)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        print("| tasks | bill lines | build s | peak MB | writer s | floor s | ratio | formulas |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print(TABLE)
         for tasks, lines in zip(task_sizes, bill_sizes, strict=True):
-            inventory, bill = folder / f"t{tasks}.xlsx", folder / f"b{lines}.csv"
-            make_inventory(inventory, tasks)
-            make_bill(bill, lines, tasks)
-            seconds, _, peak = timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"),
-                                           "--bills", str(bill.with_suffix(".parquet")), "--quiet"])
-            write_s, formulas, values = workbook_part(inventory, folder / "w.xlsx")
-            floor_s = workbook_floor(folder / "f.xlsx", formulas, values)
-            print(f"| {tasks:,} | {lines:,} | {seconds:.1f} | {peak:,.0f} | {write_s:.1f} | {floor_s:.1f} | "
-                  f"{write_s / floor_s:.2f} | {len(formulas):,} |", flush=True)
+            one_size(folder, tasks, lines, args.months)
         print()
         print("| bill lines | format | sum_bills s | DuckDB floor s | ratio |")
         print("|---:|---|---:|---:|---:|")
         for lines in bill_sizes:
             for suffix in (".csv", ".parquet"):
                 bill = (folder / f"b{lines}.csv").with_suffix(suffix)
-                ours, floor = bill_part(bill)
-                print(f"| {lines:,} | {suffix[1:]} | {ours:.2f} | {floor:.2f} | {ours / floor:.2f} |", flush=True)
+                ours, floor_s = bill_part(bill)
+                print(f"| {lines:,} | {suffix[1:]} | {ours:.2f} | {floor_s:.2f} | {ours / floor_s:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 The engine evaluates `py` for each column in order; the writer writes `excel` down the same column.
 Placeholders in `excel`: `{name}` is the same row's cell of another column, `{gpu.field}` looks the
-row's GPU up on the GPUs sheet. Every other word is a workbook-scoped name on Assumptions or GPUs.
+row's GPU up on the GPUs sheet (`{gpu.row}`: its position there). Every other word is a workbook-scoped name on
+Assumptions or GPUs.
 Blank results ("" in the sheet) are None in Python: the JSON's null.
 """
 
@@ -109,10 +110,16 @@ def _vram_gb(r: Row, s, g) -> float:
         + _min_batch(r, s) * r["kv_bytes_per_token"] * r["context_used"] / K.Billion
 
 
+def _cards_for_memory(r: Row, s, g) -> int | None:
+    if not _training(r):
+        return None
+    return serving.training_cards(r["vram_gb"], activations_gb=r["activations_gb"], card_gb=r["card_gb"],
+                                  impossible=s.max_cards + 1)
+
+
 def _cards_min(r: Row, s, g) -> int:
     if _training(r):
-        return serving.training_shape(serving.training_cards(r["vram_gb"], activations_gb=r["activations_gb"],
-                                                             card_gb=r["card_gb"], impossible=s.max_cards + 1))
+        return serving.training_shape(r["cards_for_memory"])
     shape = serving.cards_per_replica(
         cards=None, attn_heads=_model(r, "attn_heads"), concurrency=r["concurrency"], min_batch=s.min_batch,
         vram_gb=g.vram_gb, usable_vram=s.usable_vram, params_b=r["params_used"], bytes_per_param=r["bytes_per_param"],
@@ -124,13 +131,17 @@ def _cards_min(r: Row, s, g) -> int:
                                                                             * s.usable_vram)))
 
 
-def _cards_needed(r: Row, s, g) -> int:
+def _cards_for_deadline(r: Row, s, g) -> int | None:
     if not _training(r):
-        return r["cards_min"]
+        return None
     needed = serving.cards_for_deadline(r["single_card_hours"], run_overhead=s.run_overhead,
                                         deadline=r["deadline_used"], setup_hours=s.setup_hours, scaling=g.scaling,
                                         impossible=s.max_cards + 1)
-    return serving.training_shape(max(r["cards_min"], sheet_ceil(needed)))
+    return max(r["cards_min"], sheet_ceil(needed))
+
+
+def _cards_needed(r: Row, s, g) -> int:
+    return serving.training_shape(r["cards_for_deadline"]) if _training(r) else r["cards_min"]
 
 
 def _free_gb(r: Row, s, g) -> float:
@@ -277,7 +288,7 @@ def _tier_saving(r: Row, s, g) -> float:
     return r["monthly_cost"] - r[f"cost_{r['cheapest_tier']}"]
 
 
-_GPU_ROW = "MATCH({gpu},GpuName,0)"
+_GPU_ROW = "{gpu.row}"  # the row's GPU's position on the GPUs sheet
 _TIER_COSTS = ",".join(f"{{cost_{t.name}}}" for t in TASK_TIERS)  # in TierList order, for CHOOSE
 
 
@@ -402,12 +413,17 @@ CALCS: tuple[Calc, ...] = (
     Calc("card_gb", "memory a card offers training", "GB", "number", _training_only(serving.CARD_GB_EXCEL),
          lambda r, s, g: serving.training_card_gb(r["method"], vram_gb=g.vram_gb, hidden=_model(r, "hidden"),
                                                   usable_vram=s.usable_vram) if _training(r) else None),
+    # a training run's cards before its shape (1, 2, 4, multiples of 8): a column of its own, so that the shape's
+    # formula reads one cell four times instead of repeating the expression
+    Calc("cards_for_memory", "cards its memory needs", "cards", "int", _training_only(serving.TRAINING_CARDS_EXCEL),
+         _cards_for_memory),
     Calc("cards_min", "cards min", "cards", "int",
-         "=IF({training}=1," + serving.training_shape_excel(f"({serving.TRAINING_CARDS_EXCEL.removeprefix('=')})")
-         + f",{_fits_shape_excel()})", _cards_min),
+         "=IF({training}=1," + serving.training_shape_excel("{cards_for_memory}") + f",{_fits_shape_excel()})",
+         _cards_min),
+    Calc("cards_for_deadline", "cards its deadline needs", "cards", "int",
+         _training_only("MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))"), _cards_for_deadline),
     Calc("cards_needed", "cards to meet the deadline", "cards", "int",
-         "=IF({training}=1," + serving.training_shape_excel(
-             "MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))") + ",{cards_min})", _cards_needed),
+         "=IF({training}=1," + serving.training_shape_excel("{cards_for_deadline}") + ",{cards_min})", _cards_needed),
     Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})',
          lambda r, s, g: r["cards"] if r["cards"] is not None else r["cards_needed"]),
     Calc("speedup", "speedup", "x", "number", "=1+({cards_per_run}-1)*{gpu.scaling}",

@@ -15,7 +15,17 @@ from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
 from .ramp import TaskMonth, task_months
-from .schema import COMMITMENT_TIERS, CONSTANT_VALUES, KIND, REFERENCE_TIER, TASK_TIERS, TIER, TIER_NAMES
+from .schema import (
+    CANDIDATES_ALL_UP_TO,
+    CANDIDATES_LARGE,
+    COMMITMENT_TIERS,
+    CONSTANT_VALUES,
+    KIND,
+    REFERENCE_TIER,
+    TASK_TIERS,
+    TIER,
+    TIER_NAMES,
+)
 from .warnings import group_warnings
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
@@ -74,13 +84,39 @@ def _exclusion_message(key: str, params: tuple) -> Message:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One catalog GPU evaluated for a task; `exclusion` says why it cannot be chosen, `excluded` in words."""
+    """One catalog GPU evaluated for a task; `exclusion` says why it cannot be chosen, `excluded` in words. A
+    candidate the Candidates sheet does not list (`listed` False: list_options) keeps only OPTION_KEYS of its row."""
 
     gpu: str
     row: dict
     exclusion: Exclusion | None = None
     chosen: bool = False
     excluded: str = ""  # exclusion.message(...), or "" for a GPU that can be chosen
+    listed: bool = True
+
+
+# What the JSON and the ranking read of every candidate; the rest of a row only the Candidates sheet shows.
+OPTION_KEYS = ("gpu", "tier", "cards_held", "gpu_hours_per_month", "monthly_cost")
+
+
+def options_listed(settings, tasks: int) -> int | None:
+    """How many of each task's cheapest options Candidates lists besides the chosen card (None: every card): the
+    candidates_per_task setting, else every card for an inventory of up to CANDIDATES_ALL_UP_TO tasks."""
+    if settings.candidates_per_task is not None:
+        return settings.candidates_per_task
+    return None if tasks <= CANDIDATES_ALL_UP_TO else CANDIDATES_LARGE
+
+
+def list_options(tp: TaskPlan, keep: int | None, inputs: Inputs) -> TaskPlan:
+    """The task with its candidates marked as Candidates lists them: every card (keep None), else the chosen card
+    and the `keep` cheapest that could be chosen; the others keep only OPTION_KEYS of their rows, so that a large
+    inventory's plan holds a few full rows a task, not one for every catalog card."""
+    if keep is None:
+        return tp
+    shown = {id(c) for c in rank([c for c in tp.candidates if c.exclusion is None], inputs)[:keep]}
+    return replace(tp, candidates=tuple(
+        c if c.chosen or id(c) in shown else replace(c, row={k: c.row[k] for k in OPTION_KEYS}, listed=False)
+        for c in tp.candidates))
 
 
 @dataclass(frozen=True)
@@ -225,9 +261,14 @@ def _sort_key(c: Candidate, inputs: Inputs) -> tuple:
     return (c.row["monthly_cost"], c.row["cards_held"], -inputs.gpu(c.gpu).vram_gb, c.gpu)
 
 
+def rank(options: list[Candidate], inputs: Inputs) -> list[Candidate]:
+    """Cheapest first: by monthly cost (ties: fewer cards, more memory, then the name)."""
+    return sorted(options, key=lambda c: _sort_key(c, inputs))
+
+
 def choose(options: list[Candidate], method: str, inputs: Inputs) -> Candidate:
     """`cheapest`: lowest monthly cost (ties: fewer cards, more memory). `balanced`: §3.5's middle."""
-    ranked = sorted(options, key=lambda c: _sort_key(c, inputs))
+    ranked = rank(options, inputs)
     if method != "balanced" or len(ranked) <= 2:
         return ranked[0]
     rest = ranked[1:-1]
@@ -444,9 +485,10 @@ def plan_budget(inputs: Inputs) -> Plan:
     s = inputs.settings
     months = s.plan_months
     tasks, problems = [], []
+    keep = options_listed(s, len(inputs.tasks))
     for task in inputs.tasks:
         try:
-            tasks.append(plan_task(task, inputs))
+            tasks.append(list_options(plan_task(task, inputs), keep, inputs))
         except InputError as exc:
             problems.extend(exc.problems)
     if problems:

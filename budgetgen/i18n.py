@@ -45,7 +45,7 @@ NAMES_ZH = {
     "monthly_offer": "包月报价来源", "on_demand_offer": "按需报价来源", "idle_offer": "闲置报价来源",
     "spot_offer": "竞价报价来源",
     "low_util_threshold": "低利用率阈值", "oom_threshold": "OOM阈值", "variance_tolerance": "偏差容忍度",
-    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数", "recon_spike_factor": "日费用突增倍数",
+    "gpu_line_pattern": "GPU账单行模式", "billing_timezone": "账单时区", "recon_memory_limit": "对账内存上限", "recon_top_resources": "对账表列出的资源数", "recon_spike_factor": "日费用突增倍数", "candidates_per_task": "每任务列出的候选卡数",
     "electricity_per_kwh": "电价每千瓦时", "depreciation_years": "折旧年数",
     "upkeep_per_year": "每年维护费",
     "tflops_fp8": "FP8算力TFLOPS", "tflops_fp4": "FP4算力TFLOPS", "form_factor": "板卡形态",
@@ -503,7 +503,12 @@ TEXT_ZH = {
     "a GPU task's day billed above this multiple of the median of its previous 7 billed days (SPIKE_DAYS) is "
     "flagged as a spike on the Recon tab's daily table":
     "GPU任务某日账单超过其此前7个计费日（SPIKE_DAYS）中位数的此倍数时，在对账表的每日表中标记为突增",
-    "more resources, listed on": "个其他资源，完整列在", "flagged": "个有标记",
+    ("options of each task the Candidates sheet lists: the chosen card and this many of the cheapest cards that "
+     "could be chosen (the JSON lists every card); blank: every catalog card for an inventory of up to 1,000 tasks, "
+     "else 3"):
+    "Candidates表为每个任务列出的选项：所选的卡及可选卡中最便宜的这么多张（JSON列出全部卡）；空白：清单不超过1,000个任务时"
+    "列出目录中的每种卡，否则3张",
+    "more resources, listed on": "个其他资源，完整列在", " and {n} more": "等另外{n}个", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
     "electricity price for owned machines (default 1.0 CNY, at the reference rate in another plan currency)":

@@ -50,10 +50,10 @@ from .schema import (
 from .template import example_rows_left
 from .values import BadValue, add_months, is_blank, parse_cell, parse_month, text_length
 
-# Filled rows (the header included) read from an inventory sheet: room for 20,000 tasks (a large company's
-# inventory is thousands), while a bloated or hostile sheet is refused within seconds (openpyxl reads some
-# thousands of rows a second). Bills and Usage sheets keep safefile's larger default.
-MAX_TABLE_ROWS = 20_000
+# Rows below the header read from an inventory sheet: room for 50,000 tasks (a large company's inventory is
+# thousands; 50,000 build on a 2-core machine with a few GB), while a bloated or hostile sheet is refused within
+# seconds (openpyxl reads some thousands of rows a second). Bills and Usage sheets keep safefile's larger default.
+MAX_TABLE_ROWS = 50_000
 
 
 @dataclass
@@ -101,7 +101,7 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
 
 def read_table(ws, sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
     """Every non-blank row of a table sheet, cells parsed by their column's declaration."""
-    return read_rows(iter_rows(ws, max_rows=MAX_TABLE_ROWS), sheet, columns, out)
+    return read_rows(iter_rows(ws, max_rows=MAX_TABLE_ROWS, header=True), sheet, columns, out)
 
 
 def read_rows(rows: Iterator[tuple[int, tuple]], sheet: str, columns: tuple[Column, ...], out: Collector) -> list[Record]:
@@ -620,7 +620,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
     """The Ramp sheet: per task the multiplier of each plan month it gives (a month column left blank: none)."""
     if ws is None:
         return {}
-    rows = iter_rows(ws, max_rows=MAX_TABLE_ROWS)
+    rows = iter_rows(ws, max_rows=MAX_TABLE_ROWS, header=True)
     first = next(rows, None)
     if first is None:
         return {}

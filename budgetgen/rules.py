@@ -364,12 +364,9 @@ BEST_GPU = Rule("best_gpu", "the GPU of that largest saving (blank: none is chea
                 'IF({task}={previous_task},IF({saving}>{previous_best},{gpu},{previous_gpu}),IF({saving}>0,{gpu},""))',
                 lambda s, task, previous_task, previous_best, previous_gpu, saving, gpu:
                 (gpu if saving > previous_best else previous_gpu) if task == previous_task else (gpu if saving > 0 else ""))
-TASK_BEST = Rule("task_best", "a task's best candidate figure: its last row on Candidates (its first row, found "
-                 "exactly, plus its count of rows less one: an approximate MATCH over repeated task rows may land on "
-                 "any of them in LibreOffice and `formulas`)",
-                 "INDEX({column},MATCH(MATCH({task_id},TaskId,0),{task_rows},0)"
-                 "+SUMPRODUCT(({task_rows}=MATCH({task_id},TaskId,0))*1)-1)",
-                 lambda s, column, task_id, task_rows: column)
+TASK_BEST = Rule("task_best", "a task's best candidate figure: its last row on Candidates (the task's rows are listed "
+                 "together, its last one's position on the Tasks row beside it: one lookup, not a search of the sheet)",
+                 "INDEX({column},{last})", lambda s, column, last: column)
 CHEAPER_TASKS = Rule("cheaper_tasks", "tasks whose GPU the build chose (none named in the input) that a cheaper "
                      "GPU could now run: a rebuild would choose again", 'SUMPRODUCT(({cheaper}<>"")*({named}=""))',
                      lambda s, cheaper, named: sum(1 for c, n in zip(cheaper, named, strict=True) if c and not n))

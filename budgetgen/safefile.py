@@ -137,21 +137,25 @@ def load_input_workbook(source: Path | InputFile) -> openpyxl.Workbook:
     raise _fail(source.name, Code.UNREADABLE, message)
 
 
-def iter_rows(ws: Worksheet | ReadOnlyWorksheet, max_rows: int = 100_000) -> Iterator[tuple[int, tuple]]:
-    """Yield (row number, values) for each non-empty row, trailing empty cells dropped."""
+def iter_rows(ws: Worksheet | ReadOnlyWorksheet, max_rows: int = 100_000,
+              header: bool = False) -> Iterator[tuple[int, tuple]]:
+    """Yield (row number, values) for each non-empty row, trailing empty cells dropped. With `header`, the first
+    non-empty row is the table's header and `max_rows` counts the rows below it."""
     if isinstance(ws, ReadOnlyWorksheet):
         ws.reset_dimensions()  # the declared <dimension> may be forged: read only the rows really there
     # From A1 whatever the sheet declares; an explicit range also gets a closable generator.
     rows = ws.iter_rows(min_row=1, min_col=1, values_only=True)
     try:
-        yield from _filled_rows(_guarded(rows, ws.title), ws.title, max_rows)
+        yield from _filled_rows(_guarded(rows, ws.title), ws.title, max_rows, header)
     finally:
         rows.close()  # frees the sheet's open zip member even when reading stops early
 
 
-def _filled_rows(rows: Iterator[tuple], sheet: str, max_rows: int) -> Iterator[tuple[int, tuple]]:
-    """Number the rows, skip the empty ones, and stop at once when there are too many."""
-    count = 0
+def _filled_rows(rows: Iterator[tuple], sheet: str, max_rows: int, header: bool = False) -> Iterator[tuple[int, tuple]]:
+    """Number the rows, skip the empty ones, and stop at once when there are too many (with `header`, below the
+    first)."""
+    count = -1 if header else 0
+    what = "rows below its header" if header else "filled rows"
     for number, values in enumerate(rows, start=1):
         if number > EXCEL_MAX_ROWS:
             raise _fail(
@@ -167,7 +171,7 @@ def _filled_rows(rows: Iterator[tuple], sheet: str, max_rows: int) -> Iterator[t
             raise _fail(
                 sheet,
                 Code.TOO_LARGE,
-                f"has more than {max_rows:,} filled rows (row {number:,} is one too many); "
+                f"has more than {max_rows:,} {what} (row {number:,} is one too many); "
                 "delete the rows the budget does not need or split the inventory",
             )
         yield number, _trim(values)

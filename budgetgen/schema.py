@@ -70,6 +70,9 @@ class Setting:
     money: str | None = None  # a money amount whose default is in this currency: converted for another plan currency
 
 
+CANDIDATES_ALL_UP_TO = 1_000  # tasks up to which Candidates lists every catalog card by default
+CANDIDATES_LARGE = 3  # cheapest options a task's Candidates rows show by default in a larger inventory
+MAX_CANDIDATES = 1_000  # candidates_per_task at most (more than any catalog has cards: a typing slip)
 MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
 S = Setting
 # Settings of calculation model v2 (serving per replica, MoE, LoRA/QLoRA), appended to SETTINGS below.
@@ -265,6 +268,11 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
     S("regions", "text", None, "Regions",
       "take built-in offers only in these regions (comma-separated; an offer for any region counts); blank: every "
       "region", structural=True),
+    S("candidates_per_task", "count", None, "CandidatesPerTask",
+      "options of each task the Candidates sheet lists: the chosen card and this many of the cheapest cards that "
+      "could be chosen (the JSON lists every card); blank: every catalog card for an inventory of up to "
+      f"{CANDIDATES_ALL_UP_TO:,} tasks, else {CANDIDATES_LARGE}", unit="cards", structural=True, minimum=1,
+      maximum=MAX_CANDIDATES),
     S("max_cards", "count", 64, "MaxCards",
       "largest card count the engine proposes for one training run or one serving replica",
       unit="cards", structural=True, minimum=1, maximum=MAX_CARDS),

@@ -52,7 +52,9 @@ def test_sample_every_formula_recalculates_to_the_cached_value(sample):
     per_sheet = {}
     for sheet, _ in cells:
         per_sheet[sheet] = per_sheet.get(sheet, 0) + 1
-    assert per_sheet["TASKS"] == tasks * (len(CALCS) + 2)   # and the live choice's cheaper GPU and its saving
+    # and the live choice's cheaper GPU and its saving, the GPU's row on GPUs, and the ten catalog-model figures the
+    # formulas read (every Models column but the name, native_context and the source)
+    assert per_sheet["TASKS"] == tasks * (len(CALCS) + 2 + 1 + 10)
     assert per_sheet["MONTHLY"] == tasks * (8 + len(plan.months))  # 7 links, the plan total, the months
 
 
@@ -182,12 +184,17 @@ def test_a_sheet_past_excels_rows_is_refused_before_writing(tmp_path):
 
     from budgetgen.errors import OutputError
     from budgetgen.workbook import check_excel_limits
-    plan = SimpleNamespace(tasks=[None] * 20_000, months=("2026-07",), inputs=SimpleNamespace(gpus=[None] * 53))
+    every_card = SimpleNamespace(candidates_per_task=60)   # at least the catalog's 53 cards: every card listed
+    plan = SimpleNamespace(tasks=[None] * 20_000, months=("2026-07",),
+                           inputs=SimpleNamespace(gpus=[None] * 53, settings=every_card))
     with pytest.raises(OutputError) as info:
         check_excel_limits(plan)
     assert "Candidates sheet would need 1,060,001 rows, more than Excel's 1,048,576" in str(info.value)
     plan.inputs.gpus = [None] * 52   # 1,040,001 rows fit
     check_excel_limits(plan)
+    plan.inputs.gpus = [None] * 53
+    plan.inputs.settings = SimpleNamespace(candidates_per_task=None)   # 20,000 tasks: 3 cheapest + the chosen
+    check_excel_limits(plan)   # 80,001 rows
 
 
 def test_ml03_unit_costs_are_its_monthly_cost_over_its_monthly_tokens_and_requests(sample):

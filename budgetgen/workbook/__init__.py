@@ -15,7 +15,7 @@ from pathlib import Path
 import xlsxwriter
 
 from .. import __version__, rules
-from ..engine import Plan
+from ..engine import Plan, options_listed
 from ..errors import OutputError
 from ..fx import plan_rates
 from ..models import builtin_models
@@ -56,12 +56,14 @@ SHEETS = ("Summary", "Order", "Assumptions", "GPUs", "Models", "Tasks", "TaskLis
 
 def check_excel_limits(plan: Plan) -> None:
     """Refuse, before writing, a plan whose sheets would not fit in Excel (bill lines are aggregated already)."""
-    rows = {"Tasks": len(plan.tasks) + 1, "Candidates": len(plan.tasks) * len(plan.inputs.gpus) + 1,
+    keep = options_listed(plan.inputs.settings, len(plan.tasks))
+    per_task = len(plan.inputs.gpus) if keep is None else min(len(plan.inputs.gpus), keep + 1)
+    rows = {"Tasks": len(plan.tasks) + 1, "Candidates": len(plan.tasks) * per_task + 1,
             "Tiers": len(TASK_TIERS) * len(plan.months) + 1}
     for sheet, needed in rows.items():
         if needed > EXCEL_MAX_ROWS:
             raise OutputError(f"the {sheet} sheet would need {needed:,} rows, more than Excel's {EXCEL_MAX_ROWS:,}: "
-                              "split the inventory or shorten the GPUs sheet")
+                              "split the inventory, shorten the GPUs sheet or lower candidates_per_task")
 
 
 def _open(plan: Plan, path: Path, tmpdir: Path | None) -> xlsxwriter.Workbook:
@@ -70,6 +72,9 @@ def _open(plan: Plan, path: Path, tmpdir: Path | None) -> xlsxwriter.Workbook:
     if tmpdir is not None:
         options["tmpdir"] = str(tmpdir)
     wb = xlsxwriter.Workbook(str(path), options)
+    # A part past 2 GiB of XML (the Candidates sheet of a large inventory listing every card) needs ZIP64 in the zip
+    # directory; zipfile adds it only to such a part, so every smaller workbook is byte for byte as without.
+    wb.use_zip64()
     s = plan.inputs.settings
     built = dt.datetime.combine(dt.date.fromisoformat(s.build_date), dt.time(), dt.UTC)
     wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen",

@@ -9,7 +9,7 @@ from xlsxwriter.utility import xl_col_to_name
 
 from .. import rules
 from ..engine import Plan
-from .layout import Table, task_name
+from .layout import Table, listed_candidates, task_name
 
 CANDIDATE_HEADERS = {"gpu_saving": ("saving against the chosen GPU", "currency/month"),
                   "best_saving": ("task's best saving so far", "currency/month"),
@@ -18,14 +18,16 @@ CANDIDATE_NAMES = {"task_row": "CandidateTaskRow", "best_saving": "CandidateBest
 
 
 def live_choice(plan: Plan) -> tuple[list[list[dict]], list[dict]]:
-    """The live-choice columns' values (the Python view of their rules): per task, each candidate's saving and
-    the running best; per task, its best (the last candidate's), which Tasks shows."""
+    """The live-choice columns' values (the Python view of their rules): per task, each listed candidate's saving
+    and the running best; per task, its best (its last Candidates row's, and that row's position), which Tasks
+    shows."""
     s = plan.inputs.settings
-    rows, best = [], []
-    for tp in plan.tasks:
+    rows, best, last = [], [], 0
+    for tp, listed in zip(plan.tasks, listed_candidates(plan), strict=True):
         chosen = tp.row["monthly_cost"]
         task_rows, top, gpu = [], 0.0, ""
-        for i, c in enumerate(tp.candidates):
+        last += len(listed)
+        for i, c in enumerate(listed):
             saving = rules.GPU_SAVING(s, excluded=c.excluded, cost=c.row["monthly_cost"], chosen=chosen)
             previous = i > 0
             gpu = rules.BEST_GPU(s, task=1, previous_task=1 if previous else 0, previous_best=top, previous_gpu=gpu,
@@ -34,7 +36,7 @@ def live_choice(plan: Plan) -> tuple[list[list[dict]], list[dict]]:
             task_rows.append({"gpu_saving": saving, "best_saving": top, "best_gpu": gpu})
         rows.append(task_rows)
         best.append({"gpu_named": NAMED if tp.task.values["gpu"] else "", "cheaper_gpu": gpu,
-                     "cheaper_gpu_saving": top})
+                     "cheaper_gpu_saving": top, "candidate_last": last})
     return rows, best
 
 
@@ -52,13 +54,13 @@ def candidate_formulas(table: Table) -> dict[str, str]:
     }
 
 TASK_HEADERS = {"gpu_named": ("gpu named in the input", ""), "cheaper_gpu": ("cheaper GPU now", ""),
-                "cheaper_gpu_saving": ("saving on it", "currency/month")}
+                "cheaper_gpu_saving": ("saving on it", "currency/month"),
+                "candidate_last": ("its last Candidates row", "#")}
 NAMED = "named"   # the gpu_named cell of a task whose input names its GPU (blank: the build chose it)
 
 
 def task_formulas(table: Table) -> dict[str, str]:
     """The Tasks columns showing each task's best candidate: its last row on Candidates."""
-    task_id = f"${xl_col_to_name(table.columns['task_id'])}{{r}}"
-    return {key: rules.TASK_BEST.formula(column=CANDIDATE_NAMES[column], task_id=task_id,
-                                         task_rows=CANDIDATE_NAMES["task_row"])
+    last = f"${xl_col_to_name(table.columns['candidate_last'])}{{r}}"
+    return {key: rules.TASK_BEST.formula(column=CANDIDATE_NAMES[column], last=last)
             for key, column in (("cheaper_gpu", "best_gpu"), ("cheaper_gpu_saving", "best_saving"))}

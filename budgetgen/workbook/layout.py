@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ..columns import CALCS, CANDIDATE_FROM_TASKS
-from ..engine import Plan
+from ..columns import CALCS, CANDIDATE_FROM_TASKS, MODEL_FIELDS
+from ..engine import Candidate, Plan
 from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import Order, plan_order
@@ -89,8 +89,8 @@ def sentence(key: str, **cells: str) -> str:
 
 
 def task_name(key: str) -> str:
-    """The name of a Tasks column (its data rows)."""
-    return _TASK_NAMES.get(key) or f"Task{camel(key)}"
+    """The name of a Tasks column (its data rows): TaskModelLayers for the model figure `model.layers`."""
+    return _TASK_NAMES.get(key) or f"Task{camel(key.replace('.', '_'))}"
 
 
 def month_name(prefix: str, month: str) -> str:
@@ -619,12 +619,22 @@ class Layout:
 
 MONTHLY_LEAD = ("task_row", "task_id", "task", "kind", "tier", "gpu", "cost_center", "monthly_cost", "period_cost")
 EXTRAS_LEAD = ("item", "category", "monthly_cost", "start_month", "end_month", "start #", "end #")
-CANDIDATE_LEAD = ("task_id", "gpu", "tier", "chosen", "excluded", "cards", "task_row")
+CANDIDATE_LEAD = ("task_id", "gpu", "tier", "chosen", "excluded", "cards", "task_row", "gpu_row")
 # Last on Candidates, beside the cost columns: whose offer the GPU's prices are, and where (read from GPUs by name).
 CANDIDATE_OFFER = ("offer",)
 # The live choice: Candidates' saving against the chosen GPU and the running best of each task; Tasks' best of them.
 CANDIDATE_CHOICE = ("gpu_saving", "best_saving", "best_gpu")
-TASK_CHOICE = ("gpu_named", "cheaper_gpu", "cheaper_gpu_saving")
+TASK_CHOICE = ("gpu_named", "cheaper_gpu", "cheaper_gpu_saving", "candidate_last")
+# Last on Tasks: each catalog-model figure a formula uses, looked up once per task on Models (blank: no model, or the
+# catalog lacks it); the formulas read these cells (Candidates through the task's row) instead of repeating the lookup.
+MODEL_FIGURES = tuple(f"model.{f}" for f in MODEL_FIELDS if any(f"{{model.{f}}}" in c.excel for c in CALCS))
+
+
+def listed_candidates(plan: Plan) -> list[tuple[Candidate, ...]]:
+    """Each task's rows on Candidates, in catalog order: every card, or (engine.list_options) the chosen card and the
+    cheapest that could be chosen. The live choice weighs these rows; a rebuild weighs every card (the JSON lists
+    them), and the cheapest of them is listed, so the two agree until an edit makes an unlisted card the cheapest."""
+    return [tuple(c for c in tp.candidates if c.listed) for tp in plan.tasks]
 
 
 def _assumptions(months: int, fx_rates: int) -> AssumptionsLayout:
@@ -690,11 +700,11 @@ def order_layout(order: Order, months: tuple[str, ...], shared_gpus: tuple[str, 
 def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     """Every sheet's blocks and cells for `plan` (and its reconciliation months), before anything is written."""
     n = len(plan.tasks)
-    keys = [c.name for c in TASK_COLUMNS] + [c.key for c in CALCS] + list(TASK_CHOICE)
+    keys = [c.name for c in TASK_COLUMNS] + [c.key for c in CALCS] + list(TASK_CHOICE) + ["gpu_row"] + list(MODEL_FIGURES)
     tasks = Table(MappingProxyType({k: i for i, k in enumerate(keys)}), 1, max(1, n))
     candidate_keys = [*CANDIDATE_LEAD, *(c.key for c in CALCS if c.key not in CANDIDATE_FROM_TASKS), *CANDIDATE_OFFER,
                       *CANDIDATE_CHOICE]
-    candidate_rows = sum(len(tp.candidates) for tp in plan.tasks)
+    candidate_rows = sum(map(len, listed_candidates(plan)))
     candidates = Table(MappingProxyType({k: i for i, k in enumerate(candidate_keys)}), 1, max(1, candidate_rows))
     monthly = MonthMatrix(MONTHLY_LEAD, plan.months, 2, 1 + max(1, n))
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))

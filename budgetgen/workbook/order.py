@@ -147,7 +147,20 @@ def _line(book: Book, ws, at: OrderLayout, line: OrderLine, i: int) -> None:
     q, tot = (xl_rowcol_to_cell(row, c(k)) for k in ("quantity", "total"))
     book.formula(ws, row, c("unit price"), rules.ORDER_UNIT_PRICE.formula(quantity=q, total=tot),
                  line.unit_price if line.unit_price is not None else "", "price")
-    ws.write_string(row, c("tasks served"), ", ".join(line.tasks), book.f.wrap)
+    ws.write_string(row, c("tasks served"), tasks_served(book, line.tasks), book.f.wrap)
+
+
+SERVED_CHARS = 250   # of task ids a line shows; the rest are counted (a line of a large inventory serves thousands)
+
+
+def tasks_served(book: Book, tasks: tuple[str, ...]) -> str:
+    """The task ids an order line serves, as many as fit in SERVED_CHARS, then how many more."""
+    text, shown = "", 0
+    for task in tasks:
+        if text and len(text) + 2 + len(task) > SERVED_CHARS:
+            return text + book.t(" and {n} more").format(n=f"{len(tasks) - shown:,}")
+        text, shown = f"{text}, {task}" if text else task, shown + 1
+    return text
 
 
 def _share_row(at: OrderLayout, gpu: str) -> int | None:

@@ -12,10 +12,11 @@ from xlsxwriter.utility import xl_col_to_name
 from ..columns import CALCS
 from ..engine import Plan
 from ..i18n import name as input_name
+from ..models import MODEL_COLUMNS
 from ..schema import TASK_COLUMNS
 from .book import Book, ColumnBlock
 from .choice import NAMED, TASK_HEADERS, live_choice, task_formulas
-from .layout import GPU_NAMES, MODEL_NAMES, Table, task_name
+from .layout import GPU_NAMES, MODEL_FIGURES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
 
 SHEET = "Tasks"
@@ -27,9 +28,9 @@ INPUT_FORMATS = {c.name: ("percent" if c.type == "percent" else "text" if c.type
 def compile_formula(template: str, table: Table, task_row: str | None = None) -> str:
     """A column's formula (without `=`), `{r}` standing for the 1-based row.
 
-    `{col}` is the same row's cell, `{gpu.x}` a lookup on the GPUs sheet, `{model.x}` one on the Models sheet
-    (blank when the row names no model or the catalog lacks the figure). With `task_row` (the column
-    holding the task's position on Tasks), a column the table lacks is read from Tasks by its name.
+    `{col}` is the same row's cell, `{gpu.x}` a lookup on the GPUs sheet, `{model.x}` the task's model figure
+    (Tasks' column `model.x`: blank when the row names no model or the catalog lacks the figure). With `task_row`
+    (the column holding the task's position on Tasks), a column the table lacks is read from Tasks by its name.
     """
     def cell(name: str) -> str:
         if name in table.columns:
@@ -39,13 +40,37 @@ def compile_formula(template: str, table: Table, task_row: str | None = None) ->
     def sub(match: re.Match) -> str:
         name, field = match.groups()
         if name == "gpu" and field:
-            return f"INDEX({GPU_NAMES[field]},MATCH({cell('gpu')},GpuName,0))"
+            row = cell("gpu_row") if "gpu_row" in table.columns else gpu_row_formula(table)
+            return row if field == "row" else f"INDEX({GPU_NAMES[field]},{row})"
         if name == "model" and field:
-            model = cell("model")
-            figure = f"INDEX({MODEL_NAMES[field]},MATCH({model},ModelName,0))"
-            return f'IF({model}="","",IF({figure}="","",{figure}))'
+            return cell(f"model.{field}")
         return cell(name)
     return _PLACEHOLDER.sub(sub, template.removeprefix("="))
+
+
+def gpu_row_formula(table: Table) -> str:
+    """The row's GPU's position on the GPUs sheet: the formula of the `gpu_row` column, which the other formulas'
+    GPU lookups read."""
+    return f"MATCH(${xl_col_to_name(table.columns['gpu'])}{{r}},GpuName,0)"
+
+
+def gpu_rows(plan: Plan) -> dict[str, int]:
+    """Each catalog GPU's position on the GPUs sheet (its row there less the header): the `gpu_row` values."""
+    return {g.name: i for i, g in enumerate(plan.inputs.gpus, start=1)}
+
+
+GPU_ROW_HEADER = {"gpu_row": ("row on GPUs", "#")}
+_MODEL_UNITS = {c.name: c.unit for c in MODEL_COLUMNS}
+MODEL_HEADERS = {key: (f"model: {field}", "" if _MODEL_UNITS[field] == field else _MODEL_UNITS[field])
+                 for key, field in ((key, key.removeprefix("model.")) for key in MODEL_FIGURES)}
+
+
+def model_lookup(field: str, table: Table) -> str:
+    """The formula of Tasks' column `model.<field>`: the task's model's figure on Models, blank when the row names no
+    model or the catalog lacks the figure."""
+    model = f"${xl_col_to_name(table.columns['model'])}{{r}}"
+    figure = f"INDEX({MODEL_NAMES[field]},MATCH({model},ModelName,0))"
+    return f'IF({model}="","",IF({figure}="","",{figure}))'
 
 
 def column_headers(book: Book, ws, table: Table, labels: dict[str, str],
@@ -79,7 +104,7 @@ def dropdowns(book: Book, ws, table: Table) -> None:
 
 
 def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
-    widths = column_headers(book, ws, table, {"gpu": "gpu (chosen)"}, TASK_HEADERS)
+    widths = column_headers(book, ws, table, {"gpu": "gpu (chosen)"}, TASK_HEADERS | MODEL_HEADERS | GPU_ROW_HEADER)
     extra_col = len(table.columns)
     headers = plan.inputs.extra_headers
     for j, header in enumerate(headers):
@@ -90,13 +115,18 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "cheaper_gpu" else "money"))
               for key, formula in task_formulas(table).items()]
     choice.append((table.columns["gpu_named"], "gpu_named", None, book.f.get("calc", "text")))
-    block = ColumnBlock(sorted(inputs + formulas + choice, key=lambda column: column[0]))
+    choice.append((table.columns["candidate_last"], "candidate_last", None, book.f.get("calc", "int")))
+    figures = [(table.columns[key], key, model_lookup(key.removeprefix("model."), table), book.f.get("link", "echo"))
+               for key in MODEL_FIGURES]
+    figures.append((table.columns["gpu_row"], "gpu_row", gpu_row_formula(table), book.f.get("calc", "int")))
+    gpu_row = gpu_rows(plan)
+    block = ColumnBlock(sorted(inputs + formulas + choice + figures, key=lambda column: column[0]))
     blank = dict.fromkeys(c.name for c in TASK_COLUMNS)
     named = book.t(NAMED)
     best = [{**b, "gpu_named": named if b["gpu_named"] else ""} for b in live_choice(plan)[1]]
     for i, tp in enumerate(plan.tasks):
         r = table.first + i
-        block.store(ws, r, {**blank, **tp.task.values, **tp.row, **best[i]})
+        block.store(ws, r, {**blank, **tp.task.values, **tp.row, **best[i], "gpu_row": gpu_row[tp.row["gpu"]]})
         for j, header in enumerate(headers):
             value = tp.task.extra.get(header)
             book.value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
