@@ -580,6 +580,7 @@ TEXT_ZH = {
     "Order total = Summary GPU total": "订购清单合计 = 汇总GPU合计",
     "Order GPU total = Summary GPU + commitments total": "订购清单GPU合计 = 汇总GPU合计 + 承诺合计",
     "Order plan total = Summary period total": "订购清单计划合计 = 汇总计划期合计",
+    "cards its memory needs": "显存所需卡数", "cards its deadline needs": "工期所需卡数",
     "reserve": "预留", "rent": "租用", "card-hours in plan": "计划内卡时", "card-hours": "卡时", "rate a card-hour": "每卡时单价",
     "total in plan": "计划内合计", "a month, 0 upfront": "每月（无预付）",
     "GPU total (reservations and rent)": "GPU合计（预留与租用）", "extras (Summary)": "额外费用（见汇总表）",
