@@ -228,10 +228,14 @@ def test_engine_invariants(workdir, inventory):
         assert t.gpu >= 0 and t.extras >= 0 and t.buffer >= 0
         assert _close(t.gpu, math.fsum(active))
         assert _close(t.extras, math.fsum(extras))
-        assert _close(t.buffer, s.hidden_cost_buffer * t.gpu)
-        assert _close(t.total, t.gpu + t.extras + t.buffer)
+        assert _close(t.buffer, s.hidden_cost_buffer * (t.gpu + t.commitments))   # BUFFER: commitments included
+        assert _close(t.total, t.gpu + t.commitments + t.extras + t.buffer)
         assert _close(math.fsum(plan.tier_totals[tier][month] for tier in TIER_NAMES), t.gpu)
     assert _close(plan.period_total, math.fsum(t.total for t in plan.month_totals.values()))
+    # a commitment is never a loss: its whole term (months after the plan included) costs no more than the rent its
+    # covered hours displace within the plan
+    for c in plan.commitments:
+        assert c.cards == 0 or c.term_total <= math.fsum(c.displaced) * (1 + 1e-9), (c.gpu, c.tier)
 
 
 def _formula_mismatches(cells: dict, recalculated: dict) -> list[tuple]:

@@ -139,8 +139,8 @@ def _line(book: Book, ws, at: OrderLayout, line: OrderLine, i: int) -> None:
     for j, value in enumerate(line.cards_by_month):
         col = at.month_col + j
         book.formula(ws, row, col, _rented(at, 0, i, share, col), value, "number")
-    quantity = "SUMPRODUCT(" + _months(at, at.working_row(1, i)) + "," + _share_range(at, share) + ")"
-    total = "SUMPRODUCT(" + _months(at, at.working_row(2, i)) + "," + _share_range(at, share) + ")"
+    quantity, total = (f"SUMPRODUCT({_months(at, at.working_row(k, i))},{_months(at, share)})" if share is not None
+                       else f"SUM({_months(at, at.working_row(k, i))})" for k in (1, 2))
     book.formula(ws, row, c("quantity"), quantity, line.quantity, "int")
     ws.write_string(row, c("unit"), book.t(line.quantity_unit))
     book.formula(ws, row, c("total"), total, line.total, "money")
@@ -165,10 +165,6 @@ def tasks_served(book: Book, tasks: tuple[str, ...]) -> str:
 
 def _share_row(at: OrderLayout, gpu: str) -> int | None:
     return at.working_row(3, at.shared_gpus.index(gpu)) if gpu in at.shared_gpus else None
-
-
-def _share_range(at: OrderLayout, share: int | None) -> str:
-    return _months(at, share) if share is not None else "1"
 
 
 def _rented(at: OrderLayout, k: int, i: int, share: int | None, col: int) -> str:
