@@ -792,6 +792,8 @@ MESSAGES = {
     "catalog_age_plan_month": ("the plan month {month} they pay for", "其计价的计划月份 {month} "),
     "catalog_cell": ("{cell}", "{cell}"),
     "catalog_builtin": ("built-in catalog", "内置目录"),
+    "offer_filter_name_unused": (("{setting}: {name} adds no built-in offer this plan takes ({place}): {hint}"),
+                                 "{setting}：{name} 没有增加本计划可用的内置报价（{place}）：{hint}"),
 }
 
 # Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet
@@ -1069,6 +1071,39 @@ PROBLEMS = {
     "bills_out_of_memory": (("the bills need more memory than recon_memory_limit allows ({reason}); raise the "
                             "setting or free disk space for spilling"),
                             "账单所需内存超过 recon_memory_limit（{reason}）；请调高该设置或腾出磁盘空间用于溢写"),
+    # bad input, round four (issue 34)
+    "percent_ambiguous": (
+        ("{shown} would be {value:,.0%}: write {value:g}% (or {share:g}) for {value:g} percent; a share above 100% "
+         "is typed with its % sign"),
+        "{shown} 将被读作 {value:,.0%}：表示 {value:g}% 请写 {value:g}%（或 {share:g}）；超过 100% 的比例请带 % 号输入"),
+    "ramp_month_twice": ('"{text}" is the month {month} again (its column is {first}): keep one column a month',
+                         '"{text}" 与 {first} 列是同一月份 {month}：每个月份只保留一列'),
+    "scenario_buffer_rate": (("{level}: {value:g} is a hidden-cost buffer of {value:,.0%}: the buffer's values are "
+                              "rates (25% or 0.25)"),
+                             "{level}：{value:g} 意味着 {value:,.0%} 的隐性成本缓冲：缓冲的取值是比率（25% 或 0.25）"),
+    "scenario_order": (("{upper}: {b:g} is below {lower} {a:g}: the values go low <= base <= high (swap them, or "
+                        "leave a level blank for the base)"),
+                       "{upper}：{b:g} 小于 {lower} {a:g}：取值须满足 low <= base <= high（请对调，或留空以使用 base）"),
+    "growth_too_large": (("growth_per_month: {growth:.0%} a month from {start} makes the demand of {month} "
+                          "{factor:,.3g} times the demand typed, more than {bound:,.0f}: check the rate (5% a month is 5% or 0.05)"),
+                         ("growth_per_month：每月 {growth:.0%} 从 {start} 起使 {month} 的需求达到所填需求的 {factor:,.3g} 倍，"
+                         "超过 {bound:,.0f}：请检查增长率（每月 5% 写作 5% 或 0.05）")),
+    "offer_filter_empty": (('{setting}: "{raw}" names no {what}: give names separated by commas, or leave it blank '
+                            "for every {what}"),
+                           '{setting}："{raw}" 没有给出任何{what}：请用逗号分隔填写名称，或留空表示全部'),
+    "offer_filter_unknown": ('{setting}: "{name}" is no {what} of the built-in offers ({hint})',
+                             '{setting}："{name}" 不是内置报价中的{what}（{hint}）'),
+    "offer_filter_known": ("they are: {names!l}", "现有：{names!l}"),
+    "offer_filter_excludes_all": (("the built-in offers from providers {providers} in regions {regions} hold none a "
+                                   "{currency} plan takes under offer_currency {policy}: {hint}"),
+                                  ("来自 providers {providers}、regions {regions} 的内置报价中，没有 {currency} 计划在 "
+                                  "offer_currency {policy} 下可用的报价：{hint}")),
+    "offer_filter_other_currency": (("their offers are in {currencies!l}: set offer_currency to any to take them, "
+                                     "converted at the FX rate"),
+                                    "它们的报价币种为 {currencies!l}：将 offer_currency 设为 any 可按汇率换算后采用"),
+    "offer_filter_widen": ("none of their offers matches both lists: widen them, or leave one blank",
+                           "没有报价同时满足两个列表：请放宽列表，或留空其中之一"),
+    "setting_cell": ("Settings!{cell}", "Settings!{cell}"),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

@@ -50,6 +50,9 @@ class Column:
     minimum: float | None = None  # bounds when given (0: no negatives, where a negative means nothing)
     maximum: float | None = None
     scale: float = 1  # a typed number is divided by this: 7B in billions of parameters is 7
+    # A percent column's bare number above 1 (25, not 25% or 0.25) is refused as ambiguous unless the column is a
+    # factor that is commonly above 1 (matmul_efficiency 1.2): 25 read as a share is 2,500%.
+    plain_above_one: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,12 @@ class Setting:
 
 
 MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
+# A month's demand over the demand typed on Tasks (growth compounded, or a Ramp cell): 10% a month for ten years is
+# 84,000; beyond a million the growth rate or the ramp is a typing slip (1,000% a month for ten years is 1e124).
+MAX_DEMAND_FACTOR = 1e6
+# A Scenarios value (a multiplier of demand or prices, an efficiency that divides the demand): beyond 1,000x either
+# way it is a typing slip, not a scenario.
+SCENARIO_RANGE = (1e-3, 1e3)
 S = Setting
 # Settings of calculation model v2 (serving per replica, MoE, LoRA/QLoRA), appended to SETTINGS below.
 SERVING_SETTINGS: tuple[Setting, ...] = (
@@ -355,7 +364,7 @@ GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
     C("form_factor", "choice", choices=FORM_FACTORS, help="sxm (or OAM) module or pcie card"),
     C("bandwidth_efficiency", "percent", minimum=0.01, maximum=1,
       help="share of the memory bandwidth decode reads reach on this card; blank: the decode_efficiency setting"),
-    C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5,
+    C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5, plain_above_one=True,
       help="multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than "
       "H100/A100 kernels reach of theirs; blank: 1"),
 )
@@ -497,17 +506,19 @@ SCENARIO_COLUMNS: tuple[Column, ...] = (
     C("driver", "choice", required=True, choices=tuple(d.name for d in DRIVERS),
       help="; ".join(f"{d.name}: {d.meaning}" for d in DRIVERS)),
     C("task_id", "text", help="the task it moves; blank: every task (a task's own row wins)"),
-    C("low", "number", positive=True, help="the low scenario's value; blank: base"),
-    C("base", "number", positive=True, help="the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer "
-      "setting)"),
-    C("high", "number", positive=True, help="the high scenario's value; blank: base"),
+    C("low", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
+      help="the low scenario's value; blank: base"),
+    C("base", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
+      help="the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer setting)"),
+    C("high", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
+      help="the high scenario's value; blank: base"),
     C("source", "text", help="where the range comes from"),
 )
 
 # The Ramp sheet: a task_id, then one column per plan month headed YYYY-MM, each a multiplier of the typed demand.
 RAMP_COLUMNS: tuple[Column, ...] = (
     C("task_id", "text", required=True, help="the task the row ramps"),
-    C("YYYY-MM", "number", "x", minimum=0,
+    C("YYYY-MM", "number", "x", minimum=0, maximum=MAX_DEMAND_FACTOR,
       help="one column per plan month (headed by the month): the month's demand over the demand typed on Tasks, "
       "instead of the growth (0: the task pauses); blank: the growth"),
 )

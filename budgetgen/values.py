@@ -69,6 +69,11 @@ def parse_number(raw: object, column: Column) -> float:
             value /= 100
         elif suffix:
             value = value * SUFFIX[suffix] / column.scale
+    if column.type == "percent" and not column.plain_above_one and value > 1 and math.isfinite(value) \
+            and not (isinstance(raw, str) and raw.strip().endswith("%")):
+        # 25 in a share: 25% or 2,500%? Never guessed (a 2,500% buffer is a silently wrong budget)
+        raise BadValue(Code.OUT_OF_RANGE, Message("percent_ambiguous", shown=_show(raw), value=value,
+                                                  share=value / 100))
     _check_range(value, raw, column, what)
     return int(value) if column.type == "count" else value
 

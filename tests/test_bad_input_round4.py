@@ -1,0 +1,203 @@
+"""Bad input, round four (issue 34): the surfaces added since round three, attacked as a hostile user would.
+
+Each test names a class of input that crashed, or built a silently wrong plan, before it was fixed: percents typed
+without their % sign, months and growth that run away, Scenarios out of order, the offer filters (providers,
+regions) and the GPUs sheet's `<tier>_offer` columns. Codes and cells are asserted, not prose; the CLI cases check
+that nothing is written and the input is untouched.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import TODAY, make_input
+from test_bad_input import SERVICE, TRAINING, refused
+
+from budgetgen.errors import Code, InputError
+from budgetgen.prices import name_key, split_names
+from budgetgen.reader import read_inputs
+
+
+def problems(book) -> set[tuple[Code, str, str]]:
+    """The (code, sheet, cell) of every problem reading `book` (which must fail)."""
+    with pytest.raises(InputError) as caught:
+        read_inputs(book, today=TODAY)
+    return {(p.code, p.sheet, p.cell) for p in caught.value.problems}
+
+
+def settings_of(tmp_path, tasks=(SERVICE, TRAINING), **settings):
+    return read_inputs(make_input(tmp_path / "in.xlsx", list(tasks), settings=settings), today=TODAY).settings
+
+
+# ---------------------------------------------------------------- a percent typed without its % sign
+
+@pytest.mark.parametrize("key", ["hidden_cost_buffer", "run_overhead", "debug_overhead", "spot_overhead",
+                                 "inference_overhead", "variance_tolerance"])
+def test_a_share_typed_as_25_is_refused_not_read_as_2500_percent(tmp_path, key):
+    """25 in a share without an upper bound was 2,500%: a hidden_cost_buffer of 25 made a budget 26 times the GPU
+    cost, with only a guidance warning. Settings!B2 is period_start; the setting is on row 3."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={key: 25})
+    assert problems(book) == {(Code.OUT_OF_RANGE, "Settings", "B3")}
+
+
+@pytest.mark.parametrize(("typed", "value"), [("25%", 0.25), (0.25, 0.25), ("250%", 2.5), (1, 1.0)])
+def test_a_share_with_its_sign_or_as_a_fraction_is_read(tmp_path, typed, value):
+    assert settings_of(tmp_path, hidden_cost_buffer=typed).hidden_cost_buffer == pytest.approx(value)
+
+
+def test_growth_typed_as_5_for_5_percent_is_refused_at_its_cell(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [{**SERVICE, "growth_per_month": 5}])
+    assert problems(book) == {(Code.OUT_OF_RANGE, "Tasks", "H2")}
+
+
+def test_a_factor_column_above_one_stays_a_plain_number(tmp_path):
+    """matmul_efficiency is a factor (1.2: kernels beat the H100's share of peak), not a share: 1.2 is 1.2."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], gpus=[
+        {"gpu": "Mine", "vram_gb": 48, "bandwidth_gbs": 900, "tflops": 200, "on_demand_per_hour": 2,
+         "matmul_efficiency": 1.2}])
+    mine = next(g for g in read_inputs(book, today=TODAY).gpus if g.name == "Mine")
+    assert mine.matmul_efficiency == pytest.approx(1.2)
+
+
+# ---------------------------------------------------------------- growth, Ramp: demand that runs away
+
+def test_growth_that_compounds_past_a_million_times_the_demand_is_refused(tmp_path):
+    """1,000% a month over ten years made a budget of 8e+123 CNY (and as many cards), exit 0."""
+    book = make_input(tmp_path / "in.xlsx", [{**SERVICE, "growth_per_month": "1000%"}],
+                      settings={"period_months": 120})
+    assert problems(book) == {(Code.OUT_OF_RANGE, "Tasks", "H2")}
+
+
+def test_the_same_growth_over_three_months_builds(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [{**SERVICE, "growth_per_month": "1000%"}])
+    (task,) = read_inputs(book, today=TODAY).tasks
+    assert task.values["growth_per_month"] == pytest.approx(10)
+
+
+def test_growth_is_bounded_only_where_the_ramp_leaves_it(tmp_path):
+    """A Ramp cell replaces the growth of its month: growth past the bound in months the Ramp gives is no problem.
+    100% a month over 24 months is 2^23 = 8.4 million by the last month, 2^19 = 524,288 by the 20th."""
+    months = [f"2028-{m:02d}" for m in range(3, 7)]  # plan months 21-24
+    tasks = [{**SERVICE, "growth_per_month": "100%"}]
+    long = {"period_months": 24}
+    assert problems(make_input(tmp_path / "a.xlsx", tasks, settings=long)) == {(Code.OUT_OF_RANGE, "Tasks", "H2")}
+    ramped = make_input(tmp_path / "b.xlsx", tasks, settings=long,
+                        extra_sheets={"Ramp": [["task_id", *months], ["T1", 1, 1, 1, 1]]})
+    assert read_inputs(ramped, today=TODAY).ramps == {"T1": {21: 1, 22: 1, 23: 1, 24: 1}}
+
+
+def test_a_ramp_past_a_million_times_the_demand_is_refused_at_its_cell(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], extra_sheets={
+        "Ramp": [["task_id", "2026-07", "2026-08"], ["T1", 1e12, 2]]})
+    assert problems(book) == {(Code.OUT_OF_RANGE, "Ramp", "B2")}
+
+
+@pytest.mark.parametrize("second", ["2026-7", "2026/07", "2026-07-01"])
+def test_one_month_headed_twice_on_the_ramp_is_refused_not_silently_one_of_them(tmp_path, second):
+    """2026-07 and 2026-7 head the same month: the later column silently replaced the earlier one's values."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], extra_sheets={
+        "Ramp": [["task_id", "2026-07", second], ["T1", 1, 2]]})
+    assert problems(book) == {(Code.DUPLICATE_COLUMN, "Ramp", "C1")}
+
+
+# ---------------------------------------------------------------- Scenarios
+
+def scenario_book(tmp_path, *rows):
+    return make_input(tmp_path / "in.xlsx", [SERVICE, TRAINING], extra_sheets={
+        "Scenarios": [["driver", "low", "base", "high"], *rows]})
+
+
+def test_scenario_values_out_of_order_are_refused_at_the_later_cell(tmp_path):
+    """low 3, base 1, high 0.5 built a "low" scenario dearer than the "high" one, silently."""
+    assert problems(scenario_book(tmp_path, ["requests", 3, 1, 0.5])) == {
+        (Code.OUT_OF_RANGE, "Scenarios", "C2"), (Code.OUT_OF_RANGE, "Scenarios", "D2")}
+    assert problems(scenario_book(tmp_path, ["price", 0.9, None, 0.8])) == {(Code.OUT_OF_RANGE, "Scenarios", "D2")}
+
+
+def test_a_buffer_rate_above_100_percent_is_refused(tmp_path):
+    """buffer is a rate: 50 typed for 50% was a 5,000% hidden-cost buffer."""
+    assert problems(scenario_book(tmp_path, ["buffer", 0.1, 0.25, 50])) == {(Code.OUT_OF_RANGE, "Scenarios", "D2")}
+
+
+def test_scenario_values_take_percentages(tmp_path):
+    """Percent is how a finance user writes both a buffer rate and "demand at 150%"; both were "not a number"."""
+    book = scenario_book(tmp_path, ["buffer", "10%", "25%", "40%"], ["requests", "90%", None, "150%"])
+    rows = {r.driver: (r.low, r.base, r.high) for r in read_inputs(book, today=TODAY).scenarios}
+    assert rows == {"buffer": pytest.approx((0.1, 0.25, 0.4)), "requests": pytest.approx((0.9, 1.0, 1.5))}
+
+
+@pytest.mark.parametrize("value", [1e14, 1e-9])
+def test_a_scenario_multiplier_beyond_a_thousand_times_either_way_is_refused(tmp_path, value):
+    """high 1e14 (or an efficiency of 1e-9, which divides the demand) planned 1e14 times the demand."""
+    assert problems(scenario_book(tmp_path, ["efficiency", value, value, value])) >= {
+        (Code.OUT_OF_RANGE, "Scenarios", "B2")}
+
+
+# ---------------------------------------------------------------- providers, regions
+
+def test_an_unknown_provider_is_refused_at_the_setting_not_at_every_task(tmp_path):
+    """`awz` left every GPU unpriced: the errors named each task's tier cell, never the typo."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE, TRAINING], settings={"currency": "USD", "providers": "awz"})
+    errors = refused(book)
+    assert errors == ['Error: Settings!B4 providers: "awz" is no provider of the built-in offers (did you mean aws?)']
+
+
+def test_an_unknown_region_is_refused_not_read_as_any_region(tmp_path):
+    """`narnia` matched no offer's region, so only the any-region offers were left: a plan that looked filtered."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"currency": "USD", "regions": "narnia"})
+    assert problems(book) == {(Code.UNKNOWN_VALUE, "Settings", "B4")}
+
+
+@pytest.mark.parametrize("typed", [",,", " , ", ","])
+def test_a_list_of_only_commas_is_refused_not_read_as_every_provider(tmp_path, typed):
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"currency": "USD", "providers": typed})
+    assert problems(book) == {(Code.REQUIRED, "Settings", "B4")}
+
+
+@pytest.mark.parametrize("typed", ["aws, LAMBDA,", "ａｗｓ, lambda", "aw\u200bs,lambda", " AWS ,lambda "])
+def test_provider_names_match_across_case_width_spaces_and_invisible_characters(tmp_path, typed):
+    """A trailing comma, capitals, a full-width ａｗｓ or a zero-width space name the same providers as aws, lambda."""
+    plain = read_inputs(make_input(tmp_path / "a.xlsx", [SERVICE], settings={"currency": "USD",
+                                                                            "providers": "aws, lambda"}), today=TODAY)
+    typed_ = read_inputs(make_input(tmp_path / "b.xlsx", [SERVICE], settings={"currency": "USD",
+                                                                             "providers": typed}), today=TODAY)
+    offered = {g.name: g.prices for g in plain.gpus}
+    assert {g.name: g.prices for g in typed_.gpus} == offered
+    assert any(p is not None for prices in offered.values() for p in prices.values())
+
+
+def test_a_bidi_provider_name_is_refused_and_reaches_the_terminal_escaped(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"currency": "USD", "providers": "\u202eswa"})
+    (error,) = refused(book)
+    assert error.startswith('Error: Settings!B4 providers: "\\u202eswa" is no provider')
+    assert "\u202e" not in error
+
+
+def test_providers_that_leave_no_offer_in_the_plan_currency_are_one_error_at_the_setting(tmp_path):
+    """aws sells in USD; a CNY plan under offer_currency auto takes none of it: every GPU was unpriced and the
+    errors were at the tasks' tier cells, saying nothing of the setting."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE, TRAINING], settings={"providers": "aws"})
+    errors = refused(book)
+    assert errors == [("Error: Settings!B3 the built-in offers from providers aws in regions any hold none a CNY plan "
+                       "takes under offer_currency auto: their offers are in USD: set offer_currency to any to take "
+                       "them, converted at the FX rate")]
+    assert problems(book) == {(Code.NO_PRICE, "Settings", "B3")}
+
+
+def test_a_provider_that_adds_no_offer_is_named_in_a_warning(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"providers": "aws, cn-market"})
+    warnings = [w for w in read_inputs(book, today=TODAY).warnings if w.key == "offer_filter_name_unused"]
+    assert [(w.params["setting"], w.params["name"]) for w in warnings] == [("providers", "aws")]
+
+
+def test_offer_any_takes_the_same_providers_converted(tmp_path):
+    inputs = read_inputs(make_input(tmp_path / "in.xlsx", [SERVICE], settings={
+        "providers": "aws", "offer_currency": "any"}), today=TODAY)
+    assert {g.currency for g in inputs.gpus if any(p is not None for p in g.prices.values())} == {"USD"}
+
+
+def test_a_region_holding_commas_is_one_name():
+    """The snapshot's vast region "The Netherlands, NL, EU" holds commas: split on them, it was three unknowns."""
+    known = {"any", "The Netherlands, NL, EU", "eu-north1"}
+    assert split_names("the netherlands,NL , EU, eu-north1", known) == ["the netherlands,NL , EU", "eu-north1"]
+    assert split_names("NL, eu-north1", known) == ["NL", "eu-north1"]
+    assert name_key("The  Netherlands ,NL,EU") == name_key("the netherlands, nl, eu")
