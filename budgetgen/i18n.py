@@ -1104,6 +1104,10 @@ PROBLEMS = {
     "offer_filter_widen": ("none of their offers matches both lists: widen them, or leave one blank",
                            "没有报价同时满足两个列表：请放宽列表，或留空其中之一"),
     "setting_cell": ("Settings!{cell}", "Settings!{cell}"),
+    "offer_without_price": (('{column}: "{offer}" says whose {price} it is, but the row types no {price}: enter '
+                             "that offer's price beside it, or clear the cell"),
+                            ('{column}："{offer}" 说明了 {price} 的报价来源，但该行没有填写 {price}：请在同一行填写该报价的价格，'
+                            "或清空此单元格")),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

@@ -48,6 +48,7 @@ from .schema import (
     SCENARIO_LEVELS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
+    TASK_TIERS,
     Column,
     normalise_header,
 )
@@ -181,9 +182,9 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
         if setting.money and setting.key not in values and setting.money != currency:
             amount = money_default(setting.default, setting.money, currency, today)
             if amount is None:
-                out.add(Code.REQUIRED, "Settings", "", Message("money_default_no_rate", setting=setting.key,
-                                                               plan=currency, value=setting.default,
-                                                               currency=setting.money))
+                out.add(Code.REQUIRED, "Settings", out.setting_cells.get("currency", ""), Message(
+                    "money_default_no_rate", setting=setting.key, plan=currency, value=setting.default,
+                    currency=setting.money))
             values[setting.key] = amount
     start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
     months = int(values.get("period_months", SETTINGS_BY_KEY["period_months"].default))
@@ -453,6 +454,12 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                     merged.update(provider=None, region=None)
                     if "source" not in rec.values:
                         merged["source"] = None
+            for tier in TASK_TIERS:  # whose offer a price is, on a row that types no such price: a label on
+                offer = f"{tier.name}_offer"  # nothing, or on the built-in offer's price (another provider's)
+                if offer in rec.values and tier.price_column not in rec.values \
+                        and not _had_problem(out, rec.cells.get(tier.price_column, ""), "GPUs"):
+                    out.add(Code.REQUIRED, "GPUs", rec.cells[offer], Message(
+                        "offer_without_price", column=offer, offer=rec.values[offer], price=tier.price_column))
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),

@@ -133,8 +133,13 @@ def normalise_choice(raw: object) -> str:
     return re.sub(r"[\s\-]+", "_", str(raw).strip().lower())
 
 
+_YES_NO = {"true": "yes", "false": "no"}  # a yes/no column's TRUE or FALSE cell (a checkbox, or TRUE typed in Excel)
+
+
 def parse_choice(raw: object, choices: tuple[str, ...]) -> str:
     value = normalise_choice(canonical_value(raw))
+    if set(choices) == set(_YES_NO.values()):
+        value = _YES_NO.get(value, value)
     if value not in choices:
         raise BadValue(Code.UNKNOWN_VALUE, Message("not_a_choice", raw=str(raw), choices=tuple(choices)))
     return value

@@ -201,3 +201,53 @@ def test_a_region_holding_commas_is_one_name():
     assert split_names("the netherlands,NL , EU, eu-north1", known) == ["the netherlands,NL , EU", "eu-north1"]
     assert split_names("NL, eu-north1", known) == ["NL", "eu-north1"]
     assert name_key("The  Netherlands ,NL,EU") == name_key("the netherlands, nl, eu")
+
+
+# ---------------------------------------------------------------- the GPUs sheet's <tier>_offer columns
+
+CARD = {"gpu": "Mine", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300, "on_demand_per_hour": 2}
+
+
+@pytest.mark.parametrize(("row", "cell"), [
+    ({**CARD, "spot_offer": "acme"}, "F2"),  # a label on no price at all
+    ({"gpu": "H100 80G", "spot_offer": "acme"}, "B2"),  # the built-in (cn-market) spot price, called acme's
+    ({"gpu": "H100 80G", "provider": "acme", "on_demand_per_hour": 3, "monthly_offer": "acme"}, "D2"),
+])
+def test_an_offer_label_without_its_price_on_the_row_is_refused(tmp_path, row, cell):
+    """The Order sheet orders each tier from its `<tier>_offer`: a label beside no price was silently kept, or put
+    another provider's built-in price under the label."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], gpus=[row])
+    assert problems(book) == {(Code.REQUIRED, "GPUs", cell)}
+
+
+def test_an_offer_label_beside_its_price_is_read(tmp_path):
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], gpus=[{**CARD, "on_demand_offer": "acme · eu-1"}])
+    mine = next(g for g in read_inputs(book, today=TODAY).gpus if g.name == "Mine")
+    assert mine.provider_of("on_demand") == "acme"
+
+
+# ---------------------------------------------------------------- activation_checkpointing, currency
+
+@pytest.mark.parametrize(("typed", "value"), [(True, "yes"), (False, "no"), ("TRUE", "yes"), (" No ", "no")])
+def test_a_yes_no_column_takes_true_and_false(tmp_path, typed, value):
+    """A checkbox or TRUE typed in Excel is a boolean cell: it was "True is not one of yes, no"."""
+    book = make_input(tmp_path / "in.xlsx", [{**TRAINING, "activation_checkpointing": typed}],
+                      settings={"activation_checkpointing": typed})
+    inputs = read_inputs(book, today=TODAY)
+    assert (inputs.settings.activation_checkpointing, inputs.tasks[0].values["activation_checkpointing"]) == \
+        (value, value)
+
+
+@pytest.mark.parametrize("typed", [1, "y", "maybe"])
+def test_other_yes_no_values_are_refused(tmp_path, typed):
+    book = make_input(tmp_path / "in.xlsx", [{**TRAINING, "activation_checkpointing": typed}])
+    assert problems(book) == {(Code.UNKNOWN_VALUE, "Tasks", "E2")}
+
+
+def test_a_currency_without_a_reference_rate_names_the_currency_cell(tmp_path):
+    """The money defaults (electricity, upkeep) need a rate into the plan currency: the problems had no cell."""
+    book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"currency": "XYZ"})
+    assert problems(book) == {(Code.REQUIRED, "Settings", "B3")}
+    typed = make_input(tmp_path / "typed.xlsx", [SERVICE], gpus=[{**CARD, "currency": "XYZ"}],
+                       settings={"currency": "XYZ", "electricity_per_kwh": 1, "upkeep_per_year": 100})
+    assert read_inputs(typed, today=TODAY).settings.currency == "XYZ"
