@@ -1108,6 +1108,12 @@ PROBLEMS = {
                              "that offer's price beside it, or clear the cell"),
                             ('{column}："{offer}" 说明了 {price} 的报价来源，但该行没有填写 {price}：请在同一行填写该报价的价格，'
                             "或清空此单元格")),
+    "quote_in_future": ("as_of: {as_of} is after today ({today}): a quote is dated the day it was given",
+                        "as_of：{as_of} 晚于今天（{today}）：报价日期应为报价当天"),
+    "quote_two_currencies": (("currency: {gpu} from {provider} in {region} is quoted in {currency} here and in {first} "
+                              "at {cell}: one offer is priced in one currency; keep the quotes of one"),
+                             ("currency：{provider} 在 {region} 的 {gpu} 此处以 {currency} 报价，而 {cell} 以 {first} 报价："
+                             "一个报价只能使用一种币种；请只保留其中一种币种的报价")),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

@@ -8,6 +8,8 @@ that nothing is written and the input is untouched.
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 from conftest import TODAY, make_input
 from test_bad_input import SERVICE, TRAINING, refused
@@ -251,3 +253,92 @@ def test_a_currency_without_a_reference_rate_names_the_currency_cell(tmp_path):
     typed = make_input(tmp_path / "typed.xlsx", [SERVICE], gpus=[{**CARD, "currency": "XYZ"}],
                        settings={"currency": "XYZ", "electricity_per_kwh": 1, "upkeep_per_year": 100})
     assert read_inputs(typed, today=TODAY).settings.currency == "XYZ"
+
+
+# ---------------------------------------------------------------- catalog import
+
+QUOTE_HEADER = ["gpu", "provider", "region", "tier", "price", "currency", "as_of"]
+CLASSES = {"H100 80G": "datacenter", "A100 80G": "datacenter", "L4": "datacenter"}
+
+
+def quotes_csv(path, *rows):
+    path.write_text("\n".join(",".join(map(str, r)) for r in [QUOTE_HEADER, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def quote_problems(path) -> list[tuple[Code, str]]:
+    from budgetgen.price_files import read_price_file
+
+    with pytest.raises(InputError) as caught:
+        read_price_file(path, CLASSES, today=TODAY)
+    return [(p.code, p.place) for p in caught.value.problems]
+
+
+def test_a_quoted_price_of_zero_is_refused_not_a_free_gpu(tmp_path):
+    """0 was written into the priced copy, and a plan built from it cost nothing."""
+    path = quotes_csv(tmp_path / "q.csv", ["H100 80G", "acme", "", "on_demand", 0, "USD", "2026-06-01"])
+    assert quote_problems(path) == [(Code.NOT_POSITIVE, "q.csv!E2")]
+
+
+def test_a_snapshot_price_of_zero_is_refused(tmp_path):
+    from test_catalog_offers import SNAPSHOT
+
+    with SNAPSHOT.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))[:3]
+    column = rows[0].index("on_demand_usd_per_gpu_hour")
+    rows[2][column] = "0"
+    with (tmp_path / "gpu_prices.csv").open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+    column = chr(ord("A") + column)
+    assert quote_problems(tmp_path / "gpu_prices.csv") == [(Code.NOT_POSITIVE, f"gpu_prices.csv!{column}3")]
+
+
+def test_one_offer_quoted_in_two_currencies_is_refused_not_half_dropped(tmp_path):
+    """acme's H100 on demand in USD and spot in EUR: the import kept the USD offer and dropped the spot quote."""
+    path = quotes_csv(tmp_path / "q.csv", ["H100 80G", "acme", "", "on_demand", 2, "USD", "2026-06-01"],
+                      ["H100 80G", "ACME", "any", "spot", 1, "EUR", "2026-06-01"],
+                      ["L4", "acme", "", "spot", 1, "EUR", "2026-06-01"])  # another GPU in EUR: its own offer
+    assert quote_problems(path) == [(Code.CURRENCY, "q.csv!F3")]
+
+
+def test_a_quote_dated_after_today_is_refused(tmp_path):
+    path = quotes_csv(tmp_path / "q.csv", ["H100 80G", "acme", "", "on_demand", 2, "USD", "2099-06-01"])
+    assert quote_problems(path) == [(Code.BAD_DATE, "q.csv!G2")]
+
+
+def test_formulas_without_a_result_in_an_xlsx_quote_sheet_are_named_as_such(tmp_path):
+    """Read as blank, =1+1.5 was "price: required" and ="A100 80G" a missing GPU."""
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    wb.active.append(QUOTE_HEADER)
+    wb.active.append(["H100 80G", "acme", None, "on_demand", "=1+1.5", "USD", "2026-06-01"])
+    wb.active.append(['="A100 80G"', "acme", None, "on_demand", 2, "USD", "2026-06-01"])
+    wb.save(tmp_path / "q.xlsx")
+    assert quote_problems(tmp_path / "q.xlsx") == [(Code.FORMULA_WITHOUT_VALUE, "q.xlsx!E2"),
+                                                   (Code.FORMULA_WITHOUT_VALUE, "q.xlsx!A3")]
+
+
+@pytest.mark.parametrize("payload", ["=cmd|' /C calc'!A0", '=HYPERLINK("http://x.invalid","x")', "@SUM(1)"])
+def test_a_formula_in_a_quote_is_written_into_the_priced_copy_as_text(tmp_path, payload):
+    """A provider named =cmd|' /C calc'!A0 became a live DDE formula in the priced copy's GPUs sheet."""
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from budgetgen.cli import main
+
+    quotes = tmp_path / "q.csv"
+    quotes.write_text(",".join(QUOTE_HEADER) + f'\nH100 80G,"{payload.replace(chr(34), chr(34) * 2)}",,on_demand,'
+                      "2.5,USD,2026-06-01\n", encoding="utf-8")
+    into = make_input(tmp_path / "in.xlsx", [SERVICE])
+    result = CliRunner().invoke(main, ["catalog", "import", str(quotes), "--into", str(into), "-o",
+                                       str(tmp_path / "out.xlsx")])
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(tmp_path / "out.xlsx") as z:
+        xml = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("xl/worksheets/"))
+    assert "<f>" not in xml and "<f " not in xml
+    import openpyxl
+
+    row = [c.value for c in openpyxl.load_workbook(tmp_path / "out.xlsx")["GPUs"][2]]
+    assert payload in row
