@@ -794,6 +794,8 @@ MESSAGES = {
     "catalog_builtin": ("built-in catalog", "内置目录"),
     "offer_filter_name_unused": (("{setting}: {name} adds no built-in offer this plan takes ({place}): {hint}"),
                                  "{setting}：{name} 没有增加本计划可用的内置报价（{place}）：{hint}"),
+    "fit_at_soft_bound": ("{file}!{cell} {problem} (the fitted row under-states them)",
+                          "{file}!{cell} {problem}（拟合结果低估了它们）"),
 }
 
 # Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet
@@ -1114,6 +1116,28 @@ PROBLEMS = {
                               "at {cell}: one offer is priced in one currency; keep the quotes of one"),
                              ("currency：{provider} 在 {region} 的 {gpu} 此处以 {currency} 报价，而 {cell} 以 {first} 报价："
                              "一个报价只能使用一种币种；请只保留其中一种币种的报价")),
+    # calibrate
+    "run_needs": ("{column}: required for a {kind} run", "{column}：{kind} 运行必填"),
+    "run_method": ('method: "{method}" is not a method of {kind} runs (use {allowed!l})',
+                   'method："{method}" 不适用于 {kind} 运行（请使用 {allowed!l}）'),
+    "run_unknown_model": ('model: "{model}" is not a catalog model (`budgetgen models`)',
+                          'model："{model}" 不是目录中的模型（见 `budgetgen models`）'),
+    "run_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU (`budgetgen catalog`)',
+                        'gpu："{gpu}" 不是目录中的 GPU（见 `budgetgen catalog`）'),
+    "run_contradicts": (("measured: {value:g} is more than {factor:g} times the {first:g} of the same run at {cell}: "
+                         "one of them is mistyped, or the runs differ in a column the file does not give"),
+                        ("measured：{value:g} 与 {cell} 相同运行的 {first:g} 相差超过 {factor:g} 倍："
+                        "其中一个填错了，或两次运行在文件未给出的列上不同")),
+    "no_runs": ("no runs: the file needs a header and at least one measured run",
+                "没有运行记录：文件需要表头和至少一条实测运行"),
+    "run_not_modelled": (("the engine cannot model this {kind} run ({model} on {cards} x {gpu}: it does not fit, or "
+                          "no speed follows); check model, gpu and cards"),
+                         ("引擎无法为此 {kind} 运行建模（{model} 在 {cards} 张 {gpu} 上：放不下或无法得出速度）；"
+                         "请检查 model、gpu 和 cards")),
+    "fit_at_bound": (("measured: the runs on rows {rows} ask {what}'s {figure} to go {side} {bound:g}, where the fit "
+                      "stops: no card or setting explains them; check their measured values, cards and method"),
+                     ("measured：第 {rows} 行的运行要求 {what} 的 {figure} 超出 {bound:g}（拟合在此停止）："
+                     "没有任何卡或设置能解释这些数据；请检查实测值、卡数和方法")),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

@@ -78,13 +78,13 @@ def read_price_file(path: Path, classes: Mapping[str, str], today: dt.date | Non
     """The offers of a snapshot or a quote sheet (told apart by their headers), for the catalog GPUs in `classes`
     (name -> GPU class, in catalog order); InputError with every problem at its file, row and column."""
     path = Path(path)
-    rows = _table(path)
+    rows = table_rows(path)
     header = {normalise_header(h) for h in (rows[0][1] if rows else ())}
     out = Collector()
     if normalise_header("on_demand_usd_per_gpu_hour") in header:
         listed = _listed(read_rows(iter(rows), path.name, SNAPSHOT_COLUMNS, out))
         flags = path.with_name(FLAGS_FILE)
-        suspect = _suspect(read_rows(iter(_table(flags)), flags.name, FLAG_COLUMNS, out)) if flags.is_file() else set()
+        suspect = _suspect(read_rows(iter(table_rows(flags)), flags.name, FLAG_COLUMNS, out)) if flags.is_file() else set()
         _fail_on(out)
         skipped = sorted({r.label for r in listed if catalog_name(r.label, classes) is None})
         return PriceFile("snapshot", tuple(derive_offers(listed, classes, suspect)), tuple(skipped),
@@ -104,7 +104,7 @@ def _fail_on(out: Collector) -> None:
         raise InputError(out.problems)
 
 
-def _table(path: Path) -> list[tuple[int, tuple]]:
+def table_rows(path: Path) -> list[tuple[int, tuple]]:
     """A CSV file's or an xlsx workbook's first sheet's rows as (row number, values), the header first."""
     if path.suffix.lower() in (".xlsx", ".xlsm"):
         source = read_input_file(path)

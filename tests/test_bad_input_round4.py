@@ -342,3 +342,117 @@ def test_a_formula_in_a_quote_is_written_into_the_priced_copy_as_text(tmp_path, 
 
     row = [c.value for c in openpyxl.load_workbook(tmp_path / "out.xlsx")["GPUs"][2]]
     assert payload in row
+
+
+# ---------------------------------------------------------------- calibrate
+
+RUN = {"kind": "serve", "model": "Llama-3.1-8B", "gpu": "H100 80G", "cards": 1, "method": "fp16", "prompt": 100,
+       "output": 200, "concurrency": 1, "measured": 150}
+TRAIN_RUN = {"kind": "train", "model": "Llama-3.1-8B", "gpu": "H100 80G", "cards": 1, "method": "lora",
+             "tokens": 1e8, "measured": 3}
+
+
+def runs_csv(path, *runs):
+    from budgetgen.calibrate import MEASURED_COLUMNS
+
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=MEASURED_COLUMNS)
+        writer.writeheader()
+        writer.writerows(runs)
+    return path
+
+
+def calibrate_problems(path) -> list[tuple[Code, str]]:
+    """Read and fit the runs as `budgetgen calibrate` does: the problems' codes and places (file!cell)."""
+    from budgetgen import calibrate, catalog, models
+    from budgetgen.model import Settings
+
+    gpus = {g.name.lower(): g for g in catalog.builtin_catalog()}
+    with pytest.raises(InputError) as caught:
+        runs = calibrate.read_measured(path, models.builtin_models(), gpus)
+        calibrate.calibrate(runs, gpus, Settings(), models.builtin_models(), "calibrated from {n} runs")
+    return [(p.code, p.place) for p in caught.value.problems]
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"measured": "nan"}, (Code.NOT_A_NUMBER, "L2")),  # was fitted: "sum of squared log ratios: nan", exit 0
+    ({"measured": "inf"}, (Code.NOT_A_NUMBER, "L2")),  # was a "math domain error" traceback
+    ({"measured": "1e-300"}, (Code.OUT_OF_RANGE, "L2")),
+    ({"measured": 0}, (Code.NOT_POSITIVE, "L2")),
+    ({"measured": -5}, (Code.NOT_POSITIVE, "L2")),
+    ({"cards": 2.5}, (Code.NOT_WHOLE, "D2")),  # was int(2.5): fitted on 2 cards
+    ({"cards": "1e300"}, (Code.OUT_OF_RANGE, "D2")),  # was an OverflowError traceback
+    ({"method": "int3"}, (Code.UNKNOWN_VALUE, "E2")),  # was silently fp16
+    ({"method": "lora"}, (Code.UNKNOWN_VALUE, "E2")),  # a training method on a serving run
+    ({"kv_cache_dtype": "fp7"}, (Code.UNKNOWN_VALUE, "G2")),
+    ({"prompt": -100}, (Code.NEGATIVE, "H2")),
+    ({"concurrency": 0}, (Code.NOT_POSITIVE, "J2")),
+    ({"output": None}, (Code.REQUIRED, "I2")),
+    ({"gpu": "H100\u202e"}, (Code.UNKNOWN_VALUE, "C2")),
+])
+def test_a_bad_measured_run_is_refused_at_its_cell(tmp_path, change, expected):
+    code, cell = expected
+    assert calibrate_problems(runs_csv(tmp_path / "m.csv", {**RUN, **change})) == [(code, f"m.csv!{cell}")]
+
+
+def test_a_training_run_with_an_unknown_precision_or_no_tokens_is_refused(tmp_path):
+    path = runs_csv(tmp_path / "m.csv", {**TRAIN_RUN, "train_precision": "fp3"}, {**TRAIN_RUN, "tokens": None})
+    assert calibrate_problems(path) == [(Code.UNKNOWN_VALUE, "m.csv!F2"), (Code.REQUIRED, "m.csv!K3")]
+
+
+def test_no_runs_is_refused_not_an_empty_fit(tmp_path):
+    """A header-only file printed "sum of squared log ratios: 0.000 before, 0.000 after" and exit 0."""
+    assert calibrate_problems(runs_csv(tmp_path / "m.csv")) == [(Code.REQUIRED, "m.csv!A2")]
+
+
+def test_a_file_that_is_not_utf8_is_one_problem_not_a_traceback(tmp_path):
+    (tmp_path / "m.csv").write_bytes("kind,model\nserve,Llama\xe9\n".encode("latin-1"))
+    assert calibrate_problems(tmp_path / "m.csv") == [(Code.WRONG_FORMAT, "m.csv")]
+
+
+def test_contradictory_runs_are_refused_at_the_later_one(tmp_path):
+    """The same run measured at 150 and at 15 tokens/s: the fit split the difference and wrote it as a figure."""
+    path = runs_csv(tmp_path / "m.csv", RUN, {**RUN, "measured": 15}, {**RUN, "measured": 160})
+    assert calibrate_problems(path) == [(Code.OUT_OF_RANGE, "m.csv!L3")]
+
+
+def test_runs_no_card_can_explain_are_refused_not_fitted_to_the_bounds(tmp_path):
+    """900 tokens/s from one stream of an 8B fp16 model on an H100 would read its weights faster than its memory
+    bandwidth: the fit ended at bandwidth_efficiency 1 and matmul 1.5 and wrote them. 1 token/s is 1% of it."""
+    assert calibrate_problems(runs_csv(tmp_path / "m.csv", {**RUN, "measured": 900})) == [
+        (Code.OUT_OF_RANGE, "m.csv!L2")]
+    assert set(calibrate_problems(runs_csv(tmp_path / "s.csv", {**RUN, "measured": 1}))) == {
+        (Code.OUT_OF_RANGE, "s.csv!L2")}
+
+
+def test_a_run_that_does_not_fit_its_cards_is_refused(tmp_path):
+    path = runs_csv(tmp_path / "m.csv", {**RUN, "model": "Llama-3.1-70B", "gpu": "L4"})
+    assert calibrate_problems(path) == [(Code.DOES_NOT_FIT, "m.csv!L2")]
+
+
+def test_the_calibrate_command_prints_errors_only_and_writes_nothing(tmp_path):
+    from click.testing import CliRunner
+    from test_bad_input import error_lines
+
+    from budgetgen.cli import main
+
+    path = runs_csv(tmp_path / "m.csv", {**RUN, "measured": "inf"}, {**RUN, "cards": "1e300"})
+    before = path.read_bytes()
+    result = CliRunner().invoke(main, ["calibrate", str(path), "-o", str(tmp_path / "fit.xlsx")])
+    assert [line.split()[1] for line in error_lines(result)] == ["m.csv!L2", "m.csv!D3"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.csv"] and path.read_bytes() == before
+
+
+def test_sensible_runs_still_fit(tmp_path):
+    from budgetgen import calibrate, catalog, models
+    from budgetgen.model import Settings
+
+    gpus = {g.name.lower(): g for g in catalog.builtin_catalog()}
+    shapes = [RUN, {**RUN, "concurrency": 64}, TRAIN_RUN]
+    made = [calibrate.MeasuredRun(line=0, **{k: v for k, v in shape.items() if k != "measured"}, measured=1)
+            for shape in shapes]  # what the engine predicts, measured 10% slower
+    slower = [{**shape, "measured": calibrate.predict(run, gpus["h100 80g"], Settings(), models.builtin_models())
+               * (0.9 if shape["kind"] == "serve" else 1.1)} for shape, run in zip(shapes, made, strict=True)]
+    runs = calibrate.read_measured(runs_csv(tmp_path / "m.csv", *slower), models.builtin_models(), gpus)
+    fit = calibrate.calibrate(runs, gpus, Settings(), models.builtin_models(), "calibrated from {n} runs")
+    assert calibrate.Fit.error(fit.after) < calibrate.Fit.error(fit.before) and not fit.warnings
