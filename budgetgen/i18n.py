@@ -1138,6 +1138,11 @@ PROBLEMS = {
                       "stops: no card or setting explains them; check their measured values, cards and method"),
                      ("measured：第 {rows} 行的运行要求 {what} 的 {figure} 超出 {bound:g}（拟合在此停止）："
                      "没有任何卡或设置能解释这些数据；请检查实测值、卡数和方法")),
+    "bill_sums_repeated": (("repeats the group of row {first} (its month, day and texts): a query result holds each "
+                            "group once, so the file was appended twice or two results put together; its amounts "
+                            "would count twice"),
+                           ("与第 {first} 行是同一分组（月份、日期和文本相同）：查询结果中每个分组只出现一次，"
+                           "文件可能被追加了两次或合并了两份结果；其金额会被重复计算")),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

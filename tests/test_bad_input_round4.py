@@ -456,3 +456,86 @@ def test_sensible_runs_still_fit(tmp_path):
     runs = calibrate.read_measured(runs_csv(tmp_path / "m.csv", *slower), models.builtin_models(), gpus)
     fit = calibrate.calibrate(runs, gpus, Settings(), models.builtin_models(), "calibrated from {n} runs")
     assert calibrate.Fit.error(fit.after) < calibrate.Fit.error(fit.before) and not fit.warnings
+
+
+# ---------------------------------------------------------------- build --bill-sums
+
+BILL = """ChargePeriodStart,BilledCost,BillingCurrency,ResourceId,ChargeDescription,ServiceName,ServiceCategory,\
+ChargeCategory,ConsumedQuantity,ConsumedUnit,Tags
+2026-07-05T00:00:00Z,5200.00,CNY,i-kb01,RTX 4090 monthly rent,GPU Cloud,Compute,Usage,730,Hours,"{""task_id"": ""T1""}"
+2026-07-09T00:00:00Z,800.00,CNY,i-ml01,A100 80G on demand gpu instance hour,GPU Cloud,Compute,Usage,80,Hours,\
+"{""task_id"": ""F1""}"
+2026-08-09T00:00:00Z,100.00,CNY,s3,storage,Storage,Storage,Usage,80,GB,
+"""
+
+
+@pytest.fixture
+def bill_sums_rows(tmp_path):
+    """The rows of the printed query's result over a three-line bill, and a plan of the tasks it bills."""
+    from test_bill_sql import run_printed_query
+
+    (tmp_path / "bill.csv").write_text(BILL, encoding="utf-8")
+    result = run_printed_query(tmp_path / "bill.csv", tmp_path / "sums.csv")
+    with result.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    result.unlink()
+    return rows, make_input(tmp_path / "plan.xlsx", [SERVICE, TRAINING])
+
+
+def sums_build(tmp_path, plan, rows):
+    """`build --bill-sums` of `rows`: the JSON's billed totals per month, or the InputError's (code, place)s."""
+    import datetime as dt
+    import json
+
+    from budgetgen import api
+
+    path = tmp_path / "sums.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    try:
+        api.build_budget(plan, tmp_path / "out.xlsx", json_path=tmp_path / "out.json", bill_sums=path,
+                         build_date=dt.date(2026, 6, 15))
+    except InputError as exc:
+        assert not (tmp_path / "out.xlsx").exists() and not (tmp_path / "out.json").exists()
+        return [(p.code, p.place) for p in exc.problems]
+    recon = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["reconciliation"]
+    return {month: r["billed_total"] for month, r in recon.items()}
+
+
+def test_the_bill_sums_of_the_sample_bill_reconcile(tmp_path, bill_sums_rows):
+    rows, plan = bill_sums_rows
+    assert sums_build(tmp_path, plan, rows) == {"2026-07": pytest.approx(6000), "2026-08": pytest.approx(100)}
+
+
+def test_a_sums_file_appended_twice_is_refused_not_counted_twice(tmp_path, bill_sums_rows):
+    """The first group again at the end: July's 6,000 was reconciled as 11,200."""
+    rows, plan = bill_sums_rows
+    assert sums_build(tmp_path, plan, [*rows, rows[0]]) == [(Code.DUPLICATE_FILE, f"sums.csv!row {len(rows) + 2}")]
+
+
+@pytest.mark.parametrize(("column", "value"), [
+    ("quantity", "lots"),  # was read as no quantity
+    ("effective", "lots"),
+    ("billed", "1e308"),  # two of them overflowed the month's sum: an OverflowError traceback
+    ("billed", "-1e16"),
+    ("lines", "1.5"),  # was read as 2 lines
+    ("lines", "0"),
+    ("effective_missing", "7"),  # more lines without EffectiveCost than lines
+    ("first_charge", "0001-01-01 00:00:00+00"),  # a date no workbook shows, flagged as a resource
+    ("last_charge", "2026-07-01 00:00:00+00"),  # before first_charge (2026-07-05)
+    ("billing_timezone", "Asia/Shanghai"),  # one row of another zone among UTC rows
+])
+def test_a_bad_value_in_a_sums_row_is_refused_at_its_row(tmp_path, bill_sums_rows, column, value):
+    rows, plan = bill_sums_rows
+    first = next(i for i, r in enumerate(rows) if r["resource_id"] == "i-kb01")
+    rows[first] = {**rows[first], column: value}
+    assert set(sums_build(tmp_path, plan, rows)) == {(Code.WRONG_FORMAT, f"sums.csv!row {first + 2}")}
+
+
+def test_a_negative_sum_is_a_refund_not_an_error(tmp_path, bill_sums_rows):
+    rows, plan = bill_sums_rows
+    first = next(i for i, r in enumerate(rows) if r["resource_id"] == "i-kb01")
+    rows[first] = {**rows[first], "billed": "-5200"}
+    assert sums_build(tmp_path, plan, rows)["2026-07"] == pytest.approx(-4400)
