@@ -919,8 +919,9 @@ PROBLEMS = {
     "ramp_header": ('"{text}" is not a plan month (head each Ramp column with its month, YYYY-MM)',
                     '"{text}" 不是计划月份（渐进表每列的表头请写月份 YYYY-MM）'),
     "budget_whole_plan": ("the whole plan", "整个计划"),
-    "over_budget": (("{center}: {months} plan month(s) over the monthly budget of {budget} (Budgets), {overrun} over in "
-                    "all"), "{center}：{months} 个计划月超出月预算 {budget}（见预算表），共超出 {overrun}"),
+    "over_budget": (("{center}: {months} plan month(s) over the monthly budget of {budget:,.0f} (Budgets), "
+                     "{overrun:,.0f} over in all"),
+                    "{center}：{months} 个计划月超出月预算 {budget:,.0f}（见预算表），共超出 {overrun:,.0f}"),
     "scenario_unknown_task": ('task_id: "{task}" is not a task on the Tasks sheet (leave it blank for every task)',
                               'task_id："{task}" 不在任务表中（留空表示所有任务）'),
     "scenario_duplicate": ("{driver} for {task} is on the Scenarios sheet twice (first at {first})",

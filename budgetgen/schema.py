@@ -379,9 +379,12 @@ GPU_COLUMNS: tuple[Column, ...] = (
     *GPU_PRECISION_COLUMNS,
     C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
     C("scaling", "percent", default=0.5, minimum=0, maximum=1, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
-    *(C(t.price_column, "number", t.listed_unit, minimum=0, help=t.meaning)
+    # A price of 0 is no offer (leave it blank): free hours divide the commitments' break-even by zero (a traceback,
+    # and #DIV/0! on the Commitments sheet) and plan a budget of nothing; a purchase price of 0 makes owning free.
+    *(C(t.price_column, "number", t.listed_unit, minimum=0, positive=True, help=t.meaning)
       for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
-    C("purchase_price", "number", "in the row's currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
+    C("purchase_price", "number", "in the row's currency", minimum=0, positive=True,
+      help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
     C("price_change_per_year", "percent", "share/year", minimum=-0.9, maximum=1,
       help="expected yearly change of this GPU's rental prices, applied month by month from the plan's first month "

@@ -93,11 +93,11 @@ def _check_range(value: float, raw: object, column: Column, what: str) -> None:
     shown = _show(raw)
     if not math.isfinite(value):
         raise BadValue(Code.NOT_FINITE, Message("not_finite", raw=str(raw), what=what))
+    if column.minimum is not None and value < column.minimum:  # a negative price is NEGATIVE, a zero one
+        code = Code.NEGATIVE if column.minimum == 0 else Code.OUT_OF_RANGE  # NOT_POSITIVE
+        raise BadValue(code, Message("below_minimum", shown=shown, what=what, lo=column.minimum))
     if column.positive and value <= 0:
         raise BadValue(Code.NOT_POSITIVE, Message("not_positive", shown=shown, what=what))
-    if column.minimum is not None and value < column.minimum:
-        code = Code.NEGATIVE if column.minimum == 0 else Code.OUT_OF_RANGE
-        raise BadValue(code, Message("below_minimum", shown=shown, what=what, lo=column.minimum))
     if column.maximum is not None and value > column.maximum:
         raise BadValue(Code.OUT_OF_RANGE, Message("above_maximum", shown=shown, what=what, hi=column.maximum))
     if abs(value) > LARGEST:

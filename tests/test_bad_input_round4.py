@@ -539,3 +539,35 @@ def test_a_negative_sum_is_a_refund_not_an_error(tmp_path, bill_sums_rows):
     first = next(i for i, r in enumerate(rows) if r["resource_id"] == "i-kb01")
     rows[first] = {**rows[first], "billed": "-5200"}
     assert sums_build(tmp_path, plan, rows)["2026-07"] == pytest.approx(-4400)
+
+
+# ---------------------------------------------------------------- zero prices, commitments
+
+@pytest.mark.parametrize("column", ["on_demand_per_hour", "spot_per_hour", "monthly_per_card", "reserved_1y_per_hour",
+                                   "reserved_3y_per_hour", "purchase_price"])
+def test_a_price_of_zero_is_refused_a_negative_one_named_negative(tmp_path, column):
+    """A spot price of 0 made the work free and the commitments' break-even a ZeroDivisionError traceback; a
+    reserved price of 0 planned a budget of 0; a purchase price of 0 made owning free. Blank is "not offered"."""
+    row = {"gpu": "H100 80G", "currency": "USD", "provider": "acme", "on_demand_per_hour": 3.0}
+    for value, code in ((0, Code.NOT_POSITIVE), ("0", Code.NOT_POSITIVE), (-1, Code.NEGATIVE)):
+        book = make_input(tmp_path / "in.xlsx", [TRAINING], gpus=[{**row, column: value}],
+                          settings={"currency": "USD"})
+        cell = "E2" if column != "on_demand_per_hour" else "D2"
+        assert problems(book) == {(code, "GPUs", cell)}, value
+
+
+def test_a_cheap_three_year_commitment_on_a_one_month_plan_shows_what_it_bills_after_the_plan(tmp_path):
+    """A 3-year term on a 1-month plan: proposed only where it pays within the plan's month (months after it count
+    no demand), and its 35 months after the plan are counted, not dropped."""
+    from budgetgen.engine import plan_budget
+
+    task = {"task_id": "T1", "kind": "finetune", "model_params_b": 7, "method": "full", "train_tokens": "4B",
+            "runs_per_month": 4, "gpu": "H100 80G"}
+    row = {"gpu": "H100 80G", "currency": "USD", "provider": "acme", "on_demand_per_hour": 3.0}
+    for rate, cards in ((1.0, 0), (0.01, 2)):
+        book = make_input(tmp_path / f"in{rate}.xlsx", [task], gpus=[{**row, "reserved_3y_per_hour": rate}],
+                          settings={"currency": "USD", "period_months": 1})
+        plan = plan_budget(read_inputs(book, today=TODAY))
+        three = next(c for c in plan.commitments if c.tier == "reserved_3y")
+        assert (three.cards, three.months_after_plan) == (cards, 35)
+        assert three.after_plan_cost == pytest.approx(cards * rate * 730 * 35)
