@@ -1144,6 +1144,10 @@ PROBLEMS = {
                             "would count twice"),
                            ("与第 {first} 行是同一分组（月份、日期和文本相同）：查询结果中每个分组只出现一次，"
                            "文件可能被追加了两次或合并了两份结果；其金额会被重复计算")),
+    "ramp_all_paused": (("task_id: the Ramp pauses {task} (0) in every month it is active, {first} to {last}: it "
+                         "plans nothing; leave a month blank or above 0, or take the task off the Tasks sheet"),
+                        ("task_id：渐进表使 {task} 在其全部活动月份（{first} 至 {last}）都暂停（0）：该任务没有任何计划；"
+                        "请留空某个月或填大于 0 的值，或从任务表中删除该任务")),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

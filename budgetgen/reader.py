@@ -77,6 +77,7 @@ class Collector:
     def __init__(self) -> None:
         self.problems: list[Problem] = []
         self.setting_cells: dict[str, str] = {}  # setting key -> the cell its value was read from
+        self.ramp_cells: dict[str, str] = {}  # task id -> the cell of its Ramp row's task_id
 
     def add(self, code: Code, sheet: str, cell: str, message: Message) -> None:
         self.problems.append(Problem(code, sheet, cell, message))
@@ -697,17 +698,20 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
                 "scenario_duplicate", driver=driver, task=task or Message("scenario_all_tasks"), first=seen[key]))
             continue
         seen[key] = rec.cells["driver"]
-        if not _scenario_values_ordered(rec, DRIVER[driver].effect == BUFFER, out):
-            continue
+        if any(_had_problem(out, rec.cells[level], "Scenarios") for level in SCENARIO_LEVELS if level in rec.cells):
+            continue  # a value that could not be read: its cell says why, and no other value is compared with it
         base = v.get("base", settings.hidden_cost_buffer if DRIVER[driver].effect == BUFFER else 1.0)
+        if not _scenario_values_ordered(rec, base, DRIVER[driver].effect == BUFFER, out):
+            continue
         rows.append(ScenarioRow(driver, task, v.get("low", base), base, v.get("high", base), rec.row,
                                 v.get("source") or ""))
     return tuple(rows)
 
 
-def _scenario_values_ordered(rec: Record, buffer: bool, out: Collector) -> bool:
+def _scenario_values_ordered(rec: Record, base: float, buffer: bool, out: Collector) -> bool:
     """Whether a Scenarios row's values can be read as given: a buffer rate at most 100% (25 typed for 25% would be a
-    2,500% buffer), and low <= base <= high (a low above the high swaps the scenarios' meaning); else problems."""
+    2,500% buffer), and low <= base <= high with a blank base at `base` (a low above the high swaps the scenarios'
+    meaning; low 2 beside a blank base 1 is a "low" dearer than the base); else problems, at the typed cell."""
     v, ok = rec.values, True
     if buffer:
         for level in SCENARIO_LEVELS:
@@ -715,11 +719,15 @@ def _scenario_values_ordered(rec: Record, buffer: bool, out: Collector) -> bool:
                 out.add(Code.OUT_OF_RANGE, "Scenarios", rec.cells[level], Message(
                     "scenario_buffer_rate", level=level, value=v[level]))
                 ok = False
-    given = [(level, v[level]) for level in SCENARIO_LEVELS if v.get(level) is not None]
-    for (lower, a), (upper, b) in itertools.pairwise(given):
-        if a > b:
-            out.add(Code.OUT_OF_RANGE, "Scenarios", rec.cells[upper], Message(
-                "scenario_order", lower=lower, a=a, upper=upper, b=b))
+    if not ok:
+        return False
+    values = {"base": v.get("base", base)}
+    values.update(low=v.get("low", values["base"]), high=v.get("high", values["base"]))
+    for lower, upper in itertools.pairwise(SCENARIO_LEVELS):
+        if values[lower] > values[upper]:
+            typed = upper if upper in v else lower
+            out.add(Code.OUT_OF_RANGE, "Scenarios", rec.cells[typed], Message(
+                "scenario_order", lower=lower, a=values[lower], upper=upper, b=values[upper]))
             ok = False
     return ok
 
@@ -730,11 +738,15 @@ def _check_demand_factors(tasks: list[Task], ramps: dict[str, dict[int, float]],
     long plan (or a rate typed as 5 for 5%) would otherwise plan a budget of 1e124 without a word."""
     months = settings.plan_months
     for task in tasks:
+        start, end = months.index(task.values["start_month"]), months.index(task.values["end_month"])
+        ramp = ramps.get(task.task_id, {})
+        if all(ramp.get(m + 1) == 0 for m in range(start, end + 1)):  # paused in every month: no hour to divide
+            out.add(Code.OUT_OF_RANGE, "Ramp", out.ramp_cells[task.task_id], Message(  # by (a ZeroDivisionError)
+                "ramp_all_paused", task=task.task_id, first=months[start], last=months[end]))
+            continue
         growth = task.values.get("growth_per_month") or 0.0
         if growth <= 0 or "growth_per_month" not in task.cells:
             continue
-        start, end = months.index(task.values["start_month"]), months.index(task.values["end_month"])
-        ramp = ramps.get(task.task_id, {})
         grown = [m for m in range(start, end + 1) if m + 1 not in ramp]
         if not grown:
             continue
@@ -800,6 +812,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
             out.add(Code.DUPLICATE_TASK, "Ramp", cell, Message("duplicate_task_id", task_id=task, first="Ramp"))
             continue
         ramp = ramps[task] = {}
+        out.ramp_cells[task] = cell
         for i, month in months.items():
             value = values[i] if i < len(values) else None
             if is_blank(value):

@@ -571,3 +571,27 @@ def test_a_cheap_three_year_commitment_on_a_one_month_plan_shows_what_it_bills_a
         three = next(c for c in plan.commitments if c.tier == "reserved_3y")
         assert (three.cards, three.months_after_plan) == (cards, 35)
         assert three.after_plan_cost == pytest.approx(cards * rate * 730 * 35)
+
+
+def test_a_task_the_ramp_pauses_in_every_month_is_refused(tmp_path):
+    """Ramp 0 in every month of a task on a GPU no other task uses: a ZeroDivisionError in buy-versus-rent (and
+    #DIV/0! on BuyVsRent); found by tests/test_fuzz_round4.py."""
+    task = {**TRAINING, "method": "lora", "gpu": "H100 80G", "cards": 1, "tier": "on_demand", "end_month": "2026-08"}
+    book = make_input(tmp_path / "in.xlsx", [task], extra_sheets={"Ramp": [["task_id", "2026-07", "2026-08"],
+                                                                           ["F1", 0, 0]]})
+    assert problems(book) == {(Code.OUT_OF_RANGE, "Ramp", "A2")}
+    book = make_input(tmp_path / "in.xlsx", [task], extra_sheets={"Ramp": [["task_id", "2026-07"], ["F1", 0]]})
+    assert [m.factor for m in plan_of(book).tasks[0].months] == [0, 1, 0]
+
+
+def test_a_scenario_value_that_cannot_be_read_is_not_also_out_of_order(tmp_path):
+    """base 1,500 (above 1,000) refused at C2 alone: it was also "low 10 is above base 1" at B2, against the default
+    the unreadable base left behind (found by the Scenarios fuzzer)."""
+    assert problems(scenario_book(tmp_path, ["price", "1e3%", "1,500", None])) == {(Code.OUT_OF_RANGE, "Scenarios",
+                                                                                    "C2")}
+
+
+def plan_of(book):
+    from budgetgen.engine import plan_budget
+
+    return plan_budget(read_inputs(book, today=TODAY))
