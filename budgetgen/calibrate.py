@@ -10,7 +10,6 @@ where it was.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
 from collections.abc import Callable
@@ -20,9 +19,13 @@ from pathlib import Path
 from .catalog import gpu_record
 from .columns import evaluate, evaluate_task
 from .errors import Code, InputError, Problem, printable
+from .i18n import Message
 from .model import Gpu, Settings
 from .models import ModelCatalog
-from .schema import GPU_COLUMNS, SETTINGS_BY_KEY, TASK_COLUMNS
+from .price_files import table_rows
+from .reader import Collector, read_rows
+from .records import SERVING_METHODS, TRAINING_METHODS
+from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column
 
 KINDS = ("serve", "train")
 MEASURED_COLUMNS = ("kind", "model", "gpu", "cards", "method", "train_precision", "kv_cache_dtype", "prompt",
@@ -50,6 +53,8 @@ class MeasuredRun:
     output: float | None = None
     concurrency: float | None = None
     tokens: float | None = None
+    measured_cell: str = ""  # where `measured` was read, e.g. L2
+    file: str = ""  # the file it was read from (problems name it)
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class Fit:
     after: tuple[float, ...]
     settings: dict[str, float] = dataclasses.field(default_factory=dict)  # the MFU settings that moved
     settings_source: str = ""
+    warnings: tuple[Message, ...] = ()  # fits that stopped at a bound that is no physical limit
 
     @staticmethod
     def error(ratios) -> float:
@@ -69,46 +75,76 @@ class Fit:
         return math.fsum(math.log(r) ** 2 for r in ratios)
 
 
-def _number(text: str) -> float | None:
-    return float(text) if text.strip() else None
+C = Column
+RUN_COLUMNS: tuple[Column, ...] = (
+    C("kind", "choice", required=True, choices=KINDS, help="serve or train"),
+    C("model", "text", required=True, help="a catalog model (`budgetgen models`)"),
+    C("gpu", "text", required=True, help="a catalog GPU (`budgetgen catalog`)"),
+    C("cards", "count", "cards", required=True, positive=True, maximum=MAX_CARDS,
+      help="cards of the serving replica or the training run"),
+    C("method", "choice", choices=TRAINING_METHODS + SERVING_METHODS, help="serving precision or training method"),
+    C("train_precision", "choice", choices=TRAIN_PRECISIONS, help="training matmul precision"),
+    C("kv_cache_dtype", "choice", choices=("fp16", "fp8"), help="KV-cache precision"),
+    C("prompt", "number", "tokens", minimum=0, help="input tokens per request"),
+    C("output", "number", "tokens", positive=True, help="output tokens per request (serve runs)"),
+    C("concurrency", "count", "sequences", positive=True, help="sequences decoded together"),
+    C("tokens", "number", "tokens", positive=True, help="tokens trained (train runs)"),
+    C("measured", "number", "tokens/s or hours", required=True, positive=True,
+      help="serve: output tokens/s of the replica; train: wall-clock hours"),
+)
+assert tuple(c.name for c in RUN_COLUMNS) == MEASURED_COLUMNS
+NEEDS = {"serve": "output", "train": "tokens"}
+METHODS = {"serve": SERVING_METHODS, "train": TRAINING_METHODS}
+CONTRADICTION = 2.0  # two runs alike in every column but `measured` that differ by more than this factor
 
 
 def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> list[MeasuredRun]:
-    """The runs of a measured-runs CSV (columns MEASURED_COLUMNS), every problem collected first."""
-    problems, runs = [], []
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        for line, row in enumerate(csv.DictReader(fh), start=2):
-            row = {k.strip().lower(): (v or "").strip() for k, v in row.items() if k}
-
-            def bad(code: Code, column: str, message: str, line=line) -> None:
-                problems.append(Problem(code, path.name, f"row {line}", f"{column}: {message}"))
-            before = len(problems)
-            if row.get("kind") not in KINDS:
-                bad(Code.UNKNOWN_VALUE, "kind", f'"{row.get("kind")}" is not a kind of run (serve or train)')
-                continue
-            if row.get("model", "") not in models:
-                bad(Code.UNKNOWN_VALUE, "model", f'"{row.get("model")}" is not a catalog model (`budgetgen models`)')
-            if row.get("gpu", "").lower() not in gpus:
-                bad(Code.UNKNOWN_VALUE, "gpu", f'"{row.get("gpu")}" is not a catalog GPU (`budgetgen catalog`)')
-            numbers = {}
-            for column in ("cards", "prompt", "output", "concurrency", "tokens", "measured"):
-                try:
-                    numbers[column] = _number(row.get(column, ""))
-                except ValueError:
-                    bad(Code.NOT_A_NUMBER, column, f'"{row.get(column)}" is not a number')
-            needed = ("cards", "measured") + (("output",) if row["kind"] == "serve" else ("tokens",))
-            for column in needed:
-                if column in numbers and (numbers[column] is None or numbers[column] <= 0):
-                    bad(Code.NOT_POSITIVE, column, f"a positive number is required for a {row['kind']} run")
-            if len(problems) > before:
-                continue
-            runs.append(MeasuredRun(
-                line, row["kind"], models.find(row["model"]).name, gpus[row["gpu"].lower()].name, int(numbers["cards"]),
-                row.get("method") or None, numbers["measured"], row.get("train_precision") or None,
-                row.get("kv_cache_dtype") or None, numbers["prompt"], numbers["output"], numbers["concurrency"],
-                numbers["tokens"]))
-    if problems:
-        raise InputError(problems)
+    """The runs of a measured-runs CSV or xlsx (columns MEASURED_COLUMNS), parsed as the input sheets are (no NaN,
+    no fraction of a card, no unknown method), every problem collected first and named by file and cell."""
+    path = Path(path)
+    name = path.name
+    out = Collector()
+    records = read_rows(iter(table_rows(path)), name, RUN_COLUMNS, out)
+    runs: list[MeasuredRun] = []
+    seen: dict[tuple, MeasuredRun] = {}
+    for rec in records:
+        v, cell = rec.values, rec.cells
+        for column in RUN_COLUMNS:
+            if column.required and column.name not in v and column.name in cell \
+                    and not any(p.cell == cell[column.name] for p in out.problems):
+                out.add(Code.REQUIRED, name, cell[column.name], Message("required", column=column.name,
+                                                                        help=column.help))
+        kind = v.get("kind")
+        if kind is not None:
+            needed = NEEDS[kind]
+            if needed not in v and not any(p.cell == cell.get(needed) for p in out.problems):
+                out.add(Code.REQUIRED, name, cell.get(needed, f"A{rec.row}"), Message(
+                    "run_needs", column=needed, kind=kind))
+            if v.get("method") is not None and v["method"] not in METHODS[kind]:
+                out.add(Code.UNKNOWN_VALUE, name, cell["method"], Message(
+                    "run_method", method=v["method"], kind=kind, allowed=METHODS[kind]))
+        if "model" in v and v["model"] not in models:
+            out.add(Code.UNKNOWN_VALUE, name, cell["model"], Message("run_unknown_model", model=v["model"]))
+        if "gpu" in v and v["gpu"].lower() not in gpus:
+            out.add(Code.UNKNOWN_VALUE, name, cell["gpu"], Message("run_unknown_gpu", gpu=v["gpu"]))
+        mine = set(cell.values())
+        if any(p.cell in mine for p in out.problems) or any(c.required and c.name not in v for c in RUN_COLUMNS):
+            continue
+        run = MeasuredRun(
+            rec.row, kind, models.find(v["model"]).name, gpus[v["gpu"].lower()].name, v["cards"], v.get("method"),
+            v["measured"], v.get("train_precision"), v.get("kv_cache_dtype"), v.get("prompt"), v.get("output"),
+            v.get("concurrency"), v.get("tokens"), cell["measured"], name)
+        alike = dataclasses.replace(run, line=0, measured=0.0, measured_cell="")
+        first = seen.setdefault(alike, run)
+        if first is not run and max(run.measured, first.measured) > CONTRADICTION * min(run.measured, first.measured):
+            out.add(Code.OUT_OF_RANGE, name, cell["measured"], Message(
+                "run_contradicts", value=run.measured, first=first.measured, cell=first.measured_cell,
+                factor=CONTRADICTION))
+        runs.append(run)
+    if not records and not out.problems:
+        out.add(Code.REQUIRED, name, "A2", Message("no_runs"))
+    if out.problems:
+        raise InputError(out.problems)
     return runs
 
 
@@ -125,13 +161,17 @@ def _task_inputs(run: MeasuredRun) -> dict:
                   "train_tokens": run.tokens, "deadline_days": 1e6}
 
 
-def predict(run: MeasuredRun, gpu: Gpu, settings: Settings, models: ModelCatalog) -> float:
-    """The engine's figure for a run: output tokens/s of the replica, or the run's compute hours (wall clock)."""
+def _row(run: MeasuredRun, gpu: Gpu, settings: Settings, models: ModelCatalog) -> dict:
     s = dataclasses.replace(settings, plan_months=(_MONTH,),
                             kv_cache_dtype=run.kv_cache_dtype or settings.kv_cache_dtype)
     model = models.find(run.model)
     inputs = _task_inputs(run)
-    row = evaluate(inputs, s, gpu, model, evaluate_task(inputs, s, model))
+    return evaluate(inputs, s, gpu, model, evaluate_task(inputs, s, model))
+
+
+def predict(run: MeasuredRun, gpu: Gpu, settings: Settings, models: ModelCatalog) -> float:
+    """The engine's figure for a run: output tokens/s of the replica, or the run's compute hours (wall clock)."""
+    row = _row(run, gpu, settings, models)
     return row["tokens_per_sec_used"] if run.kind == "serve" else row["compute_hours"]
 
 
@@ -161,15 +201,63 @@ def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
     return {name: value for name, value in best.items() if value != start[name]}
 
 
-def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog) -> Gpu:
+def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog) -> tuple[Gpu, dict[str, float]]:
     """A GPU's bandwidth and matmul efficiency fitted to its serving runs (blank figures start at what they stand
-    for: decode_efficiency and 1)."""
+    for: decode_efficiency and 1), and the figures that moved."""
     start = {"bandwidth_efficiency": gpu.bandwidth_efficiency or settings.decode_efficiency,
              "matmul_efficiency": gpu.matmul_efficiency or 1.0}
 
     def error(values):
         return Fit.error(_ratios(runs, dataclasses.replace(gpu, **values), settings, models))
-    return dataclasses.replace(gpu, **_descend(start, BOUNDS, error))
+    moved = _descend(start, BOUNDS, error)
+    return dataclasses.replace(gpu, **moved), moved
+
+
+# Upper bounds that are physical limits (all of the memory bandwidth, all of the peak): runs that need more were
+# mismeasured. matmul_efficiency's 1.5 is no such limit (kernels past the H100's share of the datasheet peak): the
+# fit stopping there under-states the card, a warning. Every lower bound (1% of bandwidth, 0.1% MFU) is a slip.
+PHYSICAL_LIMITS = frozenset(("bandwidth_efficiency", "mfu", "lora_mfu"))
+
+
+def _at_bounds(moved: dict[str, float], bounds: dict[str, tuple[float, float]], runs, what: str,
+               warnings: list[Message]) -> list[Problem]:
+    """A figure the fit pushed to the edge of where it may go: the runs ask for more (a card faster than its
+    memory bandwidth, an MFU of 0.1%) than any card or setting gives, so they cannot be explained; one problem,
+    at the first run's measured cell, naming the rows (a warning where the edge is no physical limit)."""
+    out = []
+    for figure, value in moved.items():
+        low, high = bounds[figure]
+        if value in (low, high):
+            first = runs[0]
+            message = Message("fit_at_bound", what=what, figure=figure, side="above" if value == high else "below",
+                              bound=value, rows=", ".join(str(r.line) for r in runs))
+            if value == high and figure not in PHYSICAL_LIMITS:
+                warnings.append(Message("fit_at_soft_bound", file=first.file, cell=first.measured_cell,
+                                        problem=message))
+            else:
+                out.append(Problem(Code.OUT_OF_RANGE, first.file, first.measured_cell, message))
+    return out
+
+
+def _unpredictable(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog) -> list[float]:
+    """The engine's ratio of each run to its measurement; InputError at the runs the engine cannot model (a model
+    that does not fit the cards: no speed to compare)."""
+    ratios, problems = [], []
+    for run in runs:
+        try:
+            row = _row(run, gpus[run.gpu.lower()], settings, models)
+            value = row["tokens_per_sec_used"] if run.kind == "serve" else row["compute_hours"]
+            fits = (row.get("cards_min") or 0) <= run.cards
+        except (ArithmeticError, ValueError):
+            value, fits = None, False
+        if not fits or value is None or not math.isfinite(value) or value <= 0:
+            problems.append(Problem(Code.DOES_NOT_FIT, run.file, run.measured_cell, Message(
+                "run_not_modelled", model=run.model, cards=run.cards, gpu=run.gpu, kind=run.kind)))
+        else:
+            ratios.append(value / run.measured)
+    if problems:
+        raise InputError(problems)
+    return ratios
 
 
 def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog) -> dict[str, float]:
@@ -192,19 +280,31 @@ def calibrate(runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings,
               source: str) -> Fit:
     """Fit each GPU the serving runs name, then the MFU settings to the training runs on those GPUs; `source`
     becomes the fitted rows' source ("calibrated from {n} runs on DATE")."""
-    before = [predict(r, gpus[r.gpu.lower()], settings, models) / r.measured for r in runs]
+    if not runs:
+        raise InputError([Problem(Code.REQUIRED, "", "", Message("no_runs"))])
+    before = _unpredictable(runs, gpus, settings, models)
     fitted = {name: gpus[name.lower()] for name in dict.fromkeys(r.gpu for r in runs)}
+    problems: list[Problem] = []
+    warnings: list[Message] = []
     for name, gpu in fitted.items():
         served = [r for r in runs if r.gpu == name and r.kind == "serve"]
         if served:
-            fit = _fit_gpu(gpu, served, settings, models)
+            fit, moved = _fit_gpu(gpu, served, settings, models)
+            problems += _at_bounds(moved, BOUNDS, served, name, warnings)
             fitted[name] = dataclasses.replace(fit, source=f"{source.format(n=len(served))}; {gpu.source}".strip("; "))
     tuned = _fit_settings(runs, fitted, settings, models)
+    trained_runs = [r for r in runs if r.kind == "train"]
+    for key, value in tuned.items():
+        on = [r for r in trained_runs if (key == "lora_mfu") == (r.method in ("lora", "qlora"))]
+        problems += _at_bounds({key: value}, {key: (SETTINGS_BY_KEY[key].minimum, SETTINGS_BY_KEY[key].maximum)},
+                               on, key, warnings)
+    if problems:
+        raise InputError(problems)
     final = dataclasses.replace(settings, **tuned)
     after = [predict(r, fitted[r.gpu], final, models) / r.measured for r in runs]
     trained = sum(r.kind == "train" for r in runs)
     return Fit(tuple(fitted.values()), tuple(runs), tuple(before), tuple(after), tuned,
-               source.format(n=trained))
+               source.format(n=trained), tuple(warnings))
 
 
 def format_fit(fit: Fit) -> str:
@@ -218,6 +318,7 @@ def format_fit(fit: Fit) -> str:
                      f"matmul_efficiency {g.matmul_efficiency if g.matmul_efficiency else '-'}")
     for key, value in fit.settings.items():
         lines.append(f"setting {key}: {value:g}")
+    lines += [f"Warning: {printable(w)}" for w in fit.warnings]
     return "\n".join(lines) + "\n"
 
 

@@ -906,6 +906,10 @@ MESSAGES = {
         ("Prices of {count} GPUs are more than {months} months older than {when}: {items!l}; check them with your "
          "provider and enter current ones on the GPUs sheet"),
         "{count} 个 GPU 的价格早于{when}超过 {months} 个月：{items!l}；请向供应商核实，并在GPU表中填写当前价格"),
+    "offer_filter_name_unused": (("{setting}: {name} adds no built-in offer this plan takes ({place}): {hint}"),
+                                 "{setting}：{name} 没有增加本计划可用的内置报价（{place}）：{hint}"),
+    "fit_at_soft_bound": ("{file}!{cell} {problem} (the fitted row under-states them)",
+                          "{file}!{cell} {problem}（拟合结果低估了它们）"),
 }
 
 # Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet
@@ -1029,8 +1033,9 @@ PROBLEMS = {
     "ramp_header": ('"{text}" is not a plan month (head each Ramp column with its month, YYYY-MM)',
                     '"{text}" 不是计划月份（渐进表每列的表头请写月份 YYYY-MM）'),
     "budget_whole_plan": ("the whole plan", "整个计划"),
-    "over_budget": (("{center}: {months} plan month(s) over the monthly budget of {budget} (Budgets), {overrun} over in "
-                    "all"), "{center}：{months} 个计划月超出月预算 {budget}（见预算表），共超出 {overrun}"),
+    "over_budget": (("{center}: {months} plan month(s) over the monthly budget of {budget:,.0f} (Budgets), "
+                     "{overrun:,.0f} over in all"),
+                    "{center}：{months} 个计划月超出月预算 {budget:,.0f}（见预算表），共超出 {overrun:,.0f}"),
     "scenario_unknown_task": ('task_id: "{task}" is not a task on the Tasks sheet (leave it blank for every task)',
                               'task_id："{task}" 不在任务表中（留空表示所有任务）'),
     "scenario_duplicate": ("{driver} for {task} is on the Scenarios sheet twice (first at {first})",
@@ -1183,6 +1188,80 @@ PROBLEMS = {
     "bills_out_of_memory": (("the bills need more memory than recon_memory_limit allows ({reason}); raise the "
                             "setting or free disk space for spilling"),
                             "账单所需内存超过 recon_memory_limit（{reason}）；请调高该设置或腾出磁盘空间用于溢写"),
+    # bad input, round four (issue 34)
+    "percent_ambiguous": (
+        ("{shown} would be {value:,.0%}: write {value:g}% (or {share:g}) for {value:g} percent; a share above 100% "
+         "is typed with its % sign"),
+        "{shown} 将被读作 {value:,.0%}：表示 {value:g}% 请写 {value:g}%（或 {share:g}）；超过 100% 的比例请带 % 号输入"),
+    "ramp_month_twice": ('"{text}" is the month {month} again (its column is {first}): keep one column a month',
+                         '"{text}" 与 {first} 列是同一月份 {month}：每个月份只保留一列'),
+    "scenario_buffer_rate": (("{level}: {value:g} is a hidden-cost buffer of {value:,.0%}: the buffer's values are "
+                              "rates (25% or 0.25)"),
+                             "{level}：{value:g} 意味着 {value:,.0%} 的隐性成本缓冲：缓冲的取值是比率（25% 或 0.25）"),
+    "scenario_order": (("{upper}: {b:g} is below {lower} {a:g}: the values go low <= base <= high (swap them, or "
+                        "leave a level blank for the base)"),
+                       "{upper}：{b:g} 小于 {lower} {a:g}：取值须满足 low <= base <= high（请对调，或留空以使用 base）"),
+    "growth_too_large": (("growth_per_month: {growth:.0%} a month from {start} makes the demand of {month} "
+                          "{factor:,.3g} times the demand typed, more than {bound:,.0f}: check the rate (5% a month is 5% or 0.05)"),
+                         ("growth_per_month：每月 {growth:.0%} 从 {start} 起使 {month} 的需求达到所填需求的 {factor:,.3g} 倍，"
+                         "超过 {bound:,.0f}：请检查增长率（每月 5% 写作 5% 或 0.05）")),
+    "offer_filter_empty": (('{setting}: "{raw}" names no {what}: give names separated by commas, or leave it blank '
+                            "for every {what}"),
+                           '{setting}："{raw}" 没有给出任何{what}：请用逗号分隔填写名称，或留空表示全部'),
+    "offer_filter_unknown": ('{setting}: "{name}" is no {what} of the built-in offers ({hint})',
+                             '{setting}："{name}" 不是内置报价中的{what}（{hint}）'),
+    "offer_filter_known": ("they are: {names!l}", "现有：{names!l}"),
+    "offer_filter_excludes_all": (("the built-in offers from providers {providers} in regions {regions} hold none a "
+                                   "{currency} plan takes under offer_currency {policy}: {hint}"),
+                                  ("来自 providers {providers}、regions {regions} 的内置报价中，没有 {currency} 计划在 "
+                                  "offer_currency {policy} 下可用的报价：{hint}")),
+    "offer_filter_other_currency": (("their offers are in {currencies!l}: set offer_currency to any to take them, "
+                                     "converted at the FX rate"),
+                                    "它们的报价币种为 {currencies!l}：将 offer_currency 设为 any 可按汇率换算后采用"),
+    "offer_filter_widen": ("none of their offers matches both lists: widen them, or leave one blank",
+                           "没有报价同时满足两个列表：请放宽列表，或留空其中之一"),
+    "setting_cell": ("Settings!{cell}", "Settings!{cell}"),
+    "offer_without_price": (('{column}: "{offer}" says whose {price} it is, but the row types no {price}: enter '
+                             "that offer's price beside it, or clear the cell"),
+                            ('{column}："{offer}" 说明了 {price} 的报价来源，但该行没有填写 {price}：请在同一行填写该报价的价格，'
+                            "或清空此单元格")),
+    "quote_in_future": ("as_of: {as_of} is after today ({today}): a quote is dated the day it was given",
+                        "as_of：{as_of} 晚于今天（{today}）：报价日期应为报价当天"),
+    "quote_two_currencies": (("currency: {gpu} from {provider} in {region} is quoted in {currency} here and in {first} "
+                              "at {cell}: one offer is priced in one currency; keep the quotes of one"),
+                             ("currency：{provider} 在 {region} 的 {gpu} 此处以 {currency} 报价，而 {cell} 以 {first} 报价："
+                             "一个报价只能使用一种币种；请只保留其中一种币种的报价")),
+    # calibrate
+    "run_needs": ("{column}: required for a {kind} run", "{column}：{kind} 运行必填"),
+    "run_method": ('method: "{method}" is not a method of {kind} runs (use {allowed!l})',
+                   'method："{method}" 不适用于 {kind} 运行（请使用 {allowed!l}）'),
+    "run_unknown_model": ('model: "{model}" is not a catalog model (`budgetgen models`)',
+                          'model："{model}" 不是目录中的模型（见 `budgetgen models`）'),
+    "run_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU (`budgetgen catalog`)',
+                        'gpu："{gpu}" 不是目录中的 GPU（见 `budgetgen catalog`）'),
+    "run_contradicts": (("measured: {value:g} is more than {factor:g} times the {first:g} of the same run at {cell}: "
+                         "one of them is mistyped, or the runs differ in a column the file does not give"),
+                        ("measured：{value:g} 与 {cell} 相同运行的 {first:g} 相差超过 {factor:g} 倍："
+                        "其中一个填错了，或两次运行在文件未给出的列上不同")),
+    "no_runs": ("no runs: the file needs a header and at least one measured run",
+                "没有运行记录：文件需要表头和至少一条实测运行"),
+    "run_not_modelled": (("the engine cannot model this {kind} run ({model} on {cards} x {gpu}: it does not fit, or "
+                          "no speed follows); check model, gpu and cards"),
+                         ("引擎无法为此 {kind} 运行建模（{model} 在 {cards} 张 {gpu} 上：放不下或无法得出速度）；"
+                         "请检查 model、gpu 和 cards")),
+    "fit_at_bound": (("measured: the runs on rows {rows} ask {what}'s {figure} to go {side} {bound:g}, where the fit "
+                      "stops: no card or setting explains them; check their measured values, cards and method"),
+                     ("measured：第 {rows} 行的运行要求 {what} 的 {figure} 超出 {bound:g}（拟合在此停止）："
+                     "没有任何卡或设置能解释这些数据；请检查实测值、卡数和方法")),
+    "bill_sums_repeated": (("repeats the group of row {first} (its month, day and texts): a query result holds each "
+                            "group once, so the file was appended twice or two results put together; its amounts "
+                            "would count twice"),
+                           ("与第 {first} 行是同一分组（月份、日期和文本相同）：查询结果中每个分组只出现一次，"
+                           "文件可能被追加了两次或合并了两份结果；其金额会被重复计算")),
+    "ramp_all_paused": (("task_id: the Ramp pauses {task} (0) in every month it is active, {first} to {last}: it "
+                         "plans nothing; leave a month blank or above 0, or take the task off the Tasks sheet"),
+                        ("task_id：渐进表使 {task} 在其全部活动月份（{first} 至 {last}）都暂停（0）：该任务没有任何计划；"
+                        "请留空某个月或填大于 0 的值，或从任务表中删除该任务")),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

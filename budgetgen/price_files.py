@@ -8,6 +8,7 @@ input reader reports a sheet's, through the same column declarations and parser 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import difflib
 import io
 from collections.abc import Mapping
@@ -16,14 +17,24 @@ from pathlib import Path
 
 from .errors import Code, InputError, Problem
 from .i18n import Message
-from .prices import ANY_REGION, ListedPrice, Offer, catalog_name, derive_offers, gpu_aliases, is_suspect
+from .prices import (
+    ANY_REGION,
+    ListedPrice,
+    Offer,
+    catalog_name,
+    derive_offers,
+    gpu_aliases,
+    is_suspect,
+    name_key,
+)
 from .reader import Collector, Record, read_rows
 from .records import TIERS
-from .safefile import MAX_FILE, iter_rows, load_input_workbook
+from .safefile import MAX_FILE, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .schema import Column, normalise_header
 
 C = Column
-_PRICE = {"type": "number", "unit": "USD per GPU-hour", "minimum": 0}
+# A listed price of 0 is a missing price, not a free GPU (a median with it, or a quote of it, plans a zero budget).
+_PRICE = {"type": "number", "unit": "USD per GPU-hour", "positive": True}
 SNAPSHOT_COLUMNS: tuple[Column, ...] = (
     C("provider", "text", required=True, help="the provider, e.g. lambda"),
     C("region", "text", help="the provider's region; all-listed-regions or default: every region"),
@@ -45,7 +56,7 @@ QUOTE_COLUMNS: tuple[Column, ...] = (
     C("region", "text", default=ANY_REGION, help="the provider's region; blank: any"),
     C("tier", "choice", required=True, choices=tuple(t.name for t in TIERS), help="the price tier"),
     C("price", "number", "currency per the tier's unit (card-hour, or card-month for monthly)", required=True,
-      minimum=0, help="the quoted price"),
+      positive=True, help="the quoted price (blank the row for a tier not offered)"),
     C("currency", "text", required=True, help="ISO code of the price's currency, e.g. USD"),
     C("as_of", "date", "YYYY-MM-DD", required=True, help="the date of the quote"),
     C("source", "text", help="where the quote came from (blank: the file and row)"),
@@ -63,23 +74,24 @@ class PriceFile:
     flags: str = ""
 
 
-def read_price_file(path: Path, classes: Mapping[str, str]) -> PriceFile:
+def read_price_file(path: Path, classes: Mapping[str, str], today: dt.date | None = None) -> PriceFile:
     """The offers of a snapshot or a quote sheet (told apart by their headers), for the catalog GPUs in `classes`
     (name -> GPU class, in catalog order); InputError with every problem at its file, row and column."""
     path = Path(path)
-    rows = _table(path)
+    rows = table_rows(path)
     header = {normalise_header(h) for h in (rows[0][1] if rows else ())}
     out = Collector()
     if normalise_header("on_demand_usd_per_gpu_hour") in header:
         listed = _listed(read_rows(iter(rows), path.name, SNAPSHOT_COLUMNS, out))
         flags = path.with_name(FLAGS_FILE)
-        suspect = _suspect(read_rows(iter(_table(flags)), flags.name, FLAG_COLUMNS, out)) if flags.is_file() else set()
+        suspect = _suspect(read_rows(iter(table_rows(flags)), flags.name, FLAG_COLUMNS, out)) if flags.is_file() else set()
         _fail_on(out)
         skipped = sorted({r.label for r in listed if catalog_name(r.label, classes) is None})
         return PriceFile("snapshot", tuple(derive_offers(listed, classes, suspect)), tuple(skipped),
                          str(flags) if flags.is_file() else "")
     if {normalise_header("tier"), normalise_header("price")} <= header:
-        offers = _quotes(read_rows(iter(rows), path.name, QUOTE_COLUMNS, out), path.name, classes, out)
+        offers = _quotes(read_rows(iter(rows), path.name, QUOTE_COLUMNS, out), path.name, classes, out,
+                         today or dt.date.today())
         _fail_on(out)
         return PriceFile("quotes", tuple(offers))
     raise InputError([Problem(Code.MISSING_COLUMN, path.name, "A1", Message(
@@ -92,11 +104,17 @@ def _fail_on(out: Collector) -> None:
         raise InputError(out.problems)
 
 
-def _table(path: Path) -> list[tuple[int, tuple]]:
+def table_rows(path: Path) -> list[tuple[int, tuple]]:
     """A CSV file's or an xlsx workbook's first sheet's rows as (row number, values), the header first."""
     if path.suffix.lower() in (".xlsx", ".xlsm"):
-        wb = load_input_workbook(path)
+        source = read_input_file(path)
+        wb = load_input_workbook(source)
         try:
+            title = wb.worksheets[0].title
+            unsaved = unsaved_formulas(source.data, path.name, {title}).get(title, [])
+            if unsaved:  # read as blank, =1+1.5 was "price: required"; ="A100 80G" a blank GPU
+                raise InputError([Problem(Code.FORMULA_WITHOUT_VALUE, path.name, cell, Message("formula_without_value"))
+                                  for cell in unsaved])
             return list(iter_rows(wb.worksheets[0]))
         finally:
             wb.close()
@@ -130,9 +148,12 @@ def _suspect(records: list[Record]) -> set[tuple[str, str, str, str]]:
             for rec in records if (v := rec.values).get("flag") and is_suspect(v["flag"]) and "gpu" in v}
 
 
-def _quotes(records: list[Record], name: str, classes: Mapping[str, str], out: Collector) -> list[Offer]:
-    """One offer per GPU, provider, region and currency: its tiers' quoted prices, dated by its oldest quote."""
+def _quotes(records: list[Record], name: str, classes: Mapping[str, str], out: Collector,
+            today: dt.date) -> list[Offer]:
+    """One offer per GPU, provider and region, in one currency: its tiers' quoted prices, dated by its oldest
+    quote. A quote dated after `today`, or a second currency for one offer, is a problem at its cell."""
     groups: dict[tuple[str, str, str, str], dict] = {}
+    currencies: dict[tuple[str, str, str], tuple[str, str]] = {}  # an offer's currency and the cell that gave it
     for rec in records:
         v, cell = rec.values, rec.cells
         missing = [c for c in QUOTE_COLUMNS if c.required and c.name not in v and c.name in cell]
@@ -149,7 +170,17 @@ def _quotes(records: list[Record], name: str, classes: Mapping[str, str], out: C
             out.add(Code.UNKNOWN_VALUE, name, cell["currency"], Message("currency_code", raw=str(v["currency"])))
         if missing or gpu is None or not currency.isalpha():
             continue
+        if v["as_of"] > today.isoformat():
+            out.add(Code.BAD_DATE, name, cell["as_of"], Message("quote_in_future", as_of=v["as_of"],
+                                                                today=today.isoformat()))
+            continue
         region = v.get("region") or ANY_REGION
+        first = currencies.setdefault((gpu, name_key(v["provider"]), name_key(region)), (currency, cell["currency"]))
+        if first[0] != currency:  # the import would keep one of the two and silently drop the other
+            out.add(Code.CURRENCY, name, cell["currency"], Message(
+                "quote_two_currencies", gpu=gpu, provider=v["provider"], region=region, currency=currency,
+                first=first[0], cell=first[1]))
+            continue
         key = (gpu, v["provider"].lower(), region.lower(), currency)
         group = groups.setdefault(key, {"gpu": gpu, "provider": v["provider"], "region": region, "currency": currency,
                                         "prices": {}, "cells": {}, "dates": [], "sources": []})

@@ -77,7 +77,10 @@ def _write_offers(wb, offers: tuple[Offer, ...], classes) -> None:
             row = rows[offer.gpu] = ws.max_row + 1
             ws.cell(row, gpu_column, offer.gpu)
         for name, value in offer.fields().items():
-            ws.cell(row, header[normalise_header(name)]).value = _cell_text(value)
+            cell = ws.cell(row, header[normalise_header(name)])
+            cell.value = _cell_text(value)
+            if cell.data_type == "f":  # openpyxl takes a text that starts with = for a formula: a price file's
+                cell.data_type = "s"  # provider =cmd|'/C calc'!A0 would be a live DDE formula in the priced copy
 
 
 def _cell_text(value: object) -> object:

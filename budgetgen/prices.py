@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import re
 import statistics
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -174,9 +175,31 @@ def offer_provider(label: str) -> str:
     return label.split(OFFER_SEPARATOR, 1)[0]
 
 
-def _listed(names: str | None) -> tuple[str, ...]:
-    """A comma-separated setting (providers, regions) as lower-case names; () for blank: every one."""
-    return tuple(n.strip().lower() for n in (names or "").split(",") if n.strip())
+def name_key(text: str) -> str:
+    """A provider's or region's name as compared: compatibility forms folded (NFKC: a full-width ａｗｓ is aws),
+    format characters (zero-width, bidi) dropped, case folded, spaces around commas and runs of spaces as one."""
+    visible = "".join(ch for ch in unicodedata.normalize("NFKC", str(text)) if unicodedata.category(ch) != "Cf")
+    return re.sub(r"\s+", " ", re.sub(r"\s*,\s*", ",", visible)).strip().casefold()
+
+
+def split_names(text: str | None, known: Iterable[str] = ()) -> list[str]:
+    """The names of a comma-separated setting (providers, regions), empty items left out; a run of items that
+    together are a `known` name holding commas ("The Netherlands, NL, EU", a snapshot region) is that one name."""
+    parts = (text or "").split(",")
+    keys = {name_key(k) for k in known if "," in k}
+    out, i = [], 0
+    while i < len(parts):
+        j = next((j for j in range(len(parts), i + 1, -1) if name_key(",".join(parts[i:j])) in keys), i + 1)
+        item = ",".join(parts[i:j]).strip()
+        if name_key(item):
+            out.append(item)
+        i = j
+    return out
+
+
+def offer_regions(offers: Iterable[Offer]) -> set[str]:
+    """Every region an offer names, and ANY_REGION."""
+    return {o.region for o in offers if o.region} | {ANY_REGION}
 
 
 def eligible_offers(offers: Iterable[Offer], gpu: str, gpu_class: str, currencies: Iterable[str] | None,
@@ -185,8 +208,10 @@ def eligible_offers(offers: Iterable[Offer], gpu: str, gpu_class: str, currencie
     `regions` (blank: any; an offer for any region is in every region), a marketplace's only for the card classes
     it counts for (providers.csv: individual hosts' asks are no datacenter supply), and the market's median only
     where no provider's own offer is left (a median is an estimate, not something procurement can order)."""
+    offers = list(offers)
     wanted = {c.upper() for c in currencies} if currencies is not None else None
-    names, places = _listed(providers), _listed(regions)
+    names = {name_key(n) for n in split_names(providers)}
+    places = {name_key(n) for n in split_names(regions, offer_regions(offers))}
     known = providers_table()
     mine = []
     for o in offers:
@@ -194,9 +219,9 @@ def eligible_offers(offers: Iterable[Offer], gpu: str, gpu_class: str, currencie
             continue
         if wanted is not None and o.currency.upper() not in wanted:
             continue
-        if names and o.provider.lower() not in names:
+        if names and name_key(o.provider) not in names:
             continue
-        if places and o.region.lower() not in (*places, ANY_REGION):
+        if places and name_key(o.region) not in places and name_key(o.region) != ANY_REGION:
             continue
         record = known.get(o.provider)
         if record is not None and gpu_class not in record.counts_for:

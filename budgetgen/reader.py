@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import itertools
+import math
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ from .fx import Rate, fx_table, money_default
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
-from .prices import OFFER_FIELDS
+from .prices import ANY_REGION, OFFER_FIELDS, builtin_offers, name_key, offer_regions, providers_table, split_names
 from .recon.table import sheet_frame
 from .records import BUFFER
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
@@ -39,11 +41,14 @@ from .schema import (
     FX_COLUMNS,
     GPU_COLUMNS,
     KIND,
+    MAX_DEMAND_FACTOR,
     PRICE_COLUMNS,
     RAMP_COLUMNS,
     SCENARIO_COLUMNS,
+    SCENARIO_LEVELS,
     SETTINGS_BY_KEY,
     TASK_COLUMNS,
+    TASK_TIERS,
     Column,
     normalise_header,
 )
@@ -71,6 +76,8 @@ class Collector:
 
     def __init__(self) -> None:
         self.problems: list[Problem] = []
+        self.setting_cells: dict[str, str] = {}  # setting key -> the cell its value was read from
+        self.ramp_cells: dict[str, str] = {}  # task id -> the cell of its Ramp row's task_id
 
     def add(self, code: Code, sheet: str, cell: str, message: Message) -> None:
         self.problems.append(Problem(code, sheet, cell, message))
@@ -176,9 +183,9 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
         if setting.money and setting.key not in values and setting.money != currency:
             amount = money_default(setting.default, setting.money, currency, today)
             if amount is None:
-                out.add(Code.REQUIRED, "Settings", "", Message("money_default_no_rate", setting=setting.key,
-                                                               plan=currency, value=setting.default,
-                                                               currency=setting.money))
+                out.add(Code.REQUIRED, "Settings", out.setting_cells.get("currency", ""), Message(
+                    "money_default_no_rate", setting=setting.key, plan=currency, value=setting.default,
+                    currency=setting.money))
             values[setting.key] = amount
     start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
     months = int(values.get("period_months", SETTINGS_BY_KEY["period_months"].default))
@@ -235,7 +242,35 @@ def _read_setting(rec: Record, values: dict, seen: dict[str, str], out: Collecto
             Message("setting_at_least", setting=key, value=value, lo=lo)
         out.add(Code.NEGATIVE if lo == 0 and value < 0 else Code.OUT_OF_RANGE, "Settings", value_cell, bounds)
         return
+    if key in OFFER_FILTERS and not _offer_filter_names(key, str(value), value_cell, out):
+        return
     values[setting.key] = value
+    out.setting_cells[key] = value_cell
+
+
+# The settings that narrow the built-in offers: what each names, and the names it may give.
+OFFER_FILTERS = {"providers": ("provider", lambda offers: {o.provider for o in offers} | set(providers_table())),
+                 "regions": ("region", offer_regions)}
+
+
+def _offer_filter_names(key: str, text: str, cell: str, out: Collector) -> bool:
+    """Whether a providers or regions setting names only names the built-in offers know (a typo would silently take
+    every offer of the any-region kind, or none), at least one; else a problem at its cell."""
+    what, names_of = OFFER_FILTERS[key]
+    known = sorted(names_of(builtin_offers()), key=str.lower)
+    names = split_names(text, known)
+    if not names:
+        out.add(Code.REQUIRED, "Settings", cell, Message("offer_filter_empty", setting=key, raw=text, what=what))
+        return False
+    keys = {name_key(k): k for k in known}
+    bad = [n for n in names if name_key(n) not in keys]
+    for name in bad:
+        guess = difflib.get_close_matches(name_key(name), list(keys), n=1, cutoff=0.6)
+        hint = Message("did_you_mean", guess=keys[guess[0]]) if guess else Message("offer_filter_known",
+                                                                                  names=tuple(known))
+        out.add(Code.UNKNOWN_VALUE, "Settings", cell, Message("offer_filter_unknown", setting=key, name=name,
+                                                              what=what, hint=hint))
+    return not bad
 
 
 # ---------------------------------------------------------------- GPUs and Models
@@ -331,6 +366,52 @@ def _written_by_init(typed: dict, written: dict | None, settings: Settings) -> b
                                             dt.date.fromisoformat(settings.build_date))
 
 
+def _priced(records) -> bool:
+    return any(rec.get(c) is not None for rec in records for c in PRICE_COLUMNS)
+
+
+def _offer_currencies(providers: str | None, regions: str | None) -> set[str]:
+    """The currencies of the built-in offers from `providers` in `regions` (blank: any)."""
+    offers = builtin_offers()
+    names = {name_key(n) for n in split_names(providers)}
+    places = {name_key(n) for n in split_names(regions, offer_regions(offers))} | {ANY_REGION}
+    return {o.currency.upper() for o in offers if o.priced and (not names or name_key(o.provider) in names)
+            and (not split_names(regions) or name_key(o.region) in places)}
+
+
+def _offer_filter_reach(settings: Settings, first: str | None, records, out: Collector) -> list[Message]:
+    """What providers and regions leave of the built-in offers under the plan's currency policy: nothing at all is a
+    problem at the setting (the plan would silently price no GPU from the catalog, or only what the GPUs sheet
+    quotes); a name that adds no offer is a warning."""
+    given = [k for k in OFFER_FILTERS if getattr(settings, k) is not None and k in out.setting_cells]
+    if not given:
+        return []
+
+    def hint(providers, regions) -> Message:
+        other = sorted(_offer_currencies(providers, regions) - {settings.currency})
+        return Message("offer_filter_other_currency", currencies=tuple(other), policy=settings.offer_currency) \
+            if other and settings.offer_currency != "any" else Message("offer_filter_widen")
+    if not _priced(records):
+        out.add(Code.NO_PRICE, "Settings", out.setting_cells[given[0]], Message(
+            "offer_filter_excludes_all", providers=settings.providers or ANY_REGION,
+            regions=settings.regions or ANY_REGION,
+            policy=settings.offer_currency, currency=settings.currency,
+            hint=hint(settings.providers, settings.regions)))
+        return []
+    warnings = []
+    for key in given:
+        names = split_names(getattr(settings, key), OFFER_FILTERS[key][1](builtin_offers()))
+        if len(names) < 2:
+            continue
+        for name in names:
+            one = {"providers": settings.providers, "regions": settings.regions, key: name}
+            if not _priced(builtin_records(settings.currency, one["providers"], one["regions"], first=first,
+                                           offer_currency=settings.offer_currency)):
+                warnings.append(Message("offer_filter_name_unused", setting=key, name=name, place=Message(
+                    "setting_cell", cell=out.setting_cells[key]), hint=hint(one["providers"], one["regions"])))
+    return warnings
+
+
 def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
     """The built-in catalog with the GPUs sheet's rows added or overriding, every price converted into the plan
     currency. A sheet row's prices are in its currency (blank: the plan currency); when that is not the built-in
@@ -342,6 +423,7 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
     records = {rec["gpu"].lower(): dict(rec) for rec in builtin_records(
         settings.currency, settings.providers, settings.regions, first=first, offer_currency=settings.offer_currency)}
     builtin = {k: dict(v) for k, v in records.items()}
+    warnings.extend(_offer_filter_reach(settings, first, records.values(), out))
     # the rows `init` wrote are the catalog under the default offer policy: under another, they give way to it
     as_init = {} if _default_offer_policy(settings) else {
         rec["gpu"].lower(): rec for rec in builtin_records(settings.currency, first=first)}
@@ -373,6 +455,12 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                     merged.update(provider=None, region=None)
                     if "source" not in rec.values:
                         merged["source"] = None
+            for tier in TASK_TIERS:  # whose offer a price is, on a row that types no such price: a label on
+                offer = f"{tier.name}_offer"  # nothing, or on the built-in offer's price (another provider's)
+                if offer in rec.values and tier.price_column not in rec.values \
+                        and not _had_problem(out, rec.cells.get(tier.price_column, ""), "GPUs"):
+                    out.add(Code.REQUIRED, "GPUs", rec.cells[offer], Message(
+                        "offer_without_price", column=offer, offer=rec.values[offer], price=tier.price_column))
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
@@ -610,10 +698,67 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
                 "scenario_duplicate", driver=driver, task=task or Message("scenario_all_tasks"), first=seen[key]))
             continue
         seen[key] = rec.cells["driver"]
+        if any(_had_problem(out, rec.cells[level], "Scenarios") for level in SCENARIO_LEVELS if level in rec.cells):
+            continue  # a value that could not be read: its cell says why, and no other value is compared with it
         base = v.get("base", settings.hidden_cost_buffer if DRIVER[driver].effect == BUFFER else 1.0)
+        if not _scenario_values_ordered(rec, base, DRIVER[driver].effect == BUFFER, out):
+            continue
         rows.append(ScenarioRow(driver, task, v.get("low", base), base, v.get("high", base), rec.row,
                                 v.get("source") or ""))
     return tuple(rows)
+
+
+def _scenario_values_ordered(rec: Record, base: float, buffer: bool, out: Collector) -> bool:
+    """Whether a Scenarios row's values can be read as given: a buffer rate at most 100% (25 typed for 25% would be a
+    2,500% buffer), and low <= base <= high with a blank base at `base` (a low above the high swaps the scenarios'
+    meaning; low 2 beside a blank base 1 is a "low" dearer than the base); else problems, at the typed cell."""
+    v, ok = rec.values, True
+    if buffer:
+        for level in SCENARIO_LEVELS:
+            if v.get(level) is not None and v[level] > 1:
+                out.add(Code.OUT_OF_RANGE, "Scenarios", rec.cells[level], Message(
+                    "scenario_buffer_rate", level=level, value=v[level]))
+                ok = False
+    if not ok:
+        return False
+    values = {"base": v.get("base", base)}
+    values.update(low=v.get("low", values["base"]), high=v.get("high", values["base"]))
+    for lower, upper in itertools.pairwise(SCENARIO_LEVELS):
+        if values[lower] > values[upper]:
+            typed = upper if upper in v else lower
+            out.add(Code.OUT_OF_RANGE, "Scenarios", rec.cells[typed], Message(
+                "scenario_order", lower=lower, a=values[lower], upper=upper, b=values[upper]))
+            ok = False
+    return ok
+
+
+def _check_demand_factors(tasks: list[Task], ramps: dict[str, dict[int, float]], settings: Settings,
+                          out: Collector) -> None:
+    """A task's demand in any plan month at most MAX_DEMAND_FACTOR times its typed demand: growth compounded over a
+    long plan (or a rate typed as 5 for 5%) would otherwise plan a budget of 1e124 without a word."""
+    months = settings.plan_months
+    for task in tasks:
+        start, end = months.index(task.values["start_month"]), months.index(task.values["end_month"])
+        ramp = ramps.get(task.task_id, {})
+        if all(ramp.get(m + 1) == 0 for m in range(start, end + 1)):  # paused in every month: no hour to divide
+            out.add(Code.OUT_OF_RANGE, "Ramp", out.ramp_cells[task.task_id], Message(  # by (a ZeroDivisionError)
+                "ramp_all_paused", task=task.task_id, first=months[start], last=months[end]))
+            continue
+        growth = task.values.get("growth_per_month") or 0.0
+        if growth <= 0 or "growth_per_month" not in task.cells:
+            continue
+        grown = [m for m in range(start, end + 1) if m + 1 not in ramp]
+        if not grown:
+            continue
+        last = grown[-1]
+        try:
+            factor = (1 + growth) ** (last - start)
+        except OverflowError:
+            factor = math.inf
+        if factor > MAX_DEMAND_FACTOR:
+            out.add(Code.OUT_OF_RANGE, "Tasks", task.cells["growth_per_month"], Message(
+                "growth_too_large", growth=growth, start=months[start], month=months[last], factor=factor,
+                bound=MAX_DEMAND_FACTOR))
 
 
 def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> dict[str, dict[int, float]]:
@@ -626,7 +771,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
         return {}
     key, value_column = RAMP_COLUMNS
     ids = {t.task_id.lower(): t.task_id for t in tasks}
-    id_col, months = None, {}
+    id_col, months, month_cells = None, {}, {}
     for i, text in enumerate(first[1]):
         if is_blank(text):
             continue
@@ -644,6 +789,11 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
                 "month_outside_plan", column="Ramp", month=month, first=settings.plan_months[0],
                 last=settings.plan_months[-1]))
             continue
+        if month in month_cells:  # 2026-07 and 2026-7: one month's two columns, one of them silently the other's
+            out.add(Code.DUPLICATE_COLUMN, "Ramp", cell, Message("ramp_month_twice", text=str(text), month=month,
+                                                                 first=month_cells[month]))
+            continue
+        month_cells[month] = cell
         months[i] = settings.plan_months.index(month) + 1
     if id_col is None:
         out.add(Code.MISSING_COLUMN, "Ramp", "A1", Message("missing_column", column=key.name, help=key.help))
@@ -662,6 +812,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
             out.add(Code.DUPLICATE_TASK, "Ramp", cell, Message("duplicate_task_id", task_id=task, first="Ramp"))
             continue
         ramp = ramps[task] = {}
+        out.ramp_cells[task] = cell
         for i, month in months.items():
             value = values[i] if i < len(values) else None
             if is_blank(value):
@@ -754,6 +905,7 @@ def read_inputs(path: Path, today: dt.date | None = None) -> Inputs:
         scenarios = _read_scenarios(sheets.get("scenarios"), settings, tasks, out)
         budgets = _read_budgets(sheets.get("budgets"), tasks, out)
         ramps = _read_ramps(sheets.get("ramp"), settings, tasks, out)
+        _check_demand_factors(tasks, ramps, settings, out)
         bills_sheet = _table_sheet(sheets["bills"]) if "bills" in sheets else None
         usage_sheet = _table_sheet(sheets["usage"]) if "usage" in sheets else None
         assignments = _read_assignments(sheets.get("assignments"), out)

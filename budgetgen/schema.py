@@ -50,6 +50,9 @@ class Column:
     minimum: float | None = None  # bounds when given (0: no negatives, where a negative means nothing)
     maximum: float | None = None
     scale: float = 1  # a typed number is divided by this: 7B in billions of parameters is 7
+    # A percent column's bare number above 1 (25, not 25% or 0.25) is refused as ambiguous unless the column is a
+    # factor that is commonly above 1 (matmul_efficiency 1.2): 25 read as a share is 2,500%.
+    plain_above_one: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,12 @@ CANDIDATES_ALL_UP_TO = 1_000  # tasks up to which Candidates lists every catalog
 CANDIDATES_LARGE = 3  # cheapest options a task's Candidates rows show by default in a larger inventory
 MAX_CANDIDATES = 1_000  # candidates_per_task at most (more than any catalog has cards: a typing slip)
 MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
+# A month's demand over the demand typed on Tasks (growth compounded, or a Ramp cell): 10% a month for ten years is
+# 84,000; beyond a million the growth rate or the ramp is a typing slip (1,000% a month for ten years is 1e124).
+MAX_DEMAND_FACTOR = 1e6
+# A Scenarios value (a multiplier of demand or prices, an efficiency that divides the demand): beyond 1,000x either
+# way it is a typing slip, not a scenario.
+SCENARIO_RANGE = (1e-3, 1e3)
 S = Setting
 # Settings of calculation model v2 (serving per replica, MoE, LoRA/QLoRA), appended to SETTINGS below.
 SERVING_SETTINGS: tuple[Setting, ...] = (
@@ -363,7 +372,7 @@ GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
     C("form_factor", "choice", choices=FORM_FACTORS, help="sxm (or OAM) module or pcie card"),
     C("bandwidth_efficiency", "percent", minimum=0.01, maximum=1,
       help="share of the memory bandwidth decode reads reach on this card; blank: the decode_efficiency setting"),
-    C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5,
+    C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5, plain_above_one=True,
       help="multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than "
       "H100/A100 kernels reach of theirs; blank: 1"),
 )
@@ -378,9 +387,12 @@ GPU_COLUMNS: tuple[Column, ...] = (
     *GPU_PRECISION_COLUMNS,
     C("interconnect", "choice", choices=INTERCONNECTS, default="pcie", help="link between cards"),
     C("scaling", "percent", default=0.5, minimum=0, maximum=1, help="efficiency of each added card: speedup(n) = 1 + (n-1) x scaling"),
-    *(C(t.price_column, "number", t.listed_unit, minimum=0, help=t.meaning)
+    # A price of 0 is no offer (leave it blank): free hours divide the commitments' break-even by zero (a traceback,
+    # and #DIV/0! on the Commitments sheet) and plan a budget of nothing; a purchase price of 0 makes owning free.
+    *(C(t.price_column, "number", t.listed_unit, minimum=0, positive=True, help=t.meaning)
       for t in sorted(TIERS, key=lambda t: not t.reference)),  # the reference (list) price first
-    C("purchase_price", "number", "in the row's currency", minimum=0, help="all-in price of an owned machine per card; blank: not for sale"),
+    C("purchase_price", "number", "in the row's currency", minimum=0, positive=True,
+      help="all-in price of an owned machine per card; blank: not for sale"),
     C("power_w", "number", "W", minimum=0, help="wall power of an owned machine per card under load"),
     C("price_change_per_year", "percent", "share/year", minimum=-0.9, maximum=1,
       help="expected yearly change of this GPU's rental prices, applied month by month from the plan's first month "
@@ -505,17 +517,19 @@ SCENARIO_COLUMNS: tuple[Column, ...] = (
     C("driver", "choice", required=True, choices=tuple(d.name for d in DRIVERS),
       help="; ".join(f"{d.name}: {d.meaning}" for d in DRIVERS)),
     C("task_id", "text", help="the task it moves; blank: every task (a task's own row wins)"),
-    C("low", "number", positive=True, help="the low scenario's value; blank: base"),
-    C("base", "number", positive=True, help="the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer "
-      "setting)"),
-    C("high", "number", positive=True, help="the high scenario's value; blank: base"),
+    C("low", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
+      help="the low scenario's value; blank: base"),
+    C("base", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
+      help="the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer setting)"),
+    C("high", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
+      help="the high scenario's value; blank: base"),
     C("source", "text", help="where the range comes from"),
 )
 
 # The Ramp sheet: a task_id, then one column per plan month headed YYYY-MM, each a multiplier of the typed demand.
 RAMP_COLUMNS: tuple[Column, ...] = (
     C("task_id", "text", required=True, help="the task the row ramps"),
-    C("YYYY-MM", "number", "x", minimum=0,
+    C("YYYY-MM", "number", "x", minimum=0, maximum=MAX_DEMAND_FACTOR,
       help="one column per plan month (headed by the month): the month's demand over the demand typed on Tasks, "
       "instead of the growth (0: the task pauses); blank: the growth"),
 )

@@ -69,6 +69,11 @@ def parse_number(raw: object, column: Column) -> float:
             value /= 100
         elif suffix:
             value = value * SUFFIX[suffix] / column.scale
+    if column.type == "percent" and not column.plain_above_one and value > 1 and math.isfinite(value) \
+            and not (isinstance(raw, str) and raw.strip().endswith("%")):
+        # 25 in a share: 25% or 2,500%? Never guessed (a 2,500% buffer is a silently wrong budget)
+        raise BadValue(Code.OUT_OF_RANGE, Message("percent_ambiguous", shown=_show(raw), value=value,
+                                                  share=value / 100))
     _check_range(value, raw, column, what)
     return int(value) if column.type == "count" else value
 
@@ -88,11 +93,11 @@ def _check_range(value: float, raw: object, column: Column, what: str) -> None:
     shown = _show(raw)
     if not math.isfinite(value):
         raise BadValue(Code.NOT_FINITE, Message("not_finite", raw=str(raw), what=what))
+    if column.minimum is not None and value < column.minimum:  # a negative price is NEGATIVE, a zero one
+        code = Code.NEGATIVE if column.minimum == 0 else Code.OUT_OF_RANGE  # NOT_POSITIVE
+        raise BadValue(code, Message("below_minimum", shown=shown, what=what, lo=column.minimum))
     if column.positive and value <= 0:
         raise BadValue(Code.NOT_POSITIVE, Message("not_positive", shown=shown, what=what))
-    if column.minimum is not None and value < column.minimum:
-        code = Code.NEGATIVE if column.minimum == 0 else Code.OUT_OF_RANGE
-        raise BadValue(code, Message("below_minimum", shown=shown, what=what, lo=column.minimum))
     if column.maximum is not None and value > column.maximum:
         raise BadValue(Code.OUT_OF_RANGE, Message("above_maximum", shown=shown, what=what, hi=column.maximum))
     if abs(value) > LARGEST:
@@ -128,8 +133,13 @@ def normalise_choice(raw: object) -> str:
     return re.sub(r"[\s\-]+", "_", str(raw).strip().lower())
 
 
+_YES_NO = {"true": "yes", "false": "no"}  # a yes/no column's TRUE or FALSE cell (a checkbox, or TRUE typed in Excel)
+
+
 def parse_choice(raw: object, choices: tuple[str, ...]) -> str:
     value = normalise_choice(canonical_value(raw))
+    if set(choices) == set(_YES_NO.values()):
+        value = _YES_NO.get(value, value)
     if value not in choices:
         raise BadValue(Code.UNKNOWN_VALUE, Message("not_a_choice", raw=str(raw), choices=tuple(choices)))
     return value

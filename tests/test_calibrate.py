@@ -128,8 +128,8 @@ def test_a_measured_run_that_cannot_be_read_is_a_problem_at_its_row(tmp_path):
     with pytest.raises(InputError) as caught:
         calibrate.read_measured(path, models.builtin_models(), gpus)
     found = {(p.cell, p.code, str(p.message).split(":")[0]) for p in caught.value.problems}
-    assert found == {("row 3", Code.UNKNOWN_VALUE, "kind"), ("row 4", Code.UNKNOWN_VALUE, "model"),
-                     ("row 4", Code.NOT_A_NUMBER, "cards"), ("row 4", Code.NOT_POSITIVE, "tokens")}
+    assert found == {("A3", Code.UNKNOWN_VALUE, "kind"), ("B4", Code.UNKNOWN_VALUE, "model"),
+                     ("D4", Code.NOT_A_NUMBER, "cards"), ("K4", Code.REQUIRED, "tokens")}
 
 
 def test_the_calibrate_command_refuses_bad_runs_and_writes_nothing(tmp_path):
@@ -138,5 +138,5 @@ def test_the_calibrate_command_refuses_bad_runs_and_writes_nothing(tmp_path):
     out = tmp_path / "fit.xlsx"
     result = CliRunner().invoke(main, ["calibrate", str(path), "-o", str(out)])
     assert result.exit_code == 1
-    assert 'Error: bad.csv!row 2 gpu: "No Such GPU" is not a catalog GPU' in result.output
+    assert 'Error: bad.csv!C2 gpu: "No Such GPU" is not a catalog GPU' in result.output
     assert not out.exists()

@@ -157,6 +157,7 @@ gpu_values = st.one_of(st.sampled_from(list(GPU_TEXTS)), st.none(),
                        st.integers(min_value=-10, max_value=100_000))
 gpu_edits = st.dictionaries(st.sampled_from([k for k in GPU_ROW if k != "gpu"]), gpu_values, min_size=1, max_size=3)
 SPECS = ("vram_gb", "bandwidth_gbs", "tflops")
+PRICES = ("on_demand_per_hour", "idle_per_hour", "purchase_price")
 
 
 def contract_value(column: str, raw):
@@ -171,7 +172,7 @@ def contract_value(column: str, raw):
         value = float(raw)
     if not math.isfinite(value) or abs(value) > 1e15 or 0 < abs(value) < 1e-9:
         return None
-    if column in SPECS:
+    if column in SPECS or column in PRICES:  # a price of 0 is no offer: blank it (issue 34)
         return value if value > 0 else None
     if column == "scaling":
         return value if 0 <= value <= 1 else None

@@ -20,6 +20,7 @@ import duckdb
 
 from ..errors import Code, InputError, Problem
 from ..i18n import Message
+from ..values import LARGEST
 from .bill_sums import (
     _BAD_CHOICES,
     _COVERAGE,
@@ -29,6 +30,8 @@ from .bill_sums import (
     _SUMS,
     DAYS_BEFORE,
     DEFAULT_MEMORY_LIMIT,
+    FIRST_DATE,
+    LAST_DATE,
     BillSums,
     _check_pattern,
     _classify,
@@ -157,17 +160,42 @@ _GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE groups AS SELECT month, TRY_CAST(CAST(
     0::BIGINT AS problems
     FROM sums_file"""
 
+def _amount(column: str, required: bool) -> str:
+    """SQL true where a sums file's amount cannot be read: not a finite number of at most LARGEST (1e308 twice
+    overflowed the month's sum, a traceback), or blank where one is required (a text in an optional amount was
+    read as none)."""
+    value = f"TRY_CAST({column} AS DOUBLE)"
+    bad = f"{value} IS NULL OR NOT isfinite({value}) OR abs({value}) > {LARGEST:g}"
+    return bad if required else f"txt(CAST({column} AS VARCHAR)) IS NOT NULL AND ({bad})"
+
+
+def _whole(column: str, least: int) -> str:
+    """SQL true where a count is no whole number of at least `least` (1.5 lines was read as 2)."""
+    return (f"coalesce(TRY_CAST({column} AS DOUBLE), -1) < {least} "
+            f"OR TRY_CAST({column} AS DOUBLE) <> floor(TRY_CAST({column} AS DOUBLE))")
+
+
+_FIRST, _LAST = "ts(txt(CAST(first_charge AS VARCHAR)))", "ts(txt(CAST(last_charge AS VARCHAR)))"
 _SUMS_CHECKS = (
     # SQL over a row of the sums file, true where it cannot be read; the column the problem names
     ("billing_timezone", "billing_timezone IS DISTINCT FROM $zone"),
     ("month", r"NOT regexp_full_match(coalesce(CAST(month AS VARCHAR), ''), '\d{4}-(0[1-9]|1[0-2])')"),
     ("day", "TRY_CAST(CAST(day AS VARCHAR) AS DATE) IS NULL"),
-    ("billed", "TRY_CAST(billed AS DOUBLE) IS NULL OR NOT isfinite(TRY_CAST(billed AS DOUBLE))"),
+    ("billed", _amount("billed", required=True)),
+    ("quantity", _amount("quantity", required=False)),
+    ("effective", _amount("effective", required=False)),
     ("cost_missing", "TRY_CAST(cost_missing AS BIGINT) IS DISTINCT FROM 0"),
-    ("lines", "coalesce(TRY_CAST(lines AS BIGINT), 0) < 1"),
-    ("first_charge", "ts(txt(CAST(first_charge AS VARCHAR))) IS NULL"),
-    ("last_charge", "ts(txt(CAST(last_charge AS VARCHAR))) IS NULL"),
+    ("lines", _whole("lines", 1)),
+    ("effective_missing", _whole("effective_missing", 0) + " OR TRY_CAST(effective_missing AS DOUBLE) > "
+                                                         "TRY_CAST(lines AS DOUBLE)"),
+    ("first_charge", (f"{_FIRST} IS NULL OR CAST({_FIRST} AS DATE) NOT BETWEEN DATE '{FIRST_DATE}' AND "
+                     f"DATE '{LAST_DATE}'")),
+    ("last_charge", (f"{_LAST} IS NULL OR CAST({_LAST} AS DATE) NOT BETWEEN DATE '{FIRST_DATE}' AND "
+                    f"DATE '{LAST_DATE}' OR {_LAST} < {_FIRST}")),
 )
+_SUMS_KEYS = ("billing_timezone", "month", "day", *(name for _, name in _TEXT_COLUMNS))
+"""A row of the query's result is one group of these: a key found again is the file appended twice (or two
+results put together), and every amount of it would be counted twice."""
 
 
 def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) -> None:
@@ -181,6 +209,11 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
         problems += [Problem(Code.WRONG_FORMAT, name, f"row {row}", Message(
             "bill_sums_bad_value", column=column, raw="" if raw is None else raw, zone=options.timezone))
             for row, raw in found]
+    keys = ", ".join(f"txt(CAST({k} AS VARCHAR))" for k in _SUMS_KEYS)
+    again = con.execute(f"SELECT row, first FROM (SELECT row, min(row) OVER (PARTITION BY {keys}) AS first "
+                        f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
+    problems += [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))
+                 for row, first in again]
     other = con.execute(_sql(f"SELECT upper(txt(currency)), sum(TRY_CAST(lines AS BIGINT))::BIGINT, min(row) "
                              f"FROM sums_file WHERE {_CURRENCY_OTHER} GROUP BY 1 ORDER BY 1", options)).fetchall()
     problems += [Problem(Code.CURRENCY, name, f"row {row}", Message(
