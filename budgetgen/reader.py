@@ -738,6 +738,8 @@ def _check_demand_factors(tasks: list[Task], ramps: dict[str, dict[int, float]],
     long plan (or a rate typed as 5 for 5%) would otherwise plan a budget of 1e124 without a word."""
     months = settings.plan_months
     for task in tasks:
+        if task.values["start_month"] not in months or task.values["end_month"] not in months:
+            continue   # its months (or the plan's) are wrong: that problem is reported at their cells
         start, end = months.index(task.values["start_month"]), months.index(task.values["end_month"])
         ramp = ramps.get(task.task_id, {})
         if all(ramp.get(m + 1) == 0 for m in range(start, end + 1)):  # paused in every month: no hour to divide
