@@ -678,20 +678,20 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
     """The Scenarios rows: a blank base is 1 (the buffer's: the setting), a blank low or high the base."""
     if ws is None:
         return ()
-    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    ids = {id_key(t.task_id): t.task_id for t in tasks}
     rows, seen = [], {}
     for rec in read_table(ws, "Scenarios", SCENARIO_COLUMNS, out):
         v = rec.values
         driver, task = v.get("driver"), v.get("task_id") or ""
         if driver is None:
             continue
-        if task and task.lower() not in ids:
+        if task and id_key(task) not in ids:
             out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_unknown_task", task=task))
             continue
         if task and DRIVER[driver].effect == BUFFER:
             out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_buffer_per_task"))
             continue
-        task = ids.get(task.lower(), "")
+        task = ids.get(id_key(task), "")
         key = (driver, task)
         if key in seen:
             out.add(Code.DUPLICATE_SETTING, "Scenarios", rec.cells["driver"], Message(
@@ -770,7 +770,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
     if first is None:
         return {}
     key, value_column = RAMP_COLUMNS
-    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    ids = {id_key(t.task_id): t.task_id for t in tasks}
     id_col, months, month_cells = None, {}, {}
     for i, text in enumerate(first[1]):
         if is_blank(text):
@@ -804,7 +804,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
         if is_blank(raw):
             continue
         cell = f"{get_column_letter(id_col + 1)}{row_no}"
-        task = ids.get(str(raw).strip().lower())
+        task = ids.get(id_key(str(raw).strip()))
         if task is None:
             out.add(Code.UNKNOWN_VALUE, "Ramp", cell, Message("scenario_unknown_task", task=str(raw)))
             continue

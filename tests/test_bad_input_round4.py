@@ -595,3 +595,15 @@ def plan_of(book):
     from budgetgen.engine import plan_budget
 
     return plan_budget(read_inputs(book, today=TODAY))
+
+
+@pytest.mark.parametrize("typed", ["STRASSE", "Straße", "stra\u200bße", "ＳＴＲＡＳＳＥ"])
+def test_scenario_and_ramp_rows_find_a_task_as_task_ids_are_compared(tmp_path, typed):
+    """Task ids are one id after case folding, NFKC and without zero-width characters (STRASSE is straße): the
+    Scenarios and Ramp rows compared them by lower case only, and refused "STRASSE" as no task."""
+    task = {**SERVICE, "task_id": "straße"}
+    book = make_input(tmp_path / "in.xlsx", [task], extra_sheets={
+        "Scenarios": [["driver", "task_id", "low", "base", "high"], ["requests", typed, 0.5, 1, 2]],
+        "Ramp": [["task_id", "2026-07"], [typed, 0.5]]})
+    inputs = read_inputs(book, today=TODAY)
+    assert [r.task_id for r in inputs.scenarios] == ["straße"] and inputs.ramps == {"straße": {1: 0.5}}
