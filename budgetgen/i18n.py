@@ -1148,6 +1148,8 @@ PROBLEMS = {
                          "plans nothing; leave a month blank or above 0, or take the task off the Tasks sheet"),
                         ("task_id：渐进表使 {task} 在其全部活动月份（{first} 至 {last}）都暂停（0）：该任务没有任何计划；"
                         "请留空某个月或填大于 0 的值，或从任务表中删除该任务")),
+    "as_of_not_a_date": ('as_of: "{raw}" is not a date: write YYYY-MM-DD, or YYYY-MM for prices of a month',
+                         'as_of："{raw}" 不是日期：请写 YYYY-MM-DD，按月的价格写 YYYY-MM'),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

@@ -19,6 +19,7 @@ from .budgets import Budget
 from .catalog import (
     CATALOG_CURRENCY,
     TIER_OFFER_COLUMNS,
+    as_of_date,
     builtin_records,
     catalog_warnings,
     gpu_from_record,
@@ -461,6 +462,9 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                         and not _had_problem(out, rec.cells.get(tier.price_column, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells[offer], Message(
                         "offer_without_price", column=offer, offer=rec.values[offer], price=tier.price_column))
+            if "as_of" in rec.values and as_of_date(str(rec.values["as_of"])) is None:  # 01/06/2026, June 2026:
+                out.add(Code.BAD_DATE, "GPUs", rec.cells["as_of"], Message(  # no age check would ever flag them
+                    "as_of_not_a_date", raw=str(rec.values["as_of"])))
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
@@ -738,7 +742,11 @@ def _check_demand_factors(tasks: list[Task], ramps: dict[str, dict[int, float]],
     long plan (or a rate typed as 5 for 5%) would otherwise plan a budget of 1e124 without a word."""
     months = settings.plan_months
     for task in tasks:
+        if task.values["start_month"] not in months or task.values["end_month"] not in months:
+            continue  # a month outside the plan: already a problem at its cell
         start, end = months.index(task.values["start_month"]), months.index(task.values["end_month"])
+        if start > end:
+            continue  # end before start: already a problem at its cell
         ramp = ramps.get(task.task_id, {})
         if all(ramp.get(m + 1) == 0 for m in range(start, end + 1)):  # paused in every month: no hour to divide
             out.add(Code.OUT_OF_RANGE, "Ramp", out.ramp_cells[task.task_id], Message(  # by (a ZeroDivisionError)

@@ -607,3 +607,28 @@ def test_scenario_and_ramp_rows_find_a_task_as_task_ids_are_compared(tmp_path, t
         "Ramp": [["task_id", "2026-07"], [typed, 0.5]]})
     inputs = read_inputs(book, today=TODAY)
     assert [r.task_id for r in inputs.scenarios] == ["straße"] and inputs.ramps == {"straße": {1: 0.5}}
+
+
+@pytest.mark.parametrize(("months", "cell"), [(("2026-01", "2026-08"), "H2"), (("2026-09", "2026-07"), "I2")])
+def test_task_months_outside_or_reversed_are_one_problem_with_a_ramp_beside_them(tmp_path, months, cell):
+    """The demand checks skip a task whose months are already a problem (they raised ValueError, or called a
+    reversed task paused in every month)."""
+    task = {**SERVICE, "start_month": months[0], "end_month": months[1], "growth_per_month": "10%"}
+    book = make_input(tmp_path / "in.xlsx", [task], extra_sheets={"Ramp": [["task_id", "2026-07"], ["T1", 0]]})
+    assert {(c, s) for c, s, cl in problems(book)} <= {(Code.MONTH_OUTSIDE_PLAN, "Tasks"), (Code.OUT_OF_RANGE, "Tasks")}
+    assert {cl for _, _, cl in problems(book)} == {cell}
+
+
+@pytest.mark.parametrize(("sheet", "row", "cell"), [
+    ("GPUs", {"gpu": "Mine", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300, "on_demand_per_hour": 2,
+              "as_of": "June 2026"}, "F2"),
+    ("FX", None, "C2"),
+])
+def test_a_price_or_rate_date_in_another_format_is_refused_not_left_unchecked(tmp_path, sheet, row, cell):
+    """as_of "June 2026" (or an FX date 01/02/2026) was kept as text: the prices' age was never checked."""
+    if sheet == "GPUs":
+        book = make_input(tmp_path / "in.xlsx", [SERVICE], gpus=[row])
+    else:
+        book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"currency": "USD"}, extra_sheets={
+            "FX": [["currency", "rate", "as_of"], ["CNY", 0.14, "01/02/2026"]]})
+    assert problems(book) == {(Code.BAD_DATE, sheet, cell)}
