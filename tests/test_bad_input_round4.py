@@ -632,3 +632,59 @@ def test_a_price_or_rate_date_in_another_format_is_refused_not_left_unchecked(tm
         book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"currency": "USD"}, extra_sheets={
             "FX": [["currency", "rate", "as_of"], ["CNY", 0.14, "01/02/2026"]]})
     assert problems(book) == {(Code.BAD_DATE, sheet, cell)}
+
+
+# ---------------------------------------------------------------- .xlsm with a macro project and an external link
+
+def test_an_xlsm_with_macros_and_an_external_link_builds_from_cached_values_and_carries_neither(tmp_path):
+    """A macro-enabled input whose model_params_b is a formula into another workbook ([1]S!A1, cached 7): read as
+    its cached value, the macros never loaded, and the budget holds no macro project and no link to the other
+    file (its path, C:/secret/other.xlsx, appears nowhere in the output)."""
+    import re
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from budgetgen.cli import main
+
+    plain = make_input(tmp_path / "plain.xlsx", [SERVICE])
+    with zipfile.ZipFile(plain) as z:
+        parts = {n: z.read(n).decode() for n in z.namelist()}
+    main_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
+    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+        main_type, "application/vnd.ms-excel.sheet.macroEnabled.main+xml").replace(
+        "</Types>", '<Default Extension="bin" ContentType="application/vnd.ms-office.vbaProject"/></Types>')
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    parts["xl/_rels/workbook.xml.rels"] = parts["xl/_rels/workbook.xml.rels"].replace("</Relationships>", (
+        '<Relationship Id="rIdV" Type="http://schemas.microsoft.com/office/2006/relationships/vbaProject" '
+        f'Target="vbaProject.bin"/><Relationship Id="rIdX" Type="{rel}/externalLink" '
+        'Target="externalLinks/externalLink1.xml"/></Relationships>'))
+    parts["xl/externalLinks/externalLink1.xml"] = (
+        '<externalLink xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        f'xmlns:r="{rel}"><externalBook r:id="rId1"><sheetNames><sheetName val="S"/></sheetNames>'
+        '<sheetDataSet><sheetData sheetId="0"><row r="1"><cell r="A1"><v>7</v></cell></row></sheetData>'
+        "</sheetDataSet></externalBook></externalLink>")
+    parts["xl/externalLinks/_rels/externalLink1.xml.rels"] = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
+        f'Id="rId1" Type="{rel}/externalLinkPath" Target="file:///C:/secret/other.xlsx" TargetMode="External"/>'
+        "</Relationships>")
+    parts["xl/workbook.xml"] = parts["xl/workbook.xml"].replace(
+        "</sheets>", '</sheets><externalReferences><externalReference r:id="rIdX"/></externalReferences>')
+    tasks = next(n for n in parts if n.startswith("xl/worksheets/") and re.search(r'<c r="D2"[^>]*><v>7</v>', parts[n]))
+    parts[tasks], found = re.subn(r'<c r="D2"([^>]*)><v>7</v></c>', r'<c r="D2"><f>[1]S!A1</f><v>7</v></c>',
+                                  parts[tasks])
+    assert found == 1
+    book = tmp_path / "q3.xlsm"
+    with zipfile.ZipFile(book, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in parts.items():
+            z.writestr(name, text)
+        z.writestr("xl/vbaProject.bin", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(1024))
+    out = tmp_path / "budget.xlsx"
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    import json
+
+    assert json.loads((tmp_path / "b.json").read_text())["tasks"][0]["active_params_b"] == 7  # all 7B active
+    with zipfile.ZipFile(out) as z:
+        assert not [n for n in z.namelist() if "vba" in n.lower() or "external" in n.lower()]
+        assert not any(b"other.xlsx" in z.read(n) for n in z.namelist())
