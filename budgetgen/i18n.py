@@ -1150,6 +1150,8 @@ PROBLEMS = {
                         "请留空某个月或填大于 0 的值，或从任务表中删除该任务")),
     "as_of_not_a_date": ('as_of: "{raw}" is not a date: write YYYY-MM-DD, or YYYY-MM for prices of a month',
                          'as_of："{raw}" 不是日期：请写 YYYY-MM-DD，按月的价格写 YYYY-MM'),
+    "file_too_many_rows": ("has more than {rows:,} filled rows (row {row:,} is one too many): split the file",
+                           "填写的行数超过 {rows:,}（第 {row:,} 行已超出）：请拆分文件"),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

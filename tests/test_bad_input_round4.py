@@ -688,3 +688,14 @@ def test_an_xlsm_with_macros_and_an_external_link_builds_from_cached_values_and_
     with zipfile.ZipFile(out) as z:
         assert not [n for n in z.namelist() if "vba" in n.lower() or "external" in n.lower()]
         assert not any(b"other.xlsx" in z.read(n) for n in z.namelist())
+
+
+def test_a_quote_file_of_a_million_rows_stops_at_the_row_cap(tmp_path, monkeypatch):
+    """A CSV price file had no bound on its rows (an xlsx one stops at 100,000): a million quotes were parsed one
+    by one before anything was said. The cap is lowered here to keep the test fast; the rule is the same."""
+    from budgetgen import price_files
+
+    monkeypatch.setattr(price_files, "MAX_ROWS", 50)
+    path = quotes_csv(tmp_path / "q.csv", *(["H100 80G", f"acme{i}", "", "on_demand", 2, "USD", "2026-06-01"]
+                                            for i in range(60)))
+    assert quote_problems(path) == [(Code.TOO_LARGE, "q.csv!row 51")]
