@@ -699,3 +699,28 @@ def test_a_quote_file_of_a_million_rows_stops_at_the_row_cap(tmp_path, monkeypat
     path = quotes_csv(tmp_path / "q.csv", *(["H100 80G", f"acme{i}", "", "on_demand", 2, "USD", "2026-06-01"]
                                             for i in range(60)))
     assert quote_problems(path) == [(Code.TOO_LARGE, "q.csv!row 51")]
+
+
+# ---------------------------------------------------------------- an input saved by LibreOffice
+
+@pytest.mark.slow
+def test_the_new_sheets_and_settings_read_the_same_after_libreoffice_saves_the_input(tmp_path):
+    """Scenarios percentages, Ramp month headers, a share typed with its sign, the offer filters, yes/no and a
+    budget with thousands separators, saved again by LibreOffice Calc as .xlsx: the same inputs, read alike."""
+    from lo_recalc import recalc_many, soffice_path
+
+    if soffice_path() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    book = make_input(tmp_path / "in.xlsx", [SERVICE, {**TRAINING, "activation_checkpointing": "no"}], settings={
+        "currency": "USD", "providers": "aws, LAMBDA,", "hidden_cost_buffer": "25%",
+        "activation_checkpointing": True}, extra_sheets={
+        "Scenarios": [["driver", "low", "base", "high"], ["requests", "90%", None, "150%"], ["buffer", 0.2, None, 0.3]],
+        "Ramp": [["task_id", "2026-07", "2026-08"], ["T1", 0.5, "2"]],
+        "Budgets": [["cost_center", "monthly_budget"], [None, "1,000"]]})
+    recalc_many([book], tmp_path / "lo")
+    (saved,) = (tmp_path / "lo").glob("*/out/f000_in.xlsx")
+    before, after = read_inputs(book, today=TODAY), read_inputs(saved, today=TODAY)
+    assert after.settings == before.settings
+    assert [t.values for t in after.tasks] == [t.values for t in before.tasks]
+    assert (after.scenarios, after.ramps, after.budgets) == (before.scenarios, before.ramps, before.budgets)
+    assert {g.name: g.prices for g in after.gpus} == {g.name: g.prices for g in before.gpus}
