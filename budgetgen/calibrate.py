@@ -229,7 +229,7 @@ def _at_bounds(moved: dict[str, float], bounds: dict[str, tuple[float, float]], 
         low, high = bounds[figure]
         if value in (low, high):
             first = runs[0]
-            message = Message("fit_at_bound", what=what, figure=figure, side="above" if value == high else "below",
+            message = Message("fit_at_bound", what=what, figure=figure, side=Message("side_above" if value == high else "side_below"),
                               bound=value, rows=", ".join(str(r.line) for r in runs))
             if value == high and figure not in PHYSICAL_LIMITS:
                 warnings.append(Message("fit_at_soft_bound", file=first.file, cell=first.measured_cell,

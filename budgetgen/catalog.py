@@ -171,7 +171,7 @@ PRICES_FRESH_MONTHS = 6  # prices dated more than this many months before the bu
 _AS_OF = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?")
 
 
-def _as_of_date(text: str) -> dt.date | None:
+def as_of_date(text: str) -> dt.date | None:
     """The day an `as_of` text stands for: a YYYY-MM-DD date, or the last day of a YYYY-MM month (prices dated
     by month may be from any of its days); None for any other text."""
     m = _AS_OF.fullmatch(text.strip())
@@ -230,7 +230,7 @@ def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Ma
             elif tier.over_reference_message and price > on_demand:
                 out.append(Message(tier.over_reference_message, gpu=g.name, price=price, on_demand=on_demand,
                                    place=_place(where, tier.price_column, reference)))
-        dated = _as_of_date(g.as_of)
+        dated = as_of_date(g.as_of)
         priced = g.purchase_price is not None or any(p is not None for p in g.prices.values())
         if priced and dated and build and g.name not in quoted and _months_later(dated, PRICES_FRESH_MONTHS) < build:
             out.append(Message("catalog_prices_old", gpu=g.name, as_of=g.as_of, months=PRICES_FRESH_MONTHS,

@@ -1251,7 +1251,7 @@ PROBLEMS = {
                          "请检查 model、gpu 和 cards")),
     "fit_at_bound": (("measured: the runs on rows {rows} ask {what}'s {figure} to go {side} {bound:g}, where the fit "
                       "stops: no card or setting explains them; check their measured values, cards and method"),
-                     ("measured：第 {rows} 行的运行要求 {what} 的 {figure} 超出 {bound:g}（拟合在此停止）："
+                     ("measured：第 {rows} 行的运行要求 {what} 的 {figure} {side} {bound:g}（拟合在此停止）："
                      "没有任何卡或设置能解释这些数据；请检查实测值、卡数和方法")),
     "bill_sums_repeated": (("repeats the group of row {first} (its month, day and texts): a query result holds each "
                             "group once, so the file was appended twice or two results put together; its amounts "
@@ -1262,6 +1262,12 @@ PROBLEMS = {
                          "plans nothing; leave a month blank or above 0, or take the task off the Tasks sheet"),
                         ("task_id：渐进表使 {task} 在其全部活动月份（{first} 至 {last}）都暂停（0）：该任务没有任何计划；"
                         "请留空某个月或填大于 0 的值，或从任务表中删除该任务")),
+    "as_of_not_a_date": ('as_of: "{raw}" is not a date: write YYYY-MM-DD, or YYYY-MM for prices of a month',
+                         'as_of："{raw}" 不是日期：请写 YYYY-MM-DD，按月的价格写 YYYY-MM'),
+    "file_too_many_rows": ("has more than {rows:,} filled rows (row {row:,} is one too many): split the file",
+                           "填写的行数超过 {rows:,}（第 {row:,} 行已超出）：请拆分文件"),
+    "side_above": ("above", "高于"),
+    "side_below": ("below", "低于"),
 }
 assert not set(PROBLEMS) & set(MESSAGES), "a problem and a warning share a template key"
 TEMPLATES = {**MESSAGES, **PROBLEMS}

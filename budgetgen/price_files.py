@@ -130,8 +130,19 @@ def table_rows(path: Path) -> list[tuple[int, tuple]]:
     except UnicodeDecodeError:
         raise InputError([Problem(Code.WRONG_FORMAT, path.name, "",
                                   "is neither UTF-8 CSV nor an xlsx workbook: save it as one of them")]) from None
-    return [(n, tuple(values)) for n, values in enumerate(csv.reader(io.StringIO(text, newline="")), start=1)
-            if any(v.strip() for v in values)]
+    rows = []
+    for n, values in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
+        if any(v.strip() for v in values):
+            rows.append((n, tuple(values)))
+            if len(rows) > MAX_ROWS:  # as an xlsx sheet's (safefile.iter_rows): a million quotes is no quote sheet
+                raise InputError([Problem(Code.TOO_LARGE, path.name, f"row {n}", Message(
+                    "file_too_many_rows", rows=MAX_ROWS, row=n))])
+    return rows
+
+
+MAX_ROWS = 100_000
+"""Filled rows (the header included) of a price file or a measured-runs file: a snapshot of every provider's
+instance types is some thousands."""
 
 
 def _listed(records: list[Record]) -> list[ListedPrice]:

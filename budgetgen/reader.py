@@ -19,6 +19,7 @@ from .budgets import Budget
 from .catalog import (
     CATALOG_CURRENCY,
     TIER_OFFER_COLUMNS,
+    as_of_date,
     builtin_records,
     catalog_warnings,
     gpu_from_record,
@@ -461,6 +462,9 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                         and not _had_problem(out, rec.cells.get(tier.price_column, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells[offer], Message(
                         "offer_without_price", column=offer, offer=rec.values[offer], price=tier.price_column))
+            if "as_of" in rec.values and as_of_date(str(rec.values["as_of"])) is None:  # 01/06/2026, June 2026:
+                out.add(Code.BAD_DATE, "GPUs", rec.cells["as_of"], Message(  # no age check would ever flag them
+                    "as_of_not_a_date", raw=str(rec.values["as_of"])))
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):
                 if merged.get(col) is None and not _had_problem(out, rec.cells.get(col, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells.get(col, f"A{rec.row}"),
@@ -678,20 +682,20 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
     """The Scenarios rows: a blank base is 1 (the buffer's: the setting), a blank low or high the base."""
     if ws is None:
         return ()
-    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    ids = {id_key(t.task_id): t.task_id for t in tasks}
     rows, seen = [], {}
     for rec in read_table(ws, "Scenarios", SCENARIO_COLUMNS, out):
         v = rec.values
         driver, task = v.get("driver"), v.get("task_id") or ""
         if driver is None:
             continue
-        if task and task.lower() not in ids:
+        if task and id_key(task) not in ids:
             out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_unknown_task", task=task))
             continue
         if task and DRIVER[driver].effect == BUFFER:
             out.add(Code.UNKNOWN_VALUE, "Scenarios", rec.cells["task_id"], Message("scenario_buffer_per_task"))
             continue
-        task = ids.get(task.lower(), "")
+        task = ids.get(id_key(task), "")
         key = (driver, task)
         if key in seen:
             out.add(Code.DUPLICATE_SETTING, "Scenarios", rec.cells["driver"], Message(
@@ -739,8 +743,10 @@ def _check_demand_factors(tasks: list[Task], ramps: dict[str, dict[int, float]],
     months = settings.plan_months
     for task in tasks:
         if task.values["start_month"] not in months or task.values["end_month"] not in months:
-            continue   # its months (or the plan's) are wrong: that problem is reported at their cells
+            continue  # a month outside the plan: already a problem at its cell
         start, end = months.index(task.values["start_month"]), months.index(task.values["end_month"])
+        if start > end:
+            continue  # end before start: already a problem at its cell
         ramp = ramps.get(task.task_id, {})
         if all(ramp.get(m + 1) == 0 for m in range(start, end + 1)):  # paused in every month: no hour to divide
             out.add(Code.OUT_OF_RANGE, "Ramp", out.ramp_cells[task.task_id], Message(  # by (a ZeroDivisionError)
@@ -772,7 +778,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
     if first is None:
         return {}
     key, value_column = RAMP_COLUMNS
-    ids = {t.task_id.lower(): t.task_id for t in tasks}
+    ids = {id_key(t.task_id): t.task_id for t in tasks}
     id_col, months, month_cells = None, {}, {}
     for i, text in enumerate(first[1]):
         if is_blank(text):
@@ -806,7 +812,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
         if is_blank(raw):
             continue
         cell = f"{get_column_letter(id_col + 1)}{row_no}"
-        task = ids.get(str(raw).strip().lower())
+        task = ids.get(id_key(str(raw).strip()))
         if task is None:
             out.add(Code.UNKNOWN_VALUE, "Ramp", cell, Message("scenario_unknown_task", task=str(raw)))
             continue

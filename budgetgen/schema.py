@@ -490,7 +490,7 @@ FX_COLUMNS: tuple[Column, ...] = (
       example="CNY"),
     C("rate", "number", "plan currency per unit", required=True, positive=True,
       help="plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate"),
-    C("as_of", "text", help="the day the rate holds for (YYYY-MM-DD)"),
+    C("as_of", "date", help="the day the rate holds for (YYYY-MM-DD)"),
     C("source", "text", help="where the rate came from"),
 )
 

@@ -595,3 +595,132 @@ def plan_of(book):
     from budgetgen.engine import plan_budget
 
     return plan_budget(read_inputs(book, today=TODAY))
+
+
+@pytest.mark.parametrize("typed", ["STRASSE", "Straße", "stra\u200bße", "ＳＴＲＡＳＳＥ"])
+def test_scenario_and_ramp_rows_find_a_task_as_task_ids_are_compared(tmp_path, typed):
+    """Task ids are one id after case folding, NFKC and without zero-width characters (STRASSE is straße): the
+    Scenarios and Ramp rows compared them by lower case only, and refused "STRASSE" as no task."""
+    task = {**SERVICE, "task_id": "straße"}
+    book = make_input(tmp_path / "in.xlsx", [task], extra_sheets={
+        "Scenarios": [["driver", "task_id", "low", "base", "high"], ["requests", typed, 0.5, 1, 2]],
+        "Ramp": [["task_id", "2026-07"], [typed, 0.5]]})
+    inputs = read_inputs(book, today=TODAY)
+    assert [r.task_id for r in inputs.scenarios] == ["straße"] and inputs.ramps == {"straße": {1: 0.5}}
+
+
+@pytest.mark.parametrize(("months", "cell"), [(("2026-01", "2026-08"), "H2"), (("2026-09", "2026-07"), "I2")])
+def test_task_months_outside_or_reversed_are_one_problem_with_a_ramp_beside_them(tmp_path, months, cell):
+    """The demand checks skip a task whose months are already a problem (they raised ValueError, or called a
+    reversed task paused in every month)."""
+    task = {**SERVICE, "start_month": months[0], "end_month": months[1], "growth_per_month": "10%"}
+    book = make_input(tmp_path / "in.xlsx", [task], extra_sheets={"Ramp": [["task_id", "2026-07"], ["T1", 0]]})
+    assert {(c, s) for c, s, cl in problems(book)} <= {(Code.MONTH_OUTSIDE_PLAN, "Tasks"), (Code.OUT_OF_RANGE, "Tasks")}
+    assert {cl for _, _, cl in problems(book)} == {cell}
+
+
+@pytest.mark.parametrize(("sheet", "row", "cell"), [
+    ("GPUs", {"gpu": "Mine", "vram_gb": 80, "bandwidth_gbs": 2000, "tflops": 300, "on_demand_per_hour": 2,
+              "as_of": "June 2026"}, "F2"),
+    ("FX", None, "C2"),
+])
+def test_a_price_or_rate_date_in_another_format_is_refused_not_left_unchecked(tmp_path, sheet, row, cell):
+    """as_of "June 2026" (or an FX date 01/02/2026) was kept as text: the prices' age was never checked."""
+    if sheet == "GPUs":
+        book = make_input(tmp_path / "in.xlsx", [SERVICE], gpus=[row])
+    else:
+        book = make_input(tmp_path / "in.xlsx", [SERVICE], settings={"currency": "USD"}, extra_sheets={
+            "FX": [["currency", "rate", "as_of"], ["CNY", 0.14, "01/02/2026"]]})
+    assert problems(book) == {(Code.BAD_DATE, sheet, cell)}
+
+
+# ---------------------------------------------------------------- .xlsm with a macro project and an external link
+
+def test_an_xlsm_with_macros_and_an_external_link_builds_from_cached_values_and_carries_neither(tmp_path):
+    """A macro-enabled input whose model_params_b is a formula into another workbook ([1]S!A1, cached 7): read as
+    its cached value, the macros never loaded, and the budget holds no macro project and no link to the other
+    file (its path, C:/secret/other.xlsx, appears nowhere in the output)."""
+    import re
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from budgetgen.cli import main
+
+    plain = make_input(tmp_path / "plain.xlsx", [SERVICE])
+    with zipfile.ZipFile(plain) as z:
+        parts = {n: z.read(n).decode() for n in z.namelist()}
+    main_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"
+    parts["[Content_Types].xml"] = parts["[Content_Types].xml"].replace(
+        main_type, "application/vnd.ms-excel.sheet.macroEnabled.main+xml").replace(
+        "</Types>", '<Default Extension="bin" ContentType="application/vnd.ms-office.vbaProject"/></Types>')
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    parts["xl/_rels/workbook.xml.rels"] = parts["xl/_rels/workbook.xml.rels"].replace("</Relationships>", (
+        '<Relationship Id="rIdV" Type="http://schemas.microsoft.com/office/2006/relationships/vbaProject" '
+        f'Target="vbaProject.bin"/><Relationship Id="rIdX" Type="{rel}/externalLink" '
+        'Target="externalLinks/externalLink1.xml"/></Relationships>'))
+    parts["xl/externalLinks/externalLink1.xml"] = (
+        '<externalLink xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        f'xmlns:r="{rel}"><externalBook r:id="rId1"><sheetNames><sheetName val="S"/></sheetNames>'
+        '<sheetDataSet><sheetData sheetId="0"><row r="1"><cell r="A1"><v>7</v></cell></row></sheetData>'
+        "</sheetDataSet></externalBook></externalLink>")
+    parts["xl/externalLinks/_rels/externalLink1.xml.rels"] = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship '
+        f'Id="rId1" Type="{rel}/externalLinkPath" Target="file:///C:/secret/other.xlsx" TargetMode="External"/>'
+        "</Relationships>")
+    parts["xl/workbook.xml"] = parts["xl/workbook.xml"].replace(
+        "</sheets>", '</sheets><externalReferences><externalReference r:id="rIdX"/></externalReferences>')
+    tasks = next(n for n in parts if n.startswith("xl/worksheets/") and re.search(r'<c r="D2"[^>]*><v>7</v>', parts[n]))
+    parts[tasks], found = re.subn(r'<c r="D2"([^>]*)><v>7</v></c>', r'<c r="D2"><f>[1]S!A1</f><v>7</v></c>',
+                                  parts[tasks])
+    assert found == 1
+    book = tmp_path / "q3.xlsm"
+    with zipfile.ZipFile(book, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in parts.items():
+            z.writestr(name, text)
+        z.writestr("xl/vbaProject.bin", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(1024))
+    out = tmp_path / "budget.xlsx"
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--json", str(tmp_path / "b.json")])
+    assert result.exit_code == 0, result.output
+    import json
+
+    assert json.loads((tmp_path / "b.json").read_text())["tasks"][0]["active_params_b"] == 7  # all 7B active
+    with zipfile.ZipFile(out) as z:
+        assert not [n for n in z.namelist() if "vba" in n.lower() or "external" in n.lower()]
+        assert not any(b"other.xlsx" in z.read(n) for n in z.namelist())
+
+
+def test_a_quote_file_of_a_million_rows_stops_at_the_row_cap(tmp_path, monkeypatch):
+    """A CSV price file had no bound on its rows (an xlsx one stops at 100,000): a million quotes were parsed one
+    by one before anything was said. The cap is lowered here to keep the test fast; the rule is the same."""
+    from budgetgen import price_files
+
+    monkeypatch.setattr(price_files, "MAX_ROWS", 50)
+    path = quotes_csv(tmp_path / "q.csv", *(["H100 80G", f"acme{i}", "", "on_demand", 2, "USD", "2026-06-01"]
+                                            for i in range(60)))
+    assert quote_problems(path) == [(Code.TOO_LARGE, "q.csv!row 51")]
+
+
+# ---------------------------------------------------------------- an input saved by LibreOffice
+
+@pytest.mark.slow
+def test_the_new_sheets_and_settings_read_the_same_after_libreoffice_saves_the_input(tmp_path):
+    """Scenarios percentages, Ramp month headers, a share typed with its sign, the offer filters, yes/no and a
+    budget with thousands separators, saved again by LibreOffice Calc as .xlsx: the same inputs, read alike."""
+    from lo_recalc import recalc_many, soffice_path
+
+    if soffice_path() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    book = make_input(tmp_path / "in.xlsx", [SERVICE, {**TRAINING, "activation_checkpointing": "no"}], settings={
+        "currency": "USD", "providers": "aws, LAMBDA,", "hidden_cost_buffer": "25%",
+        "activation_checkpointing": True}, extra_sheets={
+        "Scenarios": [["driver", "low", "base", "high"], ["requests", "90%", None, "150%"], ["buffer", 0.2, None, 0.3]],
+        "Ramp": [["task_id", "2026-07", "2026-08"], ["T1", 0.5, "2"]],
+        "Budgets": [["cost_center", "monthly_budget"], [None, "1,000"]]})
+    recalc_many([book], tmp_path / "lo")
+    (saved,) = (tmp_path / "lo").glob("*/out/f000_in.xlsx")
+    before, after = read_inputs(book, today=TODAY), read_inputs(saved, today=TODAY)
+    assert after.settings == before.settings
+    assert [t.values for t in after.tasks] == [t.values for t in before.tasks]
+    assert (after.scenarios, after.ramps, after.budgets) == (before.scenarios, before.ramps, before.budgets)
+    assert {g.name: g.prices for g in after.gpus} == {g.name: g.prices for g in before.gpus}
