@@ -359,7 +359,7 @@ def injected_build(folder: Path, texts: tuple[str, ...]) -> Path:
     folder.mkdir()
     tasks = [{**SERVICE, "task_id": t, "task": t, "cost_center": t, "owner": t, texts[0]: t} for t in texts]
     gpus = [{"gpu": texts[1], "vram_gb": 24, "bandwidth_gbs": 1000, "tflops": 100, "monthly_per_card": 99_999,
-             "source": texts[0], "as_of": texts[2]}]
+             "source": texts[0], "provider": texts[2], "as_of": "2026-06-01"}]  # as_of is a date
     extras = [{"item": t, "category": "storage", "monthly_cost": 10} for t in texts]
     book = as_typed_text(make_input(folder / "q3.xlsx", tasks, settings={"currency": "USD", "catalog_fx": 0.14},
                                     gpus=gpus, extras=extras))
