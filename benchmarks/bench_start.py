@@ -50,8 +50,9 @@ def one_task(path: Path) -> Path:
     return path
 
 
-def run(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True)
+def run(args: list[str], cwd: Path) -> dict:
+    """One fresh process (in `cwd`, so that the budgetgen measured is PYTHONPATH's, not the current folder's)."""
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True, cwd=cwd)
     return json.loads(out.stderr.strip().splitlines()[-1])
 
 
@@ -70,7 +71,7 @@ def main() -> None:
         print("| command | process CPU s | interpreter floor s | import of budgetgen.cli CPU s | heavy libraries |")
         print("|---|---:|---:|---:|---|")
         for label, command in (("budgetgen --help", ["--help"]), ("budgetgen validate (1 task)", ["validate", str(book)])):
-            runs = [run(command) for _ in range(args.rounds)]
+            runs = [run(command, Path(tmp)) for _ in range(args.rounds)]
             cpu = statistics.median(r["cpu"] for r in runs)
             imported = statistics.median(r["import"] for r in runs)
             print(f"| {label} | {cpu:.2f} | {base:.2f} | {imported:.3f} | {', '.join(runs[0]['heavy']) or 'none'} |",
