@@ -347,10 +347,10 @@ TEXT_ZH = {
     "黑字单元格是公式，绿字单元格是对其他工作表的引用；每个公式都带有budgetgen计算的值，任何查看器都能正确显示。",
     "Checks must read TRUE in its first row: every total ties out to its parts.":
     "Checks表第一行必须为TRUE：每个合计都与其组成部分一致。",
-    "Candidates shows every GPU for every task with its cost and the provider behind its price; Tiers the money "
-    "per price tier against the caps; BuyVsRent whether owning a card pays; Recon tabs compare the plan with the "
-    "cloud bill and GPU usage.":
-    "Candidates列出每个任务在每种GPU上的成本及其价格所属的供应商；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
+    "Candidates shows every GPU for every task (in a large inventory the chosen one and the cheapest: "
+    "candidates_per_task) with its cost and the provider behind its price; Tiers the money per price tier against "
+    "the caps; BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage.":
+    "Candidates列出每个任务在每种GPU上（大型清单中为所选的卡和最便宜的几种：candidates_per_task）的成本及其价格所属的供应商；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
     "Recon表将计划与云账单和GPU用量对比。",
     "Reconciliation": "对账", "plan versus bill versus usage": "计划、账单与用量对比", "planned": "计划",
     "billed": "账单", "variance": "偏差", "variance %": "偏差%", "status": "状态",
