@@ -197,7 +197,12 @@ TEXT_ZH = {
     "requests/s per replica": "每副本请求/秒", "tokens/s one user sees": "单用户token/s",
     "deadline per run": "每次运行截止", "hours of one replica per run": "每次运行单副本小时",
     "wall-clock hours per run": "每次运行墙钟小时", "compute hours on one card": "单卡计算小时",
-    "cards to meet the deadline": "按期完成所需卡数",
+    "cards to meet the deadline": "按期完成所需卡数", "cards its memory needs": "显存所需卡数",
+    "cards its deadline needs": "工期所需卡数", "its last Candidates row": "在Candidates表的最后一行",
+    "row on GPUs": "在GPU表的行号",
+    **{f"model: {key}": f"模型：{NAMES_ZH[key]}" for key in ("total_params_b", "active_params_b", "layers", "hidden",
+                                                          "attn_heads", "kv_heads", "head_dim", "kv_latent", "experts",
+                                                          "experts_per_token")},
     "largest card count the engine proposes for one training run or one serving replica":
         "引擎为一次训练运行或一个推理副本提议的最大卡数",
     "B params": "十亿参数", "bytes": "字节", "FLOP/param/token": "FLOP/参数/token", "TFLOP/s": "TFLOP/s",
