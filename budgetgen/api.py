@@ -14,17 +14,10 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .engine import Plan, plan_budget
 from .i18n import Message
-from .reader import read_inputs
-from .recon import reconcile_plan
-from .recon.bill_sums import expand_bill_path
-from .results import plan_json
-from .safefile import check_outputs, staged_outputs
-from .warnings import group_warnings
-from .workbook import resources_csv_paths, write_workbook
 
 if TYPE_CHECKING:
+    from .engine import Plan
     from .recon import MonthRecon
 
 StrPath = str | PathLike[str]
@@ -48,6 +41,8 @@ def default_output(input_path: StrPath) -> Path:
 
 def results_json(plan, recon: dict) -> str:
     """The engine's results (and the reconciliation months) as the JSON text `--json` writes."""
+    from .results import plan_json
+
     return json.dumps(plan_json(plan, {month: r.to_json() for month, r in recon.items()}), indent=2, ensure_ascii=False)
 
 
@@ -63,6 +58,15 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     about each stage. Raises InputError listing every problem of the inputs, OutputError when an output
     cannot be written; in either case no output file is created or changed.
     """
+    # Loaded here, not when the CLI starts: the bill engine (DuckDB, pandas) and the writers (`budgetgen --help`)
+    from .engine import plan_budget
+    from .reader import read_inputs
+    from .recon import reconcile_plan
+    from .recon.bill_sums import expand_bill_path
+    from .safefile import check_outputs, staged_outputs
+    from .warnings import group_warnings
+    from .workbook import resources_csv_paths, write_workbook
+
     input_path, output = Path(input_path), Path(output) if output is not None else default_output(input_path)
     json_path = Path(json_path) if json_path is not None else None
     bills, usage = [Path(p) for p in bills], [Path(p) for p in usage]

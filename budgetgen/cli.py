@@ -23,7 +23,6 @@ from .api import build_budget, default_output, results_json
 from .calibrate import calibrate as fit_runs
 from .calibrate import format_fit, read_measured, write_fit
 from .catalog import CATALOG_CURRENCY, builtin_catalog
-from .diff import diff_files, format_table, write_diff_workbook
 from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError, printable
 from .i18n import LANGS, say, tr
@@ -32,7 +31,7 @@ from .models import builtin_models, format_models_table, models_json
 from .price_import import SUFFIX, import_prices
 from .prices import builtin_offers
 from .reader import read_inputs
-from .recon.bill_sql import DEFAULT_TABLE, DIALECTS, grouping_sql
+from .recon.dialects import DEFAULT_TABLE, DIALECTS
 from .safefile import check_outputs, staged_outputs
 from .schema import TIER_NAMES
 from .template import write_template
@@ -293,6 +292,8 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
               help="The billing time zone (the workbook's billing_timezone setting): months and days are its.")
 def bill_sql(dialect: str, table: str, timezone: str) -> None:
     """Print the query that groups a FOCUS bill for reconciliation; give its result to build --bill-sums."""
+    from .recon.bill_sql import grouping_sql  # DuckDB and sqlglot load for this command only
+
     click.echo(grouping_sql(dialect, table, timezone))
 
 
@@ -311,6 +312,8 @@ def models(as_json: bool) -> None:
 @DATE_OPTION
 def diff(old: Path, new: Path, output: Path | None, build_date) -> None:
     """Show what changed from OLD to NEW (input or budget workbooks) and what each change costs."""
+    from .diff import diff_files, format_table, write_diff_workbook  # the writers load for this command only
+
     with _reported(outputs=(output,)):
         check_outputs([output], [old, new])
         result = diff_files(old, new, today=build_date and build_date.date())

@@ -71,18 +71,21 @@ def plan_commitments(tasks, inputs, n_months: int, held: dict | None = None) -> 
     committed already, kept instead of proposed (a scenario keeps the plan's commitments, as the workbook's committed
     cards are an input)."""
     s = inputs.settings
-    gpus, tiers = [t.row["gpu"] for t in tasks], [t.row["tier"] for t in tasks]
     months = list(range(1, n_months + 1))
-    used = set(gpus)
+    by_gpu: dict[str, list] = {}   # each GPU type's tasks: the rules select them again, over these alone
+    for t in tasks:
+        by_gpu.setdefault(t.row["gpu"], []).append(t)
     out = []
     for gpu in inputs.gpus:
         on_demand = gpu.prices.get(REFERENCE_TIER.name)
-        if gpu.name not in used or on_demand is None:
+        mine = by_gpu.get(gpu.name)
+        if not mine or on_demand is None:
             continue
+        gpus, tiers = [t.row["gpu"] for t in mine], [t.row["tier"] for t in mine]
         demand = tuple(rules.COMMIT_DEMAND(s, gpus=gpus, gpu=gpu.name, tiers=tiers,
-                                           cards=[t.months[m - 1].cards_billed for t in tasks],
-                                           hours=[t.months[m - 1].gpu_hours for t in tasks]) for m in months)
-        rent = tuple(rules.COMMIT_RENT(s, gpus=gpus, gpu=gpu.name, costs=[t.months[m - 1].cost for t in tasks])
+                                           cards=[t.months[m - 1].cards_billed for t in mine],
+                                           hours=[t.months[m - 1].gpu_hours for t in mine]) for m in months)
+        rent = tuple(rules.COMMIT_RENT(s, gpus=gpus, gpu=gpu.name, costs=[t.months[m - 1].cost for t in mine])
                      for m in months)
         left = demand
         for tier in layered_tiers():

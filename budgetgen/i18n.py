@@ -226,7 +226,12 @@ TEXT_ZH = {
     "requests/s per replica": "每副本请求/秒", "tokens/s one user sees": "单用户token/s",
     "deadline per run": "每次运行截止", "hours of one replica per run": "每次运行单副本小时",
     "wall-clock hours per run": "每次运行墙钟小时", "compute hours on one card": "单卡计算小时",
-    "cards to meet the deadline": "按期完成所需卡数",
+    "cards to meet the deadline": "按期完成所需卡数", "cards its memory needs": "显存所需卡数",
+    "cards its deadline needs": "工期所需卡数", "its last Candidates row": "在Candidates表的最后一行",
+    "row on GPUs": "在GPU表的行号",
+    **{f"model: {key}": f"模型：{NAMES_ZH[key]}" for key in ("total_params_b", "active_params_b", "layers", "hidden",
+                                                          "attn_heads", "kv_heads", "head_dim", "kv_latent", "experts",
+                                                          "experts_per_token")},
     "largest card count the engine proposes for one training run or one serving replica":
         "引擎为一次训练运行或一个推理副本提议的最大卡数",
     "B params": "十亿参数", "bytes": "字节", "FLOP/param/token": "FLOP/参数/token", "TFLOP/s": "TFLOP/s",
@@ -377,10 +382,10 @@ TEXT_ZH = {
     "黑字单元格是公式，绿字单元格是对其他工作表的引用；每个公式都带有budgetgen计算的值，任何查看器都能正确显示。",
     "Checks must read TRUE in its first row: every total ties out to its parts.":
     "Checks表第一行必须为TRUE：每个合计都与其组成部分一致。",
-    "Candidates shows every GPU for every task with its cost and the provider behind its price; Tiers the money "
-    "per price tier against the caps; BuyVsRent whether owning a card pays; Recon tabs compare the plan with the "
-    "cloud bill and GPU usage.":
-    "Candidates列出每个任务在每种GPU上的成本及其价格所属的供应商；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
+    "Candidates shows every GPU for every task (in a large inventory the chosen one and the cheapest: "
+    "candidates_per_task) with its cost and the provider behind its price; Tiers the money per price tier against "
+    "the caps; BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage.":
+    "Candidates列出每个任务在每种GPU上（大型清单中为所选的卡和最便宜的几种：candidates_per_task）的成本及其价格所属的供应商；Tiers列出各计费方式的金额与上限；BuyVsRent判断自购是否划算；"
     "Recon表将计划与云账单和GPU用量对比。",
     "Reconciliation": "对账", "plan versus bill versus usage": "计划、账单与用量对比", "planned": "计划",
     "billed": "账单", "variance": "偏差", "variance %": "偏差%", "status": "状态",
@@ -580,7 +585,6 @@ TEXT_ZH = {
     "Order total = Summary GPU total": "订购清单合计 = 汇总GPU合计",
     "Order GPU total = Summary GPU + commitments total": "订购清单GPU合计 = 汇总GPU合计 + 承诺合计",
     "Order plan total = Summary period total": "订购清单计划合计 = 汇总计划期合计",
-    "cards its memory needs": "显存所需卡数", "cards its deadline needs": "工期所需卡数",
     "reserve": "预留", "rent": "租用", "card-hours in plan": "计划内卡时", "card-hours": "卡时", "rate a card-hour": "每卡时单价",
     "total in plan": "计划内合计", "a month, 0 upfront": "每月（无预付）",
     "GPU total (reservations and rent)": "GPU合计（预留与租用）", "extras (Summary)": "额外费用（见汇总表）",

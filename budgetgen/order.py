@@ -124,12 +124,11 @@ def order_keys(plan) -> tuple[tuple[str, str], ...]:
 def _line(plan, gpu: str, tier: str) -> OrderLine:
     s = plan.inputs.settings
     n = len(plan.months)
-    sel = {"gpus": [tp.row["gpu"] for tp in plan.tasks], "gpu": gpu,
-           "tiers": [tp.row["tier"] for tp in plan.tasks], "tier": tier}
+    mine = [tp for tp in plan.tasks if tp.row["gpu"] == gpu and tp.row["tier"] == tier]  # the rule selects these
+    sel = {"gpus": [tp.row["gpu"] for tp in mine], "gpu": gpu, "tiers": [tp.row["tier"] for tp in mine], "tier": tier}
 
     def by_month(amount) -> tuple[float, ...]:
-        return tuple(rules.ORDER_IN_MONTH(s, **sel, amounts=[amount(tp.months[j]) for tp in plan.tasks])
-                     for j in range(n))
+        return tuple(rules.ORDER_IN_MONTH(s, **sel, amounts=[amount(tp.months[j]) for tp in mine]) for j in range(n))
     per_card_month = TIER[tier].per_card_month
     cards = by_month(lambda m: m.cards_billed)
     amounts = cards if per_card_month else by_month(lambda m: m.gpu_hours)
@@ -140,8 +139,7 @@ def _line(plan, gpu: str, tier: str) -> OrderLine:
                                                                                               strict=True)])
     total = rules.ORDER_SUM(s, by_month=[rules.RENTED(s, amount=r, share=f) for r, f in zip(rent, shares, strict=True)])
     provider, region = _split(plan.inputs.gpu(gpu).offer(tier))
-    return OrderLine(gpu, tier, provider, region,
-                     tuple(tp.task.task_id for tp in plan.tasks if (tp.row["gpu"], tp.row["tier"]) == (gpu, tier)),
+    return OrderLine(gpu, tier, provider, region, tuple(tp.task.task_id for tp in mine),
                      cards, amounts, rent, shares, rented, quantity, total, rules.ORDER_PEAK(s, by_month=rented),
                      rules.ORDER_UNIT_PRICE(s, quantity=quantity, total=total))
 

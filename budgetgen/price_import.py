@@ -7,9 +7,6 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-import openpyxl
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
-
 from .catalog import catalog_classes
 from .i18n import canonical_name, canonical_sheet
 from .price_files import PriceFile, read_price_file
@@ -40,6 +37,8 @@ def import_prices(price_path: Path, input_path: Path, output: Path | None = None
     sheet of a copy of `input_path`: an existing row of that GPU (its name, any case) gets the offer's
     columns (provider, region, currency, tier prices, purchase price, source, as_of; a tier not offered is
     cleared), a GPU not on the sheet gets a new row. Every other sheet and cell is kept."""
+    import openpyxl  # loaded here, not when the CLI starts
+
     input_path = Path(input_path)
     output = Path(output) if output else default_priced(input_path)
     check_outputs([output], [input_path])
@@ -85,6 +84,8 @@ def _write_offers(wb, offers: tuple[Offer, ...], classes) -> None:
 
 def _cell_text(value: object) -> object:
     """A value a cell can hold: control characters of a text (a terminal escape in a provider's name) as escapes."""
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+
     if not isinstance(value, str):
         return value
     return ILLEGAL_CHARACTERS_RE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), value)

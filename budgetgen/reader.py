@@ -11,9 +11,9 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from openpyxl.utils import get_column_letter
+from xlsxwriter.utility import xl_col_to_name
 
 from .budgets import Budget
 from .catalog import (
@@ -32,7 +32,6 @@ from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
 from .prices import ANY_REGION, OFFER_FIELDS, builtin_offers, name_key, offer_regions, providers_table, split_names
-from .recon.table import sheet_frame
 from .records import BUFFER
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .scenarios import DRIVER, ScenarioRow
@@ -55,6 +54,9 @@ from .schema import (
 )
 from .template import example_rows_left
 from .values import BadValue, add_months, is_blank, parse_cell, parse_month, text_length
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Rows below the header read from an inventory sheet: room for 50,000 tasks (a large company's inventory is
 # thousands; 50,000 build on a 2-core machine with a few GB), while a bloated or hostile sheet is refused within
@@ -96,7 +98,7 @@ def _find_columns(header: tuple, sheet: str, columns: tuple[Column, ...], out: C
         if column is None:
             unknown[str(text).strip()] = index
         elif column.name in found:
-            out.add(Code.DUPLICATE_COLUMN, sheet, f"{get_column_letter(index + 1)}1",
+            out.add(Code.DUPLICATE_COLUMN, sheet, f"{xl_col_to_name(index)}1",
                     Message("duplicate_column", text=str(text)))
         else:
             found[column.name] = index
@@ -124,11 +126,11 @@ def read_rows(rows: Iterator[tuple[int, tuple]], sheet: str, columns: tuple[Colu
         out.add(Code.MISSING_COLUMN, sheet, "A1", Message("header_not_in_row_1"))
     found, unknown = _find_columns(first[1], sheet, columns, out)
     for header, i in unknown.items():
-        _too_long(header, sheet, f"{get_column_letter(i + 1)}1", "header", out)
+        _too_long(header, sheet, f"{xl_col_to_name(i)}1", "header", out)
     declared = {c.name: c for c in columns}
     records = []
     for row_no, values in rows:
-        cell = {name: f"{get_column_letter(i + 1)}{row_no}" for name, i in found.items()}
+        cell = {name: f"{xl_col_to_name(i)}{row_no}" for name, i in found.items()}
         raw = {name: values[i] if i < len(values) else None for name, i in found.items()}
         if all(is_blank(v) for v in raw.values()):
             continue
@@ -142,7 +144,7 @@ def read_rows(rows: Iterator[tuple[int, tuple]], sheet: str, columns: tuple[Colu
                 out.add(exc.code, sheet, cell[name], Message("cell_value", column=name, problem=exc.message))
         extra = {h: values[i] if i < len(values) else None for h, i in unknown.items()}
         for header, i in unknown.items():
-            _too_long(extra[header], sheet, f"{get_column_letter(i + 1)}{row_no}", header, out)
+            _too_long(extra[header], sheet, f"{xl_col_to_name(i)}{row_no}", header, out)
         records.append(Record(row_no, parsed, cell, extra))
     return records
 
@@ -783,7 +785,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
     for i, text in enumerate(first[1]):
         if is_blank(text):
             continue
-        cell = f"{get_column_letter(i + 1)}1"
+        cell = f"{xl_col_to_name(i)}1"
         if normalise_header(canonical_name(text)) == normalise_header(key.name):
             id_col = i
             continue
@@ -811,7 +813,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
         raw = values[id_col] if id_col < len(values) else None
         if is_blank(raw):
             continue
-        cell = f"{get_column_letter(id_col + 1)}{row_no}"
+        cell = f"{xl_col_to_name(id_col)}{row_no}"
         task = ids.get(id_key(str(raw).strip()))
         if task is None:
             out.add(Code.UNKNOWN_VALUE, "Ramp", cell, Message("scenario_unknown_task", task=str(raw)))
@@ -828,7 +830,7 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
             try:
                 ramp[month] = parse_cell(value, value_column)
             except BadValue as exc:
-                out.add(exc.code, "Ramp", f"{get_column_letter(i + 1)}{row_no}",
+                out.add(exc.code, "Ramp", f"{xl_col_to_name(i)}{row_no}",
                         Message("cell_value", column=str(first[1][i]), problem=exc.message))
     return ramps
 
@@ -868,6 +870,8 @@ ASSIGNMENT_COLUMNS = (Column("resource_id", "text", required=True, help="billed 
 
 def _table_sheet(ws) -> pd.DataFrame | None:
     """A Bills or Usage sheet as recon reads a bill file (its header on row 1), or None for an empty one."""
+    from .recon.table import sheet_frame  # pandas, loaded only for an inventory with bills or usage
+
     rows = list(iter_rows(ws))
     return sheet_frame(rows) if rows and rows[0][0] == 1 else None
 

@@ -20,15 +20,17 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import openpyxl
-import openpyxl.xml
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
-from openpyxl.worksheet._read_only import ReadOnlyWorksheet
-from openpyxl.worksheet.worksheet import Worksheet
 
 from budgetgen.errors import BudgetgenError, Code, InputError, OutputError, Problem
+
+if TYPE_CHECKING:  # openpyxl itself loads when a workbook is read, not when the CLI starts
+    import openpyxl
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+    from openpyxl.worksheet.worksheet import Worksheet
 
 try:  # POSIX: the final renames of concurrent builds into one folder take turns
     import fcntl
@@ -124,6 +126,9 @@ def read_input_file(path: Path) -> InputFile:
 
 def load_input_workbook(source: Path | InputFile) -> openpyxl.Workbook:
     """Open the input read-only (cached values, no formulas, no macros; close() it) or raise InputError."""
+    import openpyxl
+    import openpyxl.xml
+
     if not openpyxl.xml.DEFUSEDXML:
         raise BudgetgenError("openpyxl is not using defusedxml; install defusedxml and unset OPENPYXL_DEFUSEDXML")
     source = source if isinstance(source, InputFile) else read_input_file(source)
@@ -141,6 +146,8 @@ def iter_rows(ws: Worksheet | ReadOnlyWorksheet, max_rows: int = 100_000,
               header: bool = False) -> Iterator[tuple[int, tuple]]:
     """Yield (row number, values) for each non-empty row, trailing empty cells dropped. With `header`, the first
     non-empty row is the table's header and `max_rows` counts the rows below it."""
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+
     if isinstance(ws, ReadOnlyWorksheet):
         ws.reset_dimensions()  # the declared <dimension> may be forged: read only the rows really there
     # From A1 whatever the sheet declares; an explicit range also gets a closable generator.

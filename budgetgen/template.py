@@ -12,7 +12,6 @@ from .errors import OutputError
 from .fx import money_default, reference_rate
 from .i18n import Message, describe, name, sheet_name, tr, word
 from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMNS, SETTINGS, TASK_COLUMNS, Column
-from .workbook.book import Sheet
 
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
@@ -100,6 +99,8 @@ def write_template(path: Path, lang: str = "en", currency: str = CATALOG_CURRENC
         -> Path:
     """Write a blank input workbook with every sheet, header notes, dropdowns and example rows, in `lang`, for a
     plan in `currency` (catalog prices, money defaults and the example extras converted into it)."""
+    from .workbook.book import Sheet  # the writer package, loaded only to write (the reader imports this module)
+
     path = Path(path)
     today = today or dt.date.today()
     rate = reference_rate(CATALOG_CURRENCY, currency, today)

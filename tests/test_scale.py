@@ -3,6 +3,9 @@ serving thousands of tasks names the first and counts the rest."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -55,3 +58,14 @@ def test_one_task_more_than_the_cap_is_refused_at_its_row(tmp_path, monkeypatch)
     # the header in row 1, the tasks in rows 2-5: the fourth task, row 5, is one too many
     assert problem.sheet == "Tasks"
     assert "has more than 3 rows below its header (row 5 is one too many)" in str(problem)
+
+
+@pytest.mark.parametrize("command", [["--help"], ["bill-sql", "--help"], ["catalog", "--help"]])
+def test_the_cli_starts_without_the_bill_engine_or_the_readers(command):
+    """`budgetgen --help` loads neither pandas nor DuckDB nor openpyxl (they cost over a second to import): the
+    commands import them when they run. (Its time is measured by benchmarks/bench_start.py, not here.)"""
+    probe = ("import sys\nfrom budgetgen.cli import main\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('pandas', 'duckdb', 'openpyxl', 'sqlglot') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, check=True,
+                         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.stdout.strip().splitlines()[-1] == "[]"

@@ -6,43 +6,33 @@ declarations), `bill_sums` (bills of any size read and summed by DuckDB), `bills
 `pipeline` (reconcile: MonthRecon, TaskRecon, ResourceRecon).
 """
 
-from .bill_sums import BillSource, BillSums, sum_bills
-from .bills import DEFAULT_GPU_LINE_PATTERN, OUTPUT_COLUMNS, gpu_matcher, read_bills
-from .columns import BILL_INPUT_COLUMNS, USAGE_INPUT_COLUMNS, FileColumn
-from .pipeline import (
-    Action,
-    Coverage,
-    MonthRecon,
-    PlanFacts,
-    PlanRecon,
-    ResourceRecon,
-    TaskRecon,
-    aggregate_lines,
-    is_hours_unit,
-    next_month_actions,
-    plan_facts,
-    plan_targets,
-    reconcile,
-    reconcile_plan,
-    unknown_task_warnings,
-    unmatched_usage_warnings,
-)
-from .rules import (
-    ACTIONS,
-    DATA_STARVED,
-    FLAG_RULES,
-    LOW_UTILIZATION,
-    OOM,
-    OVER_PLAN,
-    RULES,
-    UNTAGGED_GPU,
-    FlagRule,
-    Limits,
-    Rule,
-    resource_flags,
-)
-from .table import MAX_ROW_PROBLEMS
-from .usage import USAGE_COLUMNS, read_usage
+import importlib
+
+# Each name re-exported here and the module it comes from, imported the first time it is asked for (PEP 562): the
+# bill engine's DuckDB and pandas load when a command reconciles, not when the CLI starts (`budgetgen --help`).
+_FROM = {
+    "BillSource": "bill_sums", "BillSums": "bill_sums", "sum_bills": "bill_sums",
+    "DEFAULT_GPU_LINE_PATTERN": "bills", "OUTPUT_COLUMNS": "bills", "gpu_matcher": "bills", "read_bills": "bills",
+    "BILL_INPUT_COLUMNS": "columns", "USAGE_INPUT_COLUMNS": "columns", "FileColumn": "columns",
+    "Action": "pipeline", "Coverage": "pipeline", "MonthRecon": "pipeline", "PlanFacts": "pipeline",
+    "PlanRecon": "pipeline", "ResourceRecon": "pipeline", "TaskRecon": "pipeline", "aggregate_lines": "pipeline",
+    "is_hours_unit": "pipeline", "next_month_actions": "pipeline", "plan_facts": "pipeline",
+    "plan_targets": "pipeline", "reconcile": "pipeline", "reconcile_plan": "pipeline",
+    "unknown_task_warnings": "pipeline", "unmatched_usage_warnings": "pipeline",
+    "ACTIONS": "rules", "DATA_STARVED": "rules", "FLAG_RULES": "rules", "LOW_UTILIZATION": "rules", "OOM": "rules",
+    "OVER_PLAN": "rules", "RULES": "rules", "UNTAGGED_GPU": "rules", "FlagRule": "rules", "Limits": "rules",
+    "Rule": "rules", "resource_flags": "rules",
+    "MAX_ROW_PROBLEMS": "table",
+    "USAGE_COLUMNS": "usage", "read_usage": "usage",
+}
+
+
+def __getattr__(name: str):
+    """A re-exported name, from its module (imported now if not yet)."""
+    if name not in _FROM:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_FROM[name]}", __name__), name)
+
 
 __all__ = [
     "ACTIONS", "BILL_INPUT_COLUMNS", "DATA_STARVED", "DEFAULT_GPU_LINE_PATTERN", "FLAG_RULES", "LOW_UTILIZATION",
@@ -52,3 +42,7 @@ __all__ = [
     "is_hours_unit", "next_month_actions", "plan_facts", "plan_targets", "read_bills", "read_usage", "reconcile",
     "reconcile_plan", "resource_flags", "sum_bills", "unknown_task_warnings", "unmatched_usage_warnings",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_FROM))

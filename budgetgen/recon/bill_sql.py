@@ -44,10 +44,9 @@ from .bill_sums import (
     _tags_problem,
     gpu_regex,
 )
+from .dialects import DEFAULT_TABLE, DIALECTS
 from .table import MAX_ROW_PROBLEMS
 
-DIALECTS = ("duckdb", "spark", "bigquery", "athena")
-DEFAULT_TABLE = "focus_bill"
 _TEXT_COLUMNS = (
     # the grouping's text key: FOCUS column → its name in the result (bill_sums._TEXTS)
     ("ResourceId", "resource_id"), ("ResourceName", "resource_name"), ("ResourceType", "resource_type"),

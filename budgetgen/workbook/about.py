@@ -22,8 +22,9 @@ HOW_TO_READ = (
     "Checks must read TRUE in its first row: every total ties out to its parts.",
     ("Order lists what to buy or reserve per GPU type and tier, a block and a printed page per provider; TaskList "
      "is the tasks' key columns for printing (Tasks holds every column and prints across several pages)."),
-    ("Candidates shows every GPU for every task with its cost and the provider behind its price; Tiers the money "
-     "per price tier against the caps; "
+    ("Candidates shows every GPU for every task (in a large inventory the chosen one and the cheapest: "
+     "candidates_per_task) with its cost and the provider behind its price; Tiers the money per price tier against "
+     "the caps; "
      "BuyVsRent whether owning a card pays; Recon tabs compare the plan with the cloud bill and GPU usage."),
 )
 
