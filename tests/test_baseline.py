@@ -69,7 +69,8 @@ in August and September: the period total 153,518.06 -> 154,153.15, as test_i18n
 offer_currency, providers and regions settings, Commitments' replaced-price column, and the Order rebuilt as a block
 per provider (reservations, then rent net of them) with its totals down to the plan total and two checks in place of
 one. Then large inventories (issue 33): Candidates' shorter formulas (the model figures read once per task
-on Tasks, a training run's cards a column of its own), and bad input round four (issue 34); no total moved."""
+on Tasks, a training run's cards a column of its own), and bad input round four (issue 34); no total moved. Then About's reading guide says Candidates lists a large inventory's chosen and cheapest cards; no
+value moved."""
 
 from __future__ import annotations
 
