@@ -61,6 +61,26 @@ def cheapest(offers: list[dict[str, str]], column: str) -> tuple[float, str] | N
     return min(priced) if priced else None
 
 
+def chatbot_options(chat, quoted: dict[str, float] | None = None) -> list[tuple]:
+    """(monthly cost, card, tier) of every option of a 24/7 service: each card the engine sized for it (excluded for
+    no reason but a missing price) on `monthly` at its cheapest USD offer's rent and on `on_demand` at 730 hours of
+    its cheapest hourly offer, with the offer's provider last; a card in `quoted` is a monthly quote of that price."""
+    offers = usd_offers()
+    options = []
+    for c in chat.candidates:
+        if c.exclusion not in (None, Exclusion.NO_PRICE):
+            continue
+        held = c.row["cards_held"]
+        if c.gpu in (quoted or {}):
+            options.append((held * quoted[c.gpu], c.gpu, "monthly", "quote"))
+            continue
+        for tier, column, per_card in (("monthly", "monthly_per_card", 1), ("on_demand", "on_demand_per_hour", HPM)):
+            best = cheapest(offers.get(c.gpu, []), column)
+            if best is not None:
+                options.append((held * per_card * best[0], c.gpu, tier, best[1]))
+    return options
+
+
 @pytest.fixture(scope="module")
 def usd_plan(tmp_path_factory, shipped_catalog):
     path = make_usd_plan(tmp_path_factory.mktemp("usd") / "plan.xlsx")
@@ -72,16 +92,7 @@ def test_the_70b_chatbot_takes_the_cheapest_option_over_cards_tiers_and_offers(u
     hourly price. Every card the engine could size for it (excluded for no reason but a missing price) is costed
     here on both tiers at its cheapest USD offer; the plan's choice is the cheapest of them all."""
     chat = next(t for t in usd_plan.tasks if t.task.task_id == "CHAT70")
-    offers = usd_offers()
-    options = []
-    for c in chat.candidates:
-        if c.exclusion not in (None, Exclusion.NO_PRICE):
-            continue
-        held = c.row["cards_held"]
-        for tier, column, per_card in (("monthly", "monthly_per_card", 1), ("on_demand", "on_demand_per_hour", HPM)):
-            best = cheapest(offers.get(c.gpu, []), column)
-            if best is not None:
-                options.append((held * per_card * best[0], c.gpu, tier, best[1]))
+    options = chatbot_options(chat)
     assert len({o[1] for o in options}) >= 5   # H100, H200, A100, B200, MI300X at least: not one card with a price
     low = min(options)
     assert (chat.row["gpu"], chat.row["tier"]) == low[1:3]
@@ -104,21 +115,10 @@ def test_a_card_priced_only_per_month_is_weighed_against_the_others_on_demand(tm
     wb.save(path)
     plan = plan_budget(read_inputs(path))
     chat = next(t for t in plan.tasks if t.task.task_id == "CHAT70")
-    offers = usd_offers()
-    options = []
-    for c in chat.candidates:
-        if c.exclusion not in (None, Exclusion.NO_PRICE):
-            continue
-        held = c.row["cards_held"]
-        if c.gpu == "RTX A6000":
-            options.append((held * 900, c.gpu, "monthly"))
-            continue
-        best = cheapest(offers.get(c.gpu, []), "on_demand_per_hour")
-        if best is not None:
-            options.append((held * HPM * best[0], c.gpu, "on_demand"))
+    options = [o for o in chatbot_options(chat, {"RTX A6000": 900}) if o[2] == "on_demand" or o[1] == "RTX A6000"]
     assert any(o[1] == "RTX A6000" for o in options) and len(options) >= 5
     low = min(options)
-    assert (chat.row["gpu"], chat.row["tier"]) == low[1:]
+    assert (chat.row["gpu"], chat.row["tier"]) == low[1:3]
     assert chat.row["monthly_cost"] == pytest.approx(low[0], rel=1e-9)
 
 

@@ -3,6 +3,7 @@ and the workbook-scoped names through which one sheet reads another."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -368,25 +369,26 @@ class OrderLayout:
             r += 2
         return out
 
-    @property
+    @functools.cached_property
     def block_rows(self) -> tuple[dict[str, int], ...]:
         return tuple(self._block_rows())
 
+    def _row(self, first: str, count: int, i: int) -> int:
+        """The row of item `i` of a kind (over every block, in order): `first` names the kind's first row in a block,
+        `count` its place in `blocks`' (provider, reservations, rent lines)."""
+        for rows, block in zip(self.block_rows, self.blocks, strict=True):
+            if i < block[count]:
+                return rows[first] + i
+            i -= block[count]
+        raise IndexError(i)
+
     def line_row(self, i: int) -> int:
         """The row of rent line `i` (over every block, in order)."""
-        for rows, (_, _, n) in zip(self.block_rows, self.blocks, strict=True):
-            if i < n:
-                return rows["rent_first"] + i
-            i -= n
-        raise IndexError(i)
+        return self._row("rent_first", 2, i)
 
     def reservation_row(self, i: int) -> int:
         """The row of reservation `i` (over every block, in order)."""
-        for rows, (_, n, _) in zip(self.block_rows, self.blocks, strict=True):
-            if i < n:
-                return rows["reserve_first"] + i
-            i -= n
-        raise IndexError(i)
+        return self._row("reserve_first", 1, i)
 
     @property
     def total_row(self) -> int:

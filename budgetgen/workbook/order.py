@@ -12,7 +12,7 @@ from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 from .. import __version__, rules
 from ..engine import Plan
 from ..i18n import word
-from ..order import Order, OrderLine, Reservation
+from ..order import Order, OrderLine, Reservation, rent_left
 from ..schema import TIER
 from .book import Book
 from .layout import (
@@ -219,13 +219,9 @@ def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout) -> None:
     for g, gpu in enumerate(at.shared_gpus):
         row = at.working_row(3, g)
         ws.write_string(row, 0, gpu)
-        shares = next((line.shares for line in lines if line.gpu == gpu), None)
-        for j in range(len(at.months)):
+        for j, value in enumerate(rent_left(plan, gpu)):
             rent = f"INDEX({commit_name(blocks[gpu][0], 'rent')},{j + 1})"
             displaced = "+".join(f"INDEX({commit_name(b, 'displaced')},{j + 1})" for b in blocks[gpu])
-            value = shares[j] if shares is not None else rules.RENT_LEFT(
-                plan.inputs.settings, rent=plan.commitments[blocks[gpu][0]].rent[j],
-                displaced=sum(plan.commitments[b].displaced[j] for b in blocks[gpu]))
             book.formula(ws, row, at.month_col + j, rules.RENT_LEFT.formula(rent=rent, displaced=f"({displaced})"),
                          value, "percent")
 
