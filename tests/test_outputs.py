@@ -394,13 +394,13 @@ def test_the_hash_on_about_is_of_the_bytes_the_numbers_come_from(tmp_path, monke
     book = tmp_path / "q3.xlsx"
     book.write_bytes(SAMPLE.read_bytes())
     read = sha(book)
-    load = safefile.openpyxl.load_workbook
+    load = openpyxl.load_workbook   # safefile reads with it (imported where it reads, not at its own import)
 
     def saved_meanwhile(*args, **kwargs):  # someone saves the input while budgetgen parses what it read
         book.write_bytes(SAMPLE.read_bytes() + b"saved again")
         return load(*args, **kwargs)
 
-    monkeypatch.setattr(safefile.openpyxl, "load_workbook", saved_meanwhile)
+    monkeypatch.setattr(openpyxl, "load_workbook", saved_meanwhile)
     result = budgetgen.build_budget(book, tmp_path / "b.xlsx")
     monkeypatch.undo()
     assert sha(book) != read
