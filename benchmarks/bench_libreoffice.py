@@ -5,7 +5,8 @@
 
 It builds the benchmark inventory's budget (bench_build.make_inventory, `budgetgen build`), then has headless
 LibreOffice open it, recalculate every formula (the recalculation profile of tests/lo_recalc.py: always recalculate
-on load) and save it as .xlsx, timing that soffice process (wall and CPU seconds, peak memory of its processes).
+on load) and save it as .xlsx, timing that soffice process (wall and CPU seconds, peak memory of its processes); a
+canary workbook converted in the same run proves it recalculated.
 Last it reads both files sheet by sheet and compares every cell LibreOffice computed with the value budgetgen
 cached: numbers to 1e-9 relative, texts exactly, blanks as empty texts; it prints how many differ and the first few.
 """
@@ -25,7 +26,7 @@ import openpyxl
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))   # the recalculation profile the LibreOffice tests use
 from bench_build import BUILD, make_inventory, timed_process
-from lo_recalc import soffice_path, write_profile
+from lo_recalc import _CANARY_RIGHT, _write_canary, read_values, soffice_path, write_profile
 
 
 def recalculate(workbook: Path, folder: Path, timeout: float) -> tuple[Path, float, float, float]:
@@ -37,13 +38,17 @@ def recalculate(workbook: Path, folder: Path, timeout: float) -> tuple[Path, flo
     profile, out = folder / "profile", folder / "out"
     write_profile(profile)
     out.mkdir(exist_ok=True)
+    canary = folder / "canary.xlsx"   # a formula cached wrong on purpose: right after the run only if recalculated
+    _write_canary(canary)
     args = ["timeout", str(int(timeout)), soffice, f"-env:UserInstallation={profile.resolve().as_uri()}",
             "--headless", "--norestore", "--nologo", "--nodefault", "--nolockcheck", "--convert-to", "xlsx",
-            "--outdir", str(out), str(workbook)]
+            "--outdir", str(out), str(canary), str(workbook)]
     seconds, cpu, peak = timed_process(args)
     result = out / workbook.name
     if not result.is_file():
         raise SystemExit(f"LibreOffice wrote no {result}")
+    if read_values(out / canary.name)["Canary"]["B1"] != _CANARY_RIGHT:
+        raise SystemExit("LibreOffice kept the cached values: it did not recalculate")
     return result, seconds, cpu, peak
 
 

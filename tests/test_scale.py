@@ -69,3 +69,48 @@ def test_the_cli_starts_without_the_bill_engine_or_the_readers(command):
     run = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, check=True,
                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize(("memory", "address_space", "cgroup", "limit"), [
+    (24 * GIB, None, None, "6144MiB"),        # a quarter of the machine
+    (2 * GIB, None, None, "1024MiB"),         # at least 1 GB
+    (24 * GIB, 2 * GIB, None, "1024MiB"),     # ulimit -v 2 GB: half of it
+    (24 * GIB, GIB // 2, None, "256MiB"),     # half of a small address space, under 1 GB
+    (64 * GIB, None, 8 * GIB, "4096MiB"),     # half of the cgroup's limit, below a quarter of the machine
+    (24 * GIB, 100 * 2**20, None, "64MiB"),   # never below the least DuckDB reads a bill in
+])
+def test_a_blank_recon_memory_limit_is_sized_from_the_machine(monkeypatch, memory, address_space, cgroup, limit):
+    import resource
+
+    from budgetgen.recon import bill_sums
+
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": memory // 4096}[name])
+    unlimited = resource.RLIM_INFINITY
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (address_space or unlimited, unlimited))
+    monkeypatch.setattr(bill_sums, "_cgroup_memory_max", lambda: cgroup)
+    assert bill_sums.machine_memory_limit() == limit
+
+
+@pytest.mark.parametrize("given", [None, "1KB"])
+def test_the_bills_are_read_with_the_setting_else_the_machine_sized_limit(tmp_path, monkeypatch, given):
+    """A blank recon_memory_limit reaches DuckDB as machine_memory_limit's (replaced here by a limit too small to
+    read a bill in, so that the build names it); a typed one as typed."""
+    import datetime as dt
+
+    from conftest import FOCUS_SAMPLE
+
+    from budgetgen.api import build_budget
+    from budgetgen.recon import pipeline
+
+    monkeypatch.setattr(pipeline, "machine_memory_limit", lambda: "2KB")
+    settings = {"currency": "USD", "period_start": "2024-09", "period_months": 2}
+    book = make_input(tmp_path / "usd.xlsx", [{"task_id": "T1", **TASK, "gpu": "RTX 4090", "tier": "on_demand"}],
+                      settings=settings if given is None else {**settings, "recon_memory_limit": given})
+    with pytest.raises(InputError) as caught:
+        build_budget(book, tmp_path / "out.xlsx", bills=[FOCUS_SAMPLE], build_date=dt.date(2024, 8, 1))
+    problem, = caught.value.problems
+    assert problem.sheet == "Settings"
+    assert problem.message.startswith(f'recon_memory_limit: "{given or "2KB"}" is below the 64MB')

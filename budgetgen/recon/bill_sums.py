@@ -52,6 +52,7 @@ PLATFORM_TEXT = r"kubernetes|\beks\b|\bgke\b|\baks\b|cloudwatch|monitor|logging|
 and platform services by the words of its ServiceName (and ChargeDescription); the categories are the Extras'
 (schema.EXTRA_CATEGORIES). A Credit line is a credit and an Adjustment line a refund, whatever it bills."""
 DEFAULT_MEMORY_LIMIT = "1GB"
+MACHINE_MEMORY_SHARE = 4   # recon_memory_limit left blank: a quarter of the machine's memory (DuckDB spills beyond)
 THREADS = 2
 PROGRESS_SECONDS = 5.0
 _SUFFIXES = (".parquet", ".csv", ".xlsx")
@@ -477,6 +478,31 @@ def _part_warnings(con: duckdb.DuckDBPyConnection, parts: list[_Part], currency:
         if not con.execute(f"SELECT EXISTS (SELECT 1 FROM {part.relation})").fetchone()[0]:
             warnings.append(Message("bill_without_lines", file=part.name))
     return warnings
+
+
+def machine_memory_limit() -> str:
+    """The memory DuckDB may use when recon_memory_limit is blank: a MACHINE_MEMORY_SHARE-th of the machine's memory,
+    or of the process's address-space limit (`ulimit -v`) or its cgroup's memory limit where lower, at least
+    DEFAULT_MEMORY_LIMIT's 1 GB unless such a limit is lower still (then half of it)."""
+    import os
+    import resource
+
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    caps = [resource.getrlimit(resource.RLIMIT_AS)[0], _cgroup_memory_max()]
+    cap = min((c for c in caps if c not in (None, resource.RLIM_INFINITY) and c > 0), default=None)
+    mib = max(1024, total // MACHINE_MEMORY_SHARE // 2**20)
+    if cap is not None:
+        mib = min(mib, cap // 2 // 2**20)
+    return f"{max(mib, MIN_MEMORY_MB)}MiB"
+
+
+def _cgroup_memory_max() -> int | None:
+    """The memory limit of the process's cgroup (v2's memory.max), or None."""
+    try:
+        text = Path("/sys/fs/cgroup/memory.max").read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def _check_memory_limit(limit: str) -> None:

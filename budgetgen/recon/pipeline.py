@@ -16,7 +16,7 @@ from ..errors import Code, InputError, Problem
 from ..i18n import Message
 from ..schema import EXTRA_CATEGORIES, TIER
 from .bill_sql import read_bill_sums
-from .bill_sums import BillSource, BillSums, sum_bills, sum_lines
+from .bill_sums import BillSource, BillSums, machine_memory_limit, sum_bills, sum_lines
 from .bills import DEFAULT_GPU_LINE_PATTERN
 from .columns import PRICING_CATEGORIES
 from .rules import (
@@ -716,10 +716,10 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
         pattern, gpu_names = s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN, [g.name for g in inputs.gpus]
         if bill_sums is not None:
             bills = read_bill_sums(bill_sums, s.currency, pattern, dict(inputs.assignments), gpu_names,
-                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit)
+                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit())
         else:
             bills = sum_bills(bill_sources, s.currency, pattern, dict(inputs.assignments), gpu_names,
-                              billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit,
+                              billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit(),
                               temp_parent=temp_parent, progress=progress)
     except InputError as exc:
         raise InputError(exc.problems + problems) from None
