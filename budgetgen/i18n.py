@@ -709,6 +709,15 @@ MESSAGES = {
         ("{gpu}: prices as_of {as_of} are more than {months} months before {when}: "
          "check them with your provider and enter current ones on the GPUs sheet ({place})"),
         "{gpu}：价格日期 as_of {as_of} 早于{when}超过 {months} 个月：请向供应商核实，并在GPU表中填写当前价格（{place}）"),
+    "catalog_prices_undated": (
+        ("{gpu}: the source of its prices states no date (read {read}), so how old they are is unknown: check them "
+         "with your provider and enter current ones on the GPUs sheet, with their date ({place})"),
+        "{gpu}：其价格来源未注明日期（读取于 {read}），价格新旧未知：请向供应商核实，并在GPU表中填写当前价格及其日期（{place}）"),
+    "catalog_prices_undated_old": (
+        ("{gpu}: the source of its prices states no date and was read on {read}, more than {months} months before "
+         "{when}: the prices are at least that old; check them with your provider and enter current ones on the GPUs "
+         "sheet ({place})"),
+        "{gpu}：其价格来源未注明日期，读取于 {read}，早于{when}超过 {months} 个月：价格至少已这么旧；请向供应商核实，并在GPU表中填写当前价格（{place}）"),
     "catalog_age_build_date": ("the build date {build_date}", "编制日期 {build_date} "),
     "catalog_age_plan_month": ("the plan month {month} they pay for", "其计价的计划月份 {month} "),
     "catalog_cell": ("{cell}", "{cell}"),
@@ -815,9 +824,9 @@ PROBLEMS = {
          "(or make the plan {currency})"),
         "currency：本行价格为 {currency}，计划币种为 {plan}：请以 {plan} 填写价格（或将计划币种改为 {currency}）"),
     "price_file_format": (
-        ("is neither a price snapshot (columns {snapshot!l}) nor a quote sheet (columns {quotes!l}): "
-         "check the header row"),
-        "既不是价格快照（列 {snapshot!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+        ("is neither a price snapshot (columns {snapshot!l}), a SkyPilot catalog file (vms.csv: columns {vms!l}) nor "
+         "a quote sheet (columns {quotes!l}): check the header row"),
+        "既不是价格快照（列 {snapshot!l}）、SkyPilot 目录文件（vms.csv：列 {vms!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
     "quote_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU or a known label ({hint})',
                           'gpu："{gpu}" 不是目录中的GPU或已知标签（{hint}）'),
     "quote_duplicate": ("tier: {tier} of {gpu} from {provider} in {region} is already quoted at {first}: keep one row",
