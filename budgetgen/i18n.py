@@ -214,9 +214,9 @@ TEXT_ZH = {
     "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
     "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
     # offers: help texts of the GPUs columns that say whose prices a row holds
-    "whose offer the prices are (built-in: market = the median over providers, cn-market = the Chinese market); a "
-    "row that names one replaces the built-in offer, its blank prices not offered":
-        "价格来自哪家供应商的报价（内置：market = 各供应商中位数，cn-market = 国内市场）；填写供应商的行替换内置报价，其空白价格视为不提供",
+    "whose offer the prices are (built-in: a provider or platform as its source names it, or market = the median over "
+    "providers); a row that names one replaces the built-in offer, its blank prices not offered":
+        "价格来自哪家供应商的报价（内置：来源所写的供应商或平台名，或 market = 各供应商中位数）；填写供应商的行替换内置报价，其空白价格视为不提供",
     "the provider's region; any: not regional": "供应商的区域；any：不分区域",
     "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
@@ -400,7 +400,9 @@ TEXT_ZH = {
     **{t.meaning: t.meaning_zh for t in TIERS},
     "all-in price of an owned machine per card; blank: not for sale": "自购机器每卡的全包价格；空白：不出售",
     "wall power of an owned machine per card under load": "自购机器每卡满载时的整机功耗",
-    "where the prices came from": "价格来源", "date of the prices": "价格日期",
+    "where the prices came from": "价格来源",
+    "the date the source states for the prices (YYYY-MM-DD, or YYYY-MM); \"retrieved YYYY-MM-DD\" when it states none: "
+    "the day it was read": "来源所注明的价格日期（YYYY-MM-DD 或 YYYY-MM）；来源未注明日期时写 \"retrieved YYYY-MM-DD\"：读取之日",
     "unique key": "唯一编号", "description": "描述",
     "finetune, pretrain, inference (online serving) or batch (offline batch inference)":
     "微调、预训练、推理（在线服务）或批量（离线批量推理）",
