@@ -829,6 +829,9 @@ PROBLEMS = {
         ("is neither a price snapshot (columns {snapshot!l}), a SkyPilot catalog file (vms.csv: columns {vms!l}) nor "
          "a quote sheet (columns {quotes!l}): check the header row"),
         "既不是价格快照（列 {snapshot!l}）、SkyPilot 目录文件（vms.csv：列 {vms!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+    "quote_ambiguous_gpu": (('gpu: "{gpu}" does not tell which card (form factor, memory) it is: name the catalog '
+                             'card ({cards!l})'),
+                            'gpu："{gpu}" 未说明是哪种卡（规格、显存）：请写明目录中的卡（{cards!l}）'),
     "quote_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU or a known label ({hint})',
                           'gpu："{gpu}" 不是目录中的GPU或已知标签（{hint}）'),
     "quote_duplicate": ("tier: {tier} of {gpu} from {provider} in {region} is already quoted at {first}: keep one row",

@@ -22,6 +22,7 @@ from .errors import Code, InputError, Problem
 from .i18n import Message
 from .prices import (
     ANY_REGION,
+    UNTOLD_CARD,
     ListedPrice,
     Offer,
     alias_rules,
@@ -224,8 +225,11 @@ def _quotes(records: list[Record], name: str, classes: Mapping[str, str], out: C
             if not any(p.cell == cell[column.name] for p in out.problems):
                 out.add(Code.REQUIRED, name, cell[column.name], Message("required", column=column.name,
                                                                         help=column.help))
-        gpu = resolve_label(str(v.get("gpu", "")), classes)[0]
-        if "gpu" in v and gpu is None:
+        gpu, why = resolve_label(str(v.get("gpu", "")), classes)
+        cards = sorted({r.gpu for r in alias_rules().get(str(v.get("gpu", "")).strip().upper(), ()) if r.gpu in classes})
+        if "gpu" in v and gpu is None and why == UNTOLD_CARD and cards:
+            out.add(Code.UNKNOWN_VALUE, name, cell["gpu"], Message("quote_ambiguous_gpu", gpu=v["gpu"], cards=cards))
+        elif "gpu" in v and gpu is None:
             out.add(Code.UNKNOWN_VALUE, name, cell["gpu"], Message("quote_unknown_gpu", gpu=v["gpu"],
                                                                    hint=_hint(v["gpu"], classes)))
         currency = str(v.get("currency", "")).strip().upper()

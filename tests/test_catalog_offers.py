@@ -371,6 +371,20 @@ def test_quote_sheet_problems_name_file_row_and_column(tmp_path):
     assert "q.csv!D7 tier: spot of B200 from acme in any is already quoted at D6" in str(caught.value)
 
 
+def test_a_quote_for_a_label_of_two_cards_asks_which_card(tmp_path):
+    """`H100` is the SXM or the PCIe card (3,350 or 2,000 GB/s): a quote must name which; `A100` may be the 40 GB SXM4
+    card (the catalog's A100 40G) or the 40 GB PCIe one (not in the catalog): named too."""
+    rows = [QUOTES[0], ["H100", "acme", "", "on_demand", "2", "USD", "2026-11-30", ""],
+            ["A100", "acme", "", "on_demand", "1", "USD", "2026-11-30", ""]]
+    with pytest.raises(InputError) as caught:
+        read_price_file(write_csv(tmp_path / "q.csv", rows), CLASSES)
+    assert [(p.code, p.place) for p in caught.value.problems] == [(Code.UNKNOWN_VALUE, "q.csv!A2"),
+                                                                   (Code.UNKNOWN_VALUE, "q.csv!A3")]
+    assert ('q.csv!A2 gpu: "H100" does not tell which card (form factor, memory) it is: name the catalog card '
+            '(H100 80G, H100 PCIe)') in str(caught.value)
+    assert "(A100 40G)" in str(caught.value)
+
+
 def test_a_file_of_neither_format_is_one_problem(tmp_path):
     with pytest.raises(InputError) as caught:
         read_price_file(write_csv(tmp_path / "x.csv", [["a", "b"], [1, 2]]), CLASSES)
