@@ -129,7 +129,7 @@ def test_a_snapshot_row_resolves_to_a_card_by_label_and_instance_type():
     assert prices.resolve_label("H100", provider="hyperbolic", instance_type="1x-H100-28-271") == \
         (None, prices.UNTOLD_CARD)
     assert prices.resolve_label("A100-80GB", provider="cudo", instance_type="epyc-genoa-a100-pcie_1x2v4gb") == \
-        ("A100 80G PCIe", "")
+        ("A100 PCIe", "")
     assert prices.resolve_label("Z99") == (None, prices.UNKNOWN_LABEL)
     assert prices.resolve_label("h100 80g", ["H100 80G"]) == ("H100 80G", "")  # a catalog name is itself
 
@@ -178,7 +178,7 @@ def test_every_datacenter_card_the_snapshot_prices_has_a_sourced_undated_usd_off
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", resources.files("budgetgen") / "data" / "gpus.csv")
     monkeypatch.setattr(prices, "OFFERS_RESOURCE", resources.files("budgetgen") / "data" / "prices.csv")
     usd = {g.name: g for g in catalog.builtin_catalog("USD")}
-    for name in ("H100 80G", "H100 PCIe", "H200", "B200", "A100 80G", "A100 80G PCIe", "A100 40G", "L40S", "L4", "A10",
+    for name in ("H100 80G", "H100 PCIe", "H200", "B200", "A100 80G", "A100 PCIe", "A100 40G", "L40S", "L4", "A10",
                  "MI300X", "RTX 4090"):
         g = usd[name]
         assert g.prices["on_demand"] > 0 and g.currency == "USD" and g.provider not in ("", "market"), name
