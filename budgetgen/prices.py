@@ -321,13 +321,6 @@ def alias_rules() -> dict[str, tuple[AliasRule, ...]]:
     return {label: tuple(found) for label, found in rules.items()}
 
 
-def gpu_aliases() -> dict[str, str]:
-    """Label (upper case) -> the catalog card it stands for on every row (its rule without an instance pattern);
-    labels whose card depends on the row (H100: SXM or PCIe) are not in it."""
-    return {label: rules[0].gpu for label, rules in alias_rules().items()
-            if len(rules) == 1 and not rules[0].instance and rules[0].gpu}
-
-
 @cache
 def providers_table() -> dict[str, Provider]:
     """The snapshot's providers by name (budgetgen/data/providers.csv)."""
@@ -351,11 +344,6 @@ def resolve_label(label: str, names: Iterable[str] = (), provider: str = "", ins
         return None, UNKNOWN_LABEL
     rule = next((r for r in rules if r.matches(provider, instance_type)), None)
     return (rule.gpu, "") if rule is not None and rule.gpu else (None, UNTOLD_CARD)
-
-
-def catalog_name(label: str, names: Iterable[str] = (), provider: str = "", instance_type: str = "") -> str | None:
-    """The catalog card a label stands for (resolve_label's card): None for an unknown label or an untold card."""
-    return resolve_label(label, names, provider, instance_type)[0]
 
 
 def is_suspect(flag: str) -> bool:
