@@ -10,14 +10,21 @@ BilledCost and ConsumedQuantity, the line count and the first and last charge ti
     python3 benchmarks/focus_bills.py compare /tmp/bill1m /tmp/bill10m /tmp/bill30m --rounds 3
     python3 benchmarks/focus_bills.py generate --lines 5000000 --format csv --out /tmp/bill5m.csv
     python3 benchmarks/focus_bills.py limited /tmp/bill5m.csv --address-space 2048   # a build under 2 GB
+    python3 benchmarks/focus_bills.py generate --lines 30000000 --resources 40000 --tag-keys 12 --out /tmp/b30m
+    python3 benchmarks/focus_bills.py build /tmp/b30m    # whole builds: --bills, and --bill-sums on the query's result
 
 `compare` runs the floor and the reconcile step interleaved, each in a fresh process (its peak RSS is the
-whole process's), and prints the README's table.
+whole process's), and prints the README's table. `build` times whole `budgetgen build` processes with default
+settings (a 40-task inventory, bench_build.make_inventory, whose first task ids the bill's Tags name): with the
+bill's lines (`--bills`), and with the result of `budgetgen bill-sql`'s query run over the same lines by DuckDB as a
+warehouse would (`--bill-sums`; the query's own time is printed apart), against the floor with the memory limit a
+build takes by default; in wall and CPU seconds (user + system; DuckDB groups on 2 threads) and peak memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import resource
 import sys
@@ -30,7 +37,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 MONTHS = ("2026-07", "2026-08", "2026-09")
-TASKS = tuple(f"T{n:02d}" for n in range(1, 41))
+TASKS = tuple(f"T{n:05d}" for n in range(40))   # bench_build.make_inventory's first 40 task ids
 CHUNK = 1_000_000
 # (ChargeDescription, ServiceName, ServiceCategory, ConsumedUnit, unit price)
 PRODUCTS = (
@@ -46,8 +53,11 @@ PRODUCTS = (
 GPU_PATTERN = r"(?i)\b(g4dn|g5g?|g6e?|p3|p4de?|p5)\.|\bgpus?\b"
 
 
-def chunk_table(lines: int, resources: int, seed: int) -> pa.Table:
-    """One chunk of a FOCUS-shaped bill: hourly lines of `resources` resources, some tagged with a task."""
+def chunk_table(lines: int, resources: int, seed: int, tag_keys: int = 2) -> pa.Table:
+    """One chunk of a FOCUS-shaped bill: hourly lines of `resources` resources, some tagged with a task.
+
+    tag_keys: the keys of each Tags object. 2: task_id (30% of the resources, else no Tags) and team; more: every
+    resource has Tags, its own (a Name and further keys whose values vary by resource), task_id on 30% of them."""
     rng = np.random.default_rng(seed)
     product = np.random.default_rng(0).integers(0, len(PRODUCTS), resources)  # the same per resource in every chunk
     task_of = np.random.default_rng(1).integers(0, len(TASKS), resources)
@@ -61,33 +71,58 @@ def chunk_table(lines: int, resources: int, seed: int) -> pa.Table:
     hour = rng.integers(0, 24, lines)
     start_us = (np.array([np.datetime64(f"{m}-01", "us") for m in MONTHS])[month]
                 + (day - 1) * np.timedelta64(86_400_000_000, "us") + hour * np.timedelta64(3_600_000_000, "us"))
-    tag_texts = np.array(["NULL"] + [json.dumps({"task_id": t, "team": "ml"}) for t in TASKS])
-    tags = tag_texts[np.where(tagged_res[res], task_of[res] + 1, 0)]
-
-    def text(values) -> pa.Array:
-        return pa.array(values).dictionary_encode()
-
+    if tag_keys <= 2:
+        tag_texts = ["NULL"] + [json.dumps({"task_id": t, "team": "ml"}) for t in TASKS]
+        tags = coded(np.where(tagged_res[res], task_of[res] + 1, 0), tag_texts)
+    else:
+        tags = coded(res, resource_tag_texts(resources, tag_keys))
     cost = (quantity * price).round(10)
+    zeros = np.zeros(lines, dtype=np.int32)
     return pa.table({
         "BilledCost": cost,
-        "BillingCurrency": text(np.full(lines, "USD")),
-        "ChargeCategory": text(np.full(lines, "Usage")),
-        "ChargeDescription": text(np.array([p[0] for p in PRODUCTS])[prod]),
+        "BillingCurrency": coded(zeros, ["USD"]),
+        "ChargeCategory": coded(zeros, ["Usage"]),
+        "ChargeDescription": coded(prod, [p[0] for p in PRODUCTS]),
         "ChargePeriodStart": pa.array(start_us, pa.timestamp("us", tz="UTC")),
         "ChargePeriodEnd": pa.array(start_us + np.timedelta64(3_600_000_000, "us"), pa.timestamp("us", tz="UTC")),
         "ConsumedQuantity": quantity,
-        "ConsumedUnit": text(np.array([p[3] for p in PRODUCTS])[prod]),
+        "ConsumedUnit": coded(prod, [p[3] for p in PRODUCTS]),
         "EffectiveCost": cost,
-        "ProviderName": text(np.full(lines, "AWS")),
-        "ResourceId": text(np.char.add("i-0bench", res.astype(str))),
-        "ServiceCategory": text(np.array([p[2] for p in PRODUCTS])[prod]),
-        "ServiceName": text(np.array([p[1] for p in PRODUCTS])[prod]),
-        "SkuId": text(np.char.add("SKU", prod.astype(str))),
-        "Tags": text(tags),
+        "ProviderName": coded(zeros, ["AWS"]),
+        "ResourceId": coded(res, [f"i-0bench{r}" for r in range(resources)]),
+        "ServiceCategory": coded(prod, [p[2] for p in PRODUCTS]),
+        "ServiceName": coded(prod, [p[1] for p in PRODUCTS]),
+        "SkuId": coded(prod, [f"SKU{i}" for i in range(len(PRODUCTS))]),
+        "Tags": tags,
     })
 
 
-def generate(lines: int, out: Path, fmt: str, resources: int) -> None:
+def coded(indices: np.ndarray, values: list[str]) -> pa.DictionaryArray:
+    """A text column as a dictionary of `values` and each line's index into it."""
+    return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(values, pa.string()))
+
+
+@functools.cache
+def resource_tag_texts(resources: int, keys: int) -> list[str]:
+    """Every resource's Tags text (resource_tags), the same in every chunk."""
+    task_of = np.random.default_rng(1).integers(0, len(TASKS), resources)
+    tagged = np.random.default_rng(2).random(resources) < 0.3
+    return [resource_tags(r, TASKS[task_of[r]] if tagged[r] else None, keys) for r in range(resources)]
+
+
+def resource_tags(resource: int, task: str | None, keys: int) -> str:
+    """A resource's Tags: `keys` keys (task_id among them when it has a task), values that vary by resource."""
+    tags = {"task_id": task} if task else {}
+    tags.update({"Name": f"node-{resource}", "team": f"team{resource % 23}", "env": ("prod", "dev")[resource % 2],
+                 "owner": f"user{resource % 997}", "cluster": f"k8s-{resource % 31}"})
+    n = 0
+    while len(tags) < keys:
+        tags[f"label{n}"] = f"v{resource % (7 + n)}"
+        n += 1
+    return json.dumps(dict(list(tags.items())[:keys]))
+
+
+def generate(lines: int, out: Path, fmt: str, resources: int, tag_keys: int = 2) -> None:
     """Write `lines` bill lines in chunks: Parquet parts in the folder `out`, or one CSV file `out`."""
     writer = None
     if fmt == "parquet":
@@ -95,7 +130,7 @@ def generate(lines: int, out: Path, fmt: str, resources: int) -> None:
     done, part = 0, 0
     while done < lines:
         n = min(CHUNK, lines - done)
-        table = chunk_table(n, resources, seed=part)
+        table = chunk_table(n, resources, seed=part, tag_keys=tag_keys)
         if fmt == "parquet":
             pq.write_table(table, out / f"part-{part:05d}.parquet")
         else:
@@ -121,7 +156,7 @@ def floor(source: str, memory_limit: str = "1GB") -> dict:
     else:
         pattern = source
     reader = "read_parquet" if pattern.endswith(".parquet") else "read_csv_auto"
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2})
     rows = con.execute(f"""
         SELECT strftime(CAST(ChargePeriodStart AS TIMESTAMP), '%Y-%m') AS month, ResourceId,
@@ -133,9 +168,9 @@ def floor(source: str, memory_limit: str = "1GB") -> dict:
         FROM {reader}(?)
         GROUP BY ALL
     """, [pattern]).fetchall()
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": round(seconds, 2), "groups": len(rows), "peak_mb": round(peak_mb)}
+    return {"seconds": round(seconds, 2), "cpu": round(cpu, 2), "groups": len(rows), "peak_mb": round(peak_mb)}
 
 
 def recon(source: str, memory_limit: str = "1GB") -> dict:
@@ -196,6 +231,73 @@ def compare(sources: list[str], rounds: int, memory_limit: str) -> None:
               f"{o['seconds'] / f['seconds']:.2f} |", flush=True)
 
 
+def parquet_glob(source: str) -> str:
+    return str(Path(source) / "*.parquet") if Path(source).is_dir() else source
+
+
+def warehouse_sums(source: str, out: Path, memory_limit: str) -> tuple[float, int]:
+    """`budgetgen bill-sql`'s DuckDB query run over a Parquet bill as a warehouse runs it (the FOCUS columns the bill
+    lacks as NULL, timestamps in UTC), its result written to `out` as Parquet: seconds, and the most distinct
+    resources in a month."""
+    import duckdb
+
+    from budgetgen.recon.bill_sql import FOCUS_COLUMNS, grouping_sql
+
+    started = time.perf_counter()
+    con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2})
+    con.execute("SET TimeZone = 'UTC'")
+    relation = f"read_parquet('{parquet_glob(source)}')"
+    have = {c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
+    absent = "".join(f", NULL::VARCHAR AS {c}" for c in FOCUS_COLUMNS if c not in have)
+    con.execute(f"CREATE VIEW focus_bill AS SELECT *{absent} FROM {relation}")
+    con.execute(f"COPY ({grouping_sql('duckdb').rstrip(';')}) TO '{out}' (FORMAT parquet)")
+    seconds = time.perf_counter() - started
+    (resources,), = con.execute(f"SELECT max(n) FROM (SELECT count(DISTINCT resource_id) AS n FROM '{out}' "
+                                "GROUP BY month)").fetchall()
+    con.close()
+    return seconds, resources
+
+
+def build(sources: list[str], rounds: int, memory_limit: str | None) -> None:
+    """Whole builds with default settings, `--bills` and `--bill-sums`, against the floor, `rounds` times each
+    (fresh processes, interleaved); the medians as a Markdown table."""
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_build import BUILD, make_inventory, timed_process
+
+    from budgetgen.recon.bill_sums import machine_memory_limit
+
+    memory_limit = memory_limit or machine_memory_limit()
+    print(f"floor memory limit {memory_limit}", file=sys.stderr)
+    print("| bill | resources a month | floor s (CPU s) | floor peak MB | `--bills` s (CPU s) | peak MB | ratio "
+          "(CPU ratio) | `--bill-sums` s (CPU s) | peak MB | ratio (CPU ratio) | query s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        inventory = folder / "inventory.xlsx"
+        make_inventory(inventory, len(TASKS))
+        for source in sources:
+            sums = folder / "sums.parquet"
+            query_s, resources = warehouse_sums(source, sums, memory_limit)
+            floors, lines, summed = [], [], []
+            for _ in range(rounds):
+                floors.append(child("floor", source, memory_limit))
+                lines.append(timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), "--bills", source,
+                                            "--quiet"]))
+                summed.append(timed_process([*BUILD, str(inventory), "-o", str(folder / "out.xlsx"), "--bill-sums",
+                                             str(sums), "--quiet"]))
+                print(f"  {source}: floor {floors[-1]}, --bills {lines[-1]}, --bill-sums {summed[-1]}", file=sys.stderr,
+                      flush=True)
+            f = sorted(floors, key=lambda x: x["seconds"])[len(floors) // 2]
+            cells = [f"{source} | {resources:,} | {f['seconds']:.1f} ({f['cpu']:.1f}) | {f['peak_mb']:,}"]
+            for runs in (lines, summed):
+                seconds, cpu, peak = sorted(runs)[len(runs) // 2]
+                cells.append(f"{seconds:.1f} ({cpu:.1f}) | {peak:,.0f} | {seconds / f['seconds']:.2f} "
+                             f"({cpu / f['cpu']:.2f})")
+            print(f"| {' | '.join(cells)} | {query_s:.1f} |", flush=True)
+
+
 def limited(bill: str, address_space_mb: int) -> None:
     """A whole build with this bill in a child process under an address-space limit (ulimit -v): its exit
     code, time, peak memory and last line; it must build or end in a clean `Error:` line, never abort."""
@@ -229,6 +331,8 @@ def main() -> None:
     gen.add_argument("--out", type=Path, required=True)
     gen.add_argument("--format", choices=("parquet", "csv"), default="parquet")
     gen.add_argument("--resources", type=int, default=2_000)
+    gen.add_argument("--tag-keys", type=int, default=2, help="keys of each Tags object (more than 2: every resource "
+                     "has Tags of its own)")
     fl = sub.add_parser("floor", help="time the bare DuckDB aggregation of a bill")
     fl.add_argument("source")
     fl.add_argument("--memory-limit", default="1GB")
@@ -239,6 +343,10 @@ def main() -> None:
     cp.add_argument("sources", nargs="+")
     cp.add_argument("--rounds", type=int, default=3)
     cp.add_argument("--memory-limit", default="1GB")
+    bd = sub.add_parser("build", help="whole builds, --bills and --bill-sums, against the floor")
+    bd.add_argument("sources", nargs="+", help="Parquet bills (folders of parts)")
+    bd.add_argument("--rounds", type=int, default=1)
+    bd.add_argument("--memory-limit", help="the floor's and the query's (default: what a build takes by default)")
     lm = sub.add_parser("limited", help="a whole build with this bill under an address-space limit")
     lm.add_argument("bill")
     lm.add_argument("--address-space", type=int, default=2048, help="MB (ulimit -v)")
@@ -247,7 +355,9 @@ def main() -> None:
         limited(args.bill, args.address_space)
         return
     if args.command == "generate":
-        generate(args.lines, args.out, args.format, args.resources)
+        generate(args.lines, args.out, args.format, args.resources, args.tag_keys)
+    elif args.command == "build":
+        build(args.sources, args.rounds, args.memory_limit)
     elif args.command == "compare":
         compare(args.sources, args.rounds, args.memory_limit)
     else:

@@ -56,6 +56,9 @@ _TEXT_COLUMNS = (
     ("CommitmentDiscountStatus", "commitment_status"), ("CommitmentDiscountType", "commitment_type"),
     ("PricingCategory", "pricing_category"),
 )
+FOCUS_COLUMNS = (*(column for column, _ in _TEXT_COLUMNS), "BilledCost", "ConsumedQuantity", "EffectiveCost",
+                 "ChargePeriodStart", "BillingPeriodStart")
+"""The FOCUS columns the query reads (a table without one of them fails in the warehouse: give it as NULL)."""
 MEASURES = ("billed", "quantity", "lines", "cost_missing", "first_charge", "last_charge", "effective",
             "effective_missing")
 RESULT_COLUMNS = ("billing_timezone", "month", "day", *(name for _, name in _TEXT_COLUMNS), *MEASURES)
@@ -131,7 +134,8 @@ def read_bill_sums(
         if missing:
             raise InputError([Problem(Code.MISSING_COLUMN, name, "", Message("file_missing_column", column=c))
                               for c in missing])
-        rows = ", ".join(f'"{lowered[c]}" AS {c}' for c in RESULT_COLUMNS)
+        types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {reader})").fetchall())
+        rows = ", ".join(_result_column(lowered[c], c, types[lowered[c]]) for c in RESULT_COLUMNS)
         con.execute(f"CREATE TEMP TABLE sums_file AS SELECT row_number() OVER () + 1 AS row, {rows} FROM {reader}")
         _check_sums(con, name, options)
         con.execute(_GROUPS_FROM_SUMS)
@@ -143,6 +147,16 @@ def read_bill_sums(
     billed = {m: float(g.sum()) for m, g in sums.groupby("month", sort=True)["billed"]}
     return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage}, {}, (),
                     daily)
+
+
+def _result_column(header: str, name: str, kind: str) -> str:
+    """SQL of a column of the query's result as sums_file holds it. A time without a zone (Spark writes its
+    TIMESTAMP to Parquet as INT96, which DuckDB reads as a wall-clock time) is the UTC instant the query took from
+    ChargePeriodStart: read in UTC, never in the billing time zone (as a zone-less text in a bill is)."""
+    column = f'"{header}"'
+    if name in ("first_charge", "last_charge") and kind.startswith("TIMESTAMP") and "TIME ZONE" not in kind:
+        return f"timezone('UTC', {column}) AS {name}"
+    return f"{column} AS {name}"
 
 
 _NUMBER = "TRY_CAST({0} AS DOUBLE)"
