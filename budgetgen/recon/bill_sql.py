@@ -25,9 +25,10 @@ from .bill_sums import (
     _BAD_CHOICES,
     _COVERAGE,
     _CURRENCY_OTHER,
-    _DAILY_OF_GROUPS,
+    _KEY_TEXTS,
     _SUM_TEXTS,
     _SUMS,
+    _TEXT_KEYS,
     DAYS_BEFORE,
     DEFAULT_MEMORY_LIMIT,
     FIRST_DATE,
@@ -139,9 +140,11 @@ def read_bill_sums(
         con.execute(f"CREATE TEMP TABLE sums_file AS SELECT row_number() OVER () + 1 AS row, {rows} FROM {reader}")
         _check_sums(con, name, options)
         con.execute(_GROUPS_FROM_SUMS)
+        con.execute("DROP TABLE sums_file")
+        con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _classify(con, options)
         sums = con.execute(_SUMS).df()
-        daily = _daily(con, _DAILY_OF_GROUPS)
+        daily = _daily(con)
         coverage = con.execute(_COVERAGE).fetchall()
     sums = sums.astype(_SUM_TEXTS)
     billed = {m: float(g.sum()) for m, g in sums.groupby("month", sort=True)["billed"]}
@@ -160,18 +163,26 @@ def _result_column(header: str, name: str, kind: str) -> str:
 
 
 _NUMBER = "TRY_CAST({0} AS DOUBLE)"
-_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE groups AS SELECT month, TRY_CAST(CAST(day AS VARCHAR) AS DATE) AS day,
+_SUMS_ROWS = f"""SELECT month, TRY_CAST(CAST(day AS VARCHAR) AS DATE) AS day,
     resource_id, resource_name, resource_type,
     service_name, service_category, description, sku, consumed_unit, tags, currency, charge_category, commitment_id,
-    commitment_status, commitment_type, pricing_category, '' AS extra_text, row,
+    commitment_status, commitment_type, pricing_category, '' AS extra_text,
     {_NUMBER.format('billed')} AS billed, {_NUMBER.format('quantity')} AS quantity,
     TRY_CAST(lines AS BIGINT) AS lines, ts(txt(CAST(first_charge AS VARCHAR))) AS first_charge,
-    ts(txt(CAST(last_charge AS VARCHAR))) AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed,
+    ts(txt(CAST(last_charge AS VARCHAR))) AS last_charge,
     {_NUMBER.format('effective')} AS effective, TRY_CAST(effective_missing AS BIGINT) AS effective_missing,
     1::UHUGEINT << least(greatest(TRY_CAST(CAST(day AS VARCHAR) AS DATE)
-        - strptime(month || '-01', '%Y-%m-%d')::DATE + {DAYS_BEFORE}, 0), 127)::UHUGEINT AS days,
-    0::BIGINT AS problems
+        - strptime(month || '-01', '%Y-%m-%d')::DATE + {DAYS_BEFORE}, 0), 127)::UHUGEINT AS days
     FROM sums_file"""
+_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE all_groups AS SELECT month, day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row,
+    grouping(day) = 0 AS daily, fsum(billed) AS billed, sum(quantity) AS quantity, sum(lines)::BIGINT AS lines,
+    min(first_charge) AS first_charge, max(last_charge) AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed,
+    fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing, bit_or(days) AS days,
+    0::BIGINT AS problems
+    FROM (SELECT *, hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({_SUMS_ROWS}))
+    GROUP BY GROUPING SETS ((month, {_TEXT_KEYS}, line_key), (month, day, line_key))"""
+"""The result's rows grouped as sum_bills groups the lines, in one pass: by month and texts (the groups every rule
+reads, once per resource and month rather than once per day), and by month, day and line_key (the daily sums)."""
 
 def _amount(column: str, required: bool) -> str:
     """SQL true where a sums file's amount cannot be read: not a finite number of at most LARGEST (1e308 twice
@@ -215,23 +226,33 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
     """Every row of the sums file readable, in the plan's currency and billing time zone, with readable Tags and
     choices: else InputError naming the file, the row and the column (the first rows of each kind)."""
     problems = []
-    for column, bad in _SUMS_CHECKS:
-        where = _sql(bad, options).replace("$zone", _literal(options.timezone))
-        found = con.execute(f"SELECT row, CAST({column} AS VARCHAR) FROM sums_file WHERE {where} "
+    checks = [_sql(bad, options).replace("$zone", _literal(options.timezone)) for _, bad in _SUMS_CHECKS]
+    checks += list(_BAD_CHOICES.values())
+    keys = ", ".join(f"txt(CAST({k} AS VARCHAR))" for k in _SUMS_KEYS)
+    # One scan finds which checks fail anywhere (and a grouping whether any key repeats); only those are looked
+    # up row by row.
+    found_any = con.execute("SELECT bit_or(" + " | ".join(f"((({where}) IS TRUE)::BIGINT << {i})" for i, where in
+                                                      enumerate(checks)) + ") FROM sums_file").fetchone()[0] or 0
+    for i, (column, _) in enumerate(_SUMS_CHECKS):
+        if not found_any >> i & 1:
+            continue
+        found = con.execute(f"SELECT row, CAST({column} AS VARCHAR) FROM sums_file WHERE {checks[i]} "
                             f"ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
         problems += [Problem(Code.WRONG_FORMAT, name, f"row {row}", Message(
             "bill_sums_bad_value", column=column, raw="" if raw is None else raw, zone=options.timezone))
             for row, raw in found]
-    keys = ", ".join(f"txt(CAST({k} AS VARCHAR))" for k in _SUMS_KEYS)
-    again = con.execute(f"SELECT row, first FROM (SELECT row, min(row) OVER (PARTITION BY {keys}) AS first "
-                        f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
-    problems += [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))
-                 for row, first in again]
+    if con.execute(f"SELECT EXISTS (SELECT 1 FROM sums_file GROUP BY {keys} HAVING count(*) > 1)").fetchone()[0]:
+        again = con.execute(f"SELECT row, first FROM (SELECT row, min(row) OVER (PARTITION BY {keys}) AS first "
+                            f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
+        problems += [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))
+                     for row, first in again]
     other = con.execute(_sql(f"SELECT upper(txt(currency)), sum(TRY_CAST(lines AS BIGINT))::BIGINT, min(row) "
                              f"FROM sums_file WHERE {_CURRENCY_OTHER} GROUP BY 1 ORDER BY 1", options)).fetchall()
     problems += [Problem(Code.CURRENCY, name, f"row {row}", Message(
         "currency_mismatch", code=code, lines=lines or 0, plan=options.currency)) for code, lines, row in other]
-    for column, bad in _BAD_CHOICES.items():
+    for i, (column, bad) in enumerate(_BAD_CHOICES.items(), start=len(_SUMS_CHECKS)):
+        if not found_any >> i & 1:
+            continue
         field = {"CommitmentDiscountStatus": "commitment_status", "PricingCategory": "pricing_category"}[column]
         found = con.execute(f"SELECT row, {field} FROM sums_file WHERE {bad} ORDER BY row "
                             f"LIMIT {MAX_ROW_PROBLEMS}").fetchall()

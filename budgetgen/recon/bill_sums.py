@@ -756,9 +756,6 @@ _DAILY = """SELECT d.month, f.task_id, d.day, fsum(d.billed) AS billed FROM all_
     SELECT DISTINCT month, line_key, task_id FROM final WHERE lines > 0 AND is_gpu AND commitment = '') f
     ON d.month = f.month AND d.line_key = f.line_key WHERE d.daily AND d.lines > 0 AND d.day IS NOT NULL
     GROUP BY ALL ORDER BY 1, 2, 3"""
-_DAILY_OF_GROUPS = """SELECT month, task_id, day, fsum(billed) AS billed FROM final
-    WHERE lines > 0 AND is_gpu AND commitment = '' AND day IS NOT NULL GROUP BY ALL ORDER BY month, task_id, day"""
-"""The daily sums of groups that hold their day (bill_sql's result)."""
 _LINE_OUTPUT = """SELECT row, month, billed AS billed_cost, coalesce(resource_id, '') AS resource_id,
     coalesce(resource_name, '') AS resource_name, coalesce(service_name, '') AS service_name,
     coalesce(charge_category, '') AS charge_category, quantity AS consumed_quantity,
