@@ -123,7 +123,7 @@ def read_bill_sums(
     with _connection(memory_limit, None, billing_timezone) as con:
         options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, _quiet)
         _check_pattern(con, pattern, gpu_line_pattern)
-        reader = (f"read_parquet({_literal(str(path))})" if kind == ".parquet" else
+        reader = (f"read_parquet({_literal(str(path))}, file_row_number=true)" if kind == ".parquet" else
                   f"read_csv({_literal(str(path))}, header=true, all_varchar=true)")
         try:
             columns = [c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {reader}").fetchall()]
@@ -137,10 +137,14 @@ def read_bill_sums(
                               for c in missing])
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {reader})").fetchall())
         rows = ", ".join(_result_column(lowered[c], c, types[lowered[c]]) for c in RESULT_COLUMNS)
-        con.execute(f"CREATE TEMP TABLE sums_file AS SELECT row_number() OVER () + 1 AS row, {rows} FROM {reader}")
+        # A Parquet file is read where it lies (its rows numbered by the reader: no copy, no window); a CSV file,
+        # read as text, is numbered in one copy.
+        relation = "VIEW" if kind == ".parquet" else "TABLE"
+        row = "file_row_number + 2" if kind == ".parquet" else "row_number() OVER () + 1"
+        con.execute(f"CREATE TEMP {relation} sums_file AS SELECT {row} AS row, {rows} FROM {reader}")
         _check_sums(con, name, options)
         con.execute(_GROUPS_FROM_SUMS)
-        con.execute("DROP TABLE sums_file")
+        con.execute(f"DROP {relation} sums_file")
         con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _classify(con, options)
         sums = con.execute(_SUMS).df()
@@ -241,7 +245,9 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
         problems += [Problem(Code.WRONG_FORMAT, name, f"row {row}", Message(
             "bill_sums_bad_value", column=column, raw="" if raw is None else raw, zone=options.timezone))
             for row, raw in found]
-    if con.execute(f"SELECT EXISTS (SELECT 1 FROM sums_file GROUP BY {keys} HAVING count(*) > 1)").fetchone()[0]:
+    # a key's hash found twice (the same key, or once in billions of rows two keys of one hash): then the keys
+    if con.execute(f"SELECT EXISTS (SELECT 1 FROM sums_file GROUP BY hash({keys}) HAVING count(*) > 1)"
+                   ).fetchone()[0]:
         again = con.execute(f"SELECT row, first FROM (SELECT row, min(row) OVER (PARTITION BY {keys}) AS first "
                             f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
         problems += [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))

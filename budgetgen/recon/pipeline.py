@@ -5,8 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections import namedtuple
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -145,12 +147,12 @@ class ResourceRecon:
     def actions(self) -> tuple[str, ...]:
         return tuple(ACTIONS[f] for f in self.flags)
 
-    @property
+    @cached_property   # read several times per resource (the tab's ranking, the Resources CSV, the JSON)
     def to_attribute(self) -> float:
         """An untagged resource's whole bill, to attribute to a task or stop (rules.TO_ATTRIBUTE)."""
         return TO_ATTRIBUTE.py({"task": self.task_id or "", "billed": self.billed}, None)
 
-    @property
+    @cached_property
     def at_stake(self) -> float:
         """The money a flagged resource's actions concern, to rank the flagged resources: its saving if acted on,
         or its whole bill when untagged."""
@@ -464,7 +466,7 @@ def reconcile(
             tasks=tasks,
             resources=tuple(
                 _resource_recon(row, status, cards, facts.pricing, task_rows, limits)
-                for row in month_resources.itertuples(index=False)
+                for row in _rows(month_resources)
             ),
             non_gpu={c: float(non_gpu.get((month, c), 0.0)) for c in NON_GPU_CATEGORIES},
             billed_total=float(totals[month]),
@@ -484,6 +486,13 @@ def reconcile(
             planned_commitments=float(facts.commitments.get(month, 0.0)),
         )
     return result
+
+
+def _rows(frame: pd.DataFrame):
+    """A frame's rows as named tuples, read from each column as a Python list: itertuples iterates an
+    Arrow-backed text column one element at a time (most of a 400,000-resource month's reconciliation)."""
+    row = namedtuple("Row", frame.columns, rename=True)
+    return map(row._make, zip(*(frame[c].tolist() for c in frame.columns), strict=True))
 
 
 def plan_task_ids(task_ids: pd.Series, planned: Mapping[str, object]) -> pd.Series:
@@ -772,14 +781,17 @@ def unknown_task_warnings(names: list[str], sums: pd.DataFrame, planned: Mapping
 def unmatched_usage_warnings(usage_frames: list[tuple[str, pd.DataFrame]], sums: pd.DataFrame) -> list[Message]:
     """One warning per usage file and resource id that is no billed resource (ids match exactly, as in the bill);
     its usage is left out."""
-    billed = set(sums["resource_id"].astype("str"))
+    if not usage_frames:
+        return []
+    billed = set(sums["resource_id"].astype("str").tolist())
     out = [Message("unmatched_usage", file=name, value=resource)
            for name, frame in usage_frames
            for resource in sorted(set(frame["resource_id"].astype("str"))) if resource not in billed]
     if "month" not in sums.columns:
         return out
     # a billed resource's usage in a month whose bill has no line for it: no Recon tab row can show it
-    billed_months = set(zip(sums["resource_id"].astype("str"), sums["month"].astype("str"), strict=True))
+    billed_months = set(zip(sums["resource_id"].astype("str").tolist(), sums["month"].astype("str").tolist(),
+                            strict=True))
     for name, frame in usage_frames:
         if "month" not in frame.columns:
             continue
