@@ -52,7 +52,7 @@ PLATFORM_TEXT = r"kubernetes|\beks\b|\bgke\b|\baks\b|cloudwatch|monitor|logging|
 and platform services by the words of its ServiceName (and ChargeDescription); the categories are the Extras'
 (schema.EXTRA_CATEGORIES). A Credit line is a credit and an Adjustment line a refund, whatever it bills."""
 DEFAULT_MEMORY_LIMIT = "1GB"
-MACHINE_MEMORY_SHARE = 4   # recon_memory_limit left blank: a quarter of the machine's memory (DuckDB spills beyond)
+MACHINE_MEMORY_SHARE = 4   # recon_memory_limit left blank: 1 GB, or a quarter of the machine's memory where less
 THREADS = 2
 PROGRESS_SECONDS = 5.0
 _SUFFIXES = (".parquet", ".csv", ".xlsx")
@@ -481,16 +481,19 @@ def _part_warnings(con: duckdb.DuckDBPyConnection, parts: list[_Part], currency:
 
 
 def machine_memory_limit() -> str:
-    """The memory DuckDB may use when recon_memory_limit is blank: a MACHINE_MEMORY_SHARE-th of the machine's memory,
-    or of the process's address-space limit (`ulimit -v`) or its cgroup's memory limit where lower, at least
-    DEFAULT_MEMORY_LIMIT's 1 GB unless such a limit is lower still (then half of it)."""
+    """The memory DuckDB may use when recon_memory_limit is blank: DEFAULT_MEMORY_LIMIT's 1 GB, or a
+    MACHINE_MEMORY_SHARE-th of the machine's memory, or half the process's address-space limit (`ulimit -v`) or its
+    cgroup's memory limit, where lower; never below MIN_MEMORY_MB. DuckDB spills beyond it: every bill shape of
+    docs/speed-and-scale.md (10 million lines of 400,000 resources a month, 30 million of 40,000 with 12 tag keys)
+    builds in 1 GB, the whole build within 2 GB; a quarter of a 24 GB machine let DuckDB's grouping hold 3-4 GB
+    and made no build faster."""
     import os
     import resource
 
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     caps = [resource.getrlimit(resource.RLIMIT_AS)[0], _cgroup_memory_max()]
     cap = min((c for c in caps if c not in (None, resource.RLIM_INFINITY) and c > 0), default=None)
-    mib = max(1024, total // MACHINE_MEMORY_SHARE // 2**20)
+    mib = min(1024, total // MACHINE_MEMORY_SHARE // 2**20)
     if cap is not None:
         mib = min(mib, cap // 2 // 2**20)
     return f"{max(mib, MIN_MEMORY_MB)}MiB"
@@ -716,9 +719,14 @@ _LINES = f"""SELECT {_MONTH} AS month, {_DAY} AS day, {_TEXT_KEYS}, row, cost AS
     FROM ({{lines}})"""
 _COVERAGE = """SELECT month, min(first_charge)::DATE, max(last_charge)::DATE, bit_or(days) FROM groups
     WHERE lines > 0 GROUP BY 1 ORDER BY 1"""
+_CLASSIFIED_DROPS = ("day", "description", "sku", "resource_type", "tags", "service_category", "extra_text",
+                     "commitment_status", "days", "problems", "dup_lines", "dup_billed")
+"""The groups' columns the classification reads but nothing after it (the table holds a row per group: at 400,000
+resources a month, each column left out is tens of MB)."""
 _PRICING_CASES = " ".join(f"WHEN {_literal(c.lower())} THEN {_literal(c)}" for c in PRICING_CATEGORIES)
 """SQL CASE arms: a PricingCategory in any case → its FOCUS spelling."""
-_CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.*, coalesce(t.task_id, '') AS tag_task,
+_CLASSIFIED = f"""CREATE TEMP TABLE classified AS SELECT g.* EXCLUDE ({", ".join(_CLASSIFIED_DROPS)}),
+    coalesce(t.task_id, '') AS tag_task,
     coalesce(u.hours_unit, false) AS hours_unit,
     CASE WHEN lower(coalesce(charge_category, '')) = 'credit' THEN 'credit'
          WHEN lower(coalesce(charge_category, '')) = 'adjustment' THEN 'refund'
