@@ -502,10 +502,10 @@ TEXT_ZH = {
     ("time zone the bills' months are counted in (IANA name, e.g. America/New_York); timestamps with an offset "
      "are converted to it, those without are read in it"):
     "计算账单月份所用的时区（IANA 名称，例如 Asia/Shanghai）；带偏移的时间戳换算到该时区，不带的按该时区读取",
-    ("memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB; blank: a quarter of the "
-     "machine's memory (at least 1GB; at most half a ulimit -v or cgroup limit)"):
-    "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB；空白：本机内存的四分之一（至少1GB；若有 ulimit -v 或 cgroup "
-    "限制，至多其一半）",
+    ("memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB; blank: 1GB, or a quarter "
+     "of the machine's memory or half a ulimit -v or cgroup limit where less"):
+    "账单引擎（DuckDB）溢写到磁盘之前可用的内存，例如 1GB 或 512MB；空白：1GB；若本机内存的四分之一、ulimit -v 或 cgroup "
+    "限制的一半更小，则取其较小者",
     "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
     "and listed on the month's Resources sheet":
     "对账表列出的资源数，有标记的按涉及金额优先；其余资源合计为一行，并完整列在当月的Resources表中",

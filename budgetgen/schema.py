@@ -298,8 +298,8 @@ _BASE_SETTINGS: tuple[Setting, ...] = (
       "time zone the bills' months are counted in (IANA name, e.g. America/New_York); timestamps with an offset "
       "are converted to it, those without are read in it", structural=True),
     S("recon_memory_limit", "text", None, "ReconMemoryLimit",
-      "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB; blank: a quarter of the "
-      "machine's memory (at least 1GB; at most half a ulimit -v or cgroup limit)", structural=True),
+      "memory the bill engine (DuckDB) may use before spilling to disk, e.g. 1GB or 512MB; blank: 1GB, or a quarter "
+      "of the machine's memory or half a ulimit -v or cgroup limit where less", structural=True),
     S("recon_top_resources", "count", 50, "ReconTopResources",
       "resources a Recon tab lists, flagged ones first by the money at stake; the others are summed in one line "
       "and listed on the month's Resources sheet", unit="resources", structural=True, minimum=1, maximum=100000),

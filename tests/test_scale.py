@@ -75,11 +75,12 @@ GIB = 2**30
 
 
 @pytest.mark.parametrize(("memory", "address_space", "cgroup", "limit"), [
-    (24 * GIB, None, None, "6144MiB"),        # a quarter of the machine
-    (2 * GIB, None, None, "1024MiB"),         # at least 1 GB
-    (24 * GIB, 2 * GIB, None, "1024MiB"),     # ulimit -v 2 GB: half of it
+    (24 * GIB, None, None, "1024MiB"),        # 1 GB on a large machine (a quarter of it, 6 GB, is more)
+    (2 * GIB, None, None, "512MiB"),          # a quarter of a small machine: 2 GB / 4
+    (24 * GIB, 3 * GIB // 2, None, "768MiB"),  # ulimit -v 1.5 GB: half of it
     (24 * GIB, GIB // 2, None, "256MiB"),     # half of a small address space, under 1 GB
-    (64 * GIB, None, 8 * GIB, "4096MiB"),     # half of the cgroup's limit, below a quarter of the machine
+    (64 * GIB, None, GIB, "512MiB"),          # half of the cgroup's 1 GB limit
+    (64 * GIB, None, 8 * GIB, "1024MiB"),     # a cgroup's 8 GB leaves the 1 GB
     (24 * GIB, 100 * 2**20, None, "64MiB"),   # never below the least DuckDB reads a bill in
 ])
 def test_a_blank_recon_memory_limit_is_sized_from_the_machine(monkeypatch, memory, address_space, cgroup, limit):
