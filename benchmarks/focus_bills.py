@@ -157,7 +157,7 @@ def floor(source: str, memory_limit: str = "1GB") -> dict:
         pattern = source
     reader = "read_parquet" if pattern.endswith(".parquet") else "read_csv_auto"
     started, cpu = time.perf_counter(), time.process_time()
-    con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2})
+    con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2, "temp_directory": spill_folder()})
     rows = con.execute(f"""
         SELECT strftime(CAST(ChargePeriodStart AS TIMESTAMP), '%Y-%m') AS month, ResourceId,
                json_extract_string(NULLIF(Tags, 'NULL'), '$.task_id') AS task_id,
@@ -231,6 +231,17 @@ def compare(sources: list[str], rounds: int, memory_limit: str) -> None:
               f"{o['seconds'] / f['seconds']:.2f} |", flush=True)
 
 
+def spill_folder() -> str:
+    """A temporary folder for DuckDB to spill to, removed when this process ends (DuckDB's default is ./.tmp)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="focus-bills-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def parquet_glob(source: str) -> str:
     return str(Path(source) / "*.parquet") if Path(source).is_dir() else source
 
@@ -244,7 +255,7 @@ def warehouse_sums(source: str, out: Path, memory_limit: str) -> tuple[float, in
     from budgetgen.recon.bill_sql import FOCUS_COLUMNS, grouping_sql
 
     started = time.perf_counter()
-    con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2})
+    con = duckdb.connect(config={"memory_limit": memory_limit, "threads": 2, "temp_directory": spill_folder()})
     con.execute("SET TimeZone = 'UTC'")
     relation = f"read_parquet('{parquet_glob(source)}')"
     have = {c for c, *_ in con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()}
