@@ -137,6 +137,7 @@ def _cards_for_deadline(r: Row, s, g) -> int | None:
     needed = serving.cards_for_deadline(r["single_card_hours"], run_overhead=s.run_overhead,
                                         deadline=r["deadline_used"], setup_hours=s.setup_hours, scaling=g.scaling,
                                         impossible=s.max_cards + 1)
+    needed = serving.cards_at_scale(needed, scale_free_cards=s.scale_free_cards, scale_efficiency=s.scale_efficiency)
     return max(r["cards_min"], sheet_ceil(needed))
 
 
@@ -333,9 +334,10 @@ _SERVING_VRAM = ('{weights_gb}*(1+InferenceOverhead)+{kv_cache_gb}+IF({concurren
 _MIN_REPLICAS = 'IF({min_replicas}="",MinReplicas,{min_replicas})'
 # §F's n_needed: 1 when one card meets the deadline, MaxCards + 1 when no number of cards can.
 _RUN_WINDOW = "({deadline_used}*HoursPerDay-SetupHours)"
-_CARDS_FOR_DEADLINE = (f"IF({{single_card_hours}}*(1+RunOverhead)<={_RUN_WINDOW},1,"
-                       f"IF(OR({_RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
-                       f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
+_CARDS_FOR_DEADLINE = serving.cards_at_scale_excel(
+    f"IF({{single_card_hours}}*(1+RunOverhead)<={_RUN_WINDOW},1,"
+    f"IF(OR({_RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
+    f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
 
 
 def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str, py) -> Calc:
@@ -426,8 +428,9 @@ CALCS: tuple[Calc, ...] = (
          "=IF({training}=1," + serving.training_shape_excel("{cards_for_deadline}") + ",{cards_min})", _cards_needed),
     Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})',
          lambda r, s, g: r["cards"] if r["cards"] is not None else r["cards_needed"]),
-    Calc("speedup", "speedup", "x", "number", "=1+({cards_per_run}-1)*{gpu.scaling}",
-         lambda r, s, g: 1 + (r["cards_per_run"] - 1) * g.scaling),
+    Calc("speedup", "speedup", "x", "number", f"=(1+({{cards_per_run}}-1)*{{gpu.scaling}})*{serving.SCALE_FACTOR_EXCEL.removeprefix('=')}",
+         lambda r, s, g: (1 + (r["cards_per_run"] - 1) * g.scaling) * (serving.scale_factor(
+             r["cards_per_run"], scale_free_cards=s.scale_free_cards, scale_efficiency=s.scale_efficiency))),
     Calc("compute_hours", "compute hours (wall)", "h", "number",
          '=IF({training}=1,{flops_per_run}/({peak_tflops}*Tera*{mfu_run}*{speedup}*SecondsPerHour),"")',
          lambda r, s, g: r["flops_per_run"] / (r["peak_tflops"] * K.Tera * r["mfu_run"] * r["speedup"]

@@ -70,6 +70,7 @@ NAMES_ZH = {
     "cpu_offload_slowdown": "CPU卸载减速倍数",
     "activation_checkpointing": "激活检查点", "layer_activation_bytes": "每层激活字节",
     "qlora_activation_bytes": "QLoRA每层额外激活字节",
+    "scale_free_cards": "无规模损失卡数", "scale_efficiency": "规模效率",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -300,8 +301,18 @@ TEXT_ZH = {
     "NVLink-class)": "PCIe卡上单个推理副本的卡数每翻一倍的速度系数（NVLink类见tp_efficiency_nvlink）",
     "speed factor per doubling of the cards in one serving replica on NVLink-class cards (tp_efficiency: PCIe)":
         "NVLink类卡上单个推理副本的卡数每翻一倍的速度系数（PCIe见tp_efficiency）",
-    "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak (1.5x BF16 on a card with twice the peak)":
-        "FP8/FP4训练按FP8/FP4峰值的这一比例达到MFU（峰值为两倍的卡上即BF16的1.5倍）",
+    "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak: 0.93 x mfu 0.40 x scaling 0.95 = 0.35 of "
+    "the FP8 peak, the median of Megatron-Bridge's dense FP8 runs on H100 and B200 (Llama 3 8B, 70B, 405B: "
+    "0.33-0.36)":
+        "FP8/FP4训练按FP8/FP4峰值的这一比例达到MFU：0.93 × mfu 0.40 × 扩展效率 0.95 = FP8峰值的0.35，"
+        "即 Megatron-Bridge 在 H100 和 B200 上稠密 FP8 运行的中位数（Llama 3 8B、70B、405B：0.33-0.36）",
+    "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
+    "Megatron-LM 52% on 3,072 A100)":
+        "单次训练运行中每张卡保持其速度的最大卡数（Falcon-180B 在 4,096 张 A100 上达到 0.48 MFU；Megatron-LM 在 3,072 张 A100 上达到 52%）",
+    "share of its per-card speed a training run keeps per doubling of its cards beyond scale_free_cards (Llama 3 "
+    "405B: 430 TFLOP/s a card on 8,192 H100, 400 on 16,384; arXiv:2407.21783 table 4)":
+        "训练运行超过 scale_free_cards 后卡数每翻一倍所保留的单卡速度比例（Llama 3 405B：8,192 张 H100 上每卡 430 TFLOP/s，"
+        "16,384 张上 400；arXiv:2407.21783 表 4）",
     "bandwidth one card sends at over NVLink-class links (H100/H200 NVLink 4: 900 GB/s both ways together)":
         "单卡经NVLink类互联的发送带宽（H100/H200 NVLink 4：双向合计900 GB/s）",
     "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction; NCCL all-reduce "

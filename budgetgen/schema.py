@@ -76,7 +76,9 @@ class Setting:
 CANDIDATES_ALL_UP_TO = 1_000  # tasks up to which Candidates lists every catalog card by default
 CANDIDATES_LARGE = 3  # cheapest options a task's Candidates rows show by default in a larger inventory
 MAX_CANDIDATES = 1_000  # candidates_per_task at most (more than any catalog has cards: a typing slip)
-MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
+# cards one task may use: the largest published training clusters (xAI's Colossus, 100,000 H100 in 2024); more is a
+# typing slip. Beyond ScaleFreeCards a run loses ScaleEfficiency per doubling (model v4, docs/models.md).
+MAX_CARDS = 100_000
 # A month's demand over the demand typed on Tasks (growth compounded, or a Ramp cell): 10% a month for ten years is
 # 84,000; beyond a million the growth rate or the ramp is a typing slip (1,000% a month for ten years is 1e124).
 MAX_DEMAND_FACTOR = 1e6
@@ -147,9 +149,10 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       unit="GB/s", positive=True),
     S("moe_layer_overhead_us", "number", 25, "MoeLayerOverheadUs",
       "router and expert-kernel time per layer of a mixture-of-experts decode step", unit="µs", minimum=0),
-    S("train_fp8_efficiency", "percent", 0.75, "TrainFp8Efficiency",
-      "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak (1.5x BF16 on a card with twice the peak)",
-      minimum=0.001, maximum=1),
+    S("train_fp8_efficiency", "percent", 0.93, "TrainFp8Efficiency",
+      "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak: 0.93 x mfu 0.40 x scaling 0.95 = 0.35 of "
+      "the FP8 peak, the median of Megatron-Bridge's dense FP8 runs on H100 and B200 (Llama 3 8B, 70B, 405B: "
+      "0.33-0.36)", minimum=0.001, maximum=1),
     S("lora_mfu", "percent", 0.55, "LoraMfu",
       "model FLOPs utilisation of LoRA/QLoRA fine-tunes (frozen base: small optimizer step, no weight gradients)",
       minimum=0.001, maximum=1),
@@ -186,6 +189,13 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "layer_activation_bytes: bitsandbytes before 0.43.3 (July 2024) kept every 4-bit matmul's bf16 input, "
       "which frozen weights need not (litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA); "
       "0 for bitsandbytes 0.43.3 or later and torchao NF4 (torchtune)", unit="bytes", minimum=0),
+    # calculation model v4, scale (docs/models.md, "v4 training"): per-card speed falls in very large runs
+    S("scale_free_cards", "count", 4096, "ScaleFreeCards",
+      "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
+      "Megatron-LM 52% on 3,072 A100)", unit="cards", minimum=1),
+    S("scale_efficiency", "percent", 0.93, "ScaleEfficiency",
+      "share of its per-card speed a training run keeps per doubling of its cards beyond scale_free_cards (Llama 3 "
+      "405B: 430 TFLOP/s a card on 8,192 H100, 400 on 16,384; arXiv:2407.21783 table 4)", minimum=0.6, maximum=1),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}

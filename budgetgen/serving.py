@@ -532,6 +532,34 @@ def training_shape_excel(n: str) -> str:
     return chain + f"{node}*CEILING({n}/{node},1)" + ")" * len(TRAINING_SMALL_SHAPES)
 
 
+SCALE_FACTOR_EXCEL = ("=IF({cards_per_run}<=ScaleFreeCards,1,"
+                      "POWER(ScaleEfficiency,LOG({cards_per_run}/ScaleFreeCards,TwoCards)))")
+
+
+def scale_factor(cards: float, *, scale_free_cards: float, scale_efficiency: float) -> float:
+    """Model v4: the share of its per-card speed a training run keeps at `cards` cards. Up to ScaleFreeCards,
+    all of it; beyond, ScaleEfficiency per doubling (Llama 3, arXiv:2407.21783 table 4: 430 TFLOP/s a card on
+    8,192 H100, 400 on 16,384)."""
+    if cards <= scale_free_cards:
+        return 1
+    return scale_efficiency ** math.log2(cards / scale_free_cards)
+
+
+def cards_at_scale_excel(n: str) -> str:
+    """`cards_at_scale` as an Excel expression of the expression `n`."""
+    return (f"IF({n}<=ScaleFreeCards,{n},"
+            f"ScaleFreeCards*POWER(({n})/ScaleFreeCards,1/(1+LOG(ScaleEfficiency,TwoCards))))")
+
+
+def cards_at_scale(n: float, *, scale_free_cards: float, scale_efficiency: float) -> float:
+    """The cards that do the work of `n` cards at full per-card speed, `scale_factor` applied: with
+    a = log2(ScaleEfficiency), n' = ScaleFreeCards·(n/ScaleFreeCards)^(1/(1+a)) solves
+    n'·(n'/ScaleFreeCards)^a = n in closed form (a spreadsheet needs no iteration); n itself up to ScaleFreeCards."""
+    if n <= scale_free_cards:
+        return n
+    return scale_free_cards * (n / scale_free_cards) ** (1 / (1 + math.log2(scale_efficiency)))
+
+
 def cards_for_deadline(single_card_hours: float, *, run_overhead: float, deadline: float, setup_hours: float,
                        scaling: float, impossible: float) -> float:
     """n_needed of §F: the cards whose wall clock, compute_hours(n)·(1 + RunOverhead) + SetupHours with

@@ -599,7 +599,7 @@ ROUND_TWO = {
     "catalog_fx_0": ([SERVICE], {"currency": "USD", "catalog_fx": 0}, None, None, [
         'Error: Settings!B4 catalog_fx: "0" must be greater than zero (plan currency per CNY)']),
     "a_billion_cards": ([{**SERVICE, "cards": 1e9}], None, None, None, [
-        "Error: Tasks!H2 cards: 1000000000 must be at most 4096 (cards)"]),
+        "Error: Tasks!H2 cards: 1000000000 must be at most 100000 (cards)"]),
     "comma_as_decimal_point": ([{**SERVICE, "requests_per_day": "1,5"}], None, None, None, [
         ('Error: Tasks!E2 requests_per_day: "1,5" is not a number: a comma may only separate thousands (1,500); '
          "write decimals with a point (1.5)")]),

@@ -70,7 +70,9 @@ offer_currency, providers and regions settings, Commitments' replaced-price colu
 per provider (reservations, then rent net of them) with its totals down to the plan total and two checks in place of
 one. Then large inventories (issue 33): Candidates' shorter formulas (the model figures read once per task
 on Tasks, a training run's cards a column of its own), and bad input round four (issue 34); no total moved. Then About's reading guide says Candidates lists a large inventory's chosen and cheapest cards; no
-value moved."""
+value moved. Then model v4's training at scale (issue 31): the scale_free_cards and scale_efficiency settings
+(Assumptions and About rows below them two down), TrainFp8Efficiency 0.75 -> 0.93 and the speedup formula's loss
+beyond scale_free_cards; the sample trains on at most a few cards in bf16, so no value moved."""
 
 from __future__ import annotations
 

@@ -559,10 +559,30 @@ def test_excel_formulas_compute_what_the_python_functions_compute(scenario):
         "CONTEXT": prompt + output,
     }
     formulas = {k.removesuffix("_EXCEL"): v for k, v in vars(serving).items() if k.endswith("_EXCEL")}
-    assert set(expected) | TRAINING_MEMORY_FORMULAS == set(formulas)
+    assert set(expected) | TRAINING_MEMORY_FORMULAS | TRAINING_SCALE_FORMULAS == set(formulas)
     for key, value in expected.items():   # a blank ("") exactly: pytest 9.2's approx takes numbers only
         assert _excel_value(formulas[key], row) == (value if isinstance(value, str)
                                                     else pytest.approx(value, rel=1e-12)), key
+
+
+# Model v4's loss at scale: test_the_scale_formulas_compute_what_the_python_functions_compute.
+TRAINING_SCALE_FORMULAS = {"SCALE_FACTOR"}
+
+
+@pytest.mark.parametrize("cards", [1, 64, 4096, 4097, 8192, 16_384, 100_000])
+def test_the_scale_formulas_compute_what_the_python_functions_compute(cards):
+    """The share of per-card speed kept at `cards` and its closed-form inverse: 1 up to 4,096 cards, 0.93 a
+    doubling beyond (8,192: 0.93; 16,384: 0.8649); cards_at_scale(n) does n cards' work at that loss."""
+    kept = serving.scale_factor(cards, scale_free_cards=S.scale_free_cards, scale_efficiency=S.scale_efficiency)
+    by_hand = {8192: 0.93, 16_384: 0.93 ** 2}.get(cards, 1 if cards <= 4096 else 0.93 ** math.log2(cards / 4096))
+    assert kept == pytest.approx(by_hand)
+    assert _excel_value(serving.SCALE_FACTOR_EXCEL, {"cards_per_run": cards}) == pytest.approx(kept, rel=1e-12)
+    needed = serving.cards_at_scale(cards, scale_free_cards=S.scale_free_cards, scale_efficiency=S.scale_efficiency)
+    assert _excel_value("=" + serving.cards_at_scale_excel("{n}"), {"n": cards}) == pytest.approx(needed, rel=1e-12)
+    # the cards found do the work of `cards` at full speed
+    done = needed * serving.scale_factor(needed, scale_free_cards=S.scale_free_cards,
+                                         scale_efficiency=S.scale_efficiency)
+    assert done == pytest.approx(cards, rel=1e-9)
 
 
 # The training memory formulas: test_training_memory_formulas_compute_what_the_python_functions_compute.
