@@ -166,14 +166,16 @@ def _latency_batch(r: Row, s, g):
         routed_b=r["routed_b"],
         bytes_per_param=r["bytes_per_param"], kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"],
         output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
-        decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])
+        decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"],
+        kv_read_efficiency=s.kv_read_efficiency)
 
 
 def _t_mem(r: Row, s, g) -> float:
     return serving.decode_memory_seconds(
         weights_b=r["weights_read"], batch=r["batch"], bytes_per_param=r["bytes_per_param"],
         kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"], output=r["tokens_per_request"],
-        cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs, decode_efficiency=r["bandwidth_share"], tp=r["tp"])
+        cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs, decode_efficiency=r["bandwidth_share"], tp=r["tp"],
+        kv_read_efficiency=s.kv_read_efficiency)
 
 
 def _peak_tflops(r: Row, s, g) -> float:
@@ -442,7 +444,9 @@ CALCS: tuple[Calc, ...] = (
          _tokens_per_day_excel(), _tokens_per_day),
     _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL,
                   lambda r, s, g: serving.tp_factor(r["cards_per_run"], serving.tp_efficiency_of(
-                      g.interconnect, tp_efficiency=s.tp_efficiency, tp_efficiency_nvlink=s.tp_efficiency_nvlink))),
+                      g.interconnect, tp_efficiency=s.tp_efficiency, tp_efficiency_nvlink=s.tp_efficiency_nvlink),
+                      params_b=r["params_used"], reference_params_b=s.tp_reference_params_b,
+                      size_exponent=s.tp_size_exponent)),
     _serving_calc("bandwidth_share", "bandwidth share reached", "share", "percent", serving.BANDWIDTH_SHARE_EXCEL,
                   lambda r, s, g: serving.bandwidth_share(g.bandwidth_efficiency, s.decode_efficiency)),
     _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),

@@ -71,6 +71,7 @@ NAMES_ZH = {
     "activation_checkpointing": "激活检查点", "layer_activation_bytes": "每层激活字节",
     "qlora_activation_bytes": "QLoRA每层额外激活字节",
     "scale_free_cards": "无规模损失卡数", "scale_efficiency": "规模效率",
+    "kv_read_efficiency": "KV读取效率", "tp_reference_params_b": "张量并行参考参数量B", "tp_size_exponent": "张量并行规模指数",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -306,6 +307,19 @@ TEXT_ZH = {
     "0.33-0.36)":
         "FP8/FP4训练按FP8/FP4峰值的这一比例达到MFU：0.93 × mfu 0.40 × 扩展效率 0.95 = FP8峰值的0.35，"
         "即 Megatron-Bridge 在 H100 和 B200 上稠密 FP8 运行的中位数（Llama 3 8B、70B、405B：0.33-0.36）",
+    "share of the weights' bandwidth share that decode reads of the KV cache (batch x context bytes) reach; 1: as "
+    "the weights (TensorRT-LLM's long-context runs, 20,000 in / 2,000 out, need no less); calibrate fits it to "
+    "measured long-context runs":
+        "解码读取 KV 缓存（批量 × 上下文字节）达到的权重带宽比例的份额；1：与权重相同（TensorRT-LLM 的长上下文运行，"
+        "输入 20,000 / 输出 2,000，不需要更低）；calibrate 按实测长上下文运行拟合",
+    "model size from which a serving replica loses only the interconnect's tensor-parallel efficiency per "
+    "doubling (Llama 3.1 405B on 8 cards); a smaller model loses more":
+        "推理副本每翻一倍卡数只损失互联张量并行效率的模型规模（Llama 3.1 405B 用 8 张卡）；更小的模型损失更多",
+    "how fast the tensor-parallel loss grows for a smaller model: its doublings count (tp_reference_params_b / "
+    "parameters)^this times, at least once (TensorRT-LLM 0.19, Llama 3.3 70B FP4 on 1 to 8 B200: at 0.85 a "
+    "doubling alone the engine over-stated 8 cards 1.18x more than 1 card)":
+        "更小模型的张量并行损失增长速度：其翻倍次数按 (tp_reference_params_b / 参数量)^该值 计，至少一次"
+        "（TensorRT-LLM 0.19，Llama 3.3 70B FP4 在 1 至 8 张 B200 上：仅按每翻一倍 0.85，引擎对 8 张卡的高估比 1 张卡多 1.18 倍）",
     "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
     "Megatron-LM 52% on 3,072 A100)":
         "单次训练运行中每张卡保持其速度的最大卡数（Falcon-180B 在 4,096 张 A100 上达到 0.48 MFU；Megatron-LM 在 3,072 张 A100 上达到 52%）",

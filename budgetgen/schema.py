@@ -196,6 +196,19 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
     S("scale_efficiency", "percent", 0.93, "ScaleEfficiency",
       "share of its per-card speed a training run keeps per doubling of its cards beyond scale_free_cards (Llama 3 "
       "405B: 430 TFLOP/s a card on 8,192 H100, 400 on 16,384; arXiv:2407.21783 table 4)", minimum=0.6, maximum=1),
+    # calculation model v4, decode (docs/models.md, "v4 decode")
+    S("kv_read_efficiency", "percent", 1.0, "KvReadEfficiency",
+      "share of the weights' bandwidth share that decode reads of the KV cache (batch x context bytes) reach; 1: as "
+      "the weights (TensorRT-LLM's long-context runs, 20,000 in / 2,000 out, need no less); calibrate fits it to "
+      "measured long-context runs", minimum=0.05, maximum=1),
+    S("tp_reference_params_b", "number", 405, "TpReferenceParams",
+      "model size from which a serving replica loses only the interconnect's tensor-parallel efficiency per "
+      "doubling (Llama 3.1 405B on 8 cards); a smaller model loses more", unit="billions of parameters",
+      positive=True),
+    S("tp_size_exponent", "number", 0.16, "TpSizeExponent",
+      "how fast the tensor-parallel loss grows for a smaller model: its doublings count (tp_reference_params_b / "
+      "parameters)^this times, at least once (TensorRT-LLM 0.19, Llama 3.3 70B FP4 on 1 to 8 B200: at 0.85 a "
+      "doubling alone the engine over-stated 8 cards 1.18x more than 1 card)", minimum=0, maximum=2),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}

@@ -169,12 +169,16 @@ def bandwidth_share(bandwidth_efficiency: float | None, decode_efficiency: float
 
 
 TP_FACTOR_EXCEL = ('=POWER(IF({gpu.interconnect}="nvlink",TpEfficiencyNvlink,TpEfficiency),'
-                   'LOG({cards_per_run},TwoCards))')
+                   'LOG({cards_per_run},TwoCards)*MAX(1,POWER(TpReferenceParams/{params_used},TpSizeExponent)))')
 
 
-def tp_factor(cards: int, tp_efficiency: float) -> float:
-    """Speed factor of a replica spread over `cards`: the interconnect's tensor-parallel efficiency per doubling."""
-    return tp_efficiency ** math.log2(cards)
+def tp_factor(cards: int, tp_efficiency: float, *, params_b: float | None = None, reference_params_b: float = 1,
+              size_exponent: float = 0) -> float:
+    """Speed factor of a replica spread over `cards`: the interconnect's tensor-parallel efficiency per doubling,
+    the doublings weighted by MAX(1, (TpReferenceParams / params_b)^TpSizeExponent) (model v4): a smaller model
+    leaves each card less work a layer against the same synchronisation, so it loses more per doubling."""
+    weight = 1 if params_b is None else max(1, (reference_params_b / params_b) ** size_exponent)
+    return tp_efficiency ** (math.log2(cards) * weight)
 
 
 def tp_efficiency_of(interconnect: str, *, tp_efficiency: float, tp_efficiency_nvlink: float) -> float:
@@ -236,16 +240,17 @@ def weights_read(*, params_b: float, active_params_b: float, batch: float, exper
 
 
 T_MEM_EXCEL = ("=({weights_read}*Billion*{bytes_per_param}"
-               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare))"
+               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)/KvReadEfficiency)"
                "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*{bandwidth_share}*{tp})")
 
 
 def decode_memory_seconds(*, weights_b: float, batch: float, bytes_per_param: float,
                           kv_tok: float, prompt: float, output: float, cards: int, bandwidth_gbs: float,
-                          decode_efficiency: float, tp: float) -> float:
+                          decode_efficiency: float, tp: float, kv_read_efficiency: float = 1) -> float:
     """Time of one decode step spent reading weights (`weights_b` billions, the experts touched by the batch) and the
-    KV cache, at `decode_efficiency` of the bandwidth."""
-    cache = batch * kv_tok * (prompt + output * KS.MeanOutputShare)
+    KV cache, at `decode_efficiency` of the bandwidth; the cache's batch x context bytes at `kv_read_efficiency` of
+    that again (model v4: attention kernels read a paged cache less well than a matmul reads its weights)."""
+    cache = batch * kv_tok * (prompt + output * KS.MeanOutputShare) / kv_read_efficiency
     return (weights_b * K.Billion * bytes_per_param + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency
                                                                  * tp)
 
@@ -361,7 +366,7 @@ def routed_params(*, params_b: float, active_params_b: float, experts: int | Non
 
 _ROOM = "({step_target}-StepOverheadMs/Milli-{t_layers_fixed})"
 _READ = "{cards_per_run}*{gpu.bandwidth_gbs}*Billion*{bandwidth_share}*{tp}"
-_KV_READ = "{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)"
+_KV_READ = "{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)/KvReadEfficiency"
 _COMPUTE = "({cards_per_run}*{peak_tflops}*Tera*DecodeMfu*{tp})"
 # INT, not FLOOR(..., 1): LibreOffice answers #VALUE! for FLOOR over this expression (it takes INT, and both
 # agree on the non-negative numbers it sees).
@@ -377,7 +382,7 @@ LATENCY_BATCH_EXCEL = (
 def latency_batch(target: float | None, *, step_overhead_ms: float, layers_fixed: float, layers_per_sequence: float,
                   params_b: float, active_params_b: float, routed_b: float, bytes_per_param: float, kv_tok: float,
                   prompt: float, output: float, cards: int, bandwidth_gbs: float, decode_efficiency: float,
-                  peak: float, decode_mfu: float, tp: float) -> int | None:
+                  peak: float, decode_mfu: float, tp: float, kv_read_efficiency: float = 1) -> int | None:
     """Most sequences a replica decodes together within the step `target` (s): 0 when even one misses it, None
     without a target. A step is linear in the batch b but for the weights it reads, which are bounded twice: by
     one sequence's active parameters plus `routed_b` for each further one (exact for one sequence), and by all the
@@ -387,7 +392,7 @@ def latency_batch(target: float | None, *, step_overhead_ms: float, layers_fixed
         return None
     room = target - step_overhead_ms / KS.Milli - layers_fixed
     read = cards * bandwidth_gbs * K.Billion * decode_efficiency * tp
-    kv_read = kv_tok * (prompt + output * KS.MeanOutputShare)
+    kv_read = kv_tok * (prompt + output * KS.MeanOutputShare) / kv_read_efficiency
     by_first = (room * read - (active_params_b - routed_b) * K.Billion * bytes_per_param) / (
         layers_per_sequence * read + routed_b * K.Billion * bytes_per_param + kv_read)
     by_all = (room * read - params_b * K.Billion * bytes_per_param) / (layers_per_sequence * read + kv_read)
@@ -801,7 +806,9 @@ def estimate_replica(model, gpu, s, *, method: str | None = None, prompt: float 
     peak = peak_tflops(method, tflops=gpu.tflops, tflops_fp8=gpu.tflops_fp8, tflops_fp4=gpu.tflops_fp4,
                        fp8_efficiency=s.fp8_efficiency, matmul_efficiency=gpu.matmul_efficiency)
     tp = tp_factor(n, tp_efficiency_of(gpu.interconnect, tp_efficiency=s.tp_efficiency,
-                                       tp_efficiency_nvlink=s.tp_efficiency_nvlink))
+                                       tp_efficiency_nvlink=s.tp_efficiency_nvlink),
+                   params_b=model.total_params_b, reference_params_b=s.tp_reference_params_b,
+                   size_exponent=s.tp_size_exponent)
     free = free_memory_gb(cards=n, **memory)
     batch_mem = batch_by_memory(free, kv_tok, context)
     batch = batch_size(concurrency, cards=n, max_batch_per_card=s.max_batch_per_card, batch_mem=batch_mem)
@@ -812,7 +819,7 @@ def estimate_replica(model, gpu, s, *, method: str | None = None, prompt: float 
     t_mem = decode_memory_seconds(weights_b=weights, batch=batch, bytes_per_param=b, kv_tok=kv_tok, prompt=prompt,
                                   output=output, cards=n, bandwidth_gbs=gpu.bandwidth_gbs,
                                   decode_efficiency=bandwidth_share(gpu.bandwidth_efficiency, s.decode_efficiency),
-                                  tp=tp)
+                                  tp=tp, kv_read_efficiency=s.kv_read_efficiency)
     t_cmp = decode_compute_seconds(active_params_b=model.active_params_b, batch=batch, cards=n, peak=peak,
                                    decode_mfu=s.decode_mfu, tp=tp)
     t_layers = layer_overhead_seconds(layers=model.layers, hidden=model.hidden, moe=model.is_moe, cards=n,

@@ -72,7 +72,10 @@ one. Then large inventories (issue 33): Candidates' shorter formulas (the model 
 on Tasks, a training run's cards a column of its own), and bad input round four (issue 34); no total moved. Then About's reading guide says Candidates lists a large inventory's chosen and cheapest cards; no
 value moved. Then model v4's training at scale (issue 31): the scale_free_cards and scale_efficiency settings
 (Assumptions and About rows below them two down), TrainFp8Efficiency 0.75 -> 0.93 and the speedup formula's loss
-beyond scale_free_cards; the sample trains on at most a few cards in bf16, so no value moved."""
+beyond scale_free_cards; the sample trains on at most a few cards in bf16, so no value moved. Then model v4's
+decode settings (kv_read_efficiency, tp_reference_params_b, tp_size_exponent: Assumptions and About rows three
+down) and the tensor-parallel factor by model size: ML03 (Llama-3.3-70B fp8 on 2 A100 80G) 398.9 -> 378.9 output
+tokens/s a replica, still one replica, no cost moved; its L40S candidate needs 20 cards instead of 16."""
 
 from __future__ import annotations
 
