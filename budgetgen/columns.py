@@ -183,7 +183,8 @@ def _peak_tflops(r: Row, s, g) -> float:
     return serving.peak_tflops(r["train_precision"] if training else r["method"], tflops=g.tflops,
                                tflops_fp8=g.tflops_fp8, tflops_fp4=g.tflops_fp4,
                                fp8_efficiency=s.train_fp8_efficiency if training else s.fp8_efficiency,
-                               matmul_efficiency=g.matmul_efficiency)
+                               matmul_efficiency=g.training_efficiency if training and g.training_efficiency
+                               is not None else g.matmul_efficiency)
 
 
 def _run_mfu(r: Row, s, g):

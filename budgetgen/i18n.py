@@ -60,6 +60,7 @@ NAMES_ZH = {
     "qlora_flops_per_token": "QLoRA每token浮点运算", "micro_batch_tokens": "微批token数",
     "lora_workspace_gb": "LoRA工作空间GB",
     "train_precision": "训练精度", "bandwidth_efficiency": "带宽效率", "matmul_efficiency": "矩阵算力效率",
+    "training_efficiency": "训练算力效率",
     "experts": "专家数", "experts_per_token": "每token专家数",
     "tp_efficiency_nvlink": "NVLink张量并行效率", "allreduce_us_nvlink": "NVLink全归约微秒",
     "allreduce_us_pcie": "PCIe全归约微秒", "nvlink_gbs": "NVLink带宽GBs", "pcie_gbs": "PCIe带宽GBs",
@@ -337,6 +338,9 @@ TEXT_ZH = {
         "LoRA/QLoRA微调的算力利用率（基座冻结：优化器步骤小，无权重梯度）",
     "multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than H100/A100 "
     "kernels reach of theirs; blank: 1": "乘到此卡的每个MFU上：其算子达到的标称峰值比例低于H100/A100时小于1；空白为1",
+    "multiplies every training MFU on this card in place of matmul_efficiency (calibrate fits matmul_efficiency to "
+    "serving runs and keeps training here as it was); blank: matmul_efficiency":
+        "代替 matmul_efficiency 乘到此卡的每个训练MFU上（calibrate 用推理运行拟合 matmul_efficiency，并在此保留训练原值）；空白为 matmul_efficiency",
     "per-card network bandwidth of the expert all-to-all in mixture-of-experts training (400 Gb/s InfiniBand)":
         "MoE训练中专家全交换的每卡网络带宽（400 Gb/s InfiniBand）",
     "router and expert-kernel time per layer of a mixture-of-experts decode step": "MoE解码步每层的路由与专家算子时间",

@@ -46,6 +46,7 @@ class Gpu:
     fx: float = 1.0  # plan currency per 1 unit of `currency`
     bandwidth_efficiency: float | None = None  # share of bandwidth decode reaches; None: the decode_efficiency setting
     matmul_efficiency: float | None = None  # multiplies every MFU on this card; None: 1
+    training_efficiency: float | None = None  # multiplies every training MFU in its place; None: matmul_efficiency
     price_change_per_year: float | None = None  # expected yearly change of its rental prices; None: 0
     offers: dict[str, str] = field(default_factory=dict)  # task tier -> whose offer its price is; blank: the row's
 

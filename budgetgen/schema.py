@@ -399,6 +399,9 @@ GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
     C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5, plain_above_one=True,
       help="multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than "
       "H100/A100 kernels reach of theirs; blank: 1"),
+    C("training_efficiency", "percent", minimum=0.01, maximum=1.5, plain_above_one=True,
+      help="multiplies every training MFU on this card in place of matmul_efficiency (calibrate fits "
+      "matmul_efficiency to serving runs and keeps training here as it was); blank: matmul_efficiency"),
 )
 GPU_COLUMNS: tuple[Column, ...] = (
     C("gpu", "text", required=True, help="GPU name, the key tasks refer to", example="RTX 4090"),

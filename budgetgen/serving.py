@@ -143,14 +143,16 @@ def _peak_excel(precision: str, efficiency: str) -> str:
 
 
 _MATMUL_EFFICIENCY = 'IF({gpu.matmul_efficiency}<>"",{gpu.matmul_efficiency},1)'
-PEAK_TFLOPS_EXCEL = (f'=IF({{training}}=1,{_peak_excel("{train_precision}", "TrainFp8Efficiency")},'
-                     f'{_peak_excel("{method}", "Fp8Efficiency")})*{_MATMUL_EFFICIENCY}')
+_TRAINING_EFFICIENCY = f'IF({{gpu.training_efficiency}}<>"",{{gpu.training_efficiency}},{_MATMUL_EFFICIENCY})'
+PEAK_TFLOPS_EXCEL = (f'=IF({{training}}=1,{_peak_excel("{train_precision}", "TrainFp8Efficiency")}*{_TRAINING_EFFICIENCY},'
+                     f'{_peak_excel("{method}", "Fp8Efficiency")}*{_MATMUL_EFFICIENCY})')
 
 
 def peak_tflops(precision: str | None, *, tflops: float, tflops_fp8: float | None, tflops_fp4: float | None,
                 fp8_efficiency: float, matmul_efficiency: float | None = None) -> float:
     """Matmul peak a precision reaches: fp4 → fp8 → BF16 unit, whichever the card has first, the FP8/FP4 units at
-    `fp8_efficiency` (Fp8Efficiency serving, TrainFp8Efficiency training); times the card's matmul_efficiency."""
+    `fp8_efficiency` (Fp8Efficiency serving, TrainFp8Efficiency training); times the card's matmul_efficiency (a
+    training run passes the card's training_efficiency, where it has one, in its place)."""
     if precision == "fp4" and tflops_fp4 is not None:
         peak = tflops_fp4 * fp8_efficiency
     elif precision in ("fp8", "fp4") and tflops_fp8 is not None:

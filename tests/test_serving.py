@@ -4,13 +4,14 @@ published serving benchmarks, and the GPU catalog's new columns."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from budgetgen import serving
+from budgetgen import columns, serving
 from budgetgen.catalog import builtin_catalog
 from budgetgen.columns import CALCS
 from budgetgen.models import ModelSpec, builtin_models
@@ -158,6 +159,22 @@ def test_peak_falls_back_from_fp4_to_fp8_to_bf16(method, gpu, peak):
     g = GPUS[gpu]
     assert serving.peak_tflops(method, tflops=g.tflops, tflops_fp8=g.tflops_fp8, tflops_fp4=g.tflops_fp4,
                                fp8_efficiency=0.8) == pytest.approx(peak)
+
+
+@pytest.mark.parametrize(("training", "matmul", "training_efficiency", "peak"), [
+    (0, 1.2, 0.9, 1979 * 0.80 * 1.2), (1, 1.2, 0.9, 1979 * 0.93 * 0.9), (1, 1.2, None, 1979 * 0.93 * 1.2),
+    (1, None, None, 1979 * 0.93), (0, None, 0.9, 1979 * 0.80)])
+def test_a_cards_training_efficiency_replaces_its_matmul_efficiency_in_training_only(training, matmul,
+                                                                                      training_efficiency, peak):
+    """Model v4: calibrate fits matmul_efficiency to serving runs; training_efficiency keeps a card's training
+    speed apart (an H100 FP8 run: 1,979 at Fp8Efficiency 0.80 serving, TrainFp8Efficiency 0.93 training)."""
+    g = GPUS["H100 80G"]
+    row = {"training": training, "train_precision": "fp8", "method": "fp8"} | {
+        f"gpu.{k}": getattr(g, k) for k in GPU_FIELDS} | {"gpu.matmul_efficiency": matmul,
+                                                          "gpu.training_efficiency": training_efficiency}
+    assert _excel_value(serving.PEAK_TFLOPS_EXCEL, row) == pytest.approx(peak, rel=1e-12)
+    gpu = dataclasses.replace(g, matmul_efficiency=matmul, training_efficiency=training_efficiency)
+    assert columns._peak_tflops(row | {"training": training}, S, gpu) == pytest.approx(peak, rel=1e-12)
 
 
 BYTES_PER_PARAM = {"fp16": 2, "bf16": 2, None: 2, "fp8": 1, "int8": 1, "int4": 0.5, "fp4": 0.5}
@@ -501,7 +518,7 @@ def _scenario(model, gpu, method, prompt, output, concurrency, cards):
 
 
 GPU_FIELDS = ("tflops", "tflops_fp8", "tflops_fp4", "vram_gb", "bandwidth_gbs", "bandwidth_efficiency",
-              "matmul_efficiency", "interconnect")
+              "matmul_efficiency", "training_efficiency", "interconnect")
 SCENARIOS = {
     "dense fp8, cards chosen": ("Llama-3.3-70B", "H100 80G", "fp8", 1000, 300, None, None),
     "MLA MoE, fixed concurrency": ("DeepSeek-V3", "H200", "fp8", 2000, 500, 64, 8),

@@ -16,16 +16,16 @@ from .printing import print_setup
 SHEET = "GPUs"
 # Column widths by column (9 for the rest): a price column is 12 wide for the reference and card-month prices.
 _WIDTHS = {"gpu": 14, "class": 12, "bandwidth_gbs": 12, "form_factor": 10, "interconnect": 10, "scaling": 8,
-           "bandwidth_efficiency": 11, "matmul_efficiency": 11,
+           "bandwidth_efficiency": 11, "matmul_efficiency": 11, "training_efficiency": 11,
            "purchase_price": 12, "power_w": 8, "provider": 12, "region": 10, "source": 44,
            **{t.price_column: 12 if t.reference or t.per_card_month else 11 for t in TIERS}}
 _FORMATS = {"scaling": "percent", "price_change_per_year": "percent",
-            "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
+            "bandwidth_efficiency": "percent", "matmul_efficiency": "percent", "training_efficiency": "percent",
             "purchase_price": "money",
             **{t.price_column: "money" if t.per_card_month else "price" for t in TIERS}}
 # As listed, a price is a plain number: its currency is the row's `currency`, never the plan's label.
 _LISTED_FORMATS = {"scaling": "percent", "price_change_per_year": "percent",
-                   "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
+                   "bandwidth_efficiency": "percent", "matmul_efficiency": "percent", "training_efficiency": "percent",
                    "purchase_price": "int",
                    **{t.price_column: "int" if t.per_card_month else "number" for t in TIERS}}
 

@@ -25,7 +25,8 @@ from ..warnings import kind_of
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
-             "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
+             "matmul_efficiency": "GpuMatmulEfficiency", "training_efficiency": "GpuTrainingEfficiency",
+             "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
              "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion", "currency": "GpuCurrency",
              "price_change_per_year": "GpuPriceChange",
              **{f"{t.name}_offer": f"Gpu{camel(t.name)}Offer" for t in TASK_TIERS}}
