@@ -943,8 +943,9 @@ MESSAGES = {
         "{count} 个 GPU 的价格早于{when}超过 {months} 个月：{items!l}；请向供应商核实，并在GPU表中填写当前价格"),
     "offer_filter_name_unused": (("{setting}: {name} adds no built-in offer this plan takes ({place}): {hint}"),
                                  "{setting}：{name} 没有增加本计划可用的内置报价（{place}）：{hint}"),
-    "fit_at_soft_bound": ("{file}!{cell} {problem} (the fitted row under-states them)",
-                          "{file}!{cell} {problem}（拟合结果低估了它们）"),
+    "fit_one_run": (("{cell}: the fitted {figure} rests on this one run, no spread to measure; add runs before "
+                     "planning on it"),
+                    "{cell}：拟合出的 {figure} 只基于这一条运行，无法衡量其离散程度；请补充运行后再据此做计划"),
 }
 
 # Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet
