@@ -248,6 +248,12 @@ def _grid_descent(start: dict[str, float], bounds: dict[str, tuple[float, float]
     return {name: value for name, value in best.items() if value != start[name]}
 
 
+def _elasticity(ratios: Callable[[dict[str, float]], list[float]], start: dict[str, float], figure: str) -> float:
+    """How much the runs' engine figures move with `figure`: mean |d ln(engine) / d ln(figure)| over a nudge."""
+    base, nudged = ratios(start), ratios(start | {figure: start[figure] / NUDGE})
+    return math.fsum(abs(math.log(n / b)) for n, b in zip(nudged, base, strict=True)) / len(base) / math.log(NUDGE)
+
+
 def gpu_bounds(settings: Settings) -> dict[str, tuple[float, float]]:
     """Where a card's efficiencies may go: the GPUs sheet's bounds, and a matmul efficiency no higher than takes
     the serving matmuls (DecodeMfu, PrefillMfu of the peak) to all of the card's peak."""
@@ -263,15 +269,12 @@ def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog
     efficiency that moved leaves training where it was: the card's training_efficiency keeps what training had."""
     start = {"bandwidth_efficiency": gpu.bandwidth_efficiency or settings.decode_efficiency,
              "matmul_efficiency": gpu.matmul_efficiency or 1.0}
-    base = _ratios(runs, dataclasses.replace(gpu, **start), settings, models)
-
-    def elasticity(figure: str) -> float:
-        """How much the runs' figures move with this one: mean |d ln(engine) / d ln(figure)|."""
-        nudged = _ratios(runs, dataclasses.replace(gpu, **start | {figure: start[figure] * NUDGE}), settings, models)
-        return math.fsum(abs(math.log(n / b)) for n, b in zip(nudged, base, strict=True)) / len(runs) / math.log(NUDGE)
+    def ratios(values):
+        return _ratios(runs, dataclasses.replace(gpu, **values), settings, models)
+    response = {f: _elasticity(ratios, start, f) for f in start}
     # Only figures the runs respond to, and no more figures than runs: one memory-bound run fits the bandwidth alone
     # (its matmul efficiency would drift to a bound on the prompt's few milliseconds).
-    free = sorted((f for f in start if elasticity(f) >= MIN_ELASTICITY), key=elasticity, reverse=True)[:len(runs)]
+    free = sorted((f for f in start if response[f] >= MIN_ELASTICITY), key=response.get, reverse=True)[:len(runs)]
     bounds = {f: b for f, b in gpu_bounds(settings).items() if f in free}
 
     def error(values):
@@ -360,11 +363,14 @@ def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelC
             continue
         base = dataclasses.replace(settings, **tuned)
 
-        def error(values, mine=mine, base=base):
+        def ratios(values, mine=mine, base=base):
             s = dataclasses.replace(base, **values)
-            return Fit.error(predict(r, gpus[r.gpu], s, models) / r.measured for r in mine)
+            return [predict(r, gpus[r.gpu], s, models) / r.measured for r in mine]
+        start = {setting.key: getattr(settings, setting.key)}
+        if _elasticity(ratios, start, setting.key) < MIN_ELASTICITY:
+            continue  # the runs do not respond to it (short contexts and kv_read_efficiency): left as it is
         bounds = {setting.key: _setting_bounds(setting.key)}
-        moved, unshrunk = _descend({setting.key: getattr(settings, setting.key)}, bounds, error, len(mine))
+        moved, unshrunk = _descend(start, bounds, lambda values, ratios=ratios: Fit.error(ratios(values)), len(mine))
         problems += _at_bounds(unshrunk, bounds, mine, "the Settings sheet")
         tuned |= moved
         if moved:
