@@ -117,3 +117,34 @@ def test_cards_up_to_100000_are_accepted_and_more_refused(tmp_path):
     with pytest.raises(InputError) as caught:
         _plan(tmp_path, [task | {"cards": 100_001}], "more.xlsx", gpus=_gpu_sheet(["H100 80G"]))
     assert "must be at most 100000" in str(caught.value)
+
+
+@pytest.mark.slow
+def test_libreoffice_recalculates_the_v4_formulas_to_the_engine_values(tmp_path):
+    """A workbook that takes model v4's new branches: a run the engine sizes above ScaleFreeCards for its deadline
+    (cards_for_deadline's closed form and the speedup's loss), an FP8 run typed on 16,384 cards, and a 70B model on
+    8 cards (the tensor-parallel doublings weighted by size). LibreOffice recalculates every formula cell to the
+    engine's cached value."""
+    from conftest import TODAY, formula_cells, make_input
+    from lo_recalc import recalc_with_libreoffice, soffice_path
+
+    from budgetgen.engine import plan_budget
+    from budgetgen.reader import read_inputs
+    from budgetgen.workbook import write_workbook
+
+    if soffice_path() is None:
+        pytest.skip("LibreOffice (soffice) not installed")
+    from test_libreoffice import lo_mismatches
+    tasks = [{"task_id": "BIG", "kind": "pretrain", "model": "Llama-3.1-405B", "gpu": "H100 80G",
+              "train_tokens": 15e12, "deadline_days": 60},
+             {"task_id": "FP8", "kind": "pretrain", "model": "Llama-3.1-405B", "gpu": "H100 80G", "cards": 16_384,
+              "train_precision": "fp8", "train_tokens": 1e12, "deadline_days": 3650},
+             {"task_id": "TP8", "kind": "inference", "model": "Llama-3.3-70B", "gpu": "H100 80G", "cards": 8,
+              "method": "fp8", "prompt_tokens": 1000, "tokens_per_request": 1000, "requests_per_day": 1e6,
+              "tier": "on_demand"}]
+    path = make_input(tmp_path / "in.xlsx", tasks, settings={"max_cards": 100_000}, gpus=_gpu_sheet(["H100 80G"]))
+    plan = plan_budget(read_inputs(path, today=TODAY))
+    rows = _rows_by_id(plan)
+    assert rows["BIG"]["cards_per_run"] > 4096 and rows["TP8"]["tp"] < 0.85 ** 3
+    out = write_workbook(plan, tmp_path / "out.xlsx")
+    assert lo_mismatches(formula_cells(out), recalc_with_libreoffice(out, tmp_path)) == []
