@@ -466,7 +466,7 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
     return out
 
 
-UNPRICED_TASKS_NAMED = 3  # a card left out of more tasks than this is counted, not listed, in the warning
+UNPRICED_TASKS_NAMED = 3  # task ids the warning names per card; the others are counted (+5)
 
 
 def _unpriced_gpus(tasks: list[TaskPlan], offer_currency: str) -> list[Message]:
@@ -480,7 +480,8 @@ def _unpriced_gpus(tasks: list[TaskPlan], offer_currency: str) -> list[Message]:
                 unpriced.setdefault(c.gpu, []).append(t.task.task_id)
     if not unpriced:
         return []
-    shown = ", ".join(f"{gpu} ({', '.join(tids) if len(tids) <= UNPRICED_TASKS_NAMED else f'{len(tids)} tasks'})"
+    shown = ", ".join(f"{gpu} ({', '.join(tids[:UNPRICED_TASKS_NAMED])}"
+                      f"{f' +{len(tids) - UNPRICED_TASKS_NAMED}' if len(tids) > UNPRICED_TASKS_NAMED else ''})"
                       for gpu, tids in unpriced.items())
     return [Message("gpus_unpriced_any" if offer_currency == "any" else "gpus_unpriced", gpus=shown)]
 
