@@ -158,11 +158,11 @@ def wrapped_lines(text: str, width: float) -> int:
     """Lines `text` takes wrapped at word boundaries in a column `width` characters wide (a character of the column
     width is one digit of the default font; ids are about as wide)."""
     lines, used = 1, 0
-    for word in text.split(" "):
-        if used and used + 1 + len(word) > width:
-            lines, used = lines + 1, len(word)
+    for token in text.split(" "):
+        if used and used + 1 + len(token) > width:
+            lines, used = lines + 1, len(token)
         else:
-            used += (1 if used else 0) + len(word)
+            used += (1 if used else 0) + len(token)
     return lines
 
 
