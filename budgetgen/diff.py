@@ -233,7 +233,7 @@ class _State:
     @classmethod
     def of(cls, inputs: Inputs) -> _State:
         """The working state of one version."""
-        return cls(inputs, {s.key: getattr(inputs.settings, s.key) for s in SETTINGS},
+        return cls(inputs, {s.key: inputs.settings.value(s.key) for s in SETTINGS},
                    *({slot: row.value for slot, row in rows(inputs).items()}
                      for rows in (_gpu_rows, _task_rows, _extra_rows)))
 
@@ -249,7 +249,7 @@ class _State:
         """The working state as Inputs, the plan months following period_start and period_months."""
         s = self.settings
         months = tuple(add_months(s["period_start"], i) for i in range(int(s["period_months"])))
-        return dataclasses.replace(self.base, settings=Settings(**s, plan_months=months),
+        return dataclasses.replace(self.base, settings=Settings.of({**s, "plan_months": months}),
                                    gpus=tuple(self.gpus.values()), tasks=tuple(self.tasks.values()),
                                    extras=tuple(self.extras.values()))
 
@@ -330,7 +330,7 @@ def _steps(old: Inputs, new: Inputs) -> list[_Step]:
     """Every change in the order they are applied: settings, GPUs, tasks, extras."""
     steps = [_Step("setting changed", s.key, f"{_show(a)} -> {_show(b)}", "settings", s.key, b)
              for s in SETTINGS if s.key not in NOT_COMPARED
-             and not _same(a := getattr(old.settings, s.key), b := getattr(new.settings, s.key))]
+             and not _same(a := old.settings.value(s.key), b := new.settings.value(s.key))]
     steps += _table_steps("gpu", "gpus", _gpu_rows(old), _gpu_rows(new), _describe_gpu)
     steps += _table_steps("task", "tasks", _task_rows(old), _task_rows(new), _describe_task)
     steps += _table_steps("extra", "extras", _extra_rows(old), _extra_rows(new), _describe_extra)

@@ -512,7 +512,7 @@ def plan_budget(inputs: Inputs) -> Plan:
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:
         warnings.append(Message("buffer_outside_guidance", rate=s.hidden_cost_buffer))
     for tier in TASK_TIERS:
-        cap = getattr(s, tier.cap_setting)
+        cap = s.tier_cap(tier)
         over = [m for m in months if cap is not None and tier_totals[tier.name][m] > cap]
         if over:
             warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))

@@ -200,7 +200,7 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
         start = latest
     values["period_start"] = start
     values["plan_months"] = tuple(add_months(start, i) for i in range(months))
-    return Settings(**values)
+    return Settings.of(values)
 
 
 LAST_MONTH = "9999-12"
