@@ -30,7 +30,7 @@ from .i18n import LANGS, canonical_name, tr
 from .model import Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER, Value
 from .values import add_months, text_length
 from .workbook import CHECK_TOLERANCE, Formats
 from .workbook.book import XLS_STRMAX, Sheet
@@ -204,7 +204,7 @@ class _Row:
 
     key: str
     value: object
-    fields: dict[str, object]
+    fields: dict[str, Value]
 
 
 @dataclass(frozen=True)
@@ -225,10 +225,10 @@ class _State:
     """The inputs part-way from the old version to the new, as dictionaries the steps edit."""
 
     base: Inputs
-    settings: dict[str, object]
-    gpus: dict[str, object]
-    tasks: dict[str, object]
-    extras: dict[str, object]
+    settings: dict[str, Value]
+    gpus: dict[str, Value]
+    tasks: dict[str, Value]
+    extras: dict[str, Value]
 
     @classmethod
     def of(cls, inputs: Inputs) -> _State:
@@ -289,7 +289,7 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def _differences(old: dict[str, object], new: dict[str, object]) -> str:
+def _differences(old: dict[str, Value], new: dict[str, Value]) -> str:
     """Each column that differs as "column: old -> new", joined with "; " ("" when none differs)."""
     parts = []
     for name, value in old.items():
@@ -298,17 +298,17 @@ def _differences(old: dict[str, object], new: dict[str, object]) -> str:
     return "; ".join(parts)
 
 
-def _describe_gpu(f: dict[str, object]) -> str:
+def _describe_gpu(f: dict[str, Value]) -> str:
     return f"{f['class']}, {_show(f['vram_gb'])} GB, on demand {_show(f['on_demand_per_hour'])} an hour"
 
 
-def _describe_task(f: dict[str, object]) -> str:
+def _describe_task(f: dict[str, Value]) -> str:
     text = f": {f['task']}" if f["task"] else ""
     size = f["model"] if f["model_params_b"] is None and f.get("model") else f"{_show(f['model_params_b'])}B"
     return " ".join(str(part) for part in (f["kind"], size, f["method"]) if part is not None) + text
 
 
-def _describe_extra(f: dict[str, object]) -> str:
+def _describe_extra(f: dict[str, Value]) -> str:
     return f"{f['category']}, {_show(f['monthly_cost'])} a month, {f['start_month']} to {f['end_month']}"
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .prices import offer_label, offer_provider
 from .records import Tier
-from .schema import COMMITMENT_SETTINGS, SETTINGS_BY_KEY, TIER_CAP_SETTINGS, Setting
+from .schema import COMMITMENT_SETTINGS, SETTINGS_BY_KEY, TIER_CAP_SETTINGS, Setting, Value
+
+if TYPE_CHECKING:
+    from .budgets import Budget
+    from .fx import FxTable
+    from .models import ModelCatalog, ModelSpec
+    from .scenarios import ScenarioRow
 
 
 def _default(key: str) -> Any:
@@ -122,6 +129,13 @@ class Settings:
             return self.discounts[key]
         return getattr(self, key)
 
+    @property
+    def build_day(self) -> dt.date:
+        """build_date as a date: the reader always sets it (--date, the setting, else today)."""
+        if self.build_date is None:
+            raise ValueError("the settings have no build_date")
+        return dt.date.fromisoformat(self.build_date)
+
     def tier_cap(self, tier: Tier) -> float | None:
         """The task tier's optional monthly cap (None: no cap)."""
         return self.tier_caps[tier.cap_setting]
@@ -178,10 +192,10 @@ class Gpu:
 class Task:
     """One inventory row, defaults filled in; `values` holds every input column by name."""
 
-    values: dict[str, object]
+    values: dict[str, Value]
     row: int
     cells: dict[str, str]  # column name -> A1 cell of this row on the Tasks sheet
-    extra: dict[str, object] = field(default_factory=dict)  # unknown columns, echoed
+    extra: dict[str, Value] = field(default_factory=dict)  # unknown columns, echoed
     defaulted: frozenset[str] = frozenset()  # input columns left blank and given their default (e.g. tier)
 
     @property
@@ -222,13 +236,14 @@ class Inputs:
     assignments: tuple[tuple[str, str], ...] = ()  # (resource_id, task_id) from the Assignments sheet
     source_name: str = ""  # the input file's name
     source_sha256: str = ""  # and its SHA-256, shown on the About sheet
-    models: object = None  # the model catalog (built-in plus the Models sheet): a models.ModelCatalog
-    fx: object = None  # the rates the prices were converted with (fx.FxTable); None: every price in the plan currency
-    scenarios: tuple = ()  # the Scenarios sheet's rows (scenarios.ScenarioRow)
-    budgets: tuple = ()  # the Budgets sheet's rows (budgets.Budget)
-    ramps: dict = field(default_factory=dict)  # task_id -> {plan month index (1-based): multiplier} (Ramp sheet)
+    models: ModelCatalog | None = None  # the model catalog (built-in plus the Models sheet)
+    fx: FxTable | None = None  # the rates the prices were converted with; None: every price in the plan currency
+    scenarios: tuple[ScenarioRow, ...] = ()  # the Scenarios sheet's rows
+    budgets: tuple[Budget, ...] = ()  # the Budgets sheet's rows
+    ramps: dict[str, dict[int, float]] = field(default_factory=dict)  # task_id -> {plan month index (1-based):
+    # multiplier} (Ramp sheet)
 
-    def model(self, name: str | None):
+    def model(self, name: str | None) -> ModelSpec | None:
         """The catalog model a task names (None: the task names none)."""
         return self.models.find(name) if name and self.models is not None else None
 

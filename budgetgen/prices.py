@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from .records import TIERS
+from .schema import Value
 
 DATA = resources.files("budgetgen") / "data"
 OFFERS_RESOURCE = DATA / "prices.csv"
@@ -59,7 +60,7 @@ class Offer:
     source: str = ""
     as_of: str = ""
 
-    def fields(self) -> dict[str, object]:
+    def fields(self) -> dict[str, Value]:
         """The GPUs columns it fills, by name: provider, region, currency, the tier prices, purchase, source, date."""
         return {"provider": self.provider, "region": self.region, "currency": self.currency,
                 **{t.price_column: self.prices.get(t.name) for t in TIERS},
@@ -111,7 +112,7 @@ def _number(text: str | None) -> float | None:
 
 # ---------------------------------------------------------------- the built-in offers
 
-def offer_from_record(rec: Mapping[str, object]) -> Offer:
+def offer_from_record(rec: Mapping[str, Value]) -> Offer:
     """An Offer from a record keyed by OFFER_COLUMNS (prices already numbers or None)."""
     return Offer(gpu=str(rec["gpu"]), provider=str(rec.get("provider") or ""),
                  region=str(rec.get("region") or ANY_REGION), currency=str(rec.get("currency") or ""),
@@ -231,7 +232,7 @@ def eligible_offers(offers: Iterable[Offer], gpu: str, gpu_class: str, currencie
     return named or mine
 
 
-def best_offer_record(offers: list[Offer]) -> dict[str, object] | None:
+def best_offer_record(offers: list[Offer]) -> dict[str, Value] | None:
     """One GPUs row from several offers of one GPU (all in one currency): per tier the lowest price and whose offer
     it is (`<tier>_offer`), so that a task priced on a tier pays the cheapest offer of it. The row's provider,
     region, purchase price, commitment prices, source and date are those of the offer with the lowest reference

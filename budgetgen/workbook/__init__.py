@@ -76,7 +76,7 @@ def _open(plan: Plan, path: Path, tmpdir: Path | None) -> xlsxwriter.Workbook:
     # directory; zipfile adds it only to such a part, so every smaller workbook is byte for byte as without.
     wb.use_zip64()
     s = plan.inputs.settings
-    built = dt.datetime.combine(dt.date.fromisoformat(s.build_date), dt.time(), dt.UTC)
+    built = dt.datetime.combine(s.build_day, dt.time(), dt.UTC)
     wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen",
                        "created": built, "comments": f"budgetgen {__version__}"})
     return wb
