@@ -12,6 +12,8 @@ from .records import Tier
 from .schema import COMMITMENT_SETTINGS, SETTINGS_BY_KEY, TIER_CAP_SETTINGS, Setting, Value
 
 if TYPE_CHECKING:
+    from pandas import DataFrame
+
     from .budgets import Budget
     from .fx import FxTable
     from .models import ModelCatalog, ModelSpec
@@ -231,8 +233,8 @@ class Inputs:
     extras: tuple[Extra, ...] = ()
     warnings: tuple[str, ...] = ()
     extra_headers: tuple[str, ...] = ()
-    bills_sheet: object = None  # the Bills sheet as a DataFrame (index: sheet row), or None
-    usage_sheet: object = None  # the Usage sheet likewise
+    bills_sheet: DataFrame | None = None  # the Bills sheet (index: sheet row), or None
+    usage_sheet: DataFrame | None = None  # the Usage sheet likewise
     assignments: tuple[tuple[str, str], ...] = ()  # (resource_id, task_id) from the Assignments sheet
     source_name: str = ""  # the input file's name
     source_sha256: str = ""  # and its SHA-256, shown on the About sheet
