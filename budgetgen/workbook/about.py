@@ -35,7 +35,7 @@ def write_about(book: Book, ws, plan: Plan) -> None:
     ws.set_column(1, 1, 90)
     ws.write_string(0, 0, t("About this workbook"), book.f.title)
     rows = [("made by", f"budgetgen {__version__}"), ("input file", inputs.source_name),
-            ("input SHA-256", inputs.source_sha256), ("build date", s.build_date),
+            ("input SHA-256", inputs.source_sha256), ("build date", s.build_date or ""),
             ("plan", f"{plan.months[0]} {t('to')} {plan.months[-1]}, {s.currency}")]
     rows += [(f"{t('setting')} {input_name(x.key, book.lang)}",
               "" if s.value(x.key) is None else str(s.value(x.key))) for x in SETTINGS]
