@@ -81,7 +81,7 @@ def spec_records() -> list[dict[str, Value]]:
     A row whose memory, bandwidth or BF16 peak is blank (sources conflict) stays in the file but is not
     offered: a GPUs sheet row of that name with all three figures brings it in."""
     text_columns = {"gpu", "class", "interconnect", "form_factor", "source", "as_of"}
-    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         records = [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
 
@@ -147,7 +147,7 @@ def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: 
         listed = builtin.get(column)
         if (price is None) != (listed is None):
             return False
-        if price is not None and abs(price - listed * rate.rate) > QUOTE_TOLERANCE * abs(listed * rate.rate):
+        if price is not None and listed is not None and abs(price - listed * rate.rate) > QUOTE_TOLERANCE * abs(listed * rate.rate):
             return False
     return True
 
@@ -161,7 +161,7 @@ def in_plan_currency(gpu: Gpu, fx: FxTable) -> Gpu:
 
 def catalog_classes() -> dict[str, str]:
     """Catalog GPU name -> its class, in catalog order (every row of gpus.csv, sized or not)."""
-    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         return {row["gpu"]: row["class"] or "datacenter" for row in csv.DictReader(fh)}
 
 

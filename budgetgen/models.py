@@ -174,7 +174,7 @@ class ModelCatalog:
 @cache
 def builtin_models() -> ModelCatalog:
     """The built-in catalog."""
-    with MODELS_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with MODELS_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         records = [{k: _parse(k, v) for k, v in row.items()} for row in csv.DictReader(fh)]
     return ModelCatalog(tuple(model_from_record(rec) for rec in records))
 

@@ -160,7 +160,7 @@ def choose_offer(offers: Iterable[Offer], gpu: str, currency: str | None = None,
         same = [o for o in mine if o.currency.upper() == currency.upper()]
         mine = same or mine
     market = [o for o in mine if o.provider == MARKET]
-    return (market or mine or [None])[0]
+    return next(iter(market or mine), None)
 
 
 OFFER_SEPARATOR = " · "  # between an offer's provider and its region in a GPUs `<tier>_offer` cell
@@ -247,9 +247,10 @@ def best_offer_record(offers: list[Offer]) -> dict[str, Value] | None:
         if not tier.for_tasks:
             continue
         priced = [o for o in offers if o.prices.get(tier.name) is not None]
-        best = min(priced, key=lambda o: o.prices[tier.name]) if priced else None
-        if best is not None and tier.over_reference_message and lead.prices.get(reference) is not None \
-                and best.prices[tier.name] > lead.prices[reference]:
+        best = min(priced, key=lambda o: o.prices[tier.name] or 0.0) if priced else None
+        lead_price = lead.prices.get(reference)
+        if best is not None and tier.over_reference_message and lead_price is not None \
+                and (best.prices[tier.name] or 0.0) > lead_price:
             best = None  # interruptible or idle capacity dearer than another's on-demand: never the cheaper way
         rec[tier.price_column] = best.prices[tier.name] if best else None
         rec[f"{tier.name}_offer"] = offer_label(best.provider, best.region) if best else None
@@ -355,9 +356,8 @@ def _market_offer(gpu: str, gpu_class: str, offers: list[Offer], rows: dict[str,
         text += f"; rows flagged suspect in row_flags.csv left out: {', '.join(suspect)}"
     return Offer(gpu, MARKET, ANY_REGION, "USD",
                  {**dict.fromkeys(t.name for t in TIERS),
-                  **_tier_prices(_median([o.prices[reference] for o in counted if o.prices[reference] is not None]),
-                                 _median([o.prices[interruptible] for o in counted
-                                          if o.prices[interruptible] is not None]))},
+                  **_tier_prices(_median([p for o in counted if (p := o.prices[reference]) is not None]),
+                                 _median([p for o in counted if (p := o.prices[interruptible]) is not None]))},
                  source=f"{text}; {_commits(used)}", as_of=_retrieved(used))
 
 
