@@ -150,7 +150,7 @@ def _fx_rows(ws) -> list[tuple[int, tuple]]:
 
 def _settings_rows(ws) -> list[tuple[int, tuple]]:
     """Settings rows from Assumptions: each setting by its key in column A, and the tier caps by tier."""
-    rows = [(1, ("setting", "value"))]
+    rows: list[tuple[int, tuple]] = [(1, ("setting", "value"))]
     for row_no, values in iter_rows(ws):
         if values and values[0] in _FX_HEADERS:
             break
@@ -444,12 +444,14 @@ def _totals(steps: list[_Step], state: _State, new_total: float) -> list[tuple[f
 
     The last step is the new version itself: its total is the new version's, so the deltas add up to the whole.
     """
-    running = _Running(state) if steps else None
+    if not steps:
+        return []
+    running = _Running(state)
     totals: list[tuple[float | None, str]] = []
     for step in steps[:-1]:
         running.apply(step)
         totals.append(running.total())
-    return totals + [(new_total, "")] if steps else []
+    return totals + [(new_total, "")]
 
 
 def _attribute(steps: list[_Step], totals: list[tuple[float | None, str]], old_total: float) -> tuple[Change, ...]:

@@ -34,15 +34,15 @@ from .schema import Column, normalise_header
 
 C = Column
 # A listed price of 0 is a missing price, not a free GPU (a median with it, or a quote of it, plans a zero budget).
-_PRICE = {"type": "number", "unit": "USD per GPU-hour", "positive": True}
+_PRICE = ("number", "USD per GPU-hour")  # a price column's type and unit (positive)
 SNAPSHOT_COLUMNS: tuple[Column, ...] = (
     C("provider", "text", required=True, help="the provider, e.g. lambda"),
     C("region", "text", help="the provider's region; all-listed-regions or default: every region"),
     C("instance_type", "text", help="the provider's instance type"),
     C("gpu", "text", required=True, help="the GPU label, e.g. H100 or A100-80GB"),
     C("gpu_count", "count", "GPUs", positive=True, help="GPUs in the instance"),
-    C("on_demand_usd_per_gpu_hour", required=True, help="on-demand price per GPU-hour", **_PRICE),
-    C("spot_usd_per_gpu_hour", help="spot price per GPU-hour; blank: no spot", **_PRICE),
+    C("on_demand_usd_per_gpu_hour", *_PRICE, positive=True, required=True, help="on-demand price per GPU-hour"),
+    C("spot_usd_per_gpu_hour", *_PRICE, positive=True, help="spot price per GPU-hour; blank: no spot"),
     C("source", "text", help="repository@commit:path the row was copied from"),
     C("as_of", "text", help="retrieved:YYYY-MM-DD;..."),
 )

@@ -31,7 +31,7 @@ EXAMPLE_TASKS = (
      "model": "Qwen3-30B-A3B", "method": "fp8", "requests_per_day": 50000, "prompt_tokens": 2000,
      "tokens_per_request": 400, "cost_center": "product"},
 )
-EXAMPLE_EXTRAS = (
+EXAMPLE_EXTRAS: tuple[dict[str, Value], ...] = (
     {"item": "Object storage for checkpoints", "category": "storage", "monthly_cost": 400},
     {"item": "Egress to users", "category": "egress", "monthly_cost": 600},
 )
