@@ -7,7 +7,6 @@ from __future__ import annotations
 import calendar
 import csv
 import datetime as dt
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
@@ -168,21 +167,6 @@ def catalog_classes() -> dict[str, str]:
 # ---------------------------------------------------------------- the consistency check
 
 PRICES_FRESH_MONTHS = 6  # prices dated more than this many months before the build date are flagged
-_AS_OF = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?")
-
-
-def as_of_date(text: str) -> dt.date | None:
-    """The day an `as_of` text stands for: a YYYY-MM-DD date, or the last day of a YYYY-MM month (prices dated
-    by month may be from any of its days); None for any other text."""
-    m = _AS_OF.fullmatch(text.strip())
-    if m is None:
-        return None
-    year, month = int(m[1]), int(m[2])
-    try:
-        day = int(m[3]) if m[3] else calendar.monthrange(year, month)[1]
-        return dt.date(year, month, day)
-    except ValueError:
-        return None
 
 
 def _months_later(day: dt.date, months: int) -> dt.date:
@@ -198,13 +182,23 @@ def _place(cells: Mapping[str, str], *columns: str) -> Message:
     return Message("catalog_cell", cell=f"GPUs!{typed[0]}") if typed else Message("catalog_builtin")
 
 
+def _same_offer(g: Gpu, tier: str, other: str) -> bool:
+    """Whether two tiers' prices are one offer's (a GPUs row, or the built-in tiers of one provider and region): a
+    spot price above another provider's on-demand one contradicts nothing, it is only the dearer offer."""
+    mine, theirs = g.offers.get(tier) or "", g.offers.get(other) or ""
+    return not (mine and theirs) or mine == theirs
+
+
 def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Mapping[str, str]] | None = None,
                      quoted: frozenset[str] = frozenset()) -> list[Message]:
     """Prices that contradict each other or are old, at most one warning per GPU and rule, in catalog order.
 
     A monthly rent above hours_per_month x the on-demand price (on demand would then be the cheaper way to run
     a card around the clock), an idle or spot price above on-demand, and prices whose `as_of` is more than
-    PRICES_FRESH_MONTHS before the build date, or before the plan's last month when that is later, are warnings, not errors: the user may know better. `cells` maps a
+    PRICES_FRESH_MONTHS before the build date, or before the plan's last month when that is later, are warnings, not
+    errors: the user may know better. Prices whose source states no date (`as_of` "retrieved YYYY-MM-DD") are
+    warned of as undated, never as being of the day they were read; if even that day is too old, the warning says
+    they are older than the limit. `cells` maps a
     GPU's lower-case name to the GPUs sheet cell of each column typed there, so that a warning names the cell.
     `quoted` names the GPUs whose prices the user typed (not the catalog's): their age is the user's to judge."""
     build = dt.date.fromisoformat(settings.build_date) if settings.build_date else None
@@ -227,12 +221,19 @@ def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Ma
                                    hours=settings.hours_per_month, on_demand=on_demand,
                                    around_the_clock=settings.hours_per_month * on_demand,
                                    place=_place(where, tier.price_column, reference)))
-            elif tier.over_reference_message and price > on_demand:
+            elif tier.over_reference_message and price > on_demand and _same_offer(g, tier.name, REFERENCE_TIER.name):
                 out.append(Message(tier.over_reference_message, gpu=g.name, price=price, on_demand=on_demand,
                                    place=_place(where, tier.price_column, reference)))
-        dated = as_of_date(g.as_of)
+        dated = prices.read_as_of(g.as_of)
         priced = g.purchase_price is not None or any(p is not None for p in g.prices.values())
-        if priced and dated and build and g.name not in quoted and _months_later(dated, PRICES_FRESH_MONTHS) < build:
+        if not (priced and dated and build and g.name not in quoted):
+            continue
+        old = _months_later(dated.day, PRICES_FRESH_MONTHS) < build
+        if dated.stated and old:
             out.append(Message("catalog_prices_old", gpu=g.name, as_of=g.as_of, months=PRICES_FRESH_MONTHS,
                                when=when, place=_place(where, "as_of")))
+        elif not dated.stated:  # the source states no date: the day it was read bounds the age from below only
+            out.append(Message("catalog_prices_undated_old" if old else "catalog_prices_undated", gpu=g.name,
+                               read=dated.day.isoformat(), months=PRICES_FRESH_MONTHS, when=when,
+                               place=_place(where, "as_of")))
     return out

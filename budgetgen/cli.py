@@ -393,14 +393,17 @@ def catalog(ctx: click.Context) -> None:
 @click.option("--region", help="Take offers for this region (or the provider's \"any\"-region offer) only.")
 def import_prices_command(path: Path, into: Path, output: Path | None, provider: str | None,
                           region: str | None) -> None:
-    """Read a price snapshot (gpu_prices.csv's columns) or a quote sheet (gpu, provider, region, tier, price,
-    currency, as_of), CSV or xlsx, and write the offer chosen per GPU into the GPUs sheet of a copy of INTO."""
+    """Read a price snapshot (gpu_prices.csv's columns), a SkyPilot catalog file (vms.csv as published: InstanceType,
+    AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Price, Region, SpotPrice; the provider is its folder's
+    name) or a quote sheet (gpu, provider, region, tier, price, currency, as_of), CSV or xlsx, and write the offer
+    chosen per GPU into the GPUs sheet of a copy of INTO."""
     with _reported():
         done = import_prices(path, into, output, provider, region)
     found = done.found
-    click.echo(f"Read {printable(str(path))}: a {'price snapshot' if found.kind == 'snapshot' else 'quote sheet'}, "
+    click.echo(f"Read {printable(str(path))}: a {found.description}, "
                f"{len(found.offers)} offer(s)" + (f"; flags from {printable(found.flags)}" if found.flags else "") +
-               (f"; labels not in the catalog, skipped: {printable(', '.join(found.skipped))}" if found.skipped else ""))
+               (f"; labels not in the catalog, skipped: {printable(', '.join(found.skipped))}" if found.skipped else "") +
+               "".join(f"; {printable(note)}" for note in found.notes))
     for o in done.written:
         tiers = ", ".join(f"{t} {o.prices[t]:g}" for t in TIER_NAMES if o.prices.get(t) is not None) or "no price"
         click.echo(printable(f"  {o.gpu}: {o.provider} ({o.region}) {o.currency} {tiers}; as_of {o.as_of}"))

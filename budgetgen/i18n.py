@@ -252,9 +252,9 @@ TEXT_ZH = {
     "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
     "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
     # offers: help texts of the GPUs columns that say whose prices a row holds
-    "whose offer the prices are (built-in: market = the median over providers, cn-market = the Chinese market); a "
-    "row that names one replaces the built-in offer, its blank prices not offered":
-        "价格来自哪家供应商的报价（内置：market = 各供应商中位数，cn-market = 国内市场）；填写供应商的行替换内置报价，其空白价格视为不提供",
+    "whose offer the prices are (built-in: a provider or platform as its source names it, or market = the median over "
+    "providers); a row that names one replaces the built-in offer, its blank prices not offered":
+        "价格来自哪家供应商的报价（内置：来源所写的供应商或平台名，或 market = 各供应商中位数）；填写供应商的行替换内置报价，其空白价格视为不提供",
     "the provider's region; any: not regional": "供应商的区域；any：不分区域",
     "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
@@ -440,7 +440,9 @@ TEXT_ZH = {
     **{t.meaning: t.meaning_zh for t in TIERS},
     "all-in price of an owned machine per card; blank: not for sale": "自购机器每卡的全包价格；空白：不出售",
     "wall power of an owned machine per card under load": "自购机器每卡满载时的整机功耗",
-    "where the prices came from": "价格来源", "date of the prices": "价格日期",
+    "where the prices came from": "价格来源",
+    "the date the source states for the prices (YYYY-MM-DD, or YYYY-MM); \"retrieved YYYY-MM-DD\" when it states none: "
+    "the day it was read": "来源所注明的价格日期（YYYY-MM-DD 或 YYYY-MM）；来源未注明日期时写 \"retrieved YYYY-MM-DD\"：读取之日",
     "unique key": "唯一编号", "description": "描述",
     "finetune, pretrain, inference (online serving) or batch (offline batch inference)":
     "微调、预训练、推理（在线服务）或批量（离线批量推理）",
@@ -751,14 +753,19 @@ MESSAGES = {
         ("{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
          "和 prompt_tokens，或填写实测的 tokens_per_sec")),
     "gpus_unpriced": (
-        ("{gpus}: left out of the choice for the {tasks} task(s) they could run: no price on any tier those tasks "
-         "may use (the built-in catalog takes one market's offers: the plan currency's, or USD's where it has none, "
-         "while offer_currency is auto; the plan currency's only while it is plan; and only from the providers and "
-         "regions the settings name); enter a quote on the GPUs sheet, or set offer_currency to any, to have them "
-         "compared"),
-        ("{gpus}：可运行的 {tasks} 个任务可用的任何计费方式都没有价格，未参与选择（offer_currency 为 auto 时内置目录只取一个"
-         "市场的报价：计划币种的，没有时取美元的；为 plan 时只取计划币种的；且只取设置中指定的供应商和地区）；在GPU表中填写报价，"
+        ("{gpus}: left out of the choice for the tasks named: no price on any tier those tasks may use (the built-in "
+         "catalog takes one market's offers: the plan currency's, or USD's where it has none, while offer_currency "
+         "is auto; the plan currency's only while it is plan; and only from the providers and regions the settings "
+         "name); enter a quote on the GPUs sheet, or set offer_currency to any, to have them compared"),
+        ("{gpus}：对所列任务可用的任何计费方式都没有价格，未参与选择（offer_currency 为 auto 时内置目录只取一个市场的报价："
+         "计划币种的，没有时取美元的；为 plan 时只取计划币种的；且只取设置中指定的供应商和地区）；在GPU表中填写报价，"
          "或把 offer_currency 设为 any，即可参与比较")),
+    "gpus_unpriced_any": (
+        ("{gpus}: left out of the choice for the tasks named: no offer of the built-in catalog, in any currency, "
+         "prices them on a tier those tasks may use (only the providers and regions the settings name count); enter "
+         "a quote on the GPUs sheet to have them compared"),
+        ("{gpus}：内置目录中没有任何币种的报价为所列任务可用的计费方式定价，未参与选择（只计设置中指定的供应商和地区）；"
+         "在GPU表中填写报价，即可参与比较")),
     "default_tier_unpriced": (
         ("{tid}: no card that runs it has a price on {default!t} (its kind's default tier): planned on {tier!t}, "
          "the cheapest priced; type a tier, or prices, to change it"),
@@ -802,6 +809,15 @@ MESSAGES = {
         ("{gpu}: prices as_of {as_of} are more than {months} months before {when}: "
          "check them with your provider and enter current ones on the GPUs sheet ({place})"),
         "{gpu}：价格日期 as_of {as_of} 早于{when}超过 {months} 个月：请向供应商核实，并在GPU表中填写当前价格（{place}）"),
+    "catalog_prices_undated": (
+        ("{gpu}: the source of its prices states no date (read {read}), so how old they are is unknown: check them "
+         "with your provider and enter current ones on the GPUs sheet, with their date ({place})"),
+        "{gpu}：其价格来源未注明日期（读取于 {read}），价格新旧未知：请向供应商核实，并在GPU表中填写当前价格及其日期（{place}）"),
+    "catalog_prices_undated_old": (
+        ("{gpu}: the source of its prices states no date and was read on {read}, more than {months} months before "
+         "{when}: the prices are at least that old; check them with your provider and enter current ones on the GPUs "
+         "sheet ({place})"),
+        "{gpu}：其价格来源未注明日期，读取于 {read}，早于{when}超过 {months} 个月：价格至少已这么旧；请向供应商核实，并在GPU表中填写当前价格（{place}）"),
     "catalog_age_build_date": ("the build date {build_date}", "编制日期 {build_date} "),
     "catalog_age_plan_month": ("the plan month {month} they pay for", "其计价的计划月份 {month} "),
     "catalog_cell": ("{cell}", "{cell}"),
@@ -913,6 +929,17 @@ MESSAGES = {
         ("Prices of {count} GPUs are more than {months} months older than {when}: {items!l}; check them with your "
          "provider and enter current ones on the GPUs sheet"),
         "{count} 个 GPU 的价格早于{when}超过 {months} 个月：{items!l}；请向供应商核实，并在GPU表中填写当前价格"),
+    "catalog_prices_undated_item": ("{gpu} ({place})", "{gpu}（{place}）"),
+    "catalog_prices_undated_grouped": (
+        ("Prices of {count} GPUs come from sources that state no date (read {read}), so how old they are is unknown: "
+         "{items!l}; check them with your provider and enter current ones on the GPUs sheet, with their date"),
+        "{count} 个 GPU 的价格来源未注明日期（读取于 {read}），价格新旧未知：{items!l}；请向供应商核实，并在GPU表中填写当前价格及其日期"),
+    "catalog_prices_undated_old_grouped": (
+        ("Prices of {count} GPUs come from sources that state no date and were read on {read}, more than {months} "
+         "months before {when}: they are at least that old: {items!l}; check them with your provider and enter "
+         "current ones on the GPUs sheet"),
+        ("{count} 个 GPU 的价格来源未注明日期，读取于 {read}，早于{when}超过 {months} 个月，价格至少已这么旧：{items!l}；"
+         "请向供应商核实，并在GPU表中填写当前价格")),
     "offer_filter_name_unused": (("{setting}: {name} adds no built-in offer this plan takes ({place}): {hint}"),
                                  "{setting}：{name} 没有增加本计划可用的内置报价（{place}）：{hint}"),
     "fit_at_soft_bound": ("{file}!{cell} {problem} (the fitted row under-states them)",
@@ -1019,9 +1046,12 @@ PROBLEMS = {
          "(or make the plan {currency})"),
         "currency：本行价格为 {currency}，计划币种为 {plan}：请以 {plan} 填写价格（或将计划币种改为 {currency}）"),
     "price_file_format": (
-        ("is neither a price snapshot (columns {snapshot!l}) nor a quote sheet (columns {quotes!l}): "
-         "check the header row"),
-        "既不是价格快照（列 {snapshot!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+        ("is neither a price snapshot (columns {snapshot!l}), a SkyPilot catalog file (vms.csv: columns {vms!l}) nor "
+         "a quote sheet (columns {quotes!l}): check the header row"),
+        "既不是价格快照（列 {snapshot!l}）、SkyPilot 目录文件（vms.csv：列 {vms!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+    "quote_ambiguous_gpu": (('gpu: "{gpu}" does not tell which card (form factor, memory) it is: name the catalog '
+                             'card ({cards!l})'),
+                            'gpu："{gpu}" 未说明是哪种卡（规格、显存）：请写明目录中的卡（{cards!l}）'),
     "quote_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU or a known label ({hint})',
                           'gpu："{gpu}" 不是目录中的GPU或已知标签（{hint}）'),
     "quote_duplicate": ("tier: {tier} of {gpu} from {provider} in {region} is already quoted at {first}: keep one row",

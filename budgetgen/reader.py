@@ -19,7 +19,6 @@ from .budgets import Budget
 from .catalog import (
     CATALOG_CURRENCY,
     TIER_OFFER_COLUMNS,
-    as_of_date,
     builtin_records,
     catalog_warnings,
     gpu_from_record,
@@ -31,7 +30,16 @@ from .fx import FxTable, Rate, fx_table, money_default
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
-from .prices import ANY_REGION, OFFER_FIELDS, builtin_offers, name_key, offer_regions, providers_table, split_names
+from .prices import (
+    ANY_REGION,
+    OFFER_FIELDS,
+    builtin_offers,
+    name_key,
+    offer_regions,
+    providers_table,
+    read_as_of,
+    split_names,
+)
 from .records import BUFFER
 from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .scenarios import DRIVER, ScenarioRow
@@ -470,7 +478,7 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
                         and not _had_problem(out, rec.cells.get(tier.price_column, ""), "GPUs"):
                     out.add(Code.REQUIRED, "GPUs", rec.cells[offer], Message(
                         "offer_without_price", column=offer, offer=rec.values[offer], price=tier.price_column))
-            if "as_of" in rec.values and as_of_date(str(rec.values["as_of"])) is None:  # 01/06/2026, June 2026:
+            if "as_of" in rec.values and read_as_of(str(rec.values["as_of"])) is None:  # 01/06/2026, June 2026:
                 out.add(Code.BAD_DATE, "GPUs", rec.cells["as_of"], Message(  # no age check would ever flag them
                     "as_of_not_a_date", raw=str(rec.values["as_of"])))
             for col in ("vram_gb", "bandwidth_gbs", "tflops"):

@@ -405,8 +405,9 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("price_change_per_year", "percent", "share/year", minimum=-0.9, maximum=1,
       help="expected yearly change of this GPU's rental prices, applied month by month from the plan's first month "
       "(-0.2: 20% cheaper a year on); blank: 0; commitment rates stay as contracted"),
-    C("provider", "text", help="whose offer the prices are (built-in: market = the median over providers, "
-      "cn-market = the Chinese market); a row that names one replaces the built-in offer, its blank prices not offered"),
+    C("provider", "text", help="whose offer the prices are (built-in: a provider or platform as its source names it, "
+      "or market = the median over providers); a row that names one replaces the built-in offer, its blank prices not "
+      "offered"),
     C("region", "text", help="the provider's region; any: not regional"),
     *(C(f"{t.name}_offer", "text", help=f"whose offer the {t.name} price is (provider, or provider · region); blank: "
         "the row's provider and region. The built-in catalog takes each tier's cheapest eligible offer")
@@ -414,7 +415,8 @@ GPU_COLUMNS: tuple[Column, ...] = (
     C("currency", "text", help="ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. "
       "Prices in another currency are converted at the FX rate on Assumptions"),
     C("source", "text", help="where the prices came from"),
-    C("as_of", "text", help="date of the prices"),
+    C("as_of", "text", help="the date the source states for the prices (YYYY-MM-DD, or YYYY-MM); "
+      "\"retrieved YYYY-MM-DD\" when it states none: the day it was read"),
 )
 
 TASK_COLUMNS: tuple[Column, ...] = (

@@ -69,6 +69,10 @@ KINDS = {k.key: k for k in (
     Kind("tier_saving", ADVICE, "tier_saving_grouped", "tier_saving_item", money=("saving",)),
     Kind("catalog_prices_old", PRICE_AGE, "catalog_prices_old_grouped", "catalog_prices_old_item",
          ("months", "when")),
+    Kind("catalog_prices_undated", PRICE_AGE, "catalog_prices_undated_grouped", "catalog_prices_undated_item",
+         ("read",)),
+    Kind("catalog_prices_undated_old", PRICE_AGE, "catalog_prices_undated_old_grouped",
+         "catalog_prices_undated_item", ("read", "months", "when")),
 )}
 GROUP_KEYS = frozenset({k.group for k in KINDS.values()} | {"warnings_grouped"})
 

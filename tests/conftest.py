@@ -23,8 +23,10 @@ import budgetgen
 from budgetgen import catalog, models, prices
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "inputs" / "q3.xlsx"
 DATA = Path(__file__).resolve().parent / "data"
+SAMPLE = DATA / "q3.xlsx"  # the sample inventory as the tests know it (frozen; see tests/data/README.md)
+SHIPPED_SAMPLE = REPO / "inputs" / "q3.xlsx"  # the sample as shipped: what another interpreter, with the shipped
+# catalogs (not the tests' fixed copies), builds
 TEST_CATALOG = DATA / "gpus.csv"  # the built-in catalog as the tests know it (see tests/data/NOTICE.md)
 TEST_PRICES = DATA / "prices.csv"  # the built-in offers as the tests know them
 TEST_MODELS = DATA / "models.csv"  # the built-in model catalog as the tests know it

@@ -70,7 +70,10 @@ offer_currency, providers and regions settings, Commitments' replaced-price colu
 per provider (reservations, then rent net of them) with its totals down to the plan total and two checks in place of
 one. Then large inventories (issue 33): Candidates' shorter formulas (the model figures read once per task
 on Tasks, a training run's cards a column of its own), and bad input round four (issue 34); no total moved. Then About's reading guide says Candidates lists a large inventory's chosen and cheapest cards; no
-value moved."""
+value moved. Then the sample frozen in tests/data/q3.xlsx (the shipped one follows the shipped catalog), recon_memory_limit
+blank by default (About's B39 '1GB' -> '') and the unpriced-cards warning naming the tasks each card was left out of
+(JSON warnings[1] and Summary's warning list), and the JSON's new `order` and `budgets`; no value changed.
+"""
 
 from __future__ import annotations
 

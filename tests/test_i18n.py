@@ -29,7 +29,7 @@ from budgetgen.schema import (
     TIER_NAMES,
 )
 
-SAMPLE_ZH = REPO / "inputs" / "q3-zh.xlsx"
+SAMPLE_ZH = REPO / "tests" / "data" / "q3-zh.xlsx"
 DATE = ("--date", TODAY.isoformat())
 # A bill for the sample: KB01's card 5% busy (low_utilization) so the Recon tab carries an action.
 BILL = [["ChargePeriodStart", "BilledCost", "ResourceId", "ServiceName", "ConsumedQuantity", "ConsumedUnit",
