@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import cast
 
 from . import serving
+from .model import Gpu, Settings
 from .records import excel_is
-from .schema import CONSTANT_VALUES, KIND, PER_CARD_MONTH_TIER, RERUN_TIER, TASK_KINDS, TASK_TIERS, TIER
+from .schema import CONSTANT_VALUES, KIND, PER_CARD_MONTH_TIER, RERUN_TIER, TASK_KINDS, TASK_TIERS, TIER, Value
 from .serving import sheet_ceil
 
-Row = dict[str, object]
+Row = dict[str, Value]  # a task row: its inputs and calculated columns by name
+CalcFn = Callable[[Row, Settings, Gpu], Value]  # a column's Python view: the row so far, the settings, the row's GPU
 # The named constants of Assumptions, so the Python side uses the very numbers the formulas name.
 K = SimpleNamespace(**CONSTANT_VALUES)
 
@@ -32,7 +35,7 @@ class Calc:
     unit: str
     fmt: str  # number | int | money | percent | text | flag
     excel: str
-    py: Callable[[Row, object, object], object]
+    py: CalcFn
 
 
 def _training(r: Row) -> bool:
@@ -66,7 +69,7 @@ def _model(r: Row, field: str):
     return r.get(f"model.{field}")
 
 
-def _serving(py: Callable[[Row, object, object], object]) -> Callable[[Row, object, object], object]:
+def _serving(py: CalcFn) -> CalcFn:
     """A serving column's Python view: blank on a training row."""
     return lambda r, s, g: None if _training(r) else py(r, s, g)
 
@@ -261,7 +264,7 @@ def _rerun_factor(r: Row, s) -> float:
     return 1 if _online(r) else 1 + s.spot_overhead
 
 
-def _tier_cost(tier) -> Callable[[Row, object, object], object]:
+def _tier_cost(tier) -> CalcFn:
     def cost(r: Row, s, g):
         price = g.prices.get(tier.name)
         if price is None:
@@ -577,6 +580,7 @@ TASK_CALCS = tuple(c for c in CALCS if c.key in {
     "prompt_used", "context_used", "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown", "vram_gb",
     "flops_per_token_used", "flops_per_run", "deadline_used"})
 GPU_CALCS = CALCS[len(TASK_CALCS):]
+_NO_GPU = cast(Gpu, None)  # what TASK_CALCS get for the GPU, which none of them reads
 assert CALCS[:len(TASK_CALCS)] == TASK_CALCS, "the GPU-independent columns lead CALCS"
 
 
@@ -586,7 +590,7 @@ def evaluate_task(inputs: Row, settings, model=None) -> Row:
     row = dict(inputs)
     row.update({f"model.{f}": getattr(model, f) if model is not None else None for f in MODEL_FIELDS})
     for calc in TASK_CALCS:
-        row[calc.key] = calc.py(row, settings, None)
+        row[calc.key] = calc.py(row, settings, _NO_GPU)
     return row
 
 

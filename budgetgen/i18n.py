@@ -8,6 +8,7 @@ Warnings and input problems are `Message`s: English text that remembers its temp
 from __future__ import annotations
 
 import string
+from typing import Any, Self, TypeVar
 
 from .schema import COMMITMENT_SETTINGS, COMMITMENT_TIERS, TASK_KINDS, TIERS, Column, normalise_header
 
@@ -1364,7 +1365,7 @@ def canonical_sheet(title: str) -> str:
     return _SHEETS_IN.get(normalise_header(title), str(title).strip())
 
 
-def canonical_name(text: object) -> object:
+def canonical_name(text: _T) -> _T | str:
     """A header or setting key typed in Chinese as its ASCII name; anything else as it is."""
     return _NAMES_IN.get(normalise_header(text), text)
 
@@ -1396,11 +1397,17 @@ class _Formatter(string.Formatter):
         return value.render(self.lang) if isinstance(value, Message) else word(value, self.lang)
 
 
+_T = TypeVar("_T")
+
+
 class Message(str):
     """A warning or an input problem: its English text, plus the template key and parameters to render it in
     another language."""
 
-    def __new__(cls, key: str, **params):
+    key: str
+    params: dict[str, Any]
+
+    def __new__(cls, key: str, **params: Any) -> Self:
         self = super().__new__(cls, _Formatter("en").format(TEMPLATES[key][0], **params))
         self.key, self.params = key, params
         return self

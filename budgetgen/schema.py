@@ -7,6 +7,7 @@ input reference (docs/input-reference.md) are all generated from these declarati
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from .records import BUFFER, DEMAND, PRICE, SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, Driver, excel_is
 
@@ -42,7 +43,7 @@ class Column:
     type: str  # text | number | count | percent | month | choice | date
     unit: str = ""
     required: bool = False
-    default: object = None
+    default: Value = None
     choices: tuple[str, ...] = ()
     help: str = ""
     example: str = ""
@@ -55,13 +56,19 @@ class Column:
     plain_above_one: bool = False
 
 
+Value: TypeAlias = Any
+"""One column's value in a row (a parsed cell, a calculated column): text, a number, a date or None (blank), as the
+column's type says. A row holds many columns of different types under string keys, so its values are Any; the
+Settings and the records are typed per field."""
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row of the Settings sheet, written to Assumptions as a workbook-scoped name."""
 
     key: str
     type: str  # number | percent | count | text | month | choice
-    default: object
+    default: Value
     name: str  # Excel defined name on Assumptions
     help: str
     unit: str = ""

@@ -11,7 +11,7 @@ from .catalog import CATALOG_CURRENCY, builtin_records
 from .errors import OutputError
 from .fx import money_default, reference_rate
 from .i18n import Message, describe, name, sheet_name, tr, word
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMNS, SETTINGS, TASK_COLUMNS, Column, Value
 
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
@@ -31,7 +31,7 @@ EXAMPLE_TASKS = (
      "model": "Qwen3-30B-A3B", "method": "fp8", "requests_per_day": 50000, "prompt_tokens": 2000,
      "tokens_per_request": 400, "cost_center": "product"},
 )
-EXAMPLE_EXTRAS = (
+EXAMPLE_EXTRAS: tuple[dict[str, Value], ...] = (
     {"item": "Object storage for checkpoints", "category": "storage", "monthly_cost": 400},
     {"item": "Egress to users", "category": "egress", "monthly_cost": 600},
 )
@@ -71,7 +71,7 @@ def _in_currency(value, rate):
     return None if value is None else value * rate.rate
 
 
-def catalog_rows(currency: str, today: dt.date) -> list[dict[str, object]]:
+def catalog_rows(currency: str, today: dt.date) -> list[dict[str, Value]]:
     """The built-in catalog as GPUs sheet rows priced in `currency`: each price converted at the reference rate,
     which the row's source names with its date; where no rate is known, the prices blank and the catalog's
     figures named in the source as a hint (never a number under another currency's label)."""

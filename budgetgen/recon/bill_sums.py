@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -294,7 +295,7 @@ def _refuse_same_files(sources: list[BillSource]) -> None:
     seen: dict[object, str] = {}
     problems = []
     for path in files:
-        keys = [path.resolve()]
+        keys: list[object] = [path.resolve()]
         if sizes[path.stat().st_size] > 1:
             keys.append((path.stat().st_size, _digest(path)))
         first = next((seen[k] for k in keys if k in seen), None)
@@ -444,17 +445,17 @@ def _xlsx_sheets(path: Path, options: _Options) -> Iterator[tuple[pd.DataFrame, 
             yield sheet_frame(rows), name(title)
 
 
-def _check_headers(parts: list[tuple[int, _Part]], problems: list[Problem] = ()) -> None:
+def _check_headers(parts: list[tuple[int, _Part]], problems: list[Problem] | None = None) -> None:
     """Each part has the required columns once (a sheet that is no bill is named, not ignored) and columns of a
     type that can hold their values; `problems` found while opening the parts are raised with these."""
-    problems = list(problems)
+    problems = list(problems or ())
     for _, part in parts:
         headers = match_headers(part.columns, BILL_INPUT_COLUMNS)
         problems += [Problem(Code.MISSING_COLUMN, part.name, "", Message("file_missing_column", column=c.name))
                      for c in BILL_INPUT_COLUMNS if c.required and c.name not in headers]
-        for column, found in duplicate_headers(part.headers or part.columns, BILL_INPUT_COLUMNS).items():
+        for twice, found in duplicate_headers(part.headers or part.columns, BILL_INPUT_COLUMNS).items():
             problems.append(Problem(Code.DUPLICATE_COLUMN, part.name, "", Message(
-                "file_duplicate_column", column=column, count=len(found), headers=", ".join(found))))
+                "file_duplicate_column", column=twice, count=len(found), headers=", ".join(found))))
         for column in BILL_INPUT_COLUMNS:
             header = headers.get(column.name)
             kind = part.types.get(header, "VARCHAR") if header else "VARCHAR"
@@ -475,7 +476,7 @@ def _part_warnings(con: duckdb.DuckDBPyConnection, parts: list[_Part], currency:
     for part in parts:
         if "BillingCurrency" not in match_headers(part.columns, BILL_INPUT_COLUMNS):
             warnings.append(Message("bill_without_currency", file=part.name, currency=currency))
-        if not con.execute(f"SELECT EXISTS (SELECT 1 FROM {part.relation})").fetchone()[0]:
+        if not _first(con.execute(f"SELECT EXISTS (SELECT 1 FROM {part.relation})").fetchone()):
             warnings.append(Message("bill_without_lines", file=part.name))
     return warnings
 
@@ -920,19 +921,30 @@ _ROW_CHECKS = (
 )
 
 
+def _not_a_choice(choices: tuple[str, ...]) -> Callable[[Any], Message]:
+    return lambda v: Message("not_a_choice", raw=v, choices=list(choices))
+
+
+def _first(row: tuple[Any, ...] | None) -> Any:
+    """The first value of an aggregate query's row (an aggregate always returns one row)."""
+    if row is None:
+        raise ValueError("an aggregate query returned no row")
+    return row[0]
+
+
 def _raise_problems(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, _Part]], options: _Options) -> None:
     """If the groups counted any problem (or a Tags text is no JSON object), find its first rows and raise."""
-    found = con.execute("SELECT bit_or(problems) FROM groups").fetchone()[0] or 0
+    found = _first(con.execute("SELECT bit_or(problems) FROM groups").fetchone()) or 0
     counts = {flag: found >> i & 1 for i, flag in enumerate(_CHECKS)}
     # Every Tags text is a JSON object (DuckDB checks each distinct one) naming at most one task (Python reads
     # those that mention a task).
     bad_tags = {t: problem for (t,) in con.execute(
         "SELECT DISTINCT txt(tags) AS t FROM groups WHERE t IS NOT NULL AND (contains(lower(t), 'task') "
         "OR NOT json_valid(t) OR json_type(t) <> 'OBJECT')").fetchall() if (problem := _tags_problem(t))}
-    counts["currency_other"] = con.execute(_sql(f"SELECT count(*) FROM groups WHERE {_CURRENCY_OTHER}", options)
-                                           ).fetchone()[0]
+    counts["currency_other"] = _first(con.execute(_sql(f"SELECT count(*) FROM groups WHERE {_CURRENCY_OTHER}",
+                                                        options)).fetchone())
     for column, bad in _BAD_CHOICES.items():  # checked once per group, not per line
-        counts[column] = con.execute(f"SELECT count(*) FROM groups WHERE {bad}").fetchone()[0]
+        counts[column] = _first(con.execute(f"SELECT count(*) FROM groups WHERE {bad}").fetchone())
     if not any(counts.values()) and not bad_tags:
         return
     problems = []
@@ -967,7 +979,7 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
                             f"ORDER BY file, row LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
         (total,), = con.execute(f"SELECT count(*) FROM numbered WHERE {bad}").fetchall()
         problems += listed_problems(place.name_of, place.cell_of(header), header, Code.UNKNOWN_VALUE,
-                                    lambda v, choices=choices: Message("not_a_choice", raw=v, choices=list(choices)),
+                                    _not_a_choice(choices),
                                     found, total)
     if bad_tags and headers.get("Tags"):
         con.register("bad_tags", pd.DataFrame({"tags": pd.Series(list(bad_tags), dtype=object)}))

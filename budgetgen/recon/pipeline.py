@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -615,7 +616,7 @@ def is_hours_unit(unit: str) -> bool:
     return bool(counts_hours) and not re.search(r"\bper\b|/|byte|\bgb|\bgib|\btb", text)
 
 
-def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, float | None],
+def _resource_recon(row: Any, status: Mapping[str, str], cards: Mapping[str, float | None],
                     pricing: Mapping[str, str], task_rows: Mapping[str, int], limits: Limits) -> ResourceRecon:
     """One row of the resource frame as a ResourceRecon with its flags, its cards and its idle cards."""
     task_id = row.task_id or None
@@ -703,7 +704,7 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     bill_sources = [BillSource(p, Path(p).name) for p in bill_paths]
     if inputs.bills_sheet is not None:
         bill_sources.insert(0, BillSource(inputs.bills_sheet, "Bills"))
-    usage_sources = [(p, Path(p).name) for p in usage_paths]
+    usage_sources: list[tuple[Path | pd.DataFrame, str]] = [(p, Path(p).name) for p in usage_paths]
     if inputs.usage_sheet is not None:
         usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
     usage_frames, problems = _gather(usage_sources, read_usage)
@@ -730,7 +731,9 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
                       s.variance_tolerance, coverage=bills.coverage, duplicates=bills.duplicates,
                       facts=plan_facts(plan), daily=bills.daily, spike_factor=s.recon_spike_factor)
-    names = [source.name for source in bill_sources] or [Path(bill_sums).name]
+    names = [source.name for source in bill_sources]
+    if not names and bill_sums is not None:
+        names = [Path(bill_sums).name]
     warnings = (*bills.warnings, *unknown_task_warnings(names, bills.sums, planned),
                 *unmatched_usage_warnings(usage_frames, bills.sums))
     return PlanRecon(recon, dict(bills.billed), tuple(warnings), bills)

@@ -377,9 +377,10 @@ class OrderLayout:
         """The row of item `i` of a kind (over every block, in order): `first` names the kind's first row in a block,
         `count` its place in `blocks`' (provider, reservations, rent lines)."""
         for rows, block in zip(self.block_rows, self.blocks, strict=True):
-            if i < block[count]:
+            n = int(block[count])
+            if i < n:
                 return rows[first] + i
-            i -= block[count]
+            i -= n
         raise IndexError(i)
 
     def line_row(self, i: int) -> int:

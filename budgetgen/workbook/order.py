@@ -229,7 +229,7 @@ def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout) -> None:
                 book.formula(ws, row, at.month_col + j, rules.ORDER_IN_MONTH.formula(**sel, amounts=name(month)),
                              values[j], "money" if k == 2 else "number")
     book.header(ws, at.working_header(3), [WORKING[3], "", *at.months])
-    blocks = {}
+    blocks: dict[str, list[int]] = {}
     for b, c in enumerate(plan.commitments):
         blocks.setdefault(c.gpu, []).append(b)
     for g, gpu in enumerate(at.shared_gpus):
