@@ -23,6 +23,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # --------------------------------------------------------------------------------------------- the expression tree
 
@@ -218,7 +219,7 @@ def _eq(a: object, b: object) -> bool:
     return _blank(a) == _blank(b)
 
 
-def _compare(op: Callable[[object, object], bool]) -> Callable[[object, object], bool]:
+def _compare(op: Callable[[Any, Any], bool]) -> Callable[[object, object], bool]:
     def apply(a: object, b: object) -> bool:
         return op(0 if a is None else a, 0 if b is None else b)
     return apply
@@ -306,7 +307,7 @@ class Names:
 
     settings: Mapping[str, str]  # defined name -> Settings attribute
     constants: Mapping[str, float]
-    derived: Mapping[str, Callable[[object], float]]
+    derived: Mapping[str, Callable[[Any], float]]
 
 
 class _Renderer:
