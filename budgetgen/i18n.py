@@ -265,7 +265,6 @@ TEXT_ZH = {
     "providers); a row that names one replaces the built-in offer, its blank prices not offered":
         "价格来自哪家供应商的报价（内置：来源所写的供应商或平台名，或 market = 各供应商中位数）；填写供应商的行替换内置报价，其空白价格视为不提供",
     "the provider's region; any: not regional": "供应商的区域；any：不分区域",
-    "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
     "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
     "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
@@ -455,20 +454,12 @@ TEXT_ZH = {
     "unique key": "唯一编号", "description": "描述",
     "finetune, pretrain, inference (online serving) or batch (offline batch inference)":
     "微调、预训练、推理（在线服务）或批量（离线批量推理）",
-    "model size, e.g. 7 or 7B": "模型规模，例如 7 或 7B",
-    "training: full (default), lora, qlora; serving: fp16 (default), int8, int4":
-    "训练：全量（默认）、lora、qlora；推理：fp16（默认）、int8、int4",
     "required for training, e.g. 5M": "训练任务必填，例如 5M",
     "passes over the training tokens": "训练数据的遍历轮数",
     "training or batch runs per active month; 0.5: one run spread over two months":
     "每个活跃月的训练或批量运行次数；0.5：一次运行跨两个月",
     "required for inference": "推理任务必填", "required for batch": "批量任务必填",
-    "generated tokens per request (serving)": "每个请求生成的token数（推理）",
     "hours a day the service is up and the traffic falls in": "服务每天运行且承接流量的小时数",
-    "measured tokens/s of one replica; blank: estimated from bandwidth and compute":
-    "单个副本实测的token/s；空白：按带宽和算力估算",
-    "concurrent sequences per replica for the estimate": "估算时每个副本的并发序列数",
-    "extra serving memory for long contexts / many sessions": "长上下文/多会话所需的额外推理显存",
     "a catalog GPU name; blank: the engine chooses": "目录中的GPU名称；空白：由引擎选择",
     "cards per run/replica; blank: the fewest that fit": "每次运行/每副本的卡数；空白：能放下的最少卡数",
     "price tier; default: inference monthly, batch idle, training on_demand":
@@ -523,14 +514,11 @@ TEXT_ZH = {
     "share of a card's memory a job can use (CUDA context, fragmentation)": "作业可用的显存比例（CUDA上下文、碎片）",
     "training activation memory allowance per billion parameters": "每十亿参数的训练激活显存预留",
     "share of parameters trained by LoRA/QLoRA": "LoRA/QLoRA训练的参数比例",
-    "inference memory on top of weights (runtime, activations, small KV cache)": "权重之外的推理显存（运行时、激活、小KV缓存）",
-    "achieved share of memory bandwidth while decoding": "解码时实际达到的显存带宽比例",
     "multiplies inference demand for peaks": "推理需求的峰值放大系数",
     "extra GPU-hours on spot for interruptions and reruns": "竞价实例因中断和重跑增加的GPU小时",
     "reserve for storage, egress, images, platform fees, unrefundable balance (guidance 0.20-0.30)":
     "为存储、出网流量、镜像、平台费、不可退余额预留的比例（建议0.20-0.30）",
     "how the engine picks a GPU when a task names none": "任务未指定GPU时引擎的选择方式",
-    "largest card count the engine proposes for one task": "引擎为单个任务建议的最大卡数",
     "monthly average utilisation under which a resource is flagged for downsizing": "月平均利用率低于此值的资源被标记为需缩减",
     "OOM events a month from which a resource is flagged": "每月OOM次数达到此值的资源被标记",
     "bill over plan by more than this share is flagged": "账单超出计划超过此比例时被标记",
