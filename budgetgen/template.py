@@ -50,6 +50,7 @@ def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt, lang: str) -> N
         if column is RAMP_COLUMNS[1]:
             # Ramp's month columns: the note on the blank cell where the first month goes. A month written now would
             # fall outside a plan that starts later (by default the month after the build date): a problem.
+            ws.write_blank(0, col, None, fmt["header"])
             ws.write_comment(0, col, describe(column, lang), _NOTE_SIZE)
             continue
         ws.write_string(0, col, name(column.name, lang), fmt["header"])
