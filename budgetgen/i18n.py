@@ -10,7 +10,16 @@ from __future__ import annotations
 import string
 from typing import Any, Self, TypeVar
 
-from .schema import COMMITMENT_SETTINGS, COMMITMENT_TIERS, TASK_KINDS, TIERS, Column, normalise_header
+from .schema import (
+    COMMITMENT_SETTINGS,
+    COMMITMENT_TIERS,
+    DRIVERS,
+    SCENARIO_COLUMNS,
+    TASK_KINDS,
+    TIERS,
+    Column,
+    normalise_header,
+)
 
 LANGS = ("en", "zh")
 
@@ -62,6 +71,7 @@ NAMES_ZH = {
     "lora_workspace_gb": "LoRA工作空间GB",
     "train_precision": "训练精度", "bandwidth_efficiency": "带宽效率", "matmul_efficiency": "矩阵算力效率",
     "experts": "专家数", "experts_per_token": "每token专家数",
+    "driver": "驱动因素", "low": "低", "base": "基准", "high": "高",
     "tp_efficiency_nvlink": "NVLink张量并行效率", "allreduce_us_nvlink": "NVLink全归约微秒",
     "allreduce_us_pcie": "PCIe全归约微秒", "nvlink_gbs": "NVLink带宽GBs", "pcie_gbs": "PCIe带宽GBs",
     "moe_layer_overhead_us": "MoE每层开销微秒", "train_fp8_efficiency": "训练FP8效率", "lora_mfu": "LoRA算力利用率",
@@ -256,7 +266,6 @@ TEXT_ZH = {
     "providers); a row that names one replaces the built-in offer, its blank prices not offered":
         "价格来自哪家供应商的报价（内置：来源所写的供应商或平台名，或 market = 各供应商中位数）；填写供应商的行替换内置报价，其空白价格视为不提供",
     "the provider's region; any: not regional": "供应商的区域；any：不分区域",
-    "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
     "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
     "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
@@ -446,20 +455,12 @@ TEXT_ZH = {
     "unique key": "唯一编号", "description": "描述",
     "finetune, pretrain, inference (online serving) or batch (offline batch inference)":
     "微调、预训练、推理（在线服务）或批量（离线批量推理）",
-    "model size, e.g. 7 or 7B": "模型规模，例如 7 或 7B",
-    "training: full (default), lora, qlora; serving: fp16 (default), int8, int4":
-    "训练：全量（默认）、lora、qlora；推理：fp16（默认）、int8、int4",
     "required for training, e.g. 5M": "训练任务必填，例如 5M",
     "passes over the training tokens": "训练数据的遍历轮数",
     "training or batch runs per active month; 0.5: one run spread over two months":
     "每个活跃月的训练或批量运行次数；0.5：一次运行跨两个月",
     "required for inference": "推理任务必填", "required for batch": "批量任务必填",
-    "generated tokens per request (serving)": "每个请求生成的token数（推理）",
     "hours a day the service is up and the traffic falls in": "服务每天运行且承接流量的小时数",
-    "measured tokens/s of one replica; blank: estimated from bandwidth and compute":
-    "单个副本实测的token/s；空白：按带宽和算力估算",
-    "concurrent sequences per replica for the estimate": "估算时每个副本的并发序列数",
-    "extra serving memory for long contexts / many sessions": "长上下文/多会话所需的额外推理显存",
     "a catalog GPU name; blank: the engine chooses": "目录中的GPU名称；空白：由引擎选择",
     "cards per run/replica; blank: the fewest that fit": "每次运行/每副本的卡数；空白：能放下的最少卡数",
     "price tier; default: inference monthly, batch idle, training on_demand":
@@ -469,8 +470,35 @@ TEXT_ZH = {
     "最后活跃月；空白：计划结束", "for grouping in the summary": "用于汇总分组",
     "what the cost is": "费用内容", "kind of non-GPU cost": "非GPU费用的类别", "cost per active month": "每个活跃月的费用",
     "first month; blank: plan start": "首月；空白：计划开始", "last month; blank: plan end": "末月；空白：计划结束",
-    "setting name (see README)": "设置项名称（见README）", "setting name": "设置项名称",
-    "its value; blank: the default": "取值；空白：默认值", "free text": "自由文本", "what it means": "含义",
+    "setting name, e.g. period_start (docs/input-reference.md lists every setting)":
+        "设置项名称，例如 period_start（docs/input-reference.md 列出全部设置项）",
+    "its value; blank: the default": "取值；空白：默认值",
+    "what the setting means (init writes it; the reader ignores it)": "该设置项的含义（由 init 写入；读取时忽略）",
+    # the Scenarios sheet (the driver's help joins the drivers' records)
+    SCENARIO_COLUMNS[0].help: "；".join(f"{d.name}：{d.meaning_zh}" for d in DRIVERS),
+    "the task it moves; blank: every task (a task's own row wins)": "该行影响的任务；空白：所有任务（任务自己的行优先）",
+    "the low scenario's value; blank: base": "低情景的值；空白：取基准值",
+    "the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer setting)":
+        "基准情景的值；空白：1（buffer：取 hidden_cost_buffer 设置）",
+    "the high scenario's value; blank: base": "高情景的值；空白：取基准值",
+    "where the range comes from": "取值范围的来源",
+    # the Models sheet
+    "model name, the key tasks refer to (case-insensitive)": "模型名称，任务按此引用（不区分大小写）",
+    "all parameters, held in memory (required for a model not in the built-in catalog)":
+        "全部参数，均占用显存（不在内置目录中的模型必填）",
+    "parameters active per token (mixture of experts); blank: all of them": "每个token激活的参数（混合专家）；空白：全部参数",
+    "transformer layers": "Transformer层数", "hidden size": "隐藏层维度", "query attention heads": "查询注意力头数",
+    "key/value heads (grouped-query attention); blank for MLA": "键/值头数（分组查询注意力）；MLA模型留空",
+    "elements per attention head; blank for MLA": "每个注意力头的维度；MLA模型留空",
+    "MLA models: elements cached per layer per token (e.g. 576); blank otherwise":
+        "MLA模型：每层每token缓存的元素数（例如 576）；其他模型留空",
+    "context length the model was trained for": "模型训练时的上下文长度",
+    "mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model":
+        "混合专家：每个MoE层的路由专家数（不含共享专家）；稠密模型留空",
+    "mixture of experts: routed experts each token uses (top-k), fewer than experts":
+        "混合专家：每个token使用的路由专家数（top-k），少于 experts",
+    "where the figures came from": "数据来源", "elements": "元素", "heads": "头",
+    "Object storage": "对象存储",
     "ISO code of the plan's currency, shown in number formats": "计划币种的ISO代码，用于数字格式",
     "plan currency per 1 CNY: overrides the reference rate for CNY prices (an FX sheet row does so for any currency)":
         "每 1 人民币折合的计划币种金额：覆盖人民币价格的参考汇率（汇率表中的一行可为任何币种覆盖）",
@@ -487,14 +515,11 @@ TEXT_ZH = {
     "share of a card's memory a job can use (CUDA context, fragmentation)": "作业可用的显存比例（CUDA上下文、碎片）",
     "training activation memory allowance per billion parameters": "每十亿参数的训练激活显存预留",
     "share of parameters trained by LoRA/QLoRA": "LoRA/QLoRA训练的参数比例",
-    "inference memory on top of weights (runtime, activations, small KV cache)": "权重之外的推理显存（运行时、激活、小KV缓存）",
-    "achieved share of memory bandwidth while decoding": "解码时实际达到的显存带宽比例",
     "multiplies inference demand for peaks": "推理需求的峰值放大系数",
     "extra GPU-hours on spot for interruptions and reruns": "竞价实例因中断和重跑增加的GPU小时",
     "reserve for storage, egress, images, platform fees, unrefundable balance (guidance 0.20-0.30)":
     "为存储、出网流量、镜像、平台费、不可退余额预留的比例（建议0.20-0.30）",
     "how the engine picks a GPU when a task names none": "任务未指定GPU时引擎的选择方式",
-    "largest card count the engine proposes for one task": "引擎为单个任务建议的最大卡数",
     "monthly average utilisation under which a resource is flagged for downsizing": "月平均利用率低于此值的资源被标记为需缩减",
     "OOM events a month from which a resource is flagged": "每月OOM次数达到此值的资源被标记",
     "bill over plan by more than this share is flagged": "账单超出计划超过此比例时被标记",
@@ -671,7 +696,7 @@ TEXT_ZH = {
     "cheaper GPU now": "现更便宜的GPU", "saving on it": "改用可省",
     "saving against the chosen GPU": "相对所选GPU的节省", "task's best saving so far": "该任务至此最大节省",
     "task's cheaper GPU so far": "该任务至此更便宜的GPU",
-    **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值来源见README）"
+    **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值及其来源见 docs/input-reference.md）"
        for t in COMMITMENT_TIERS for s in COMMITMENT_SETTINGS if s.key == t.discount_setting},
     ("Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
      "sheet)."):
@@ -1332,13 +1357,13 @@ def sheet_name(sheet: str, lang: str) -> str:
     return SHEETS_ZH.get(sheet, sheet) if lang == "zh" else sheet
 
 
-_NOTE = {"en": ("Unit: {}.", "One of: {}.", "Default: {}.", "Required."),
-         "zh": ("单位：{}。", "可选值：{}。", "默认：{}。", "必填。")}
+_NOTE = {"en": ("Unit: {}.", "One of: {}.", "Default: {}.", "Required.", "Example: {}."),
+         "zh": ("单位：{}。", "可选值：{}。", "默认：{}。", "必填。", "示例：{}。")}
 
 
 def describe(column: Column, lang: str) -> str:
-    """A column's header note in `lang`: help text, unit, allowed values, default, whether required."""
-    unit, one_of, default, required = _NOTE[lang]
+    """A column's header note in `lang`: help text, unit, allowed values, default, whether required, an example."""
+    unit, one_of, default, required, example = _NOTE[lang]
     parts = [tr(column.help, lang)]
     if column.unit:
         parts.append(unit.format(tr(column.unit, lang)))
@@ -1348,6 +1373,8 @@ def describe(column: Column, lang: str) -> str:
         parts.append(default.format(word(column.default, lang) if isinstance(column.default, str) else column.default))
     if column.required:
         parts.append(required)
+    if column.example:
+        parts.append(example.format(word(column.example, lang) if column.choices else tr(column.example, lang)))
     return " ".join(p for p in parts if p)
 
 

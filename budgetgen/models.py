@@ -9,33 +9,10 @@ from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 
-from .schema import Column, Value
+from .schema import MODEL_COLUMNS, Value
 
 MODELS_RESOURCE = resources.files("budgetgen") / "data" / "models.csv"
 
-C = Column
-# The Models sheet: the same columns as the built-in catalog; a row adds a model or overrides a catalog row.
-MODEL_COLUMNS: tuple[Column, ...] = (
-    C("model", "text", required=True, help="model name, the key tasks refer to (case-insensitive)",
-      example="Llama-3.1-8B"),
-    C("total_params_b", "number", "billions of parameters", positive=True, scale=1e9,
-      help="all parameters, held in memory (required for a model not in the built-in catalog)"),
-    C("active_params_b", "number", "billions of parameters", positive=True, scale=1e9,
-      help="parameters active per token (mixture of experts); blank: all of them"),
-    C("layers", "count", "layers", positive=True, help="transformer layers"),
-    C("hidden", "count", "elements", positive=True, help="hidden size"),
-    C("attn_heads", "count", "heads", positive=True, help="query attention heads"),
-    C("kv_heads", "count", "heads", positive=True, help="key/value heads (grouped-query attention); blank for MLA"),
-    C("head_dim", "count", "elements", positive=True, help="elements per attention head; blank for MLA"),
-    C("kv_latent", "count", "elements", positive=True,
-      help="MLA models: elements cached per layer per token (e.g. 576); blank otherwise"),
-    C("native_context", "count", "tokens", positive=True, help="context length the model was trained for"),
-    C("experts", "count", "experts", positive=True,
-      help="mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model"),
-    C("experts_per_token", "count", "experts", positive=True,
-      help="mixture of experts: routed experts each token uses (top-k), fewer than experts"),
-    C("source", "text", help="where the figures came from"),
-)
 _TEXT = {"model", "source"}
 
 

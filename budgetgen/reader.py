@@ -55,6 +55,7 @@ from .schema import (
     SCENARIO_COLUMNS,
     SCENARIO_LEVELS,
     SETTINGS_BY_KEY,
+    SETTINGS_COLUMNS,
     TASK_COLUMNS,
     TASK_TIERS,
     Column,
@@ -184,8 +185,7 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
     values: dict[str, Value] = {}
     seen: dict[str, str] = {}
     if ws is not None:
-        for rec in read_table(ws, "Settings", (Column("setting", "text", required=True, help="e.g. period_start"),
-                                               Column("value", "text"), Column("note", "text")), out):
+        for rec in read_table(ws, "Settings", SETTINGS_COLUMNS, out):
             _read_setting(rec, values, seen, out)
     if today is not None or not values.get("build_date"):
         values["build_date"] = (today or dt.date.today()).isoformat()
