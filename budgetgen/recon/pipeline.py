@@ -250,6 +250,27 @@ def daily_recons(daily: pd.DataFrame, limits: Limits) -> dict[str, tuple[DayReco
 
 
 @dataclass(frozen=True)
+class CurrencyRecon:
+    """The month's lines billed in another currency than the plan's: their BilledCost in that currency, and the
+    dated rate (plan currency per 1 unit) that converted them; every amount of the reconciliation is converted."""
+
+    currency: str
+    billed: float  # in `currency`
+    rate: float
+    as_of: str  # YYYY-MM-DD
+    source: str
+
+    @property
+    def converted(self) -> float:
+        """The lines' BilledCost in the plan currency."""
+        return self.billed * self.rate
+
+    def to_json(self) -> dict:
+        return {"currency": self.currency, "billed": self.billed, "rate": self.rate, "as_of": self.as_of,
+                "source": self.source, "converted": self.converted}
+
+
+@dataclass(frozen=True)
 class MonthRecon:
     """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed + commitment_billed
     = billed_total (the BilledCost of the month).
@@ -279,6 +300,7 @@ class MonthRecon:
     non_gpu_planned: Mapping[str, float] = field(default_factory=dict)
     daily: tuple[DayRecon, ...] = ()
     planned_commitments: float = 0.0  # the commitments' adjustment of the month: committed cost - rent displaced
+    currencies: tuple[CurrencyRecon, ...] = ()  # the bill's other currencies, converted into the plan's
 
     @property
     def commitment_billed(self) -> float:
@@ -376,6 +398,7 @@ class MonthRecon:
             "planned_gpu_all": self.planned_gpu_all,
             "billed_gpu_all": self.billed_gpu_all,
             "planned_all": self.planned_all,
+            "currencies": [c.to_json() for c in self.currencies],
         }
 
 
