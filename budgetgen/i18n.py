@@ -515,6 +515,15 @@ TEXT_ZH = {
      "else 3"):
     "Candidates表为每个任务列出的选项：所选的卡及可选卡中最便宜的这么多张（JSON列出全部卡）；空白：清单不超过1,000个任务时"
     "列出目录中的每种卡，否则3张",
+    "usage and variance": "用量与差异", "tasks' GPU variance": "各任务GPU差异合计", "of it, rate variance": "其中：价格差异",
+    "of it, usage variance": "其中：用量差异", "not split (no GPU hours on the bill)": "未拆分（账单未给出GPU小时）",
+    "tasks over plan": "超出计划的任务", "resources flagged": "有标记的资源", "saving if the actions are taken": "采取措施后可节省",
+    "actions next month": "下月措施", "resources": "资源数", "their bill": "其账单金额",
+    "billed in another currency": "以其他币种计费", "billed in it": "以该币种计费",
+    "The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) prints only when "
+    "asked: select its rows and print the selection.":
+        "下方明细（按任务、按资源、非GPU费用与合计、承诺费用、每日账单）默认不打印：需要时选中这些行并打印所选内容。",
+    "more resources are listed on": "个其他资源列在", "rate of": "汇率日期",
     "more resources, listed on": "个其他资源，完整列在", " and {n} more": "等另外{n}个", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",

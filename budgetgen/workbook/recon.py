@@ -179,7 +179,7 @@ def _actions(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[int,
             book.formula(ws, row, 3, _over_resources(R.FLAG_AMOUNT, cells, at, {
                 "flags": FLAGS_COL, "amounts": _SAVING_COLUMNS[rule.saving]}),
                 R.FLAG_AMOUNT.py({**values, "amounts": amounts}, limits), "money")
-        heights[row + 1] = _sentence(book, ws, row + 1, limits.action(rule.key), rule.action_name)
+        heights[row + 1] = _sentence(book, ws, row + 1, limits.action(rule.key), rule.action_name, slack=0.9)
     return heights
 
 
