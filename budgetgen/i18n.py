@@ -1155,9 +1155,11 @@ PROBLEMS = {
     "tags_not_json": ('"{raw}" is not a JSON object; write tags as {{"task_id": "T01"}}',
                       '"{raw}" 不是 JSON 对象；标签请写成 {{"task_id": "T01"}}'),
     "currency_mismatch": (
-        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}; budgetgen never converts: '
-         "export the bill in {plan} or set the plan currency to {code}"),
-        'BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}；budgetgen 从不换算：请以 {plan} 导出账单，或将计划币种设为 {code}'),
+        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}, and no exchange rate converts it '
+         "for {months}: give its rate on the FX sheet ({plan} per 1 {code}, with its as_of date), or export the bill "
+         "in {plan}"),
+        ('BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}，且 {months} 没有可用的汇率换算：请在 FX 表填写其汇率'
+         '（每 1 {code} 折合多少 {plan}，并注明 as_of 日期），或以 {plan} 导出账单')),
     "bad_gpu_pattern": ('gpu_line_pattern: "{pattern}" is not a regular expression ({reason}); fix it',
                         'gpu_line_pattern："{pattern}" 不是正则表达式（{reason}）；请修改'),
     "same_bill_twice": ("{file} is the same bill as {first} (same path or same content): give each bill once",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -13,6 +14,7 @@ import pandas as pd
 
 from ..engine import Plan
 from ..errors import Code, InputError, Problem
+from ..fx import bill_rate
 from ..i18n import Message
 from ..schema import EXTRA_CATEGORIES, TIER
 from .bill_sql import read_bill_sums
@@ -737,13 +739,15 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
         return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
     try:
         pattern, gpu_names = s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN, [g.name for g in inputs.gpus]
+        rate_of = functools.partial(bill_rate, plan_currency=s.currency, fx=inputs.fx)
         if bill_sums is not None:
             bills = read_bill_sums(bill_sums, s.currency, pattern, dict(inputs.assignments), gpu_names,
-                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit())
+                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit(),
+                                   rate_of=rate_of)
         else:
             bills = sum_bills(bill_sources, s.currency, pattern, dict(inputs.assignments), gpu_names,
                               billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit(),
-                              temp_parent=temp_parent, progress=progress)
+                              temp_parent=temp_parent, progress=progress, rate_of=rate_of)
     except InputError as exc:
         raise InputError(exc.problems + problems) from None
     if problems:
@@ -753,6 +757,9 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
                       s.variance_tolerance, coverage=bills.coverage, duplicates=bills.duplicates,
                       facts=plan_facts(plan), daily=bills.daily, spike_factor=s.recon_spike_factor)
+    recon = {m: replace(mr, currencies=tuple(CurrencyRecon(code, billed, rate.rate, rate.as_of, rate.source)
+                                                         for code, billed, rate in bills.currencies.get(m, ())))
+             for m, mr in recon.items()}
     names = [source.name for source in bill_sources] or [Path(bill_sums).name]
     warnings = (*bills.warnings, *unknown_task_warnings(names, bills.sums, planned),
                 *unmatched_usage_warnings(usage_frames, bills.sums))
