@@ -519,7 +519,7 @@ TEXT_ZH = {
     "of it, usage variance": "其中：用量差异", "not split (no GPU hours on the bill)": "未拆分（账单未给出GPU小时）",
     "tasks over plan": "超出计划的任务", "resources flagged": "有标记的资源", "saving if the actions are taken": "采取措施后可节省",
     "actions next month": "下月措施", "resources": "资源数", "their bill": "其账单金额",
-    "billed in another currency": "以其他币种计费", "billed in it": "以该币种计费",
+    "billed in another currency": "以其他币种计费", "billed in its currency": "以该币种计费",
     "The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) prints only when "
     "asked: select its rows and print the selection.":
         "下方明细（按任务、按资源、非GPU费用与合计、承诺费用、每日账单）默认不打印：需要时选中这些行并打印所选内容。",

@@ -188,7 +188,7 @@ def _currencies(book: Book, ws, mr, at: ReconLayout) -> dict[int, float]:
     and its date, and the BilledCost in the plan currency; nothing when the whole bill is in the plan's."""
     if not mr.currencies:
         return {}
-    book.header(ws, at.currency_header, ["billed in another currency", "billed in it", f"rate ({book.currency} per 1)",
+    book.header(ws, at.currency_header, ["billed in another currency", "billed in its currency", f"rate ({book.currency} per 1)",
                                          f"billed ({book.currency})"])
     heights = {at.currency_header: 30.0}
     ws.set_row(at.currency_header, 30.0)
