@@ -70,7 +70,10 @@ offer_currency, providers and regions settings, Commitments' replaced-price colu
 per provider (reservations, then rent net of them) with its totals down to the plan total and two checks in place of
 one. Then large inventories (issue 33): Candidates' shorter formulas (the model figures read once per task
 on Tasks, a training run's cards a column of its own), and bad input round four (issue 34); no total moved. Then About's reading guide says Candidates lists a large inventory's chosen and cheapest cards; no
-value moved."""
+value moved. Then issue 30's printed Recon summary: each Recon tab opens with its one-page summary (like for like,
+usage and variance, the actions per flag, the bill's coverage, a note), the detail below it (by task from row 43 of
+2027-01 and 2027-02), and the JSON's reconciliation months end with `currencies` (empty: the sample bill is in CNY);
+the recon_memory_limit cells blank as the scale merge made its default; no value moved."""
 
 from __future__ import annotations
 
