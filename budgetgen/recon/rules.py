@@ -382,9 +382,9 @@ FLAG_AMOUNT = Rule("flag_amount", "their bill", "money", f"SUMPRODUCT({_HOLDS}*{
                                           if _holds(f, v["word"])))
 """An amount (`{amounts}`: the billed, the saving or the bill to attribute) summed over the resources flagged
 `{word}`."""
-FLAGGED = Rule("flagged", "resources flagged", "int", 'SUMPRODUCT((LEN(TRIM({flags}))>0)*1)',
+FLAGGED = Rule("flagged", "resources flagged", "int", 'SUMPRODUCT((TRIM({flags})<>"")*1)',
                lambda v, s: sum(1 for f in v["flags"] if str(f or "").strip()))
-TASKS_OVER = Rule("tasks_over", "tasks over plan", "int", f"COUNTIF({{statuses}},{shown_word(OVER_PLAN_STATUS)})",
+TASKS_OVER = Rule("tasks_over", "tasks over plan", "int", f"SUMPRODUCT(({{statuses}}={shown_word(OVER_PLAN_STATUS)})*1)",
                   lambda v, s: sum(1 for x in v["statuses"] if x == OVER_PLAN_STATUS))
 NOT_SPLIT = Rule("not_split", "not split (no GPU hours on the bill)", "money", "{variance}-{rate}-{usage}",
                  lambda v, s: v["variance"] - v["rate"] - v["usage"])
