@@ -570,6 +570,8 @@ TEXT_ZH = {
     "planned {planned_all}; {flagged} flagged resource(s)":
     "对账 {month}：GPU与承诺账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
     " (partial month)": "（不完整月份）",
+    "; {billed} billed in {code} converted at {rate} {currency} per 1 {code} ({as_of})":
+    "；{billed} 以 {code} 计费，按每 1 {code} 折合 {rate} {currency}（{as_of}）换算",
     "Warning: ": "警告：", "Error: ": "错误：", ", ": "、",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",

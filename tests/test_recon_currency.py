@@ -65,6 +65,8 @@ def built(tmp_path_factory):
     result = CliRunner().invoke(main, ["build", str(_plan(tmp)), "-o", str(out), "--bills", str(_bill(tmp / "b.csv")),
                                        "--json", str(js)])
     assert result.exit_code == 0, result.output
+    assert "total billed 814.63 CNY" in result.output
+    assert "; 107.34 USD billed in USD converted at 7.1234 CNY per 1 USD (2026-07-31)" in result.output
     return out, json.loads(js.read_text())
 
 
