@@ -523,7 +523,8 @@ TEXT_ZH = {
     "The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) prints only when "
     "asked: select its rows and print the selection.":
         "下方明细（按任务、按资源、非GPU费用与合计、承诺费用、每日账单）默认不打印：需要时选中这些行并打印所选内容。",
-    "more resources are listed on": "个其他资源列在", "rate of": "汇率日期",
+    "more resources are listed on": "个其他资源列在", "more resources are listed in": "个其他资源列在",
+    "(the actions above do not count them)": "（上方措施未计入这些资源）", "rate of": "汇率日期",
     "more resources, listed on": "个其他资源，完整列在", " and {n} more": "等另外{n}个", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",

@@ -74,8 +74,9 @@ def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float, 
     limits = _limits(book, plan)
     in_plan = at.month in plan.months
     _like_for_like(book, ws, mr, at, in_plan)
-    heights = {0: TITLE_HEIGHT, **_currencies(book, ws, mr, at), **_usage(book, ws, mr, at, limits),
-               **_actions(book, ws, mr, at, limits)}
+    heights = {0: TITLE_HEIGHT, **_currencies(book, ws, mr, at)}
+    _usage(book, ws, mr, at, limits)
+    heights.update(_actions(book, ws, mr, at, limits))
     _coverage(book, ws, mr, at)
     heights.update(_note(book, ws, mr, at, stem))
     _tasks(book, ws, plan, mr, at, limits)
@@ -121,7 +122,7 @@ def _over_resources(rule: R.Rule, cells: dict[str, str], at: ReconLayout, column
     return formula
 
 
-def _usage(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[int, float]:
+def _usage(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
     """The tasks' GPU variance split into rate and usage (and what the bill's hours cannot split), the tasks over
     plan, the resources flagged and the saving if the actions are taken: over the detail's rows below."""
     book.header(ws, at.usage_header, ["usage and variance", "value"])
@@ -150,7 +151,6 @@ def _usage(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[int, f
         label, formula, value, fmt = rows[key]
         ws.write_string(at.usage(key), 0, book.t(label), book.f.bold)
         book.formula(ws, at.usage(key), 1, formula, value, fmt, "link" if key == "saving" else "calc")
-    return {}
 
 
 _SAVING_COLUMNS = {"saving": 13, "to_attribute": 15}
@@ -197,13 +197,13 @@ def _currencies(book: Book, ws, mr, at: ReconLayout) -> dict[int, float]:
         label = f"{c.currency}, {book.t('rate of')} {c.as_of} ({c.source})"
         ws.write_string(row, 0, label, book.f.wrap)
         heights[row] = book.fit_height(ws, row, label, _WIDTHS[0])
-        book.value(ws, row, 1, c.billed, "input", _currency_format(book, c.currency))
+        book.value(ws, row, 1, c.billed, "input", _currency_format(c.currency))
         book.value(ws, row, 2, c.rate, "input", "rate")
         book.formula(ws, row, 3, f"B{row + 1}*C{row + 1}", c.converted, "money")
     return heights
 
 
-def _currency_format(book: Book, currency: str) -> str:
+def _currency_format(currency: str) -> str:
     """A number format for an amount in `currency` (its ISO code after the number: never the plan's symbol)."""
     return f'#,##0.00 "{currency}";-#,##0.00 "{currency}"'
 
@@ -212,9 +212,11 @@ def _note(book: Book, ws, mr, at: ReconLayout, stem: str) -> dict[int, float]:
     """The summary's last row: the detail below prints only when asked, and where the rest of the resources are."""
     text = book.t("The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) "
                   "prints only when asked: select its rows and print the selection.")
-    if at.rest_rows:
-        place = at.csv_name(stem) if at.rest_in_csv else at.detail_sheet
-        text += f" {at.rest_rows:,} {book.t('more resources are listed on')} {place}."
+    if at.rest_in_csv:
+        text += f" {at.rest_rows:,} {book.t('more resources are listed in')} {at.csv_name(stem)} " \
+                f"{book.t('(the actions above do not count them)')}."
+    elif at.rest_rows:
+        text += f" {at.rest_rows:,} {book.t('more resources are listed on')} {at.detail_sheet}."
     return {at.note_row: _sentence(book, ws, at.note_row, text, slack=1.15)}
 
 
