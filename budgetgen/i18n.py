@@ -543,6 +543,16 @@ TEXT_ZH = {
      "else 3"):
     "Candidates表为每个任务列出的选项：所选的卡及可选卡中最便宜的这么多张（JSON列出全部卡）；空白：清单不超过1,000个任务时"
     "列出目录中的每种卡，否则3张",
+    "usage and variance": "用量与差异", "tasks' GPU variance": "各任务GPU差异合计", "of it, rate variance": "其中：价格差异",
+    "of it, usage variance": "其中：用量差异", "not split (no GPU hours on the bill)": "未拆分（账单未给出GPU小时）",
+    "tasks over plan": "超出计划的任务", "resources flagged": "有标记的资源", "saving if the actions are taken": "采取措施后可节省",
+    "actions next month": "下月措施", "resources": "资源数", "their bill": "其账单金额",
+    "billed in another currency": "以其他币种计费", "billed in its currency": "以该币种计费",
+    "The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) prints only when "
+    "asked: select its rows and print the selection.":
+        "下方明细（按任务、按资源、非GPU费用与合计、承诺费用、每日账单）默认不打印：需要时选中这些行并打印所选内容。",
+    "more resources are listed on": "个其他资源列在", "more resources are listed in": "个其他资源列在",
+    "(the actions above do not count them)": "（上方措施未计入这些资源）", "rate of": "汇率日期",
     "more resources, listed on": "个其他资源，完整列在", " and {n} more": "等另外{n}个", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
@@ -589,6 +599,8 @@ TEXT_ZH = {
     "planned {planned_all}; {flagged} flagged resource(s)":
     "对账 {month}：GPU与承诺账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
     " (partial month)": "（不完整月份）",
+    "; {billed} billed in {code} converted at {rate} {currency} per 1 {code} ({as_of})":
+    "；{billed} 以 {code} 计费，按每 1 {code} 折合 {rate} {currency}（{as_of}）换算",
     "Warning: ": "警告：", "Error: ": "错误：", ", ": "、",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
@@ -1202,9 +1214,11 @@ PROBLEMS = {
     "tags_not_json": ('"{raw}" is not a JSON object; write tags as {{"task_id": "T01"}}',
                       '"{raw}" 不是 JSON 对象；标签请写成 {{"task_id": "T01"}}'),
     "currency_mismatch": (
-        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}; budgetgen never converts: '
-         "export the bill in {plan} or set the plan currency to {code}"),
-        'BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}；budgetgen 从不换算：请以 {plan} 导出账单，或将计划币种设为 {code}'),
+        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}, and no exchange rate converts it '
+         "for {months}: give its rate on the FX sheet ({plan} per 1 {code}, with its as_of date), or export the bill "
+         "in {plan}"),
+        ('BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}，且 {months} 没有可用的汇率换算：请在 FX 表填写其汇率'
+         '（每 1 {code} 折合多少 {plan}，并注明 as_of 日期），或以 {plan} 导出账单')),
     "bad_gpu_pattern": ('gpu_line_pattern: "{pattern}" is not a regular expression ({reason}); fix it',
                         'gpu_line_pattern："{pattern}" 不是正则表达式（{reason}）；请修改'),
     "same_bill_twice": ("{file} is the same bill as {first} (same path or same content): give each bill once",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ import pandas as pd
 
 from ..engine import Plan
 from ..errors import Code, InputError, Problem
+from ..fx import bill_rate
 from ..i18n import Message
 from ..schema import EXTRA_CATEGORIES, TIER
 from .bill_sql import read_bill_sums
@@ -251,6 +253,27 @@ def daily_recons(daily: pd.DataFrame, limits: Limits) -> dict[str, tuple[DayReco
 
 
 @dataclass(frozen=True)
+class CurrencyRecon:
+    """The month's lines billed in another currency than the plan's: their BilledCost in that currency, and the
+    dated rate (plan currency per 1 unit) that converted them; every amount of the reconciliation is converted."""
+
+    currency: str
+    billed: float  # in `currency`
+    rate: float
+    as_of: str  # YYYY-MM-DD
+    source: str
+
+    @property
+    def converted(self) -> float:
+        """The lines' BilledCost in the plan currency."""
+        return self.billed * self.rate
+
+    def to_json(self) -> dict:
+        return {"currency": self.currency, "billed": self.billed, "rate": self.rate, "as_of": self.as_of,
+                "source": self.source, "converted": self.converted}
+
+
+@dataclass(frozen=True)
 class MonthRecon:
     """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed + commitment_billed
     = billed_total (the BilledCost of the month).
@@ -280,6 +303,7 @@ class MonthRecon:
     non_gpu_planned: Mapping[str, float] = field(default_factory=dict)
     daily: tuple[DayRecon, ...] = ()
     planned_commitments: float = 0.0  # the commitments' adjustment of the month: committed cost - rent displaced
+    currencies: tuple[CurrencyRecon, ...] = ()  # the bill's other currencies, converted into the plan's
 
     @property
     def commitment_billed(self) -> float:
@@ -377,6 +401,7 @@ class MonthRecon:
             "planned_gpu_all": self.planned_gpu_all,
             "billed_gpu_all": self.billed_gpu_all,
             "planned_all": self.planned_all,
+            "currencies": [c.to_json() for c in self.currencies],
         }
 
 
@@ -715,13 +740,15 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
         return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
     try:
         pattern, gpu_names = s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN, [g.name for g in inputs.gpus]
+        rate_of = functools.partial(bill_rate, plan_currency=s.currency, fx=inputs.fx)
         if bill_sums is not None:
             bills = read_bill_sums(bill_sums, s.currency, pattern, dict(inputs.assignments), gpu_names,
-                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit())
+                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit(),
+                                   rate_of=rate_of)
         else:
             bills = sum_bills(bill_sources, s.currency, pattern, dict(inputs.assignments), gpu_names,
                               billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit(),
-                              temp_parent=temp_parent, progress=progress)
+                              temp_parent=temp_parent, progress=progress, rate_of=rate_of)
     except InputError as exc:
         raise InputError(exc.problems + problems) from None
     if problems:
@@ -731,6 +758,9 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
                       s.variance_tolerance, coverage=bills.coverage, duplicates=bills.duplicates,
                       facts=plan_facts(plan), daily=bills.daily, spike_factor=s.recon_spike_factor)
+    recon = {m: replace(mr, currencies=tuple(CurrencyRecon(code, billed, rate.rate, rate.as_of, rate.source)
+                                                         for code, billed, rate in bills.currencies.get(m, ())))
+             for m, mr in recon.items()}
     names = [source.name for source in bill_sources]
     if not names and bill_sums is not None:
         names = [Path(bill_sums).name]

@@ -107,6 +107,7 @@ class FlagRule(Rule):
 
     action: str = ""
     saves_bill: bool = False  # acting on it drops the resource's idle cards (IDLE_CARDS)
+    saving: str = ""  # the resource rule whose value acting on it saves (SAVING, TO_ATTRIBUTE), for the summary
 
     @property
     def action_name(self) -> str:
@@ -157,7 +158,8 @@ def _off_plan_pricing(v: Values, s: Limits | None) -> bool:
 FLAG_RULES: tuple[FlagRule, ...] = (
     FlagRule(LOW_UTILIZATION, LOW_UTILIZATION, "flag",
              "AND(ISNUMBER({util}),{util}/PercentScale<LowUtilThreshold)", _low_util,
-             action="drop the idle cards or replicas next month, or move to a smaller card", saves_bill=True),
+             action="drop the idle cards or replicas next month, or move to a smaller card", saves_bill=True,
+             saving="saving"),
     FlagRule(OOM, OOM, "flag", "AND(ISNUMBER({oom}),{oom}>=OomThreshold)", _oom,
              action="optimise memory use (batch size, FlashAttention, padding) before adding VRAM"),
     FlagRule(DATA_STARVED, DATA_STARVED, "flag",
@@ -168,7 +170,8 @@ FLAG_RULES: tuple[FlagRule, ...] = (
              _over_plan,
              action="the task is billed over its plan: check its usage with the task owner and re-forecast "
                     "its remaining months"),
-    FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it"),
+    FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it",
+             saving="to_attribute"),
     FlagRule(OFF_PLAN_PRICING, OFF_PLAN_PRICING, "flag",
              'AND({task}<>"",{planned_pricing}<>"",{pricing}<>"",{pricing}<>{planned_pricing})', _off_plan_pricing,
              action="billed at another price than its tier plans (e.g. on demand instead of the commitment): "
@@ -370,6 +373,31 @@ ACHIEVABLE_SAVING = Rule("achievable_saving", "achievable saving", "money", "{id
 (to attribute or stop): each resource counted once."""
 TOTAL_RULES = (BUFFER_LEFT, ALLOCATED_GPU, UNALLOCATED_GPU, BILLED_TOTAL, NOT_PLANNED, IDLE_SAVING, ACHIEVABLE_SAVING)
 
+
+# The printed summary of a Recon tab: the actions per flag and the counts, over the resource rows' flags cells.
+def _holds(flags: object, word: str) -> bool:
+    """Whether a flags cell holds `word` as a whole word (SEARCH ignores case)."""
+    return word.casefold() in str(flags or "").casefold().split()
+
+
+_HOLDS = 'ISNUMBER(SEARCH(" "&{word}&" "," "&{flags}&" "))'
+FLAG_COUNT = Rule("flag_count", "resources", "int", f"SUMPRODUCT({_HOLDS}*1)",
+                  lambda v, s: sum(_holds(f, v["word"]) for f in v["flags"]))
+"""The resources whose flags cell holds the flag `{word}` (its shown word), over the `{flags}` range."""
+FLAG_AMOUNT = Rule("flag_amount", "their bill", "money", f"SUMPRODUCT({_HOLDS}*{{amounts}})",
+                   lambda v, s: math.fsum(a for f, a in zip(v["flags"], v["amounts"], strict=True)
+                                          if _holds(f, v["word"])))
+"""An amount (`{amounts}`: the billed, the saving or the bill to attribute) summed over the resources flagged
+`{word}`."""
+FLAGGED = Rule("flagged", "resources flagged", "int", 'SUMPRODUCT((TRIM({flags})<>"")*1)',
+               lambda v, s: sum(1 for f in v["flags"] if str(f or "").strip()))
+TASKS_OVER = Rule("tasks_over", "tasks over plan", "int", f"SUMPRODUCT(({{statuses}}={shown_word(OVER_PLAN_STATUS)})*1)",
+                  lambda v, s: sum(1 for x in v["statuses"] if x == OVER_PLAN_STATUS))
+NOT_SPLIT = Rule("not_split", "not split (no GPU hours on the bill)", "money", "{variance}-{rate}-{usage}",
+                 lambda v, s: v["variance"] - v["rate"] - v["usage"])
+"""The tasks' GPU variance the rate and usage variances do not explain: the tasks whose bill gives no hours."""
+SUMMARY_RULES = (FLAG_COUNT, FLAG_AMOUNT, FLAGGED, TASKS_OVER, NOT_SPLIT)
+
 # The month's coverage, and the re-forecast on Summary.
 PARTIAL = Rule("partial", "partial month", "flag", "{last}-{first}+1<DAY(DATE(YEAR({first}),MONTH({first})+1,0))",
                _partial)
@@ -397,5 +425,5 @@ median (a blank cell)."""
 SPIKE = Rule("spike", "spike", "flag", "AND(ISNUMBER({median}),N({median})>0,{billed}>ReconSpikeFactor*N({median}))",
              _spike)
 
-RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, PARTIAL, REFORECAST,
-                           TRAILING_MEDIAN, SPIKE)
+RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, *SUMMARY_RULES, PARTIAL,
+                           REFORECAST, TRAILING_MEDIAN, SPIKE)
