@@ -562,7 +562,7 @@ TEXT_ZH = {
         "每台自购机器的散热、磁盘、维修费用（默认 2,000 人民币，其他计划币种按参考汇率折算）",
     "ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. Prices in another currency are "
     "converted at the FX rate on Assumptions": "该行价格的 ISO 币种代码（例如 USD、CNY）；空白：计划币种。其他币种的价格按假设表上的汇率折算",
-    "ISO code of a currency the GPUs sheet or the catalog prices in": "GPU表或内置目录标价所用币种的 ISO 代码",
+    "ISO code of a currency the GPUs sheet, the catalog or a bill prices in": "GPU表、内置目录或账单标价所用币种的 ISO 代码",
     "plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate":
         "每 1 单位该币种折合的计划币种金额；无此表：使用内置的欧洲央行参考汇率",
     "the day the rate holds for (YYYY-MM-DD)": "汇率适用的日期（YYYY-MM-DD）",

@@ -519,7 +519,7 @@ MODEL_COLUMNS: tuple[Column, ...] = (
 )
 
 FX_COLUMNS: tuple[Column, ...] = (
-    C("currency", "text", required=True, help="ISO code of a currency the GPUs sheet or the catalog prices in",
+    C("currency", "text", required=True, help="ISO code of a currency the GPUs sheet, the catalog or a bill prices in",
       example="CNY"),
     C("rate", "number", "plan currency per unit", required=True, positive=True,
       help="plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate"),
