@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,7 +72,7 @@ Node = Num | Text | Placeholder | Name | Unary | Binary | Call
 _TOKEN = re.compile(r"""\s*(?:
     (?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)
   | (?P<text>"(?:[^"]|"")*")
-  | (?P<ph>\{[a-z_]+\})
+  | (?P<ph>\{[a-z0-9_]+(?:\.[a-z0-9_]+)?\})
   | (?P<func>[A-Z][A-Z0-9.]*(?=\())
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<op><=|>=|<>|[-+*/^&=<>(),])
@@ -307,15 +307,17 @@ class Names:
 
     settings: Mapping[str, str]  # defined name -> Settings attribute
     constants: Mapping[str, float]
-    derived: Mapping[str, Callable[[Any], float]]
+    derived: Mapping[str, Callable[[Any], object]]  # a value, or a range (a sequence) such as PlanMonths
 
 
 class _Renderer:
     """Python source of a tree; `array` while inside an array function's arguments."""
 
-    def __init__(self, names: Names, env: dict[str, object]) -> None:
+    def __init__(self, names: Names, env: dict[str, object], gpu_columns: Mapping[str, str] | None = None) -> None:
         self.names = names
         self.env = env
+        self.row = gpu_columns is not None  # a row formula: placeholders are the row's cells and the row's GPU
+        self.gpu_columns = gpu_columns or {}
 
     def _bind(self, prefix: str, value: object) -> str:
         key = f"_{prefix}{len(self.env)}"
@@ -328,7 +330,13 @@ class _Renderer:
         if isinstance(node, Text):
             return "None" if node.value == "" else repr(node.value)
         if isinstance(node, Placeholder):
-            return f"v[{node.name!r}]"
+            if not self.row:
+                return f"v[{node.name!r}]"
+            if node.name == "gpu.row":
+                raise ValueError("{gpu.row} is read only as INDEX(<a GPUs column>,{gpu.row})")
+            if node.name.startswith("gpu."):
+                return f"g.{node.name.removeprefix('gpu.')}"
+            return f"r[{node.name!r}]"
         if isinstance(node, Name):
             if node.name in self.names.settings:
                 return f"s.{self.names.settings[node.name]}"
@@ -343,6 +351,9 @@ class _Renderer:
             left, right = self.render(node.left, array), self.render(node.right, array)
             if array:
                 return f"{self._bind('op', _ARRAY_BINARY[node.op])}({left},{right})"
+            if node.op in ("=", "<>") and (_literal(node.left) or _literal(node.right)):
+                # against a number or a non-empty text a blank is unequal either way: Python's own == is Excel's
+                return f"({left}{'==' if node.op == '=' else '!='}{right})"
             if node.op in ("+", "-", "*", "/"):
                 return f"({left}{node.op}{right})"
             if node.op == "^":
@@ -362,6 +373,19 @@ class _Renderer:
         if f == "IFERROR":
             return f"{self._bind('f', _iferror)}(lambda: {self.render(args[0], array)}, lambda: " \
                    f"{self.render(args[1], array)})"
+        if f == "CHOOSE":   # every choice is a value (a cell), so taking them all first is safe
+            return f"({','.join(self.render(a, array) for a in args[1:])},)[{self.render(args[0], array)}-1]"
+        if f == "INDEX" and self.row and len(args) == 2 and isinstance(args[0], Name) \
+                and args[0].name in self.gpu_columns and args[1] == Placeholder("gpu.row"):
+            return f"({self.gpu_columns[args[0].name]})"   # the row's GPU's figure on the GPUs sheet
+        if not array and self.row and f == "MATCH" and len(args) == 3 and args[2] == Num(0):
+            return f"{self._bind('f', _match_one)}({self.render(args[0])},{self.render(args[1])})"
+        if not array and f in ("AND", "OR") and len(args) > 1 and all(_comparison(a) for a in args):
+            # scalar tests (True/False each): Python's and/or, which Excel's AND/OR of them equal
+            return "(" + f" {f.lower()} ".join(self.render(a) for a in args) + ")"
+        if not array and self.row and f in ("MAX", "MIN"):
+            inner = ",".join(self.render(a) for a in args)
+            return f"{self._bind('f', _row_max if f == 'MAX' else _row_min)}({inner})"
         if f in _ARRAY_FUNCTIONS:
             # a lone argument may be a range (an array formula over it); several are values (a range among them is
             # flattened by the function), whose operators stay scalar
@@ -371,6 +395,29 @@ class _Renderer:
             inner = ",".join(self.render(a, array) for a in args)
             return f"{self._bind('f', _SCALAR_FUNCTIONS[f])}({inner})"
         raise ValueError(f"no Python view of the function {f}")
+
+
+def _literal(node: Node) -> bool:
+    """A number or a non-empty text: what a blank never equals."""
+    return isinstance(node, Num) or (isinstance(node, Text) and node.value != "")
+
+
+def _comparison(node: Node) -> bool:
+    return isinstance(node, Binary) and node.op in ("=", "<>", "<", ">", "<=", ">=")
+
+
+def _match_one(value: object, values: Sequence[object]) -> int | None:
+    """MATCH(value, range, 0) of one value: its 1-based position, None (#N/A) where absent."""
+    return values.index(value) + 1 if value in values else None
+
+
+def _row_max(*values: object) -> object:
+    """MAX over a row's cells: the largest number, of its own type (a count stays whole); blanks and texts skipped."""
+    return max((v for v in values if isinstance(v, int | float)), default=0)
+
+
+def _row_min(*values: object) -> object:
+    return min((v for v in values if isinstance(v, int | float)), default=0)
 
 
 def _iferror(value: Callable[[], object], fallback: Callable[[], object]) -> object:
@@ -395,4 +442,16 @@ def compile_excel(text: str, names: Names) -> Callable[..., object]:
             raise KeyError(f"the formula needs {missing}")
         return body(settings, values)
     function.__doc__ = f"The Python view of ={text}"
+    return function
+
+
+def compile_row(text: str, names: Names, gpu_columns: Mapping[str, str]) -> Callable[[Any, Any, Any], object]:
+    """The Python function `f(row, settings, gpu)` of a calculated column's formula: `{key}` is the row's value
+    `row[key]` (`{model.field}` included), `{gpu.field}` the GPU's attribute, and INDEX(<name>,{gpu.row}) of a
+    GPUs-sheet column named in `gpu_columns` its Python source over the GPU `g` (e.g. a tier's price)."""
+    env: dict[str, object] = {}
+    source = _Renderer(names, env, gpu_columns).render(parse(text.removeprefix("=")))
+    code = compile(f"lambda r, s, g: {source}", f"<formula {text[:60]}>", "eval")
+    function: Callable[[Any, Any, Any], object] = eval(code, {"__builtins__": {}, **env})  # rendered from a tree
+    function.__doc__ = f"The Python view of ={text.removeprefix('=')}"
     return function
