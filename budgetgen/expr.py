@@ -243,11 +243,12 @@ def _sumproduct(*arrays: object) -> float:
     return math.fsum(products)
 
 
-def _ceiling(x: float, step: float) -> float:
-    """Excel's CEILING(x, step) for positive step, with the sheet's tolerance of a ratio a hair above a whole number
-    (serving.sheet_ceil: a quotient that is whole in decimal but not in binary is not rounded up)."""
-    from .serving import sheet_ceil
-    return sheet_ceil(x / step) * step
+def _ceiling_of(sheet_ceil: Callable[[float], int]) -> Callable[[float, float], float]:
+    def ceiling(x: float, step: float) -> float:
+        """Excel's CEILING(x, step) for positive step, with the sheet's tolerance of a ratio a hair above a whole
+        number (serving.sheet_ceil: a quotient that is whole in decimal but not in binary is not rounded up)."""
+        return sheet_ceil(x / step) * step
+    return ceiling
 
 
 def _rounddown(x: float, digits: float) -> float:
@@ -293,7 +294,6 @@ _ARRAY_FUNCTIONS: dict[str, Callable[..., object]] = {
 _ALWAYS_ARRAY = ("SUMPRODUCT", "MATCH")
 _SCALAR_FUNCTIONS: dict[str, Callable[..., object]] = {
     "ABS": abs,
-    "CEILING": _ceiling,
     "ROUNDDOWN": _rounddown,
     "PMT": _pmt,
     "NOT": lambda a: not a,
@@ -351,9 +351,23 @@ class _Renderer:
             left, right = self.render(node.left, array), self.render(node.right, array)
             if array:
                 return f"{self._bind('op', _ARRAY_BINARY[node.op])}({left},{right})"
+            if node.op in ("=", "<>") and self.row and (node.left == Text("") or node.right == Text("")):
+                cell = node.right if node.left == Text("") else node.left
+                if isinstance(cell, Placeholder | Name):   # a blank test of a cell: None or ""
+                    value = self.render(cell)
+                    if node.op == "=":
+                        return f"({value} is None or {value}=='')"
+                    return f"({value} is not None and {value}!='')"
             if node.op in ("=", "<>") and (_literal(node.left) or _literal(node.right)):
                 # against a number or a non-empty text a blank is unequal either way: Python's own == is Excel's
                 return f"({left}{'==' if node.op == '=' else '!='}{right})"
+            if self.row and node.op in ("<", ">", "<=", ">=") and (
+                    isinstance(node.left, Num) or isinstance(node.right, Num)) and all(
+                    isinstance(x, Num | Placeholder | Name) for x in (node.left, node.right)):
+                # a cell against a number: a blank counts 0
+                def zero(x: Node, source: str) -> str:
+                    return f"({source} if {source} is not None else 0)" if isinstance(x, Placeholder) else source
+                return f"({zero(node.left, left)}{node.op}{zero(node.right, right)})"
             if node.op in ("+", "-", "*", "/"):
                 return f"({left}{node.op}{right})"
             if node.op == "^":
@@ -391,6 +405,12 @@ class _Renderer:
             # flattened by the function), whose operators stay scalar
             inner = ",".join(self.render(a, array or len(args) == 1 or f in _ALWAYS_ARRAY) for a in args)
             return f"{self._bind('f', _ARRAY_FUNCTIONS[f])}({inner})"
+        if f == "CEILING":
+            from .serving import sheet_ceil  # (serving's formulas are built from the schema this module serves)
+            inner = ",".join(self.render(a, array) for a in args)
+            return f"{self._bind('f', _ceiling_of(sheet_ceil))}({inner})"
+        if self.row and not array and f == "ISNUMBER" and len(args) == 1:
+            return f"{self._bind('f', _is_number)}({self.render(args[0])})"
         if f in _SCALAR_FUNCTIONS:
             inner = ",".join(self.render(a, array) for a in args)
             return f"{self._bind('f', _SCALAR_FUNCTIONS[f])}({inner})"
@@ -411,13 +431,19 @@ def _match_one(value: object, values: Sequence[object]) -> int | None:
     return values.index(value) + 1 if value in values else None
 
 
-def _row_max(*values: object) -> object:
+def _row_max(*values: Any) -> Any:
     """MAX over a row's cells: the largest number, of its own type (a count stays whole); blanks and texts skipped."""
-    return max((v for v in values if isinstance(v, int | float)), default=0)
+    numbers = [v for v in values if isinstance(v, int | float)]
+    return max(numbers) if numbers else 0
 
 
-def _row_min(*values: object) -> object:
-    return min((v for v in values if isinstance(v, int | float)), default=0)
+def _row_min(*values: Any) -> Any:
+    numbers = [v for v in values if isinstance(v, int | float)]
+    return min(numbers) if numbers else 0
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float)
 
 
 def _iferror(value: Callable[[], object], fallback: Callable[[], object]) -> object:
