@@ -35,13 +35,13 @@ CalcFn = Callable[[Row, Settings, Gpu], Value]  # a column's Python view: the ro
 K = SimpleNamespace(**CONSTANT_VALUES)
 
 
+TIER_LIST: tuple[str, ...] = tuple(t.name for t in TASK_TIERS)  # the TierList range on Assumptions
 # The workbook's defined names as a column's Python view reads them: the settings by their name on Assumptions, the
 # fixed constants, the names Assumptions derives from the settings, and the ranges a formula looks a value up in.
 NAMES = expr.Names(settings={x.name: x.key for x in SETTINGS}, constants=CONSTANT_VALUES,
                    derived={"DaysPerMonth": lambda s: s.hours_per_month / K.HoursPerDay,
                             "PlanMonths": lambda s: s.plan_months,
                             "TierList": lambda s: TIER_LIST})
-TIER_LIST = tuple(t.name for t in TASK_TIERS)  # the TierList range on Assumptions
 # The GPUs sheet's columns a formula reads as INDEX(<name>,{gpu.row}), as Python over the row's GPU `g`.
 GPU_COLUMNS = {t.price_name: f"g.prices.get({t.name!r})" for t in TASK_TIERS}
 
@@ -62,6 +62,8 @@ class Calc:
     def __post_init__(self) -> None:
         if self.py is None:
             object.__setattr__(self, "py", expr.compile_row(self.excel, NAMES, GPU_COLUMNS))
+        else:
+            expr.parse(self.excel.removeprefix("="))  # a column with its own py must still be a formula the sheet reads
 
     @property
     def compiled(self) -> bool:
