@@ -1,6 +1,8 @@
-"""The calculated task columns: header, unit, Excel formula and Python function side by side.
+"""The calculated task columns: header, unit and Excel formula, the Python function compiled from the formula.
 
-The engine evaluates `py` for each column in order; the writer writes `excel` down the same column.
+The engine evaluates `py` for each column in order; the writer writes `excel` down the same column. `py` is
+compiled from `excel` (`budgetgen.expr.compile_row`) unless the column gives its own: the serving model's columns,
+whose formula and function serving.py keeps side by side, and `period_cost` (tests/test_expr.py names them).
 Placeholders in `excel`: `{name}` is the same row's cell of another column, `{gpu.field}` looks the
 row's GPU up on the GPUs sheet (`{gpu.row}`: its position there). Every other word is a workbook-scoped name on
 Assumptions or GPUs.

@@ -6,6 +6,9 @@ of the derived names below). `compile_excel` parses that text into a small expre
 Python source, which is compiled once into a function of the settings and the placeholders' values. The engine calls
 that function; the workbook writes the text with the function's result as the cached value. So a quantity is written
 once and both views follow from it: there is no second, hand-written Python version to drift from the formula.
+A calculated column (`columns.Calc`) is compiled the same way by `compile_row`, into a function of the row, the
+settings and the row's GPU: `{key}` is the row's value, `{gpu.field}` the GPU's figure, `INDEX(<a GPUs price
+column>,{gpu.row})` its price; a row's cell never holds a range, so its operators compile to Python's own.
 
 The Python view follows Excel's semantics where the engine's values differ from a sheet's cells:
 - a blank is None in the engine and "" (or an empty cell) in the sheet: `x=""` is true for either, ISNUMBER is false
