@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from .catalog import gpu_record
 from .columns import evaluate, evaluate_task
@@ -29,15 +30,33 @@ from .models import ModelCatalog
 from .price_files import table_rows
 from .reader import Collector, read_rows
 from .records import SERVING_METHODS, TRAINING_METHODS
-from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column
+from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column, Setting, Value
 from .values import BadValue, parse_number
 
 KINDS = ("serve", "train")
 MEASURED_COLUMNS = ("kind", "model", "gpu", "cards", "method", "train_precision", "kv_cache_dtype", "prompt",
                     "output", "concurrency", "tokens", "measured")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+_D = TypeVar("_D", bound="DataclassInstance")
+
+
+def _bounds(declared: Column | Setting) -> tuple[float, float]:
+    """A fitted figure's bounds, as the schema declares them (both, for every figure fitted)."""
+    if declared.minimum is None or declared.maximum is None:
+        raise ValueError(f"{declared}: a fitted figure needs both bounds")
+    return declared.minimum, declared.maximum
+
+
+def _replaced(obj: _D, values: Mapping[str, float]) -> _D:
+    """`obj` with the fitted figures `values` (float fields by name). dataclasses.replace with keys known only at run
+    time: mypy would check the floats against every field."""
+    return dataclasses.replace(obj, **values)
+
+
 # Where each efficiency may go: the GPUs sheet's bounds of the column, and for the matmul efficiency no further than
 # the serving matmuls reaching all of the card's peak (gpu_bounds).
-BOUNDS = {c.name: (c.minimum, c.maximum) for c in GPU_COLUMNS if c.name in ("bandwidth_efficiency", "matmul_efficiency")}
+BOUNDS = {c.name: _bounds(c) for c in GPU_COLUMNS if c.name in ("bandwidth_efficiency", "matmul_efficiency")}
 # The bands the published checks hold a run in (tests/test_published_*.py): engine / measured.
 BANDS = {"serve": (0.67, 1.5), "train": (0.75, 1.35)}
 _SIZE = next(c for c in TASK_COLUMNS if c.name == "model_params_b")  # a typed size: 405B, 7.5B or 70
@@ -123,7 +142,7 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
     out = Collector()
     records = read_rows(iter(table_rows(path)), name, RUN_COLUMNS, out)
     runs: list[MeasuredRun] = []
-    seen: dict[tuple, MeasuredRun] = {}
+    seen: dict[MeasuredRun, MeasuredRun] = {}
     for rec in records:
         v, cell = rec.values, rec.cells
         for column in RUN_COLUMNS:
@@ -131,7 +150,7 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
                     and not any(p.cell == cell[column.name] for p in out.problems):
                 out.add(Code.REQUIRED, name, cell[column.name], Message("required", column=column.name,
                                                                         help=column.help))
-        kind = v.get("kind")
+        kind: Value = v.get("kind")
         if kind is not None:
             needed = NEEDS[kind]
             if needed not in v and not any(p.cell == cell.get(needed) for p in out.problems):
@@ -270,19 +289,19 @@ def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog
     start = {"bandwidth_efficiency": gpu.bandwidth_efficiency or settings.decode_efficiency,
              "matmul_efficiency": gpu.matmul_efficiency or 1.0}
     def ratios(values):
-        return _ratios(runs, dataclasses.replace(gpu, **values), settings, models)
+        return _ratios(runs, _replaced(gpu, values), settings, models)
     response = {f: _elasticity(ratios, start, f) for f in start}
     # Only figures the runs respond to, and no more figures than runs: one memory-bound run fits the bandwidth alone
     # (its matmul efficiency would drift to a bound on the prompt's few milliseconds).
-    free = sorted((f for f in start if response[f] >= MIN_ELASTICITY), key=response.get, reverse=True)[:len(runs)]
+    free = sorted((f for f in start if response[f] >= MIN_ELASTICITY), key=lambda f: response[f], reverse=True)[:len(runs)]
     bounds = {f: b for f, b in gpu_bounds(settings).items() if f in free}
 
     def error(values):
-        return Fit.error(_ratios(runs, dataclasses.replace(gpu, **start | values), settings, models))
+        return Fit.error(_ratios(runs, _replaced(gpu, start | values), settings, models))
     moved, unshrunk = _descend({f: start[f] for f in free}, bounds, error, len(runs))
     kept = {"training_efficiency": gpu.training_efficiency or gpu.matmul_efficiency or 1.0} \
         if "matmul_efficiency" in moved else {}
-    return dataclasses.replace(gpu, **moved, **kept), moved, unshrunk
+    return _replaced(gpu, moved | kept), moved, unshrunk
 
 
 def _at_bounds(moved: dict[str, float], bounds: dict[str, tuple[float, float]], runs, what: str) -> list[Problem]:
@@ -347,7 +366,7 @@ FIT_SETTINGS: tuple[FitSetting, ...] = (
 
 
 def _setting_bounds(key: str) -> tuple[float, float]:
-    return SETTINGS_BY_KEY[key].minimum, SETTINGS_BY_KEY[key].maximum
+    return _bounds(SETTINGS_BY_KEY[key])
 
 
 def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog
@@ -361,16 +380,19 @@ def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelC
         mine = [r for r in runs if setting.takes(r)]
         if not mine:
             continue
-        base = dataclasses.replace(settings, **tuned)
+        base = _replaced(settings, tuned)
 
-        def ratios(values, mine=mine, base=base):
-            s = dataclasses.replace(base, **values)
+        def ratios(values: dict[str, float], mine: list[MeasuredRun] = mine, base: Settings = base) -> list[float]:
+            s = _replaced(base, values)
             return [predict(r, gpus[r.gpu], s, models) / r.measured for r in mine]
+
+        def error(values: dict[str, float], ratios: Callable[[dict[str, float]], list[float]] = ratios) -> float:
+            return Fit.error(ratios(values))
         start = {setting.key: getattr(settings, setting.key)}
         if _elasticity(ratios, start, setting.key) < MIN_ELASTICITY:
             continue  # the runs do not respond to it (short contexts and kv_read_efficiency): left as it is
         bounds = {setting.key: _setting_bounds(setting.key)}
-        moved, unshrunk = _descend(start, bounds, lambda values, ratios=ratios: Fit.error(ratios(values)), len(mine))
+        moved, unshrunk = _descend(start, bounds, error, len(mine))
         problems += _at_bounds(unshrunk, bounds, mine, "the Settings sheet")
         tuned |= moved
         if moved:
@@ -415,7 +437,7 @@ def calibrate(runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings,
     rests_on |= {key: (setting_runs[key], 1) for key in tuned}
     if problems:
         raise InputError(problems)
-    final = dataclasses.replace(settings, **tuned)
+    final = _replaced(settings, tuned)
     after = [predict(r, fitted[r.gpu], final, models) / r.measured for r in runs]
     uncertainty = {figure: _figure_error(figure, on, count, fitted, final, models)
                    for figure, (on, count) in rests_on.items()}
@@ -433,7 +455,7 @@ def _figure_error(figure: str, runs, fitted_count: int, gpus: dict[str, Gpu], se
         value = getattr(settings, figure)
 
         def error(v):
-            s = dataclasses.replace(settings, **{figure: v})
+            s = _replaced(settings, {figure: v})
             return Fit.error(predict(r, gpus[r.gpu], s, models) / r.measured for r in runs)
     else:
         name, column = figure.rsplit(" ", 1)
@@ -441,7 +463,7 @@ def _figure_error(figure: str, runs, fitted_count: int, gpus: dict[str, Gpu], se
         value = getattr(gpu, column)
 
         def error(v):
-            return Fit.error(_ratios(runs, dataclasses.replace(gpu, **{column: v}), settings, models))
+            return Fit.error(_ratios(runs, _replaced(gpu, {column: v}), settings, models))
     return standard_error(value, len(runs), fitted_count, error)
 
 
@@ -464,7 +486,7 @@ def check_held_out(fit: Fit, runs: list[MeasuredRun], gpus: dict[str, Gpu], sett
     ones (a card the fit did not touch as it was): does the fit carry to runs it has not seen?"""
     before = _unpredictable(runs, gpus, settings, models)
     fitted = {g.name.lower(): g for g in fit.gpus}
-    final = dataclasses.replace(settings, **fit.settings)
+    final = _replaced(settings, fit.settings)
     after = [predict(r, fitted.get(r.gpu.lower(), gpus[r.gpu.lower()]), final, models) / r.measured for r in runs]
     return HeldOut(tuple(runs), tuple(before), tuple(after))
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import calendar
 import csv
 import datetime as dt
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
@@ -17,7 +16,7 @@ from .fx import FxTable, reference_rate
 from .i18n import Message
 from .model import Gpu, Settings
 from .prices import OFFER_FIELDS
-from .schema import GPU_COLUMNS, REFERENCE_TIER, TASK_TIERS, TIERS
+from .schema import GPU_COLUMNS, REFERENCE_TIER, TASK_TIERS, TIERS, Value
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
@@ -30,7 +29,7 @@ def _number(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
-def gpu_from_record(rec: dict[str, object]) -> Gpu:
+def gpu_from_record(rec: dict[str, Value]) -> Gpu:
     """A Gpu from a record keyed by the GPUs sheet's column names (numbers already parsed)."""
     return Gpu(
         name=str(rec["gpu"]),
@@ -61,7 +60,7 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
     )
 
 
-def gpu_record(g: Gpu) -> dict[str, object]:
+def gpu_record(g: Gpu) -> dict[str, Value]:
     """A Gpu by the GPUs sheet's column names, in their order (blank texts None), its prices as listed (in its
     `currency`): gpu_from_record's inverse, and the one mapping of fields to columns (GPUs sheet, diff)."""
     fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
@@ -77,13 +76,13 @@ def gpu_record(g: Gpu) -> dict[str, object]:
     return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 
-def spec_records() -> list[dict[str, object]]:
+def spec_records() -> list[dict[str, Value]]:
     """The rows of gpus.csv with numbers parsed: specs, and the source and date of the specs.
 
     A row whose memory, bandwidth or BF16 peak is blank (sources conflict) stays in the file but is not
     offered: a GPUs sheet row of that name with all three figures brings it in."""
     text_columns = {"gpu", "class", "interconnect", "form_factor", "source", "as_of"}
-    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         records = [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
 
@@ -98,7 +97,7 @@ def market_currency(offers, currency: str) -> str:
 
 
 def builtin_records(currency: str | None = None, provider: str | None = None, region: str | None = None,
-                    first: str | None = None, offer_currency: str = "auto") -> list[dict[str, object]]:
+                    first: str | None = None, offer_currency: str = "auto") -> list[dict[str, Value]]:
     """The built-in catalog as records: each GPU's specs and its offers merged by `prices.best_offer_record` (per
     tier the cheapest eligible offer and whose it is). Eligible (`prices.eligible_offers`): offers from the named
     providers and regions (comma-separated; blank: any), in `first` (a currency asked for before the plan's: CNY
@@ -137,7 +136,7 @@ def builtin_catalog(currency: str | None = None, provider: str | None = None, re
 QUOTE_TOLERANCE = 0.02  # a typed price this close to the catalog's (converted) is the catalog's, with its date
 
 
-def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: Mapping[str, object],
+def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: Mapping[str, Value],
                      on: dt.date) -> bool:
     """Whether a GPUs sheet row's prices (by column) are the built-in ones, as `init` writes them: the same
     prices offered, each within QUOTE_TOLERANCE of the catalog's converted at the reference rate."""
@@ -149,7 +148,7 @@ def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: 
         listed = builtin.get(column)
         if (price is None) != (listed is None):
             return False
-        if price is not None and abs(price - listed * rate.rate) > QUOTE_TOLERANCE * abs(listed * rate.rate):
+        if price is not None and listed is not None and abs(price - listed * rate.rate) > QUOTE_TOLERANCE * abs(listed * rate.rate):
             return False
     return True
 
@@ -163,28 +162,13 @@ def in_plan_currency(gpu: Gpu, fx: FxTable) -> Gpu:
 
 def catalog_classes() -> dict[str, str]:
     """Catalog GPU name -> its class, in catalog order (every row of gpus.csv, sized or not)."""
-    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         return {row["gpu"]: row["class"] or "datacenter" for row in csv.DictReader(fh)}
 
 
 # ---------------------------------------------------------------- the consistency check
 
 PRICES_FRESH_MONTHS = 6  # prices dated more than this many months before the build date are flagged
-_AS_OF = re.compile(r"(\d{4})-(\d{2})(?:-(\d{2}))?")
-
-
-def as_of_date(text: str) -> dt.date | None:
-    """The day an `as_of` text stands for: a YYYY-MM-DD date, or the last day of a YYYY-MM month (prices dated
-    by month may be from any of its days); None for any other text."""
-    m = _AS_OF.fullmatch(text.strip())
-    if m is None:
-        return None
-    year, month = int(m[1]), int(m[2])
-    try:
-        day = int(m[3]) if m[3] else calendar.monthrange(year, month)[1]
-        return dt.date(year, month, day)
-    except ValueError:
-        return None
 
 
 def _months_later(day: dt.date, months: int) -> dt.date:
@@ -200,13 +184,23 @@ def _place(cells: Mapping[str, str], *columns: str) -> Message:
     return Message("catalog_cell", cell=f"GPUs!{typed[0]}") if typed else Message("catalog_builtin")
 
 
+def _same_offer(g: Gpu, tier: str, other: str) -> bool:
+    """Whether two tiers' prices are one offer's (a GPUs row, or the built-in tiers of one provider and region): a
+    spot price above another provider's on-demand one contradicts nothing, it is only the dearer offer."""
+    mine, theirs = g.offers.get(tier) or "", g.offers.get(other) or ""
+    return not (mine and theirs) or mine == theirs
+
+
 def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Mapping[str, str]] | None = None,
                      quoted: frozenset[str] = frozenset()) -> list[Message]:
     """Prices that contradict each other or are old, at most one warning per GPU and rule, in catalog order.
 
     A monthly rent above hours_per_month x the on-demand price (on demand would then be the cheaper way to run
     a card around the clock), an idle or spot price above on-demand, and prices whose `as_of` is more than
-    PRICES_FRESH_MONTHS before the build date, or before the plan's last month when that is later, are warnings, not errors: the user may know better. `cells` maps a
+    PRICES_FRESH_MONTHS before the build date, or before the plan's last month when that is later, are warnings, not
+    errors: the user may know better. Prices whose source states no date (`as_of` "retrieved YYYY-MM-DD") are
+    warned of as undated, never as being of the day they were read; if even that day is too old, the warning says
+    they are older than the limit. `cells` maps a
     GPU's lower-case name to the GPUs sheet cell of each column typed there, so that a warning names the cell.
     `quoted` names the GPUs whose prices the user typed (not the catalog's): their age is the user's to judge."""
     build = dt.date.fromisoformat(settings.build_date) if settings.build_date else None
@@ -229,12 +223,19 @@ def catalog_warnings(gpus: list[Gpu], settings: Settings, cells: Mapping[str, Ma
                                    hours=settings.hours_per_month, on_demand=on_demand,
                                    around_the_clock=settings.hours_per_month * on_demand,
                                    place=_place(where, tier.price_column, reference)))
-            elif tier.over_reference_message and price > on_demand:
+            elif tier.over_reference_message and price > on_demand and _same_offer(g, tier.name, REFERENCE_TIER.name):
                 out.append(Message(tier.over_reference_message, gpu=g.name, price=price, on_demand=on_demand,
                                    place=_place(where, tier.price_column, reference)))
-        dated = as_of_date(g.as_of)
+        dated = prices.read_as_of(g.as_of)
         priced = g.purchase_price is not None or any(p is not None for p in g.prices.values())
-        if priced and dated and build and g.name not in quoted and _months_later(dated, PRICES_FRESH_MONTHS) < build:
+        if not (priced and dated and build and g.name not in quoted):
+            continue
+        old = _months_later(dated.day, PRICES_FRESH_MONTHS) < build
+        if dated.stated and old:
             out.append(Message("catalog_prices_old", gpu=g.name, as_of=g.as_of, months=PRICES_FRESH_MONTHS,
                                when=when, place=_place(where, "as_of")))
+        elif not dated.stated:  # the source states no date: the day it was read bounds the age from below only
+            out.append(Message("catalog_prices_undated_old" if old else "catalog_prices_undated", gpu=g.name,
+                               read=dated.day.isoformat(), months=PRICES_FRESH_MONTHS, when=when,
+                               place=_place(where, "as_of")))
     return out

@@ -274,7 +274,10 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
                 "against planned {planned_all}; {flagged} flagged resource(s)", lang).format(
             month=printable(month), gpu=_cents(r.billed_gpu_all, cur), planned=_cents(r.planned_gpu_all, cur),
             billed=_cents(r.billed_total, cur), planned_all=_cents(r.planned_all, cur),
-            flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
+            flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else "")
+            + "".join(tr("; {billed} billed in {code} converted at {rate} {currency} per 1 {code} ({as_of})",
+                         lang).format(billed=_cents(c.billed, c.currency), code=c.currency, rate=f"{c.rate:g}",
+                                      currency=cur, as_of=c.as_of) for c in r.currencies))
     _warn(plan.warnings, lang, err=to_stdout)  # the plan's, then those about the bills and usage
     over = [line for line in plan.budgets if any(line.over)]
     if fail_over_budget and over:
@@ -398,14 +401,17 @@ def catalog(ctx: click.Context) -> None:
 @click.option("--region", help="Take offers for this region (or the provider's \"any\"-region offer) only.")
 def import_prices_command(path: Path, into: Path, output: Path | None, provider: str | None,
                           region: str | None) -> None:
-    """Read a price snapshot (gpu_prices.csv's columns) or a quote sheet (gpu, provider, region, tier, price,
-    currency, as_of), CSV or xlsx, and write the offer chosen per GPU into the GPUs sheet of a copy of INTO."""
+    """Read a price snapshot (gpu_prices.csv's columns), a SkyPilot catalog file (vms.csv as published: InstanceType,
+    AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, Price, Region, SpotPrice; the provider is its folder's
+    name) or a quote sheet (gpu, provider, region, tier, price, currency, as_of), CSV or xlsx, and write the offer
+    chosen per GPU into the GPUs sheet of a copy of INTO."""
     with _reported():
         done = import_prices(path, into, output, provider, region)
     found = done.found
-    click.echo(f"Read {printable(str(path))}: a {'price snapshot' if found.kind == 'snapshot' else 'quote sheet'}, "
+    click.echo(f"Read {printable(str(path))}: a {found.description}, "
                f"{len(found.offers)} offer(s)" + (f"; flags from {printable(found.flags)}" if found.flags else "") +
-               (f"; labels not in the catalog, skipped: {printable(', '.join(found.skipped))}" if found.skipped else ""))
+               (f"; labels not in the catalog, skipped: {printable(', '.join(found.skipped))}" if found.skipped else "") +
+               "".join(f"; {printable(note)}" for note in found.notes))
     for o in done.written:
         tiers = ", ".join(f"{t} {o.prices[t]:g}" for t in TIER_NAMES if o.prices.get(t) is not None) or "no price"
         click.echo(printable(f"  {o.gpu}: {o.provider} ({o.region}) {o.currency} {tiers}; as_of {o.as_of}"))

@@ -323,7 +323,7 @@ def _latency_cell(task: Task) -> str:
 
 def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int, peak_factor: float = 1.0) -> list[str]:
     tid = task.task_id
-    out = []
+    out: list[str] = []
     if task.values["cards"] is not None and task.values["cards"] > max_cards:
         out.append(Message("cards_over_max_cards", tid=tid, cards=task.values["cards"], max_cards=max_cards))
     kind = KIND[task.kind]
@@ -466,18 +466,24 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
     return out
 
 
-def _unpriced_gpus(tasks: list[TaskPlan]) -> list[Message]:
+UNPRICED_TASKS_NAMED = 3  # task ids the warning names per card; the others are counted (+5)
+
+
+def _unpriced_gpus(tasks: list[TaskPlan], offer_currency: str) -> list[Message]:
     """One warning naming the GPUs that would run some task but have no price for its tier, so are never chosen
-    (each task's Candidates rows say so too): without it a card missing from the plan looks judged and rejected."""
-    unpriced: dict[str, int] = {}
+    (each task's Candidates rows say so too), each with the tasks it was left out of: without it a card missing from
+    the plan looks judged and rejected. The hint to widen the markets is given only while they can be widened."""
+    unpriced: dict[str, list[str]] = {}
     for t in tasks:
         for c in t.candidates:
             if c.exclusion is Exclusion.NO_PRICE:
-                unpriced[c.gpu] = unpriced.get(c.gpu, 0) + 1
+                unpriced.setdefault(c.gpu, []).append(t.task.task_id)
     if not unpriced:
         return []
-    return [Message("gpus_unpriced", gpus=", ".join(unpriced), tasks=len([t for t in tasks if any(
-        c.exclusion is Exclusion.NO_PRICE for c in t.candidates)]))]
+    shown = ", ".join(f"{gpu} ({', '.join(tids[:UNPRICED_TASKS_NAMED])}"
+                      f"{f' +{len(tids) - UNPRICED_TASKS_NAMED}' if len(tids) > UNPRICED_TASKS_NAMED else ''})"
+                      for gpu, tids in unpriced.items())
+    return [Message("gpus_unpriced_any" if offer_currency == "any" else "gpus_unpriced", gpus=shown)]
 
 
 def plan_budget(inputs: Inputs) -> Plan:
@@ -500,22 +506,22 @@ def plan_budget(inputs: Inputs) -> Plan:
     scenario = scenarios.resolve(rows, base_levels, tasks, inputs)
     tasks = apply_scenario(tasks, inputs, scenario)
     month_totals, commitments = _month_totals(tasks, inputs, scenario.buffer)
-    tier_totals = {t: {} for t in TIER_NAMES}
+    tier_totals: dict[str, dict[str, float]] = {t: {} for t in TIER_NAMES}
     for i, month in enumerate(months, start=1):
         for tier in TIER_NAMES:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
     warnings = list(inputs.warnings)
     warnings.extend(_serving_input_warnings(inputs))
-    warnings.extend(_unpriced_gpus(tasks))
+    warnings.extend(_unpriced_gpus(tasks, inputs.settings.offer_currency))
     for t in tasks:
         warnings.extend(t.warnings)
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:
         warnings.append(Message("buffer_outside_guidance", rate=s.hidden_cost_buffer))
-    for tier in TASK_TIERS:
-        cap = getattr(s, tier.cap_setting)
-        over = [m for m in months if cap is not None and tier_totals[tier.name][m] > cap]
+    for record in TASK_TIERS:
+        cap = s.tier_cap(record)
+        over = [m for m in months if cap is not None and tier_totals[record.name][m] > cap]
         if over:
-            warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
+            warnings.append(Message("tier_over_cap", tier=record.name, cap=cap, months=", ".join(over)))
     base_total = sum(t.total for t in month_totals.values())  # as Plan.period_total
     held = {(c.gpu, c.tier): c.cards for c in commitments}  # a scenario keeps the commitments, as the workbook does
     totals = {level: base_total if level == "base" else _replanned_total(tasks, inputs, (level,) * len(rows), held)

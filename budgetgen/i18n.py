@@ -8,8 +8,18 @@ Warnings and input problems are `Message`s: English text that remembers its temp
 from __future__ import annotations
 
 import string
+from typing import Any, Self, TypeVar
 
-from .schema import COMMITMENT_SETTINGS, COMMITMENT_TIERS, TASK_KINDS, TIERS, Column, normalise_header
+from .schema import (
+    COMMITMENT_SETTINGS,
+    COMMITMENT_TIERS,
+    DRIVERS,
+    SCENARIO_COLUMNS,
+    TASK_KINDS,
+    TIERS,
+    Column,
+    normalise_header,
+)
 
 LANGS = ("en", "zh")
 
@@ -62,6 +72,7 @@ NAMES_ZH = {
     "train_precision": "训练精度", "bandwidth_efficiency": "带宽效率", "matmul_efficiency": "矩阵算力效率",
     "training_efficiency": "训练算力效率",
     "experts": "专家数", "experts_per_token": "每token专家数",
+    "driver": "驱动因素", "low": "低", "base": "基准", "high": "高",
     "tp_efficiency_nvlink": "NVLink张量并行效率", "allreduce_us_nvlink": "NVLink全归约微秒",
     "allreduce_us_pcie": "PCIe全归约微秒", "nvlink_gbs": "NVLink带宽GBs", "pcie_gbs": "PCIe带宽GBs",
     "moe_layer_overhead_us": "MoE每层开销微秒", "train_fp8_efficiency": "训练FP8效率", "lora_mfu": "LoRA算力利用率",
@@ -254,11 +265,10 @@ TEXT_ZH = {
     "plan currency per CNY": "计划币种/CNY", "events": "次", "currency/kWh": "currency/千瓦时", "years": "年",
     "currency/year": "currency/年", "GB per B params": "GB/十亿参数", "days": "天",
     # offers: help texts of the GPUs columns that say whose prices a row holds
-    "whose offer the prices are (built-in: market = the median over providers, cn-market = the Chinese market); a "
-    "row that names one replaces the built-in offer, its blank prices not offered":
-        "价格来自哪家供应商的报价（内置：market = 各供应商中位数，cn-market = 国内市场）；填写供应商的行替换内置报价，其空白价格视为不提供",
+    "whose offer the prices are (built-in: a provider or platform as its source names it, or market = the median over "
+    "providers); a row that names one replaces the built-in offer, its blank prices not offered":
+        "价格来自哪家供应商的报价（内置：来源所写的供应商或平台名，或 market = 各供应商中位数）；填写供应商的行替换内置报价，其空白价格视为不提供",
     "the provider's region; any: not regional": "供应商的区域；any：不分区域",
-    "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
     "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
     "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
@@ -468,24 +478,18 @@ TEXT_ZH = {
     **{t.meaning: t.meaning_zh for t in TIERS},
     "all-in price of an owned machine per card; blank: not for sale": "自购机器每卡的全包价格；空白：不出售",
     "wall power of an owned machine per card under load": "自购机器每卡满载时的整机功耗",
-    "where the prices came from": "价格来源", "date of the prices": "价格日期",
+    "where the prices came from": "价格来源",
+    "the date the source states for the prices (YYYY-MM-DD, or YYYY-MM); \"retrieved YYYY-MM-DD\" when it states none: "
+    "the day it was read": "来源所注明的价格日期（YYYY-MM-DD 或 YYYY-MM）；来源未注明日期时写 \"retrieved YYYY-MM-DD\"：读取之日",
     "unique key": "唯一编号", "description": "描述",
     "finetune, pretrain, inference (online serving) or batch (offline batch inference)":
     "微调、预训练、推理（在线服务）或批量（离线批量推理）",
-    "model size, e.g. 7 or 7B": "模型规模，例如 7 或 7B",
-    "training: full (default), lora, qlora; serving: fp16 (default), int8, int4":
-    "训练：全量（默认）、lora、qlora；推理：fp16（默认）、int8、int4",
     "required for training, e.g. 5M": "训练任务必填，例如 5M",
     "passes over the training tokens": "训练数据的遍历轮数",
     "training or batch runs per active month; 0.5: one run spread over two months":
     "每个活跃月的训练或批量运行次数；0.5：一次运行跨两个月",
     "required for inference": "推理任务必填", "required for batch": "批量任务必填",
-    "generated tokens per request (serving)": "每个请求生成的token数（推理）",
     "hours a day the service is up and the traffic falls in": "服务每天运行且承接流量的小时数",
-    "measured tokens/s of one replica; blank: estimated from bandwidth and compute":
-    "单个副本实测的token/s；空白：按带宽和算力估算",
-    "concurrent sequences per replica for the estimate": "估算时每个副本的并发序列数",
-    "extra serving memory for long contexts / many sessions": "长上下文/多会话所需的额外推理显存",
     "a catalog GPU name; blank: the engine chooses": "目录中的GPU名称；空白：由引擎选择",
     "cards per run/replica; blank: the fewest that fit": "每次运行/每副本的卡数；空白：能放下的最少卡数",
     "price tier; default: inference monthly, batch idle, training on_demand":
@@ -495,8 +499,35 @@ TEXT_ZH = {
     "最后活跃月；空白：计划结束", "for grouping in the summary": "用于汇总分组",
     "what the cost is": "费用内容", "kind of non-GPU cost": "非GPU费用的类别", "cost per active month": "每个活跃月的费用",
     "first month; blank: plan start": "首月；空白：计划开始", "last month; blank: plan end": "末月；空白：计划结束",
-    "setting name (see README)": "设置项名称（见README）", "setting name": "设置项名称",
-    "its value; blank: the default": "取值；空白：默认值", "free text": "自由文本", "what it means": "含义",
+    "setting name, e.g. period_start (docs/input-reference.md lists every setting)":
+        "设置项名称，例如 period_start（docs/input-reference.md 列出全部设置项）",
+    "its value; blank: the default": "取值；空白：默认值",
+    "what the setting means (init writes it; the reader ignores it)": "该设置项的含义（由 init 写入；读取时忽略）",
+    # the Scenarios sheet (the driver's help joins the drivers' records)
+    SCENARIO_COLUMNS[0].help: "；".join(f"{d.name}：{d.meaning_zh}" for d in DRIVERS),
+    "the task it moves; blank: every task (a task's own row wins)": "该行影响的任务；空白：所有任务（任务自己的行优先）",
+    "the low scenario's value; blank: base": "低情景的值；空白：取基准值",
+    "the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer setting)":
+        "基准情景的值；空白：1（buffer：取 hidden_cost_buffer 设置）",
+    "the high scenario's value; blank: base": "高情景的值；空白：取基准值",
+    "where the range comes from": "取值范围的来源",
+    # the Models sheet
+    "model name, the key tasks refer to (case-insensitive)": "模型名称，任务按此引用（不区分大小写）",
+    "all parameters, held in memory (required for a model not in the built-in catalog)":
+        "全部参数，均占用显存（不在内置目录中的模型必填）",
+    "parameters active per token (mixture of experts); blank: all of them": "每个token激活的参数（混合专家）；空白：全部参数",
+    "transformer layers": "Transformer层数", "hidden size": "隐藏层维度", "query attention heads": "查询注意力头数",
+    "key/value heads (grouped-query attention); blank for MLA": "键/值头数（分组查询注意力）；MLA模型留空",
+    "elements per attention head; blank for MLA": "每个注意力头的维度；MLA模型留空",
+    "MLA models: elements cached per layer per token (e.g. 576); blank otherwise":
+        "MLA模型：每层每token缓存的元素数（例如 576）；其他模型留空",
+    "context length the model was trained for": "模型训练时的上下文长度",
+    "mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model":
+        "混合专家：每个MoE层的路由专家数（不含共享专家）；稠密模型留空",
+    "mixture of experts: routed experts each token uses (top-k), fewer than experts":
+        "混合专家：每个token使用的路由专家数（top-k），少于 experts",
+    "where the figures came from": "数据来源", "elements": "元素", "heads": "头",
+    "Object storage": "对象存储",
     "ISO code of the plan's currency, shown in number formats": "计划币种的ISO代码，用于数字格式",
     "plan currency per 1 CNY: overrides the reference rate for CNY prices (an FX sheet row does so for any currency)":
         "每 1 人民币折合的计划币种金额：覆盖人民币价格的参考汇率（汇率表中的一行可为任何币种覆盖）",
@@ -513,14 +544,11 @@ TEXT_ZH = {
     "share of a card's memory a job can use (CUDA context, fragmentation)": "作业可用的显存比例（CUDA上下文、碎片）",
     "training activation memory allowance per billion parameters": "每十亿参数的训练激活显存预留",
     "share of parameters trained by LoRA/QLoRA": "LoRA/QLoRA训练的参数比例",
-    "inference memory on top of weights (runtime, activations, small KV cache)": "权重之外的推理显存（运行时、激活、小KV缓存）",
-    "achieved share of memory bandwidth while decoding": "解码时实际达到的显存带宽比例",
     "multiplies inference demand for peaks": "推理需求的峰值放大系数",
     "extra GPU-hours on spot for interruptions and reruns": "竞价实例因中断和重跑增加的GPU小时",
     "reserve for storage, egress, images, platform fees, unrefundable balance (guidance 0.20-0.30)":
     "为存储、出网流量、镜像、平台费、不可退余额预留的比例（建议0.20-0.30）",
     "how the engine picks a GPU when a task names none": "任务未指定GPU时引擎的选择方式",
-    "largest card count the engine proposes for one task": "引擎为单个任务建议的最大卡数",
     "monthly average utilisation under which a resource is flagged for downsizing": "月平均利用率低于此值的资源被标记为需缩减",
     "OOM events a month from which a resource is flagged": "每月OOM次数达到此值的资源被标记",
     "bill over plan by more than this share is flagged": "账单超出计划超过此比例时被标记",
@@ -544,6 +572,16 @@ TEXT_ZH = {
      "else 3"):
     "Candidates表为每个任务列出的选项：所选的卡及可选卡中最便宜的这么多张（JSON列出全部卡）；空白：清单不超过1,000个任务时"
     "列出目录中的每种卡，否则3张",
+    "usage and variance": "用量与差异", "tasks' GPU variance": "各任务GPU差异合计", "of it, rate variance": "其中：价格差异",
+    "of it, usage variance": "其中：用量差异", "not split (no GPU hours on the bill)": "未拆分（账单未给出GPU小时）",
+    "tasks over plan": "超出计划的任务", "resources flagged": "有标记的资源", "saving if the actions are taken": "采取措施后可节省",
+    "actions next month": "下月措施", "resources": "资源数", "their bill": "其账单金额",
+    "billed in another currency": "以其他币种计费", "billed in its currency": "以该币种计费",
+    "The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) prints only when "
+    "asked: select its rows and print the selection.":
+        "下方明细（按任务、按资源、非GPU费用与合计、承诺费用、每日账单）默认不打印：需要时选中这些行并打印所选内容。",
+    "more resources are listed on": "个其他资源列在", "more resources are listed in": "个其他资源列在",
+    "(the actions above do not count them)": "（上方措施未计入这些资源）", "rate of": "汇率日期",
     "more resources, listed on": "个其他资源，完整列在", " and {n} more": "等另外{n}个", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
@@ -553,7 +591,7 @@ TEXT_ZH = {
         "每台自购机器的散热、磁盘、维修费用（默认 2,000 人民币，其他计划币种按参考汇率折算）",
     "ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. Prices in another currency are "
     "converted at the FX rate on Assumptions": "该行价格的 ISO 币种代码（例如 USD、CNY）；空白：计划币种。其他币种的价格按假设表上的汇率折算",
-    "ISO code of a currency the GPUs sheet or the catalog prices in": "GPU表或内置目录标价所用币种的 ISO 代码",
+    "ISO code of a currency the GPUs sheet, the catalog or a bill prices in": "GPU表、内置目录或账单标价所用币种的 ISO 代码",
     "plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate":
         "每 1 单位该币种折合的计划币种金额；无此表：使用内置的欧洲央行参考汇率",
     "the day the rate holds for (YYYY-MM-DD)": "汇率适用的日期（YYYY-MM-DD）",
@@ -590,6 +628,8 @@ TEXT_ZH = {
     "planned {planned_all}; {flagged} flagged resource(s)":
     "对账 {month}：GPU与承诺账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
     " (partial month)": "（不完整月份）",
+    "; {billed} billed in {code} converted at {rate} {currency} per 1 {code} ({as_of})":
+    "；{billed} 以 {code} 计费，按每 1 {code} 折合 {rate} {currency}（{as_of}）换算",
     "Warning: ": "警告：", "Error: ": "错误：", ", ": "、",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
@@ -697,7 +737,7 @@ TEXT_ZH = {
     "cheaper GPU now": "现更便宜的GPU", "saving on it": "改用可省",
     "saving against the chosen GPU": "相对所选GPU的节省", "task's best saving so far": "该任务至此最大节省",
     "task's cheaper GPU so far": "该任务至此更便宜的GPU",
-    **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值来源见README）"
+    **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值及其来源见 docs/input-reference.md）"
        for t in COMMITMENT_TIERS for s in COMMITMENT_SETTINGS if s.key == t.discount_setting},
     ("Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
      "sheet)."):
@@ -779,14 +819,19 @@ MESSAGES = {
         ("{tids}：仅按参数量估算（未填 model 或 prompt_tokens：假定 {prompt:,}）；请填写目录中的模型（`budgetgen models`）"
          "和 prompt_tokens，或填写实测的 tokens_per_sec")),
     "gpus_unpriced": (
-        ("{gpus}: left out of the choice for the {tasks} task(s) they could run: no price on any tier those tasks "
-         "may use (the built-in catalog takes one market's offers: the plan currency's, or USD's where it has none, "
-         "while offer_currency is auto; the plan currency's only while it is plan; and only from the providers and "
-         "regions the settings name); enter a quote on the GPUs sheet, or set offer_currency to any, to have them "
-         "compared"),
-        ("{gpus}：可运行的 {tasks} 个任务可用的任何计费方式都没有价格，未参与选择（offer_currency 为 auto 时内置目录只取一个"
-         "市场的报价：计划币种的，没有时取美元的；为 plan 时只取计划币种的；且只取设置中指定的供应商和地区）；在GPU表中填写报价，"
+        ("{gpus}: left out of the choice for the tasks named: no price on any tier those tasks may use (the built-in "
+         "catalog takes one market's offers: the plan currency's, or USD's where it has none, while offer_currency "
+         "is auto; the plan currency's only while it is plan; and only from the providers and regions the settings "
+         "name); enter a quote on the GPUs sheet, or set offer_currency to any, to have them compared"),
+        ("{gpus}：对所列任务可用的任何计费方式都没有价格，未参与选择（offer_currency 为 auto 时内置目录只取一个市场的报价："
+         "计划币种的，没有时取美元的；为 plan 时只取计划币种的；且只取设置中指定的供应商和地区）；在GPU表中填写报价，"
          "或把 offer_currency 设为 any，即可参与比较")),
+    "gpus_unpriced_any": (
+        ("{gpus}: left out of the choice for the tasks named: no offer of the built-in catalog, in any currency, "
+         "prices them on a tier those tasks may use (only the providers and regions the settings name count); enter "
+         "a quote on the GPUs sheet to have them compared"),
+        ("{gpus}：内置目录中没有任何币种的报价为所列任务可用的计费方式定价，未参与选择（只计设置中指定的供应商和地区）；"
+         "在GPU表中填写报价，即可参与比较")),
     "default_tier_unpriced": (
         ("{tid}: no card that runs it has a price on {default!t} (its kind's default tier): planned on {tier!t}, "
          "the cheapest priced; type a tier, or prices, to change it"),
@@ -830,6 +875,15 @@ MESSAGES = {
         ("{gpu}: prices as_of {as_of} are more than {months} months before {when}: "
          "check them with your provider and enter current ones on the GPUs sheet ({place})"),
         "{gpu}：价格日期 as_of {as_of} 早于{when}超过 {months} 个月：请向供应商核实，并在GPU表中填写当前价格（{place}）"),
+    "catalog_prices_undated": (
+        ("{gpu}: the source of its prices states no date (read {read}), so how old they are is unknown: check them "
+         "with your provider and enter current ones on the GPUs sheet, with their date ({place})"),
+        "{gpu}：其价格来源未注明日期（读取于 {read}），价格新旧未知：请向供应商核实，并在GPU表中填写当前价格及其日期（{place}）"),
+    "catalog_prices_undated_old": (
+        ("{gpu}: the source of its prices states no date and was read on {read}, more than {months} months before "
+         "{when}: the prices are at least that old; check them with your provider and enter current ones on the GPUs "
+         "sheet ({place})"),
+        "{gpu}：其价格来源未注明日期，读取于 {read}，早于{when}超过 {months} 个月：价格至少已这么旧；请向供应商核实，并在GPU表中填写当前价格（{place}）"),
     "catalog_age_build_date": ("the build date {build_date}", "编制日期 {build_date} "),
     "catalog_age_plan_month": ("the plan month {month} they pay for", "其计价的计划月份 {month} "),
     "catalog_cell": ("{cell}", "{cell}"),
@@ -941,6 +995,17 @@ MESSAGES = {
         ("Prices of {count} GPUs are more than {months} months older than {when}: {items!l}; check them with your "
          "provider and enter current ones on the GPUs sheet"),
         "{count} 个 GPU 的价格早于{when}超过 {months} 个月：{items!l}；请向供应商核实，并在GPU表中填写当前价格"),
+    "catalog_prices_undated_item": ("{gpu} ({place})", "{gpu}（{place}）"),
+    "catalog_prices_undated_grouped": (
+        ("Prices of {count} GPUs come from sources that state no date (read {read}), so how old they are is unknown: "
+         "{items!l}; check them with your provider and enter current ones on the GPUs sheet, with their date"),
+        "{count} 个 GPU 的价格来源未注明日期（读取于 {read}），价格新旧未知：{items!l}；请向供应商核实，并在GPU表中填写当前价格及其日期"),
+    "catalog_prices_undated_old_grouped": (
+        ("Prices of {count} GPUs come from sources that state no date and were read on {read}, more than {months} "
+         "months before {when}: they are at least that old: {items!l}; check them with your provider and enter "
+         "current ones on the GPUs sheet"),
+        ("{count} 个 GPU 的价格来源未注明日期，读取于 {read}，早于{when}超过 {months} 个月，价格至少已这么旧：{items!l}；"
+         "请向供应商核实，并在GPU表中填写当前价格")),
     "offer_filter_name_unused": (("{setting}: {name} adds no built-in offer this plan takes ({place}): {hint}"),
                                  "{setting}：{name} 没有增加本计划可用的内置报价（{place}）：{hint}"),
     "fit_one_run": (("{cell}: the fitted {figure} rests on this one run, no spread to measure; add runs before "
@@ -1048,9 +1113,12 @@ PROBLEMS = {
          "(or make the plan {currency})"),
         "currency：本行价格为 {currency}，计划币种为 {plan}：请以 {plan} 填写价格（或将计划币种改为 {currency}）"),
     "price_file_format": (
-        ("is neither a price snapshot (columns {snapshot!l}) nor a quote sheet (columns {quotes!l}): "
-         "check the header row"),
-        "既不是价格快照（列 {snapshot!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+        ("is neither a price snapshot (columns {snapshot!l}), a SkyPilot catalog file (vms.csv: columns {vms!l}) nor "
+         "a quote sheet (columns {quotes!l}): check the header row"),
+        "既不是价格快照（列 {snapshot!l}）、SkyPilot 目录文件（vms.csv：列 {vms!l}）也不是报价表（列 {quotes!l}）：请检查表头行"),
+    "quote_ambiguous_gpu": (('gpu: "{gpu}" does not tell which card (form factor, memory) it is: name the catalog '
+                             'card ({cards!l})'),
+                            'gpu："{gpu}" 未说明是哪种卡（规格、显存）：请写明目录中的卡（{cards!l}）'),
     "quote_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU or a known label ({hint})',
                           'gpu："{gpu}" 不是目录中的GPU或已知标签（{hint}）'),
     "quote_duplicate": ("tier: {tier} of {gpu} from {provider} in {region} is already quoted at {first}: keep one row",
@@ -1176,9 +1244,11 @@ PROBLEMS = {
     "tags_not_json": ('"{raw}" is not a JSON object; write tags as {{"task_id": "T01"}}',
                       '"{raw}" 不是 JSON 对象；标签请写成 {{"task_id": "T01"}}'),
     "currency_mismatch": (
-        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}; budgetgen never converts: '
-         "export the bill in {plan} or set the plan currency to {code}"),
-        'BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}；budgetgen 从不换算：请以 {plan} 导出账单，或将计划币种设为 {code}'),
+        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}, and no exchange rate converts it '
+         "for {months}: give its rate on the FX sheet ({plan} per 1 {code}, with its as_of date), or export the bill "
+         "in {plan}"),
+        ('BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}，且 {months} 没有可用的汇率换算：请在 FX 表填写其汇率'
+         '（每 1 {code} 折合多少 {plan}，并注明 as_of 日期），或以 {plan} 导出账单')),
     "bad_gpu_pattern": ('gpu_line_pattern: "{pattern}" is not a regular expression ({reason}); fix it',
                         'gpu_line_pattern："{pattern}" 不是正则表达式（{reason}）；请修改'),
     "same_bill_twice": ("{file} is the same bill as {first} (same path or same content): give each bill once",
@@ -1331,13 +1401,13 @@ def sheet_name(sheet: str, lang: str) -> str:
     return SHEETS_ZH.get(sheet, sheet) if lang == "zh" else sheet
 
 
-_NOTE = {"en": ("Unit: {}.", "One of: {}.", "Default: {}.", "Required."),
-         "zh": ("单位：{}。", "可选值：{}。", "默认：{}。", "必填。")}
+_NOTE = {"en": ("Unit: {}.", "One of: {}.", "Default: {}.", "Required.", "Example: {}."),
+         "zh": ("单位：{}。", "可选值：{}。", "默认：{}。", "必填。", "示例：{}。")}
 
 
 def describe(column: Column, lang: str) -> str:
-    """A column's header note in `lang`: help text, unit, allowed values, default, whether required."""
-    unit, one_of, default, required = _NOTE[lang]
+    """A column's header note in `lang`: help text, unit, allowed values, default, whether required, an example."""
+    unit, one_of, default, required, example = _NOTE[lang]
     parts = [tr(column.help, lang)]
     if column.unit:
         parts.append(unit.format(tr(column.unit, lang)))
@@ -1347,6 +1417,8 @@ def describe(column: Column, lang: str) -> str:
         parts.append(default.format(word(column.default, lang) if isinstance(column.default, str) else column.default))
     if column.required:
         parts.append(required)
+    if column.example:
+        parts.append(example.format(word(column.example, lang) if column.choices else tr(column.example, lang)))
     return " ".join(p for p in parts if p)
 
 
@@ -1364,7 +1436,7 @@ def canonical_sheet(title: str) -> str:
     return _SHEETS_IN.get(normalise_header(title), str(title).strip())
 
 
-def canonical_name(text: object) -> object:
+def canonical_name(text: _T) -> _T | str:
     """A header or setting key typed in Chinese as its ASCII name; anything else as it is."""
     return _NAMES_IN.get(normalise_header(text), text)
 
@@ -1396,11 +1468,17 @@ class _Formatter(string.Formatter):
         return value.render(self.lang) if isinstance(value, Message) else word(value, self.lang)
 
 
+_T = TypeVar("_T")
+
+
 class Message(str):
     """A warning or an input problem: its English text, plus the template key and parameters to render it in
     another language."""
 
-    def __new__(cls, key: str, **params):
+    key: str
+    params: dict[str, Any]
+
+    def __new__(cls, key: str, **params: Any) -> Self:
         self = super().__new__(cls, _Formatter("en").format(TEMPLATES[key][0], **params))
         self.key, self.params = key, params
         return self

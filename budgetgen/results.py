@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .engine import Plan, TaskPlan
 from .model import Gpu
 from .schema import CONSTANT_VALUES, TIER_NAMES
@@ -73,6 +75,38 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
         "scenarios": {"totals": plan.scenario_totals,
                       "tornado": [{"row": w.label, "low": w.low, "high": w.high, "swing": w.size}
                                   for w in plan.tornado]},
+        "order": order_json(plan),
+        "budgets": [{"cost_center": line.label or None, "monthly_budget": line.budget.monthly_budget,
+                     "planned": dict(zip(plan.months, line.planned, strict=True)),
+                     "over": [m for m, over in zip(plan.months, line.over, strict=True) if over],
+                     "overrun": line.overrun} for line in plan.budgets],
         "warnings": list(plan.warnings),
         "reconciliation": reconciliation or {},
+    }
+
+
+def order_json(plan: Plan) -> dict:
+    """The Order sheet's numbers (budgetgen.order, which the sheet renders): per provider what to reserve and what to
+    rent by month, the GPU total (the plan's GPU spend with the commitments) and the plan total (Summary's)."""
+    from .order import plan_order
+
+    order = plan_order(plan)
+    months = plan.months
+    return {
+        "providers": [{"provider": b.provider or None, "regions": list(b.regions),
+                       "reserve": [{"gpu": r.gpu, "tier": r.tier, "region": r.region or None, "cards": r.cards,
+                                    "term_months": r.term_months, "start": r.start, "rate": r.rate,
+                                    "cards_by_month": dict(zip(months, r.cards_by_month, strict=True)),
+                                    "card_hours": r.card_hours, "total": r.total, "monthly_cost": r.monthly_cost,
+                                    "upfront": r.upfront, "after_plan_cost": r.after_plan_cost}
+                                   for r in b.reservations],
+                       "rent": [{"gpu": line.gpu, "tier": line.tier, "region": line.region or None,
+                                 "cards_by_month": dict(zip(months, line.cards_by_month, strict=True)),
+                                 "quantity": line.quantity, "unit": line.quantity_unit, "unit_price": line.unit_price,
+                                 "total": line.total, "tasks": list(line.tasks)} for line in b.lines],
+                       "subtotal": b.subtotal} for b in order.blocks],
+        "gpu_total": order.gpu_total,
+        "extras": math.fsum(t.extras for t in plan.month_totals.values()),
+        "buffer": math.fsum(t.buffer for t in plan.month_totals.values()),
+        "plan_total": plan.period_total,
     }

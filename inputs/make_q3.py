@@ -1,10 +1,13 @@
 """Writes inputs/q3.xlsx and its Chinese twin inputs/q3-zh.xlsx, the sample inventory: `python inputs/make_q3.py`.
 
-The knowledge-base team of the source articles (two RTX 4090 on monthly rent for the chat service,
-QLoRA fine-tunes on idle capacity, A100 80G experiments on demand, storage and egress) plus an 8B full
-fine-tune, a 13B pretraining run of the team's own architecture, a 70B fp8 service, a nightly batch job and
-a mixture-of-experts coding assistant. Tasks name catalog models (`budgetgen models`); services give their
-prompt lengths.
+The knowledge-base team of the source articles (two RTX 4090 for the chat service, QLoRA fine-tunes of the
+same card, A100 80G experiments on demand, storage and egress) plus an 8B full fine-tune, a 13B pretraining run
+of the team's own architecture on spot, a 70B fp8 service, a nightly batch job and a mixture-of-experts coding
+assistant. Tasks name catalog models (`budgetgen models`); services give their prompt lengths. The tasks that
+name no tier leave it to the engine, which prices each card on every tier it has an offer for and takes the
+cheapest. The built-in catalog's Chinese-market offers are on-demand rents only, so the plan takes the cards the
+Chinese market does not price (A100 80G, H100 80G, ...) from the USD offers, converted at the FX sheet's rate
+(`offer_currency: any`).
 """
 
 from pathlib import Path
@@ -21,6 +24,7 @@ SETTINGS = [
     ("period_months", 3, ""),
     ("hidden_cost_buffer", "25%", "storage, egress, images, platform fees, unrefundable balance"),
     ("gpu_choice", "cheapest", ""),
+    ("offer_currency", "any", "CNY offers first; a card the Chinese market does not price takes its USD offers"),
 ]
 TASK_HEADERS = ["task_id", "task", "kind", "model", "model_params_b", "method", "train_tokens", "epochs",
                 "runs_per_month", "requests_per_day", "batch_requests", "prompt_tokens", "tokens_per_request",
@@ -28,9 +32,9 @@ TASK_HEADERS = ["task_id", "task", "kind", "model", "model_params_b", "method", 
                 "cost_center", "owner"]
 TASKS = [
     ["KB01", "Knowledge-base chat service (7B int4, measured)", "inference", "Qwen2.5-7B", None, "int4", None, None,
-     None, 10000, None, 1500, 500, 8, 100, "RTX 4090", None, "monthly", None, None, "knowledge-base", "Li Wei"],
+     None, 10000, None, 1500, 500, 8, 100, "RTX 4090", None, None, None, None, "knowledge-base", "Li Wei"],
     ["KB02", "Knowledge-base QLoRA refresh", "finetune", "Qwen2.5-7B", None, "qlora", "5M", 3, 2, None, None, None,
-     None, None, None, "RTX 4090", None, "idle", None, None, "knowledge-base", "Li Wei"],
+     None, None, None, "RTX 4090", None, None, None, None, "knowledge-base", "Li Wei"],
     ["KB03", "Retrieval experiments (LoRA)", "finetune", "Qwen2.5-7B", None, "lora", "180M", 1, 1, None, None, None,
      None, None, None, "A100 80G", None, "on_demand", None, None, "knowledge-base", "Chen Jing"],
     ["ML01", "Support model full fine-tune", "finetune", "Llama-3.1-8B", None, "full", "200M", 2, 1, None, None, None,
@@ -38,11 +42,11 @@ TASKS = [
     ["ML02", "13B domain pretraining (own architecture)", "pretrain", None, "13B", "full", "20B", 1, 0.5, None, None,
      None, None, None, None, None, None, "spot", "2026-08", None, "research", "Sara Novak"],
     ["ML03", "70B assistant API (fp8)", "inference", "Llama-3.3-70B", None, "fp8", None, None, None, 50000, None,
-     2000, 400, 24, None, None, None, "monthly", None, None, "product", "Omar Haddad"],
+     2000, 400, 24, None, None, None, None, None, None, "product", "Omar Haddad"],
     ["ML04", "Nightly ticket summaries (14B int8)", "batch", "Qwen2.5-14B", None, "int8", None, None, 30, None,
-     200000, 800, 300, None, None, None, None, "idle", None, None, "support", "Omar Haddad"],
+     200000, 800, 300, None, None, None, None, None, None, None, "support", "Omar Haddad"],
     ["ML05", "Coding assistant (MoE, fp8)", "inference", "Qwen3-30B-A3B", None, "fp8", None, None, None, 20000, None,
-     3000, 600, 10, None, "L40S", None, "monthly", None, None, "product", "Omar Haddad"],
+     3000, 600, 10, None, "L40S", None, None, None, None, "product", "Omar Haddad"],
 ]
 EXTRAS = [
     ("item", "category", "monthly_cost", "start_month", "end_month"),

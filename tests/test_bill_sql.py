@@ -28,7 +28,7 @@ pytestmark = pytest.mark.xdist_group("bill_sql")
 
 ROOT = Path(__file__).resolve().parents[1]
 CNY_BILL = ROOT / "tests" / "data" / "baseline" / "bill_cny.csv"
-SAMPLE_PLAN = ROOT / "inputs" / "q3.xlsx"
+SAMPLE_PLAN = ROOT / "tests" / "data" / "q3.xlsx"
 BUILD_DATE = dt.date(2026, 6, 15)
 FOCUS_READ = [c for c, _ in _TEXT_COLUMNS] + ["BilledCost", "ConsumedQuantity", "EffectiveCost",
                                                "ChargePeriodStart", "BillingPeriodStart"]

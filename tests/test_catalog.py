@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import SAMPLE, TEST_CATALOG, TEST_PRICES
+from conftest import REPO, TEST_CATALOG, TEST_PRICES
 
 import budgetgen
 from budgetgen import catalog, prices
@@ -45,15 +45,16 @@ def test_a_gpu_added_to_the_shipped_catalog_moves_no_number_the_tests_see(tmp_pa
         text = shipped.read_text(encoding="utf-8")
         header = next(csv.reader([text.splitlines()[0]]))
         copy.write_text(text.rstrip("\n") + "\n" + ",".join(row.get(h, "") for h in header) + "\n", encoding="utf-8")
-    fixed = budgetgen.build_budget(SAMPLE, tmp_path / "fixed.xlsx").plan
+    sample = REPO / "inputs" / "q3.xlsx"  # the shipped sample, which the shipped catalog prices
+    fixed = budgetgen.build_budget(sample, tmp_path / "fixed.xlsx").plan
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", extended)
     monkeypatch.setattr(prices, "OFFERS_RESOURCE", extended_prices)
-    moved = budgetgen.build_budget(SAMPLE, tmp_path / "moved.xlsx").plan
+    moved = budgetgen.build_budget(sample, tmp_path / "moved.xlsx").plan
     assert "Z9 Test" in {c.gpu for tp in moved.tasks for c in tp.candidates if c.chosen}
     assert moved.period_total < fixed.period_total
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", TEST_CATALOG)
     monkeypatch.setattr(prices, "OFFERS_RESOURCE", TEST_PRICES)
-    again = budgetgen.build_budget(SAMPLE, tmp_path / "again.xlsx").plan
+    again = budgetgen.build_budget(sample, tmp_path / "again.xlsx").plan
     assert again.period_total == fixed.period_total
 
 

@@ -3,6 +3,7 @@ demand, the age of the prices; warnings (never errors), one per GPU and rule, na
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from importlib import resources
 
@@ -160,36 +161,62 @@ def shipped_warnings(monkeypatch, build_date: str, currency: str | None = "CNY")
 
 
 def test_the_shipped_catalog_has_no_price_contradiction(monkeypatch):
-    assert shipped_warnings(monkeypatch, "2026-07-01") == []
-    assert shipped_warnings(monkeypatch, "2026-12-03", currency=None) == []  # the USD market offers
+    contradictions = CHECK_KEYS - {"catalog_prices_old"}
+    for currency, day in (("CNY", "2026-08-10"), (None, "2026-12-03"), ("USD", "2026-12-03")):
+        assert [w for w in shipped_warnings(monkeypatch, day, currency) if w.key in contradictions] == [], currency
 
 
-def test_the_shipped_usd_offers_age_from_the_snapshot_date(monkeypatch):
-    """Retrieved 2026-12-03: fresh until 2027-06-03, then every GPU priced in USD is flagged once."""
-    usd = [g.name for g in shipped(monkeypatch, "USD") if g.currency == "USD"]
-    assert {"H100 80G", "H200", "B200", "MI300X", "L4", "A10"} <= set(usd)
-    assert [w for w in shipped_warnings(monkeypatch, "2027-06-03", "USD") if w.params["gpu"] in usd] == []
+def test_undated_prices_are_called_undated_not_of_the_day_they_were_read(monkeypatch):
+    """The snapshot states no date (its rows were read 2026-12-03): every GPU it prices is warned of as undated,
+    never as priced on 2026-12-03; from 2027-06-04 (read + 6 months, the build date after it) the warning says even
+    the day they were read is more than 6 months back."""
+    catalog_ = shipped(monkeypatch, "USD")
+    usd = [g.name for g in catalog_ if g.currency == "USD"]
+    assert {"H100 80G", "H100 PCIe", "A100 40G", "H200", "B200", "MI300X", "L4", "A10"} <= set(usd)
+    assert all(g.as_of == "retrieved 2026-12-03" for g in catalog_ if g.currency == "USD")
+    undated = [g.name for g in catalog_ if g.as_of == "retrieved 2026-12-03"]  # the USD ones and the index's CNY ones
+    fresh = shipped_warnings(monkeypatch, "2027-06-03", "USD")
+    assert [w.params["gpu"] for w in fresh if w.key == "catalog_prices_undated" and w.params["read"] == "2026-12-03"] \
+        == undated
+    assert not [w for w in fresh if w.key == "catalog_prices_undated_old"]
+    assert [w.params["gpu"] for w in fresh if w.key == "catalog_prices_old"] == ["H800", "L20"]  # dated 2026-08-09
     old = shipped_warnings(monkeypatch, "2027-06-04", "USD")
-    assert [w.params["gpu"] for w in old if w.key == "catalog_prices_old" and w.params["as_of"] == "2026-12-03"] == usd
+    assert [w.params["gpu"] for w in old if w.key == "catalog_prices_undated_old"] == undated
+    assert "states no date and was read on 2026-12-03, more than 6 months before the build date 2027-06-04" in \
+        next(w for w in old if w.key == "catalog_prices_undated_old")
 
 
-def test_the_shipped_rtx_4090_rent_is_below_on_demand_around_the_clock(monkeypatch):
-    """The decision written in its `source`: on demand 3 an hour (market mid-point) stays, the monthly rent is the
-    catalog's rule 0.85 x 730 x 3 = 1,861.5, rounded to the hundred as the other rows: 1,900 < 2,190."""
-    g = next(g for g in shipped(monkeypatch) if g.name == "RTX 4090")
-    assert g.prices["on_demand"] == 3 and g.prices["monthly"] == round(0.85 * 730 * 3, -2) == 1900
-    assert "monthly 1900 is the assumption 0.85x730x hourly" in g.source and g.as_of == "2026-07"
+def test_dated_chinese_market_prices_age_from_the_day_their_source_states(monkeypatch):
+    """In a CNY plan the L40S, H800 and L20 are priced by 共绩算力's page prices, collected 2026-08-09 (a stated
+    date): not old until 2027-02-09, old from 2027-02-10; the price index's rows (RTX 4090, RTX A6000, H20, A800 80G)
+    state no date and are warned of as undated the whole time."""
+    dated = [g.name for g in shipped(monkeypatch) if g.as_of == "2026-08-09"]
+    assert dated == ["L40S", "H800", "L20"]
+    assert not [w for w in shipped_warnings(monkeypatch, "2027-02-09") if w.key == "catalog_prices_old"]
+    old = shipped_warnings(monkeypatch, "2027-02-10")
+    assert [w.params["gpu"] for w in old if w.key == "catalog_prices_old"] == dated
+    undated = [w.params["gpu"] for w in old if w.key == "catalog_prices_undated" and w.params["read"] == "2026-12-03"]
+    assert {"RTX 4090", "RTX A6000", "H20", "A800 80G"} <= set(undated)
 
 
-def test_the_shipped_prices_are_dated_2026_07_and_age_honestly(monkeypatch):
-    """The Chinese-market prices are dated 2026-07: fine until 2027-01-31, then every GPU priced by them is flagged
-    once; the snapshot's USD offers (the other GPUs' prices in a CNY plan) are dated 2026-12-03, not old yet."""
-    assert shipped_warnings(monkeypatch, "2027-01-31") == []
-    old = shipped_warnings(monkeypatch, "2027-02-01")
-    priced = [g.name for g in shipped(monkeypatch) if g.as_of == "2026-07"
-              and (g.purchase_price is not None or any(p is not None for p in g.prices.values()))]
-    assert [w.key for w in old] == ["catalog_prices_old"] * len(priced)
-    assert [w.params["gpu"] for w in old] == priced and len(priced) >= 5
+@pytest.mark.parametrize("as_of, build_date, key", [
+    ("retrieved 2026-12-03", "2027-06-03", "catalog_prices_undated"),
+    ("retrieved 2026-12-03", "2027-06-04", "catalog_prices_undated_old"),
+    ("retrieved:2026-12-03;commit_date:unknown", "2026-12-04", "catalog_prices_undated"),  # the snapshot's own form
+    ("2026-12-03", "2027-06-04", "catalog_prices_old"),
+])
+def test_an_undated_price_is_warned_of_as_undated(as_of, build_date, key):
+    (warning,) = checked(card(on_demand=2, as_of=as_of), build_date=build_date)
+    assert warning.key == key and warning.params.get("read", "2026-12-03") == "2026-12-03"
+
+
+def test_a_spot_price_above_another_offers_on_demand_is_no_contradiction():
+    """The catalog prices each tier by its cheapest offer: a spot price of one provider above another's on-demand
+    price is only the dearer offer (never chosen), not a contradiction; within one offer it still is."""
+    mixed = dataclasses.replace(card(on_demand=1.25, spot=1.443), offers={"on_demand": "shadeform", "spot": "gcp"})
+    assert checked(mixed) == []
+    same = dataclasses.replace(card(on_demand=1.25, spot=1.443), offers={"on_demand": "gcp", "spot": "gcp"})
+    assert [w.key for w in checked(same)] == ["catalog_spot_over_on_demand"]
 
 
 def test_prices_age_up_to_the_plan_month_they_pay_for():
@@ -205,7 +232,7 @@ def test_prices_age_up_to_the_plan_month_they_pay_for():
 
 def test_gpus_that_would_run_a_task_but_have_no_price_for_its_tier_are_named_once(tmp_path):
     """Card X (48 GB) holds a 1B batch job but has no idle price (the batch default tier): it can never be chosen,
-    which one warning says, with the number of tasks it could run; once priced, it is no longer named."""
+    which one warning says, naming the tasks it was left out of; once priced, it is no longer named."""
     from budgetgen.engine import plan_budget
 
     def unpriced(gpu_row: dict, name: str) -> list:
@@ -214,6 +241,6 @@ def test_gpus_that_would_run_a_task_but_have_no_price_for_its_tier_are_named_onc
         return [w for w in plan_budget(inputs).warnings if w.key == "gpus_unpriced"]
 
     [warning] = unpriced(CARD, "a.xlsx")
-    assert "Card X" in warning.params["gpus"].split(", ") and warning.params["tasks"] == 2
+    assert "Card X (T, U)" in warning.params["gpus"] and "Card X (T, U): left out of the choice" in str(warning)
     priced = unpriced({**CARD, "idle_per_hour": 1}, "b.xlsx")
-    assert all("Card X" not in w.params["gpus"].split(", ") for w in priced)
+    assert all("Card X" not in w.params["gpus"] for w in priced)

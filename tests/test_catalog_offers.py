@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime as dt
 import hashlib
+import os
 import subprocess
 import sys
 from importlib import resources
@@ -25,7 +27,8 @@ from budgetgen.reader import read_inputs
 SNAPSHOT = DATA / "prices" / "gpu_prices.csv"  # a copy of the dated snapshot (see tests/data/prices/README.md)
 SUMMARY = DATA / "prices" / "gpu_price_summary.csv"
 CLASSES = {"H100 80G": "datacenter", "B200": "datacenter", "RTX 4090": "consumer", "L40S": "datacenter",
-           "A10": "datacenter", "L4": "datacenter", "MI300X": "datacenter", "A100 80G": "datacenter"}
+           "A10": "datacenter", "L4": "datacenter", "MI300X": "datacenter", "A100 80G": "datacenter",
+           "H100 PCIe": "datacenter", "A100 40G": "datacenter"}
 
 
 def run(*args):
@@ -45,48 +48,97 @@ def offer(found, gpu: str, provider: str) -> Offer:
 
 # ------------------------------------------------------------------ derived from the snapshot
 
-def test_b200_medians_worked_out_by_hand_from_its_rows(snapshot):
-    """B200 rows: nebius 44/8 = 5.5 (1 row); runpod 7.99 (4 rows); shadeform 4.99, 4.9 x4, 4.5 -> middle two 4.9;
-    primeintellect 6.4068 6.3984 6.3956 6.3942 6.3934 6.3928 6.3924 -> 6.3942; gcp's 8 rows are accelerator-only
-    (flagged), left out. Market: the middle two of 4.9, 5.5, 6.3942, 7.99 = (5.5 + 6.3942) / 2 = 5.9471."""
+def test_b200_prices_are_the_smallest_host_shapes_worked_out_by_hand(snapshot):
+    """B200 rows: nebius has one shape, 8 GPUs at 44/8 = 5.5; runpod 1x/2x/4x/8x at 7.99 -> its 1x, 7.99;
+    shadeform's fewest GPUs is 1 (datacrunch_B200 in helsinki-finland-5, 4.9; its 8x hosts at 4.99 and 4.5 are not
+    its smallest shape) -> 4.9 in that one region; primeintellect runpod__1xB200 6.4068 (the 2x..7x hosts at 6.3984
+    down to 6.3924 are left); gcp's 8 rows are accelerator-only (flagged), left out. Market: the middle two of 4.9,
+    5.5, 6.4068, 7.99 = (5.5 + 6.4068) / 2 = 5.9534."""
     assert offer(snapshot, "B200", "nebius").prices["on_demand"] == 5.5
     assert offer(snapshot, "B200", "nebius").region == "us-central1"  # its one region
     assert offer(snapshot, "B200", "runpod").prices["on_demand"] == 7.99
-    assert offer(snapshot, "B200", "shadeform").prices["on_demand"] == pytest.approx(4.9)
-    assert offer(snapshot, "B200", "primeintellect").prices["on_demand"] == pytest.approx(6.3942)
+    shadeform = offer(snapshot, "B200", "shadeform")
+    assert (shadeform.prices["on_demand"], shadeform.region) == (pytest.approx(4.9), "helsinki-finland-5")
+    assert offer(snapshot, "B200", "primeintellect").prices["on_demand"] == pytest.approx(6.4068)
     assert not [o for o in snapshot.offers if o.gpu == "B200" and o.provider == "gcp"]
     market = offer(snapshot, "B200", "market")
-    assert market.prices["on_demand"] == pytest.approx(5.9471, abs=1e-4) and market.prices["spot"] is None
-    assert market.currency == "USD" and market.region == "any" and market.as_of == "2026-12-03"
-    assert "gcp 8" in market.source and "0727c2bd9e77f91cb1377127c5f793a28cf01384" in market.source
+    assert market.prices["on_demand"] == pytest.approx(5.9534, abs=1e-4) and market.prices["spot"] is None
+    assert market.currency == "USD" and market.region == "any" and market.as_of == "retrieved 2026-12-03"
+    assert "gcp 8 flagged suspect" in market.source and "0727c2bd9e77f91cb1377127c5f793a28cf01384" in market.source
+    assert "1-GPU datacrunch_B200" in shadeform.source
 
 
 def test_a_consumer_card_counts_the_marketplaces_a_datacenter_card_does_not(snapshot):
-    """RTX 4090 provider medians: hyperbolic 0.25 (15 rows of 0.25, one of 0.23), runpod 0.69, shadeform 0.6
-    (0.4, 0.6 x4, 0.49 -> middle two 0.6), vast 0.4: all count for a consumer card, median (0.4 + 0.6) / 2 = 0.5;
-    spot only runpod's 0.34. H100: hyperbolic and vast are marketplaces, not counted for a datacenter card."""
+    """RTX 4090, 1-GPU rows: hyperbolic 0.25, 0.25, 0.23, 0.25 (host sizes the snapshot does not give: their
+    median) -> 0.25; runpod 0.69 (spot 0.34); shadeform 0.6 (oslo-norway-3, its only 1-GPU region); vast 0.4. All
+    count for a consumer card: median of 0.25, 0.4, 0.6, 0.69 = 0.5; spot only runpod's 0.34. H100: hyperbolic's
+    rows do not tell SXM from PCIe, and vast is a marketplace, not counted for a datacenter card."""
+    assert offer(snapshot, "RTX 4090", "hyperbolic").prices["on_demand"] == pytest.approx(0.25)
     assert offer(snapshot, "RTX 4090", "shadeform").prices["on_demand"] == pytest.approx(0.6)
     assert offer(snapshot, "RTX 4090", "market").prices["on_demand"] == pytest.approx(0.5)
     assert offer(snapshot, "RTX 4090", "market").prices["spot"] == pytest.approx(0.34)
     h100 = offer(snapshot, "H100 80G", "market")
-    assert "not counted: hyperbolic (marketplace), vast (marketplace)" in h100.source
-    assert "hyperbolic 1.29" not in h100.source
+    assert "not counted: vast (marketplace)" in h100.source
+    assert "hyperbolic 21 whose instance type does not tell the card (form factor) (H100)" in h100.source
 
 
 def test_flagged_rows_are_left_out(snapshot):
     """RunPod's L40S rows are flagged (spot above on-demand, columns swapped in the source): no RunPod L40S offer.
-    L40S market: aws 3.7664, cudo 1.0464, nebius 2.2844, shadeform 1.45 -> (1.45 + 2.2844) / 2 = 1.8672."""
+    nebius's 1-GPU L40S rows in eu-north1 (its 2- and 4-GPU hosts left): 1.5484 1.7468 1.8172 1.9452 2.1436 2.2844
+    2.342 2.7516 -> (1.9452 + 2.1436) / 2 = 2.0444."""
     assert not [o for o in snapshot.offers if o.gpu == "L40S" and o.provider == "runpod"]
-    assert offer(snapshot, "L40S", "market").prices["on_demand"] == pytest.approx(1.8672)
-    assert "runpod 4" in offer(snapshot, "L40S", "market").source
+    assert offer(snapshot, "L40S", "nebius").prices["on_demand"] == pytest.approx(2.0444)
+    assert "runpod 4 flagged suspect" in offer(snapshot, "L40S", "market").source
+
+
+def test_rows_the_source_marks_stale_are_left_out(snapshot):
+    """Every AWS row of the snapshot carries `vintage:pre-2025-06-AWS-GPU-price-cut` (the price list before AWS's
+    mid-2025 cut): no AWS offer for any card, and the market offers say how many rows were left out (L40S: 31)."""
+    assert not [o for o in snapshot.offers if o.provider == "aws"]
+    assert "aws 31 marked stale by the source" in offer(snapshot, "L40S", "market").source
+
+
+def test_pcie_and_sxm_h100_rows_price_different_cards(snapshot):
+    """Lambda lists gpu_1x_h100_pcie at 2.49 and gpu_1x/2x/4x/8x_h100_sxm5 at 3.29/3.19/3.09/2.99; RunPod's `H100`
+    is the H100 PCIe (SkyPilot's RunPod GPU map), 2.39 at every size, and its `H100-SXM` 2.99 (spot 2.69). So H100
+    PCIe: lambda 2.49, runpod 2.39, market (2.39 + 2.49) / 2 = 2.44; H100 80G (SXM): lambda 3.29 (its smallest SXM
+    host, not the 8x's 2.99), runpod 2.99."""
+    assert offer(snapshot, "H100 PCIe", "lambda").prices["on_demand"] == 2.49
+    assert offer(snapshot, "H100 PCIe", "runpod").prices["on_demand"] == 2.39
+    assert offer(snapshot, "H100 PCIe", "market").prices["on_demand"] == pytest.approx(2.44)
+    assert offer(snapshot, "H100 80G", "lambda").prices["on_demand"] == 3.29
+    assert (offer(snapshot, "H100 80G", "runpod").prices["on_demand"], offer(snapshot, "H100 80G", "runpod").prices["spot"]) \
+        == (2.99, 2.69)
+
+
+def test_the_40gb_a100_is_its_own_card(snapshot):
+    """40 GB A100 rows that say SXM4 (or AWS p4d / GCP a2-highgpu): lambda gpu_1x_a100_sxm4 1.29; shadeform
+    denvr_A100-sxm4 1.25 (1 GPU, calgary-canada-1; its x8 left); gcp a2-highgpu-1g us-central1 3.6734 (spot 1.443;
+    its other regions flagged suspect); vast 1.2 (a marketplace, not counted); AWS p4d stale. Lambda's gpu_1x_a100
+    and shadeform's paperspace_A100 do not say SXM or PCIe: left out. Market: median of 1.25, 1.29, 3.6734 = 1.29."""
+    assert offer(snapshot, "A100 40G", "shadeform").region == "calgary-canada-1"
+    assert offer(snapshot, "A100 40G", "market").prices["on_demand"] == pytest.approx(1.29)
+    assert offer(snapshot, "A100 40G", "market").prices["spot"] == pytest.approx(1.443)
+    assert offer(snapshot, "A100 40G", "gcp").prices["on_demand"] == pytest.approx(3.6734)
+
+
+def test_a_snapshot_row_resolves_to_a_card_by_label_and_instance_type():
+    assert prices.resolve_label("H100", provider="lambda", instance_type="gpu_1x_h100_pcie") == ("H100 PCIe", "")
+    assert prices.resolve_label("H100", provider="runpod", instance_type="1x_H100_SECURE") == ("H100 PCIe", "")
+    assert prices.resolve_label("H100", provider="vast", instance_type="1x-H100_SXM-32-65536") == ("H100 80G", "")
+    assert prices.resolve_label("H100", provider="hyperbolic", instance_type="1x-H100-28-271") == \
+        (None, prices.UNTOLD_CARD)
+    assert prices.resolve_label("A100-80GB", provider="cudo", instance_type="epyc-genoa-a100-pcie_1x2v4gb") == \
+        ("A100 PCIe", "")
+    assert prices.resolve_label("Z99") == (None, prices.UNKNOWN_LABEL)
+    assert prices.resolve_label("h100 80g", ["H100 80G"]) == ("H100 80G", "")  # a catalog name is itself
 
 
 @pytest.mark.parametrize(("label", "gpu", "provider"), [
-    ("A10", "A10", "lambda"), ("L4", "L4", "aws"), ("L4", "L4", "gcp"), ("L40S", "L40S", "cudo"),
-    ("MI300X", "MI300X", "runpod"), ("B200", "B200", "shadeform"), ("RTX4090", "RTX 4090", "vast"),
+    ("A10", "A10", "lambda"), ("MI300X", "MI300X", "runpod"),
 ])
 def test_provider_offers_agree_with_the_snapshots_own_summary(snapshot, label, gpu, provider):
-    """Where one label maps to the GPU and no row is flagged, a provider's offer is the summary file's median."""
+    """Where every row of a provider is one shape (or one price), its offer is the summary file's median."""
     with SUMMARY.open(newline="", encoding="utf-8") as fh:
         row = next(r for r in csv.DictReader(fh) if r["gpu"] == label and r["provider"] == provider)
     assert offer(snapshot, gpu, provider).prices["on_demand"] == pytest.approx(
@@ -94,56 +146,84 @@ def test_provider_offers_agree_with_the_snapshots_own_summary(snapshot, label, g
 
 
 def test_derive_offers_from_rows_by_hand():
-    rows = [ListedPrice("lambda", "all-listed-regions", "a", "H100", 3.0, None),
-            ListedPrice("lambda", "all-listed-regions", "b", "H100-SXM", 2.0, None),
-            ListedPrice("aws", "us-east-1", "p5", "H100", 10.0, 4.0),
-            ListedPrice("vast", "x", "v", "H100", 1.0, None),
-            ListedPrice("aws", "us-east-1", "p4", "A100", 5.0, None)]  # A100 40GB: not in the catalog
-    derived = derive_offers(rows, {"H100 80G": "datacenter"}, suspect={("lambda", "all-listed-regions", "a", "H100")})
+    rows = [ListedPrice("lambda", "all-listed-regions", "a", "H100-SXM", 3.0, None, gpu_count=1),
+            ListedPrice("lambda", "all-listed-regions", "b", "H100-SXM", 2.0, None, gpu_count=8),  # not its smallest
+            ListedPrice("aws", "us-east-1", "p5.48xlarge", "H100", 10.0, 4.0, gpu_count=8),
+            ListedPrice("vast", "x", "v", "H100-SXM", 1.0, None, gpu_count=1),
+            ListedPrice("cudo", "y", "c", "H100-SXM", 2.5, None, gpu_count=1),
+            ListedPrice("hyperbolic", "z", "h", "H100", 1.5, None, gpu_count=1),  # SXM or PCIe: not told
+            ListedPrice("aws", "us-east-1", "p4", "A100", 5.0, None)]  # A100 40GB: not in this catalog
+    derived = derive_offers(rows, {"H100 80G": "datacenter"}, suspect={("cudo", "y", "c", "H100-SXM")})
     assert [(o.provider, o.prices["on_demand"], o.prices["spot"], o.region) for o in derived] == [
-        ("market", 6.0, 4.0, "any"), ("aws", 10.0, 4.0, "us-east-1"), ("lambda", 2.0, None, "any"),
-        ("vast", 1.0, None, "x")]  # one region: the offer's
-    assert "1 row(s) flagged suspect" in derived[2].source
+        ("market", 6.5, 4.0, "any"), ("aws", 10.0, 4.0, "us-east-1"), ("lambda", 3.0, None, "any"),
+        ("vast", 1.0, None, "x")]  # market: (3 + 10) / 2, vast a marketplace; one region: the offer's
+    assert "cudo 1 flagged suspect" in derived[0].source and "hyperbolic 1 whose instance type" in derived[0].source
 
 
-def test_every_datacenter_card_the_snapshot_prices_has_a_sourced_dated_usd_price(monkeypatch):
-    """Each card's on-demand price is a named provider's USD offer (the cheapest eligible one), never the market's
-    median where a provider's own offer exists, with the snapshot as its source and date."""
+def test_the_smallest_host_is_the_fewest_gpus_then_vcpus_then_memory():
+    def row(region, count, vcpus, memory, price, spot=None):
+        return ListedPrice("p", region, f"{count}x{vcpus}", "L4", price, spot, gpu_count=count, vcpus=vcpus,
+                           memory_gib=memory)
+    rows = [row("a", 1, 8, 32, 1.0, 0.5), row("a", 1, 8, 32, 1.0, 0.3),  # one shape in two zones: both kept
+            row("a", 1, 16, 64, 1.4), row("a", 2, 4, 16, 0.9),  # a bigger host; more GPUs
+            row("b", 1, 4, 64, 2.0), row("b", 1, 4, 32, 2.2)]  # b: fewer GiB wins, dearer or not
+    assert [(r.region, r.vcpus, r.memory_gib, r.spot) for r in prices.smallest_shape(rows)] == [
+        ("a", 8, 32, 0.5), ("a", 8, 32, 0.3), ("b", 4, 32, None)]
+    (derived,) = derive_offers(rows, {"L4": "datacenter"})  # p is no known provider: no market offer
+    # a: 1.0, spot median(0.5, 0.3) = 0.4; b: 2.2; over regions: on-demand (1.0 + 2.2) / 2 = 1.6, spot 0.4
+    assert (derived.prices["on_demand"], derived.prices["spot"]) == (pytest.approx(1.6), pytest.approx(0.4))
+
+
+def test_every_datacenter_card_the_snapshot_prices_has_a_sourced_undated_usd_offer(monkeypatch):
     monkeypatch.setattr(catalog, "CATALOG_RESOURCE", resources.files("budgetgen") / "data" / "gpus.csv")
     monkeypatch.setattr(prices, "OFFERS_RESOURCE", resources.files("budgetgen") / "data" / "prices.csv")
     usd = {g.name: g for g in catalog.builtin_catalog("USD")}
-    for name in ("H100 80G", "H200", "B200", "A100 80G", "L40S", "L4", "A10", "MI300X", "RTX 4090"):
+    for name in ("H100 80G", "H100 PCIe", "H200", "B200", "A100 80G", "A100 PCIe", "A100 40G", "L40S", "L4", "A10",
+                 "MI300X", "RTX 4090"):
         g = usd[name]
-        assert g.prices["on_demand"] > 0 and g.provider not in ("market", "") and g.currency == "USD", name
+        assert g.prices["on_demand"] > 0 and g.currency == "USD" and g.provider not in ("", "market"), name
+        assert g.source.startswith(f"{g.provider}") or "price snapshot (gpu_prices.csv)" in g.source, name
+        assert g.as_of == "retrieved 2026-12-03", name  # the day it was read, said as such: no stated date
         assert g.offer("on_demand").split(" · ")[0] == g.provider, name
-        assert "price snapshot (gpu_prices.csv) retrieved 2026-12-03" in g.source and g.as_of == "2026-12-03"
 
 
 def test_every_datacenter_card_of_the_shipped_catalog_has_a_sourced_dated_on_demand_offer():
     """Read from the shipped package files themselves (not the tests' fixed copies): each datacenter card of
-    gpus.csv has at least one prices.csv row with an on-demand price, a source and a date, so a new card
-    without a sourced price fails here."""
+    gpus.csv has at least one prices.csv row with an on-demand price, a source and a date (stated, or the day an
+    undated source was read), so a new card without a sourced price fails here; GB200 and MI325X are named as the
+    cards no source prices (the snapshot has no row for them)."""
     data = resources.files("budgetgen") / "data"
     with (data / "gpus.csv").open(newline="", encoding="utf-8") as fh:
         datacenter = [row["gpu"] for row in csv.DictReader(fh) if row["class"] == "datacenter"]
     with (data / "prices.csv").open(newline="", encoding="utf-8") as fh:
         priced = {row["gpu"] for row in csv.DictReader(fh)
                   if row["on_demand_per_hour"].strip() and float(row["on_demand_per_hour"]) > 0
-                  and row["source"].strip() and row["as_of"].strip()}
-    assert {"H800", "L20", "H20", "A800 80G", "H200", "B200", "MI300X", "L4"} <= set(datacenter)
-    assert [g for g in datacenter if g not in priced] == []
+                  and row["source"].strip() and prices.read_as_of(row["as_of"]) is not None}
+    assert {"H800", "L20", "H20", "A800 80G", "H200", "B200", "MI300X", "L4", "H100 PCIe", "A100 40G"} <= set(datacenter)
+    assert [g for g in datacenter if g not in priced] == ["GB200", "MI325X"]
 
 
-def test_the_h800_and_l20_rents_are_the_page_prices_they_quote():
-    """H800 25.00 and L20 4.00 CNY a card-hour: the figures of the 共绩算力 page price table the rows cite, in CNY,
-    on-demand only (the page gives no other tier)."""
-    shipped = prices.read_offers(resources.files("budgetgen") / "data" / "prices.csv")
-    offers = {o.gpu: o for o in shipped if o.gpu in ("H800", "L20")}
-    for gpu, price in (("H800", 25.0), ("L20", 4.0)):
-        o = offers[gpu]
-        assert (o.provider, o.region, o.currency, o.prices["on_demand"]) == ("cn-market", "cn", "CNY", price)
-        assert f"'{gpu} | " in o.source and f"| {price:.2f} 元/小时'" in o.source and "gongjiyun.com" in o.source
-        assert [t for t, p in o.prices.items() if p is not None] == ["on_demand"] and o.as_of == "2026-08"
+def test_the_chinese_market_rents_are_the_figures_their_sources_quote():
+    """On-demand only, in CNY, each the figure its source row shows, from the platform that row names, dated as the
+    source dates it: 共绩算力's page prices (collected 2026-08-09) for H800 25.00, L20 4.00, RTX 4090 1.98 and L40S
+    4.98; the price index's rows (no date: read 2026-12-03) for H20 7.5, A800 80G 5.15, RTX 4090 1.24 and A6000 2.2.
+    No unsourced market mid-point is left (the A100 80G and H100 80G have no CNY offer)."""
+    shipped = [o for o in prices.read_offers(resources.files("budgetgen") / "data" / "prices.csv") if o.currency == "CNY"]
+    page = {(o.gpu, o.prices["on_demand"]) for o in shipped if o.provider == "共绩算力"}
+    assert page == {("H800", 25.0), ("L20", 4.0), ("RTX 4090", 1.98), ("L40S", 4.98)}
+    index = {(o.gpu, o.provider, o.prices["on_demand"]) for o in shipped if "gpu-price-index" in o.source}
+    assert index == {("H20", "优云智算", 7.5), ("A800 80G", "晨涧云", 5.15), ("RTX 4090", "算家云", 1.24),
+                     ("RTX A6000", "恒源云", 2.2)}
+    for o in shipped:
+        assert [t for t, p in o.prices.items() if p is not None] == ["on_demand"] and o.purchase_price is None
+        assert o.region == "cn" and o.source.startswith("on-demand: ")
+        assert o.as_of == ("2026-08-09" if o.provider == "共绩算力" else "retrieved 2026-12-03")
+        if o.provider == "共绩算力":
+            assert f"| {o.prices['on_demand']:.2f} 元/小时'" in o.source and "gongjiyun.com" in o.source
+        else:
+            assert f"| {o.prices['on_demand']:g} | {o.provider} |" in o.source
+    assert not {o.gpu for o in shipped} & {"A100 80G", "H100 80G"}
+    assert not [o for o in shipped if "mid-point" in o.source or "assumption" in o.source]
 
 
 def test_the_shipped_prices_csv_is_what_the_tool_derives(tmp_path):
@@ -264,7 +344,7 @@ def test_a_gpus_row_naming_a_provider_replaces_the_builtin_offer(tmp_path):
 # ------------------------------------------------------------------ quote sheets
 
 QUOTES = [["gpu", "provider", "region", "tier", "price", "currency", "as_of", "source"],
-          ["H100", "acme", "eu-west", "on_demand", "2.5", "USD", "2026-11-30", "email 2026-11-30"],
+          ["H100-SXM", "acme", "eu-west", "on_demand", "2.5", "USD", "2026-11-30", "email 2026-11-30"],
           ["h100 80g", "acme", "eu-west", "spot", "1.2", "usd", "2026-11-02", ""],
           ["B200", "acme", "", "monthly", "3000", "USD", "2026-11-30", ""]]
 
@@ -297,7 +377,7 @@ def test_a_quote_sheet_in_xlsx_reads_the_same(tmp_path):
 
 
 def test_quote_sheet_problems_name_file_row_and_column(tmp_path):
-    rows = [QUOTES[0], ["H100", "acme", "", "on_demand", "cheap", "USD", "2026-11-30", ""],
+    rows = [QUOTES[0], ["H100 80G", "acme", "", "on_demand", "cheap", "USD", "2026-11-30", ""],
             ["Z99", "acme", "", "on_demand", "1", "USD", "2026-11-30", ""],
             ["L4", "acme", "", "hourly", "1", "USD", "2026-31-11", ""],
             ["L4", "acme", "", "spot", "1", "dollars", "2026-11-30", ""],
@@ -309,6 +389,20 @@ def test_quote_sheet_problems_name_file_row_and_column(tmp_path):
         (Code.NOT_A_NUMBER, "q.csv!E2"), (Code.UNKNOWN_VALUE, "q.csv!A3"), (Code.UNKNOWN_VALUE, "q.csv!D4"),
         (Code.BAD_DATE, "q.csv!G4"), (Code.UNKNOWN_VALUE, "q.csv!F5"), (Code.DUPLICATE_GPU, "q.csv!D7")]
     assert "q.csv!D7 tier: spot of B200 from acme in any is already quoted at D6" in str(caught.value)
+
+
+def test_a_quote_for_a_label_of_two_cards_asks_which_card(tmp_path):
+    """`H100` is the SXM or the PCIe card (3,350 or 2,000 GB/s): a quote must name which; `A100` may be the 40 GB SXM4
+    card (the catalog's A100 40G) or the 40 GB PCIe one (not in the catalog): named too."""
+    rows = [QUOTES[0], ["H100", "acme", "", "on_demand", "2", "USD", "2026-11-30", ""],
+            ["A100", "acme", "", "on_demand", "1", "USD", "2026-11-30", ""]]
+    with pytest.raises(InputError) as caught:
+        read_price_file(write_csv(tmp_path / "q.csv", rows), CLASSES)
+    assert [(p.code, p.place) for p in caught.value.problems] == [(Code.UNKNOWN_VALUE, "q.csv!A2"),
+                                                                   (Code.UNKNOWN_VALUE, "q.csv!A3")]
+    assert ('q.csv!A2 gpu: "H100" does not tell which card (form factor, memory) it is: name the catalog card '
+            '(H100 80G, H100 PCIe)') in str(caught.value)
+    assert "(A100 40G)" in str(caught.value)
 
 
 def test_a_file_of_neither_format_is_one_problem(tmp_path):
@@ -348,13 +442,15 @@ def test_import_the_snapshot_into_a_copy_of_the_input(tmp_path):
     assert digest(into) == before  # the input is never changed
     out = tmp_path / "q3-priced.xlsx"
     sheet = gpus_sheet(out)
-    # H200 provider medians: nebius 3.5 (every row), runpod 3.99 (H200-SXM, every row), shadeform 3.3687 (the
-    # snapshot's summary), aws and gcp above 6 in every row: the middle of five is runpod's 3.99
-    assert sheet["H200"]["provider"] == "market" and sheet["H200"]["on_demand_per_hour"] == pytest.approx(3.99)
-    assert sheet["H100 80G"]["currency"] == "USD" and sheet["H100 80G"]["as_of"] == "2026-12-03"
+    # H200 provider prices (each its smallest host): nebius 3.5 (1 GPU, every region), runpod 3.99 (1x H200-SXM),
+    # shadeform 3.37 (1-GPU rows per region: 3.37 3.25 3.65 median(2.45, 3.25) 3.44 3.65 3.25 3.37 -> 3.37), gcp
+    # 10.845 (8 GPUs, its unflagged rows); aws stale: the middle two of four, (3.5 + 3.99) / 2 = 3.745
+    assert sheet["H200"]["provider"] == "market" and sheet["H200"]["on_demand_per_hour"] == pytest.approx(3.745)
+    assert sheet["H100 80G"]["currency"] == "USD" and sheet["H100 80G"]["as_of"] == "retrieved 2026-12-03"
     assert openpyxl.load_workbook(out).sheetnames == ["Settings", "Tasks", "Extras", "FX", "GPUs"]  # the rest kept
-    assert "  H200: market (any) USD on_demand 3.99, spot" in result.output
-    assert "labels not in the catalog, skipped: A100, A10G, H100-NVL, L40, RTX6000-Ada" in result.output
+    assert "  H200: market (any) USD on_demand 3.745, spot" in result.output
+    # the tests' fixed catalog has no A10, A100 40G, B200 or MI300X: their labels are skipped with the unknown ones
+    assert "labels not in the catalog, skipped: A10, A100, A10G, B200, H100-NVL, L40, MI300X, RTX6000-Ada" in result.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["q3-priced.xlsx", "q3.xlsx"]  # no temporary file left
 
 
@@ -390,3 +486,84 @@ def test_import_errors_write_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.xlsx", "q.csv"]
     same = CliRunner().invoke(main, ["catalog", "import", str(SNAPSHOT), "--into", str(into), "-o", str(into)])
     assert same.exit_code == 1 and "would overwrite the input" in same.output
+
+
+# ------------------------------------------------------------------ SkyPilot's vms.csv
+
+SKYPILOT = DATA / "skypilot"  # vms.csv files with the published headers and made-up rows (see its README.md)
+READ_ON = dt.date(2026, 11, 30)
+
+
+def vms_copy(tmp_path, cloud: str, text: str | None = None):
+    """A copy of the fixture (or `text`) at <tmp>/<cloud>/vms.csv, last written on READ_ON."""
+    path = tmp_path / cloud / "vms.csv"
+    path.parent.mkdir()
+    path.write_text(text if text is not None else (SKYPILOT / cloud / "vms.csv").read_text(encoding="utf-8"),
+                    encoding="utf-8")
+    stamp = dt.datetime.combine(READ_ON, dt.time(12)).timestamp()
+    os.utime(path, (stamp, stamp))
+    return path
+
+
+def test_a_skypilot_vms_csv_reads_as_per_gpu_prices_of_the_smallest_host(tmp_path):
+    """aws/vms.csv by hand: L4 has 1- and 4-GPU shapes: the 1-GPU ones; in us-east-1 the smallest host is
+    g6.xlarge (4 vCPUs, 16 GiB; g6.2xlarge's 8 vCPUs left), listed in two zones at 0.8 (spot 0.3 and 0.5: 0.4); in
+    eu-central-1 g6.xlarge at 1.2 (no spot). Offer: median(0.8, 1.2) = 1.0, spot 0.4. p5.48xlarge (an H100 SXM host)
+    40 / 8 = 5.0, spot 16 / 8 = 2.0; p4d.24xlarge (A100 SXM 40 GB) 24 / 8 = 3.0, its SpotPrice 99999999 a
+    placeholder: none. The accelerator row without an InstanceType is left out, Z99 names no card."""
+    found = read_price_file(vms_copy(tmp_path, "aws"), {**CLASSES, "A100 40G": "datacenter"})
+    assert found.kind == "vms" and found.description == "SkyPilot catalog file (vms.csv)"
+    l4 = offer(found, "L4", "aws")
+    assert (l4.prices["on_demand"], l4.prices["spot"], l4.region) == (pytest.approx(1.0), pytest.approx(0.4), "any")
+    assert "1-GPU g6.xlarge" in l4.source and "3 of 5 row(s)" in l4.source
+    h100 = offer(found, "H100 80G", "aws")
+    assert (h100.prices["on_demand"], h100.prices["spot"], h100.region) == (5.0, 2.0, "us-east-1")
+    a100 = offer(found, "A100 40G", "aws")
+    assert (a100.prices["on_demand"], a100.prices["spot"]) == (3.0, None)
+    assert offer(found, "L4", "market").prices["on_demand"] == pytest.approx(1.0)  # aws counts for datacenter cards
+    assert {o.as_of for o in found.offers} == {"retrieved 2026-11-30"}  # the file states no date: the day it was written
+    assert found.skipped == ("Z99",)
+    assert found.notes == ("provider aws (the folder's name), prices dated retrieved 2026-11-30 (the file states no date)",
+                           "1 GPU row(s) without an InstanceType (an accelerator priced apart from its host) left out")
+
+
+def test_a_vms_csv_is_read_by_its_header_names_not_their_order(tmp_path):
+    """lambda/vms.csv has Price before Region and SpotPrice last: gpu_1x_h100_pcie 2.0 -> H100 PCIe; the SXM rows'
+    fewest GPUs is 1, 3.0 in us-east-1 and us-west-1 -> 3.0 (the 8x host's 20 / 8 = 2.5 is not the smallest shape)."""
+    found = read_price_file(vms_copy(tmp_path, "lambda"), CLASSES)
+    assert offer(found, "H100 PCIe", "lambda").prices["on_demand"] == 2.0
+    assert offer(found, "H100 80G", "lambda").prices["on_demand"] == 3.0
+
+
+def test_import_a_vms_csv_into_a_copy_of_the_input(tmp_path):
+    into = make_input(tmp_path / "in.xlsx", [TASK])
+    result = run("catalog", "import", vms_copy(tmp_path, "aws"), "--into", into, "--provider", "aws",
+                 "-o", tmp_path / "out.xlsx")
+    assert result.exit_code == 0, result.output
+    assert "a SkyPilot catalog file (vms.csv)" in result.output and "provider aws (the folder's name)" in result.output
+    sheet = gpus_sheet(tmp_path / "out.xlsx")
+    assert (sheet["H100 80G"]["provider"], sheet["H100 80G"]["on_demand_per_hour"]) == ("aws", 5.0)
+    assert sheet["L4"]["as_of"] == "retrieved 2026-11-30"
+
+
+@pytest.mark.parametrize(("row", "place", "code"), [
+    ("g6.xlarge,L4,1.0,4.0,16.0,,n/a,,us-east-1,use1-az1", "vms.csv!G2", Code.NOT_A_NUMBER),
+    ("g6.xlarge,L4,0,4.0,16.0,,0.8,,us-east-1,use1-az1", "vms.csv!C2", Code.NOT_POSITIVE),
+    ("g6.xlarge,L4,1.0,4.0,16.0,,-0.8,,us-east-1,use1-az1", "vms.csv!G2", Code.NEGATIVE),
+])
+def test_a_bad_vms_csv_cell_is_an_error_at_its_file_and_cell(tmp_path, row, place, code):
+    header = (SKYPILOT / "aws" / "vms.csv").read_text(encoding="utf-8").splitlines()[0]
+    path = vms_copy(tmp_path, "aws", f"{header}\n{row}\n")
+    with pytest.raises(InputError) as caught:
+        read_price_file(path, CLASSES)
+    assert [(p.code, p.place) for p in caught.value.problems] == [(code, place)]
+    into = make_input(tmp_path / "in.xlsx", [TASK])
+    result = CliRunner().invoke(main, ["catalog", "import", str(path), "--into", str(into)])
+    assert result.exit_code == 1 and f"Error: {place} " in result.output and "Traceback" not in result.output
+
+
+def test_a_vms_csv_without_its_region_column_is_one_problem(tmp_path):
+    path = vms_copy(tmp_path, "aws", "InstanceType,AcceleratorName,AcceleratorCount,Price\ng6.xlarge,L4,1,0.8\n")
+    with pytest.raises(InputError) as caught:
+        read_price_file(path, CLASSES)
+    assert [p.code for p in caught.value.problems] == [Code.MISSING_COLUMN]

@@ -23,7 +23,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, SAMPLE, listing, make_input
+from conftest import REPO, SAMPLE, SHIPPED_SAMPLE, listing, make_input
 
 import budgetgen
 from budgetgen import safefile
@@ -221,7 +221,7 @@ def test_a_real_full_disk_on_a_tiny_tmpfs(tmp_path, debris):
         code = (f"import signal; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); {limit}"
                 "from budgetgen.cli import main; main(prog_name='budgetgen')")
         before = listing(disk)
-        done = subprocess.run([sys.executable, "-c", code, "build", str(SAMPLE), "-o", str(out), "--quiet"],
+        done = subprocess.run([sys.executable, "-c", code, "build", str(SHIPPED_SAMPLE), "-o", str(out), "--quiet"],
                               capture_output=True, text=True, env=env, timeout=120, check=False)
         assert done.returncode == 1, done
         assert "Traceback" not in done.stderr and done.stdout == ""
@@ -353,7 +353,7 @@ def test_a_build_waits_for_the_folder_lock_to_rename(tmp_path, private_tmpdir):
     fd = os.open(tmp_path, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        proc = spawn("build", SAMPLE, "-o", out, "--json", js, "--quiet", env=env)
+        proc = spawn("build", SHIPPED_SAMPLE, "-o", out, "--json", js, "--quiet", env=env)
 
         def staged() -> bool:  # both files staged under their final names: the build is at its renames
             names = {Path(n).name for n in listing(tmp_path) if "/" in n}

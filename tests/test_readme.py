@@ -1,5 +1,9 @@
 """The README's two commands and its length; the input reference and the worked example in docs/ (see test_docs)."""
 
+import csv
+import json
+
+import pytest
 from conftest import REPO
 
 from budgetgen.reference import input_reference
@@ -23,30 +27,61 @@ def test_readme_states_the_two_commands():
     assert "python3 -m pip install '.[test]' && python3 -m pytest -q" in readme
 
 
-def test_worked_example_prints_what_the_build_prints(tmp_path, monkeypatch):
-    """The finance guide's worked example is the sample's build output, line for line (period and month totals), with
-    the catalogs the package ships (not the tests' fixed copies): what a user's `budgetgen build` prints."""
+SHIPPED_SAMPLE = REPO / "inputs" / "q3.xlsx"  # the sample as shipped: planned with the shipped catalogs
+
+
+@pytest.fixture(scope="module")
+def shipped_build(tmp_path_factory):
+    """The shipped sample built by the CLI with the catalogs the package ships (not the tests' fixed copies), as a
+    user's `budgetgen build inputs/q3.xlsx` builds it: (output, JSON results)."""
     from importlib.resources import files
 
     from click.testing import CliRunner
-    from conftest import SAMPLE
 
     from budgetgen import catalog, models, prices
     from budgetgen.cli import main
 
-    monkeypatch.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
-    monkeypatch.setattr(prices, "OFFERS_RESOURCE", files("budgetgen") / "data" / "prices.csv")
-    monkeypatch.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
-    models.builtin_models.cache_clear()
-
-    guide = (REPO / "docs" / "finance-guide.md").read_text(encoding="utf-8")
-    try:
-        result = CliRunner().invoke(main, ["build", str(SAMPLE), "-o", str(tmp_path / "q3-budget.xlsx"), "-q",
-                                           "--date", "2026-06-15"])
-    finally:
-        models.builtin_models.cache_clear()   # the next test's model catalog is the fixed copy again
+    folder = tmp_path_factory.mktemp("shipped")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
+        patch.setattr(prices, "OFFERS_RESOURCE", files("budgetgen") / "data" / "prices.csv")
+        patch.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
+        models.builtin_models.cache_clear()
+        try:
+            result = CliRunner().invoke(main, ["build", str(SHIPPED_SAMPLE), "-o", str(folder / "q3-budget.xlsx"),
+                                               "--json", str(folder / "q3.json"), "-q", "--date", "2026-06-15"])
+        finally:
+            models.builtin_models.cache_clear()   # the next test's model catalog is the fixed copy again
     assert result.exit_code == 0, result.output
-    totals = [line for line in result.output.splitlines() if line.startswith(("Period total", "  2026-"))]
+    return result.output, json.loads((folder / "q3.json").read_text(encoding="utf-8"))
+
+
+def test_worked_example_prints_what_the_build_prints(shipped_build):
+    """The finance guide's worked example is the shipped sample's build output, line for line (period and month
+    totals): what a user's `budgetgen build` prints."""
+    guide = (REPO / "docs" / "finance-guide.md").read_text(encoding="utf-8")
+    totals = [line for line in shipped_build[0].splitlines() if line.startswith(("Period total", "  2026-"))]
     assert len(totals) == 4
     for line in totals:
         assert line in guide, line
+
+
+def _cheapest_offer(gpu: str, currency: str, column: str = "on_demand_per_hour") -> float:
+    """The cheapest price of `gpu` in `currency` on `column`, read from the shipped prices.csv by hand."""
+    with (REPO / "budgetgen" / "data" / "prices.csv").open(encoding="utf-8") as f:
+        return min(float(r[column]) for r in csv.DictReader(f)
+                   if r["gpu"] == gpu and r["currency"] == currency and r[column])
+
+
+def test_the_shipped_sample_rents_each_card_at_its_cheapest_sourced_offer(shipped_build):
+    """KB01, 2 replicas of an RTX 4090 8 hours a day: the RTX 4090 has CNY offers, so the plan rents it at the cheapest
+    of them, 2 x 8 h x 730/24 days x price; KB03's A100 80G has none, so (offer_currency any) its cheapest USD offer
+    converted at the sample's FX sheet (6.6529 CNY a dollar) x 15.47 GPU-hours. Every task is priced and every used
+    offer names its provider."""
+    tasks = {t["task_id"]: t for t in shipped_build[1]["tasks"]}
+    rtx = _cheapest_offer("RTX 4090", "CNY")
+    assert rtx == 1.24  # the price index's cheapest seller (docs/prices.md)
+    assert tasks["KB01"]["monthly_cost"] == pytest.approx(2 * 8 * 730 / 24 * rtx, abs=0.005)
+    a100 = _cheapest_offer("A100 80G", "USD") * 6.6529
+    assert tasks["KB03"]["monthly_cost"] == pytest.approx(tasks["KB03"]["gpu_hours_per_month"] * a100, rel=1e-9)
+    assert all(t["monthly_cost"] > 0 and t["offer"] for t in tasks.values())

@@ -11,10 +11,11 @@ import csv
 import math
 from importlib import resources
 
+import openpyxl
 import pytest
 from conftest import make_input
 from order_sheet import read_order
-from usd_plan import make_usd_plan
+from usd_plan import TASKS, make_usd_plan
 
 import budgetgen
 from budgetgen import catalog, models, prices
@@ -234,3 +235,20 @@ def test_a_partly_covered_line_rents_the_rest(tmp_path):
     assert rent["total"] == pytest.approx(4 * HPM * 3.0)
     assert order.totals["GPU total (reservations and rent)"] == pytest.approx(12 * 2 * HPM * RATE + 4 * HPM * 3.0)
     assert math.isclose(order.totals["Plan total"], plan.period_total, rel_tol=1e-12)
+
+
+def test_an_order_line_serving_several_tasks_is_as_tall_as_its_wrapped_ids(tmp_path):
+    """The Order's "tasks served" column is 15 characters wide: a line serving more ids than fit on one line wraps, and
+    its row is given the lines' height (a spreadsheet keeps a written row's height, so the ids would otherwise run
+    into the next row). Lines counted by hand from the ids: "QLORA70, PRE7," fits 15 characters, "BATCH8" not with it."""
+    from budgetgen.workbook import write_workbook
+
+    tasks = [{**t, "gpu": "H100 80G", "tier": "spot"} for t in TASKS if t["task_id"] in ("QLORA70", "PRE7", "BATCH8")]
+    plan = plan_budget(read_inputs(make_usd_plan(tmp_path / "plan.xlsx", tasks=tasks)))
+    ws = openpyxl.load_workbook(write_workbook(plan, tmp_path / "budget.xlsx"))["Order"]
+    served = [(r, c.value) for r in range(1, ws.max_row + 1) for c in ws[r] if c.value == "QLORA70, PRE7, BATCH8"]
+    assert len(served) == 1
+    row, _ = served[0]
+    assert ws.row_dimensions[row].height == 2 * 15
+    one = [r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == "H100 80G"]
+    assert one and all(ws.row_dimensions[r].height in (None, 30) for r in one)

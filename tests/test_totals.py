@@ -130,6 +130,21 @@ def test_summary_recon_and_json_give_the_month_total_the_cli_prints(year):
         pytest.approx((COMMITMENTS, PLANNED_GPU_ALL, TOTAL), abs=0.005)
 
 
+def test_the_json_order_is_what_procurement_buys_and_totals_the_plan(year):
+    """The JSON carries the Order (compute once, render twice): quote's block reserves the committed cards and rents
+    the rest. By hand: the GPU total is 12 x (11,680 - 2,336) = 112,128, with 12 x 1,000 extras and 12 x 2,336
+    buffer the plan total 152,160; the block's subtotal is its reservations' and rent lines' totals."""
+    _, _, results = year
+    order = results["order"]
+    assert order["gpu_total"] == pytest.approx(12 * (GPU + COMMITMENTS), abs=0.005)
+    assert (order["extras"], order["buffer"]) == pytest.approx((12 * EXTRAS, 12 * BUFFER), abs=0.005)
+    assert order["plan_total"] == pytest.approx(PERIOD, abs=0.005)
+    (block,) = order["providers"]
+    assert block["provider"] == "quote" and block["reserve"] and block["rent"]
+    assert block["subtotal"] == pytest.approx(sum(x["total"] for x in block["reserve"] + block["rent"]))
+    assert results["budgets"] == []   # no Budgets sheet
+
+
 def test_the_reservation_fee_is_billed_against_the_commitments_planned(year):
     output, out, results = year
     assert (f"Recon 2026-07: GPU and commitments billed {BILLED_GPU_ALL:,.2f} USD against planned "

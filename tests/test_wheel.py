@@ -14,7 +14,7 @@ from pathlib import Path
 
 import openpyxl
 import pytest
-from conftest import REPO, SAMPLE
+from conftest import REPO, SHIPPED_SAMPLE
 
 pytestmark = pytest.mark.slow
 
@@ -86,12 +86,12 @@ def test_budgetgen_catalog_from_the_wheel_lists_the_shipped_gpus(venv):
 def test_budgetgen_build_from_the_wheel_writes_the_sample_budget(venv):
     root, env = venv
     out, js = root / "work" / "q3-budget.xlsx", root / "work" / "q3.json"
-    done = run(root / "venv" / "bin" / "budgetgen", "build", SAMPLE, "-o", out, "--json", js, "--quiet",
+    done = run(root / "venv" / "bin" / "budgetgen", "build", SHIPPED_SAMPLE, "-o", out, "--json", js, "--quiet",
                cwd=root, env=env)
     assert done.stdout.startswith(f"Wrote {out}\n")
     about = openpyxl.load_workbook(out, read_only=True)["About"]
     facts = {row[0]: row[1] for row in about.iter_rows(min_row=3, values_only=True)}
-    assert facts["input SHA-256"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    assert facts["input SHA-256"] == hashlib.sha256(SHIPPED_SAMPLE.read_bytes()).hexdigest()
     document = json.loads(js.read_text(encoding="utf-8"))
     assert document["months"] == ["2026-07", "2026-08", "2026-09"]  # the sample's Settings: 2026-07, 3 months
     assert sorted(p.name for p in out.parent.iterdir()) == ["q3-budget.xlsx", "q3.json"]
@@ -102,8 +102,8 @@ def test_the_library_api_from_the_wheel(venv):
     script = ("import sys, budgetgen; r = budgetgen.build_budget(sys.argv[1], sys.argv[2]); "
               "print(r.workbook, len(r.plan.tasks), sorted(budgetgen.__all__) == sorted(set(budgetgen.__all__)))")
     out = root / "api" / "q3.xlsx"
-    printed = run(root / "venv" / "bin" / "python", "-c", script, SAMPLE, out, cwd=root, env=env).stdout.split()
-    book = openpyxl.load_workbook(SAMPLE, read_only=True)
+    printed = run(root / "venv" / "bin" / "python", "-c", script, SHIPPED_SAMPLE, out, cwd=root, env=env).stdout.split()
+    book = openpyxl.load_workbook(SHIPPED_SAMPLE, read_only=True)
     tasks = sum(1 for row in book["Tasks"].iter_rows(min_row=2, values_only=True) if row and row[0] is not None)
     book.close()
     assert printed == [str(out), str(tasks), "True"] and out.is_file()

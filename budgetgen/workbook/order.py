@@ -33,6 +33,7 @@ _LEAD_WIDTHS = (12, 10)
 _MONTH_WIDTH = 5
 _TAIL_WIDTHS = (10, 10, 8, 11, 15)   # quantity, unit, unit price, total, tasks served / a month
 HEADER_HEIGHT = 30   # points: a header's two lines
+LINE_HEIGHT = 15   # points: one line of wrapped text at the default font
 RESERVE_HEADERS = ("reserve", "term", "card-hours in plan", "card-hours", "rate a card-hour", "total in plan",
                    "a month, 0 upfront")
 RENT_HEADERS = ("rent", "tier", "quantity", "unit", "unit price", "total", "tasks served")
@@ -147,7 +148,22 @@ def _line(book: Book, ws, at: OrderLayout, line: OrderLine, i: int) -> None:
     q, tot = (xl_rowcol_to_cell(row, c(k)) for k in ("quantity", "total"))
     book.formula(ws, row, c("unit price"), rules.ORDER_UNIT_PRICE.formula(quantity=q, total=tot),
                  line.unit_price if line.unit_price is not None else "", "price")
-    ws.write_string(row, c("tasks served"), tasks_served(book, line.tasks), book.f.wrap)
+    served = tasks_served(book, line.tasks)
+    ws.write_string(row, c("tasks served"), served, book.f.wrap)
+    if (lines := wrapped_lines(served, _TAIL_WIDTHS[-1])) > 1:  # a spreadsheet keeps a written row's height: give
+        ws.set_row(row, LINE_HEIGHT * lines)  # the wrapped ids their lines, or they run into the row below
+
+
+def wrapped_lines(text: str, width: float) -> int:
+    """Lines `text` takes wrapped at word boundaries in a column `width` characters wide (a character of the column
+    width is one digit of the default font; ids are about as wide)."""
+    lines, used = 1, 0
+    for token in text.split(" "):
+        if used and used + 1 + len(token) > width:
+            lines, used = lines + 1, len(token)
+        else:
+            used += (1 if used else 0) + len(token)
+    return lines
 
 
 SERVED_CHARS = 250   # of task ids a line shows; the rest are counted (a line of a large inventory serves thousands)
@@ -213,7 +229,7 @@ def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout) -> None:
                 book.formula(ws, row, at.month_col + j, rules.ORDER_IN_MONTH.formula(**sel, amounts=name(month)),
                              values[j], "money" if k == 2 else "number")
     book.header(ws, at.working_header(3), [WORKING[3], "", *at.months])
-    blocks = {}
+    blocks: dict[str, list[int]] = {}
     for b, c in enumerate(plan.commitments):
         blocks.setdefault(c.gpu, []).append(b)
     for g, gpu in enumerate(at.shared_gpus):

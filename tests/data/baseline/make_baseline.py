@@ -1,5 +1,5 @@
-"""Writes the baseline the same-outputs test compares with: the sample plan (inputs/q3.xlsx with the FOCUS sample
-bill) built with the tests' fixed catalogs and build date, as the JSON results and every cell's cached value.
+"""Writes the baseline the same-outputs test compares with: the sample plan (tests/data/q3.xlsx, the frozen sample,
+with the FOCUS sample bill) built with the tests' fixed catalogs and build date, as the JSON results and every cell's cached value.
 
 Run on the commit whose outputs are the reference: `python3 tests/data/baseline/make_baseline.py --write`
 (without --write it only builds, so that an accidental run cannot move the reference).
@@ -43,7 +43,7 @@ def build_sample(folder: Path) -> tuple[dict, dict]:
     models.MODELS_RESOURCE = ROOT / "tests" / "data" / "models.csv"
     prices.OFFERS_RESOURCE = ROOT / "tests" / "data" / "prices.csv"
     models.builtin_models.cache_clear()
-    result = api.build_budget(ROOT / "inputs" / "q3.xlsx", folder / "q3.xlsx", json_path=folder / "q3.json",
+    result = api.build_budget(ROOT / "tests" / "data" / "q3.xlsx", folder / "q3.xlsx", json_path=folder / "q3.json",
                               bills=[HERE / "bill_cny.csv"], build_date=BUILD_DATE)
     return json.loads(result.json.read_text(encoding="utf-8")), cell_values(result.workbook)
 
