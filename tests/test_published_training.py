@@ -15,11 +15,6 @@ from test_serving_engine import _gpu_sheet, _plan, _rows, _rows_by_id
 
 DATA = Path(__file__).parent / "data"
 ROWS = _rows(DATA / "published_v4_training.csv")
-# The A100 40GB of the Falcon row, from NVIDIA's A100 datasheet (40 GB HBM2, 1,555 GB/s, 312 TFLOP/s dense BF16),
-# scaling as the catalog's A100 80G: a GPUs sheet row, as a user adds a card the catalog lacks.
-A100_40G = {"gpu": "A100 40G", "class": "datacenter", "vram_gb": 40, "bandwidth_gbs": 1555, "tflops": 312,
-            "form_factor": "sxm", "interconnect": "nvlink", "scaling": 0.95, "on_demand_per_hour": 1,
-            "idle_per_hour": 1, "spot_per_hour": 1, "monthly_per_card": 730}
 
 
 def _task(row: dict) -> dict:
@@ -32,8 +27,8 @@ def _task(row: dict) -> dict:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> dict[str, dict]:
     tmp = tmp_path_factory.mktemp("v4train")
-    gpus = _gpu_sheet(sorted({r["gpu"] for r in ROWS} - {"A100 40G"})) + [A100_40G]
-    plan = _plan(tmp, [_task(r) for r in ROWS], settings={"max_cards": 100_000}, gpus=gpus)
+    plan = _plan(tmp, [_task(r) for r in ROWS], settings={"max_cards": 100_000},
+                 gpus=_gpu_sheet(sorted({r["gpu"] for r in ROWS})))
     return _rows_by_id(plan)
 
 
