@@ -83,6 +83,7 @@ def test_tasks_shows_the_cheapest_listed_card_and_its_saving(built):
         assert tasks["saving on it"][i] == pytest.approx(saving, abs=1e-9), tp.task.task_id
 
 
+@pytest.mark.slow
 def test_tasks_candidates_and_checks_recalculate_to_the_cached_values(built):
     """Each formula cell of Tasks, Candidates and Checks, evaluated by `formulas` from the cached values it reads, is
     its own cached value (tests/formula_proof.py): by induction over the dependency order, the cached values are what

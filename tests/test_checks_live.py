@@ -56,6 +56,7 @@ def test_the_cards_without_an_idle_price_are_the_checks_cells(built):
     assert (cached.cell(row, 2).value, cached.cell(row, 4).value, cached["D2"].value) == (0, True, True)
 
 
+@pytest.mark.slow
 def test_a_price_typed_after_the_build_fails_the_check_in_formulas(built):
     """The workbook proven cell by cell (each formula, evaluated by `formulas` from the cached values it reads, is its
     cached value), then the typed price followed through every formula it reaches, evaluated again in dependency

@@ -93,6 +93,7 @@ def test_the_period_total_is_committed_cost_plus_burst_rent_plus_extras_plus_buf
     assert first.commitments == pytest.approx(COMMITTED_MONTH - SERVICE_HOURS * ON_DEMAND)
 
 
+@pytest.mark.slow
 def test_the_workbook_recalculates_to_the_engine_and_ties_out(year):
     """Each formula cell of the committed year, evaluated from the cached values it reads, is its own cached value:
     the cached values are what a spreadsheet computes on opening the file, and they are the engine's numbers. The

@@ -29,6 +29,7 @@ def _summary_column_a(values: dict) -> list:
     return [v for _, v in rows]
 
 
+@pytest.mark.slow
 def test_a_gpu_not_in_the_catalog_shows_on_the_summary_banner(sample):
     """"A100" is not a catalog name (the catalog has "A100 80G"): the banner turns to the failure text."""
     _, path = sample
