@@ -50,6 +50,7 @@ def test_the_banner_turns_red_unless_all_checks_pass(sample):
     assert banner[0].dxf.fill.bgColor.rgb.endswith("C00000")
 
 
+@pytest.mark.slow
 def test_an_over_cap_warning_follows_an_edited_cap(sample):
     """The monthly tier holds KB01 (2 RTX 4090 cards), ML03 (1 replica of 2 A100 80G cards) and ML05 (1 L40S) in
     every month, at the catalog's monthly rents: a cap 1,000 under that is exceeded in all three plan months, 1,000 over in none."""
