@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from .catalog import gpu_record
 from .columns import evaluate, evaluate_task
@@ -25,13 +26,31 @@ from .models import ModelCatalog
 from .price_files import table_rows
 from .reader import Collector, read_rows
 from .records import SERVING_METHODS, TRAINING_METHODS
-from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column
+from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column, Setting, Value
 
 KINDS = ("serve", "train")
 MEASURED_COLUMNS = ("kind", "model", "gpu", "cards", "method", "train_precision", "kv_cache_dtype", "prompt",
                     "output", "concurrency", "tokens", "measured")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+_D = TypeVar("_D", bound="DataclassInstance")
+
+
+def _bounds(declared: Column | Setting) -> tuple[float, float]:
+    """A fitted figure's bounds, as the schema declares them (both, for every figure fitted)."""
+    if declared.minimum is None or declared.maximum is None:
+        raise ValueError(f"{declared}: a fitted figure needs both bounds")
+    return declared.minimum, declared.maximum
+
+
+def _replaced(obj: _D, values: Mapping[str, float]) -> _D:
+    """`obj` with the fitted figures `values` (float fields by name). dataclasses.replace with keys known only at run
+    time: mypy would check the floats against every field."""
+    return dataclasses.replace(obj, **values)
+
+
 # Where each efficiency may go: the GPUs sheet's bounds of the column.
-BOUNDS = {c.name: (c.minimum, c.maximum) for c in GPU_COLUMNS if c.name in ("bandwidth_efficiency", "matmul_efficiency")}
+BOUNDS = {c.name: _bounds(c) for c in GPU_COLUMNS if c.name in ("bandwidth_efficiency", "matmul_efficiency")}
 GRID_STEPS = (0.05, 0.01)  # a coarse pass, then a fine one around the best
 _MONTH = "2026-01"  # any month: a run's plan month does not change its speed
 
@@ -106,7 +125,7 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
     out = Collector()
     records = read_rows(iter(table_rows(path)), name, RUN_COLUMNS, out)
     runs: list[MeasuredRun] = []
-    seen: dict[tuple, MeasuredRun] = {}
+    seen: dict[MeasuredRun, MeasuredRun] = {}
     for rec in records:
         v, cell = rec.values, rec.cells
         for column in RUN_COLUMNS:
@@ -114,7 +133,7 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
                     and not any(p.cell == cell[column.name] for p in out.problems):
                 out.add(Code.REQUIRED, name, cell[column.name], Message("required", column=column.name,
                                                                         help=column.help))
-        kind = v.get("kind")
+        kind: Value = v.get("kind")
         if kind is not None:
             needed = NEEDS[kind]
             if needed not in v and not any(p.cell == cell.get(needed) for p in out.problems):
@@ -208,9 +227,9 @@ def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog) -> tuple[
              "matmul_efficiency": gpu.matmul_efficiency or 1.0}
 
     def error(values):
-        return Fit.error(_ratios(runs, dataclasses.replace(gpu, **values), settings, models))
+        return Fit.error(_ratios(runs, _replaced(gpu, values), settings, models))
     moved = _descend(start, BOUNDS, error)
-    return dataclasses.replace(gpu, **moved), moved
+    return _replaced(gpu, moved), moved
 
 
 # Upper bounds that are physical limits (all of the memory bandwidth, all of the peak): runs that need more were
@@ -268,10 +287,10 @@ def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelC
     if not keys:
         return {}
     start = {k: getattr(settings, k) for k in sorted(keys)}
-    bounds = {k: (SETTINGS_BY_KEY[k].minimum, SETTINGS_BY_KEY[k].maximum) for k in start}
+    bounds = {k: _bounds(SETTINGS_BY_KEY[k]) for k in start}
 
     def error(values):
-        s = dataclasses.replace(settings, **values)
+        s = _replaced(settings, values)
         return Fit.error(predict(r, gpus[r.gpu], s, models) / r.measured for r in trained)
     return _descend(start, bounds, error)
 
@@ -296,11 +315,11 @@ def calibrate(runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings,
     trained_runs = [r for r in runs if r.kind == "train"]
     for key, value in tuned.items():
         on = [r for r in trained_runs if (key == "lora_mfu") == (r.method in ("lora", "qlora"))]
-        problems += _at_bounds({key: value}, {key: (SETTINGS_BY_KEY[key].minimum, SETTINGS_BY_KEY[key].maximum)},
+        problems += _at_bounds({key: value}, {key: _bounds(SETTINGS_BY_KEY[key])},
                                on, key, warnings)
     if problems:
         raise InputError(problems)
-    final = dataclasses.replace(settings, **tuned)
+    final = _replaced(settings, tuned)
     after = [predict(r, fitted[r.gpu], final, models) / r.measured for r in runs]
     trained = sum(r.kind == "train" for r in runs)
     return Fit(tuple(fitted.values()), tuple(runs), tuple(before), tuple(after), tuned,

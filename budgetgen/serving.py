@@ -57,8 +57,8 @@ def sheet_floor(x: float) -> int:
 PARAMS_USED_EXCEL = '=IF({model_params_b}<>"",{model_params_b},{model.total_params_b})'
 
 
-def params_used(typed: float | None, catalog_total: float | None) -> float:
-    """Total parameters (billions): a typed model_params_b overrides the catalog model's."""
+def params_used(typed: float | None, catalog_total: float | None) -> float | None:
+    """Total parameters (billions): a typed model_params_b overrides the catalog model's (the reader requires one)."""
     return typed if typed is not None else catalog_total
 
 
@@ -72,7 +72,7 @@ def active_used(typed: float | None, *, params: float, catalog_total: float | No
     (a dense model resized by a typed model_params_b stays dense); never more than the total."""
     if typed is not None:
         active = typed
-    elif catalog_active is not None and catalog_active < catalog_total:
+    elif catalog_active is not None and catalog_total is not None and catalog_active < catalog_total:
         active = catalog_active
     else:
         active = params
@@ -129,8 +129,10 @@ def kv_bytes_per_token(*, layers: float | None, kv_heads: float | None, head_dim
                        kv_fallback_bytes: float) -> float:
     """KV-cache bytes one token holds: MLA latent, else 2·layers·kv_heads·head_dim, else the fallback."""
     if kv_latent is not None:
+        assert layers is not None, "a catalog model gives layers with kv_latent (models._check_architecture)"
         return layers * kv_latent * kv_bytes
     if kv_heads is not None:
+        assert layers is not None and head_dim is not None, "a catalog model gives layers and head_dim with kv_heads"
         return KS.KvTensors * layers * kv_heads * head_dim * kv_bytes
     return kv_fallback_bytes * math.sqrt(active_params_b) * kv_bytes / K.BytesFp16
 
@@ -228,7 +230,7 @@ def weights_read(*, params_b: float, active_params_b: float, batch: float, exper
     """Parameters (billions) one decode step reads. A mixture of experts with E routed experts, k per token: the
     dense part plus the expected distinct experts a batch's tokens pick, E·(1 − (1 − k/E)^batch), each expert
     (N − Na)/(E − k) of the parameters; without the expert counts, every token's experts apart, at most all."""
-    if experts is None or active_params_b >= params_b:
+    if experts is None or experts_per_token is None or active_params_b >= params_b:
         return min(params_b, active_params_b * batch)
     per_expert = (params_b - active_params_b) / (experts - experts_per_token)
     distinct = experts * (1 - (1 - experts_per_token / experts) ** batch)
@@ -354,7 +356,7 @@ def routed_params(*, params_b: float, active_params_b: float, experts: int | Non
     experts (all its active parameters without the expert counts); 0 for a dense model."""
     if active_params_b >= params_b:
         return 0
-    if experts is None:
+    if experts is None or experts_per_token is None:
         return active_params_b
     return experts_per_token * (params_b - active_params_b) / (experts - experts_per_token)
 
@@ -663,6 +665,7 @@ def activations_gb(method: str | None, *, layers: float | None, hidden: float | 
         return 0 if checkpointing else micro_batch_tokens * layer_width_estimate(params_b) * kept / K.Billion
     workspace = lora_workspace_gb if method in ("lora", "qlora") else 0
     per_element = KS.BytesActivation if checkpointing else kept
+    assert layers is not None, "a catalog model gives layers with hidden (models._check_architecture)"
     return micro_batch_tokens * layers * hidden * per_element / K.Billion + workspace
 
 

@@ -6,6 +6,7 @@ behind."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -13,6 +14,7 @@ import math
 import tempfile
 import warnings
 from collections.abc import Iterator
+from importlib.resources import files
 from pathlib import Path
 
 import openpyxl
@@ -65,6 +67,21 @@ def fixed_catalog() -> Iterator[Path]:
         models.builtin_models.cache_clear()
         yield TEST_CATALOG
     models.builtin_models.cache_clear()
+
+
+@contextlib.contextmanager
+def shipped_catalogs() -> Iterator[None]:
+    """Within it, the catalogs the package ships (GPUs, offers, models) in place of the tests' fixed copies: what a
+    user's `init` and `build` see."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
+        patch.setattr(prices, "OFFERS_RESOURCE", files("budgetgen") / "data" / "prices.csv")
+        patch.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
+        models.builtin_models.cache_clear()
+        try:
+            yield
+        finally:
+            models.builtin_models.cache_clear()
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ def write_gpus(book: Book, ws, gpus, settings) -> None:
     ws.set_row(0, 45)  # three lines: the converted columns' headers name their unit
     at = {c: i for i, c in enumerate(cols)}
     rate_col = len(cols)
-    converted = [(t.price_name, t.price_column, t.name, t.price_unit, _FORMATS[t.price_column]) for t in TIERS]
+    converted: list[tuple[str, str, str | None, str, str]] = [(t.price_name, t.price_column, t.name, t.price_unit, _FORMATS[t.price_column]) for t in TIERS]
     converted.append(("GpuPurchase", "purchase_price", None, "currency", "money"))
     book.header(ws, 0, [book.titled("FX rate", "plan currency per unit")]
                 + [book.titled(book.t("{column} in the plan currency").format(column=input_name(column, book.lang)),
@@ -57,7 +57,7 @@ def write_gpus(book: Book, ws, gpus, settings) -> None:
                      g.fx, "rate")
         for j, (_, column, tier, _, fmt) in enumerate(converted, start=rate_col + 1):
             listed = f"{xl_col_to_name(at[column])}{n}"
-            record = TIER.get(tier)
+            record = TIER.get(tier or "")
             if record is not None and not record.for_tasks:
                 formula = rules.COMMIT_RATE.formula(listed=listed, fx=rate, on_demand=f"{xl_col_to_name(on_demand_col)}{n}",
                                                     discount=record.discount_name)
@@ -73,8 +73,8 @@ def write_gpus(book: Book, ws, gpus, settings) -> None:
     last_col = rate_col + len(converted)
     ws.freeze_panes(1, 1)
     ws.autofilter(0, 0, len(gpus), last_col)
-    for col, column in enumerate(GPU_COLUMNS):
-        if column.choices:
-            book.dropdown(ws, 1, max(1, len(gpus)), col, column.name, column.choices)
+    for col, declared in enumerate(GPU_COLUMNS):
+        if declared.choices:
+            book.dropdown(ws, 1, max(1, len(gpus)), col, declared.name, declared.choices)
     print_setup(ws, book.lang, widths + [10] + [12] * len(converted), len(gpus), header_rows=(0, 0),
                 repeat_cols=(0, 0))
