@@ -66,6 +66,7 @@ def test_an_over_cap_warning_follows_an_edited_cap(sample):
     assert not any(isinstance(v, str) and "over its cap" in v for v in high)
 
 
+@pytest.mark.slow
 def test_the_tier_advice_follows_an_edited_tier(sample):
     """KB02 (QLoRA refresh on idle RTX 4090) is cheaper on spot; moved to spot, one task fewer is advised."""
     plan, path = sample
