@@ -40,6 +40,20 @@ def pytest_report_header() -> str:
     return f"budgetgen {budgetgen.__version__} from {Path(budgetgen.__file__).parent}"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of a module that share a module-scoped fixture (a build, a LibreOffice run, a wheel) run on one
+    xdist worker (`--dist loadgroup`), so the fixture is made once, not once per worker; a test with a group of its
+    own keeps it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        scopes = {d.scope for defs in (info.name2fixturedefs.values() if info else ()) for d in defs}
+        if "module" in scopes:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def fixed_catalog() -> Iterator[Path]:
     """Every test (and every module-scoped fixture: hence the session scope) sees the fixed test catalog as the

@@ -15,7 +15,7 @@ from collections import defaultdict
 import pytest
 from click.testing import CliRunner
 from conftest import make_input
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from test_bad_input import errors_in
 
@@ -193,11 +193,17 @@ def places(output: str) -> set[tuple]:
     return {PLACE.match(line).group("file", "row", "column") for line in errors_in(output)}
 
 
+# 25 generated cases (some 0.5 s of CPU each) and, always, the cases this fuzz found wrong once: a charge dated
+# before 1900, one in December 9999, a bad BilledCost and Tags that are no JSON on one bill, a bill given twice.
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(edits=st.lists(line_edits, max_size=3), usage=st.lists(usage_edits, max_size=2),
        repeat=st.sampled_from([None, None, None, 0, 6]), again=st.sampled_from([None] * 6 + ["b3.csv", "b1.csv"]))
+@example(edits=[("b1.csv", 0, "start", "1899-12-31")], usage=[], repeat=None, again=None)
+@example(edits=[("b1.csv", 0, "start", "9999-12-15")], usage=[], repeat=None, again=None)
+@example(edits=[("b1.csv", 1, "cost", "abc"), ("b1.csv", 2, "tags", "multitask")], usage=[], repeat=None, again=None)
+@example(edits=[], usage=[], repeat=None, again="b1.csv")
 def test_bills_and_usage_give_the_right_sums_or_errors_at_their_rows(tmp_path_factory, edits, usage, repeat, again):
     folder = tmp_path_factory.mktemp("fuzz-recon")
     files = {"b1.csv": bill_lines(B1), "b2.csv": bill_lines(B2)}

@@ -60,6 +60,7 @@ def builds(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_chinese_sample_builds_to_the_numbers_of_the_english_one(builds):
     _, en, _ = builds["en"]
     _, zh, _ = builds["zh"]
@@ -72,6 +73,7 @@ def test_chinese_sample_builds_to_the_numbers_of_the_english_one(builds):
     assert zh == en  # every number, key and canonical value; warnings in the JSON stay English
 
 
+@pytest.mark.slow
 def test_formulas_are_identical_in_both_languages(builds):
     en = {cell: formula for cell, (formula, _) in formula_cells(builds["en"][0]).items()}
     zh = {cell: formula for cell, (formula, _) in formula_cells(builds["en-as-zh"][0]).items()}
