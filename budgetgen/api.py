@@ -39,7 +39,7 @@ def default_output(input_path: StrPath) -> Path:
     return Path("outputs") / f"{Path(input_path).stem}-budget.xlsx"
 
 
-def results_json(plan, recon: dict) -> str:
+def results_json(plan, recon: Mapping) -> str:
     """The engine's results (and the reconciliation months) as the JSON text `--json` writes."""
     from .results import plan_json
 
@@ -69,25 +69,25 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
 
     input_path, output = Path(input_path), Path(output) if output is not None else default_output(input_path)
     json_path = Path(json_path) if json_path is not None else None
-    bills, usage = [Path(p) for p in bills], [Path(p) for p in usage]
+    bill_paths, usage_paths = [Path(p) for p in bills], [Path(p) for p in usage]
     progress = progress or _quiet
     if isinstance(build_date, dt.datetime):
         build_date = build_date.date()
     # Every file a bill folder or glob expands to is an input no output may replace, and an output a bill folder
     # or glob would pick up is refused too: both before anything is read.
-    bill_files = [f for p in bills for f in expand_bill_path(p, p.name)]
+    bill_files = [f for p in bill_paths for f in expand_bill_path(p, p.name)]
     bill_sums = Path(bill_sums) if bill_sums is not None else None
-    check_outputs((output, json_path), (input_path, *bill_files, *usage, *([bill_sums] if bill_sums else [])),
-                  collected=bills)
+    check_outputs((output, json_path),
+                  (input_path, *bill_files, *usage_paths, *([bill_sums] if bill_sums else [])), collected=bill_paths)
     with staged_outputs((output, json_path)) as staging:
         progress(f"reading {input_path.name}")
         inputs = read_inputs(input_path, today=build_date)
         progress(f"planning {len(inputs.tasks):,} tasks on {len(inputs.gpus)} GPUs")
         plan = plan_budget(inputs)
-        if bills or bill_sums or inputs.bills_sheet is not None:
-            progress(f"reconciling {len(bills) + (inputs.bills_sheet is not None)} bill(s)")
+        if bill_paths or bill_sums or inputs.bills_sheet is not None:
+            progress(f"reconciling {len(bill_paths) + (inputs.bills_sheet is not None)} bill(s)")
         # DuckDB spills into the staging folder: the destination's disk, removed with it, never $TMPDIR.
-        reconciled = reconcile_plan(plan, bills, usage, temp_parent=staging[output].parent, progress=progress,
+        reconciled = reconcile_plan(plan, bill_paths, usage_paths, temp_parent=staging[output].parent, progress=progress,
                                     bill_sums=bill_sums)
         recon, billed = reconciled.months, reconciled.billed_input
         # The bills' and usage warnings join the plan's, grouped with them by kind, so the Summary, the JSON and the

@@ -1,20 +1,25 @@
-"""`budgetgen calibrate`: fit each GPU's bandwidth and matmul efficiency, and the MFU settings, to a user's
-measured runs (reads their CSV, writes the fitted GPUs and Settings rows).
+"""`budgetgen calibrate`: fit each GPU's bandwidth and matmul efficiency, and the settings of each workload and
+precision, to a user's measured runs (reads their CSV, writes the fitted GPUs and Settings rows).
 
 A run is pushed through the same calculated columns as a Tasks row (columns.evaluate), so a fitted figure means
 what it means in a plan. Per GPU, the two efficiencies minimise the sum of squared log ratios (engine /
-measured) of that GPU's serving runs; then `mfu` and `lora_mfu` minimise those of the training runs on the fitted
-cards. Coordinate descent over a grid: a figure the runs do not constrain (no bandwidth-bound run, say) stays
-where it was.
+measured) of that GPU's serving runs; a card's matmul efficiency fitted so stays out of training (its
+training_efficiency keeps what training had). Then each setting of FIT_SETTINGS minimises those of its own runs on
+the fitted cards: `kv_read_efficiency` the serving runs, `mfu` bf16 full training, `train_fp8_efficiency` FP8/FP4
+full training, `lora_mfu` LoRA/QLoRA. Coordinate descent over a grid: a figure the runs do not constrain (no
+bandwidth-bound run, say) stays where it was. Every upper bound is a physical limit (all of the bandwidth, all of
+the peak): a fit that reaches one is refused, naming the runs. Each fitted figure comes with its standard error;
+one that rests on a single run is a warning.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from .catalog import gpu_record
 from .columns import evaluate, evaluate_task
@@ -25,14 +30,43 @@ from .models import ModelCatalog
 from .price_files import table_rows
 from .reader import Collector, read_rows
 from .records import SERVING_METHODS, TRAINING_METHODS
-from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column
+from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column, Setting, Value
+from .values import BadValue, parse_number
 
 KINDS = ("serve", "train")
 MEASURED_COLUMNS = ("kind", "model", "gpu", "cards", "method", "train_precision", "kv_cache_dtype", "prompt",
                     "output", "concurrency", "tokens", "measured")
-# Where each efficiency may go: the GPUs sheet's bounds of the column.
-BOUNDS = {c.name: (c.minimum, c.maximum) for c in GPU_COLUMNS if c.name in ("bandwidth_efficiency", "matmul_efficiency")}
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+_D = TypeVar("_D", bound="DataclassInstance")
+
+
+def _bounds(declared: Column | Setting) -> tuple[float, float]:
+    """A fitted figure's bounds, as the schema declares them (both, for every figure fitted)."""
+    if declared.minimum is None or declared.maximum is None:
+        raise ValueError(f"{declared}: a fitted figure needs both bounds")
+    return declared.minimum, declared.maximum
+
+
+def _replaced(obj: _D, values: Mapping[str, float]) -> _D:
+    """`obj` with the fitted figures `values` (float fields by name). dataclasses.replace with keys known only at run
+    time: mypy would check the floats against every field."""
+    return dataclasses.replace(obj, **values)
+
+
+# Where each efficiency may go: the GPUs sheet's bounds of the column, and for the matmul efficiency no further than
+# the serving matmuls reaching all of the card's peak (gpu_bounds).
+BOUNDS = {c.name: _bounds(c) for c in GPU_COLUMNS if c.name in ("bandwidth_efficiency", "matmul_efficiency")}
+# The bands the published checks hold a run in (tests/test_published_*.py): engine / measured.
+BANDS = {"serve": (0.67, 1.5), "train": (0.75, 1.35)}
+_SIZE = next(c for c in TASK_COLUMNS if c.name == "model_params_b")  # a typed size: 405B, 7.5B or 70
 GRID_STEPS = (0.05, 0.01)  # a coarse pass, then a fine one around the best
+NUDGE = 1.1  # a card's figure times this, to see how much its runs respond
+# How far a catalog figure or a default setting may be from the truth, one standard deviation in log terms (10%): the
+# catalog and the defaults were themselves fitted on published runs. Chosen on the published held-out check (docs/
+# models.md, "v4 calibrate"): 30%, 20%, 15%, 10% left the held-out half's error at 1.002, 0.913, 0.825, 0.775 of 0.997.
+PRIOR_SPREAD = math.log(1.1)
+MIN_ELASTICITY = 0.05  # a figure whose runs move less than 5% of its own change is not fitted on them
 _MONTH = "2026-01"  # any month: a run's plan month does not change its speed
 
 
@@ -55,6 +89,7 @@ class MeasuredRun:
     tokens: float | None = None
     measured_cell: str = ""  # where `measured` was read, e.g. L2
     file: str = ""  # the file it was read from (problems name it)
+    params_b: float | None = None  # a model typed as its size (405B): no catalog row, architecture unknown
 
 
 @dataclass(frozen=True)
@@ -67,7 +102,9 @@ class Fit:
     after: tuple[float, ...]
     settings: dict[str, float] = dataclasses.field(default_factory=dict)  # the MFU settings that moved
     settings_source: str = ""
-    warnings: tuple[Message, ...] = ()  # fits that stopped at a bound that is no physical limit
+    warnings: tuple[Message, ...] = ()  # figures that rest on one run
+    # each fitted figure's standard error ("H100 80G bandwidth_efficiency", "mfu"); None: one run, no spread
+    uncertainty: dict[str, float | None] = dataclasses.field(default_factory=dict)
 
     @staticmethod
     def error(ratios) -> float:
@@ -78,7 +115,7 @@ class Fit:
 C = Column
 RUN_COLUMNS: tuple[Column, ...] = (
     C("kind", "choice", required=True, choices=KINDS, help="serve or train"),
-    C("model", "text", required=True, help="a catalog model (`budgetgen models`)"),
+    C("model", "text", required=True, help="a catalog model (`budgetgen models`), or a size such as 405B"),
     C("gpu", "text", required=True, help="a catalog GPU (`budgetgen catalog`)"),
     C("cards", "count", "cards", required=True, positive=True, maximum=MAX_CARDS,
       help="cards of the serving replica or the training run"),
@@ -106,7 +143,7 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
     out = Collector()
     records = read_rows(iter(table_rows(path)), name, RUN_COLUMNS, out)
     runs: list[MeasuredRun] = []
-    seen: dict[tuple, MeasuredRun] = {}
+    seen: dict[MeasuredRun, MeasuredRun] = {}
     for rec in records:
         v, cell = rec.values, rec.cells
         for column in RUN_COLUMNS:
@@ -114,7 +151,7 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
                     and not any(p.cell == cell[column.name] for p in out.problems):
                 out.add(Code.REQUIRED, name, cell[column.name], Message("required", column=column.name,
                                                                         help=column.help))
-        kind = v.get("kind")
+        kind: Value = v.get("kind")
         if kind is not None:
             needed = NEEDS[kind]
             if needed not in v and not any(p.cell == cell.get(needed) for p in out.problems):
@@ -123,7 +160,8 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
             if v.get("method") is not None and v["method"] not in METHODS[kind]:
                 out.add(Code.UNKNOWN_VALUE, name, cell["method"], Message(
                     "run_method", method=v["method"], kind=kind, allowed=METHODS[kind]))
-        if "model" in v and v["model"] not in models:
+        size = _typed_size(v["model"]) if "model" in v and v["model"] not in models else None
+        if "model" in v and v["model"] not in models and size is None:
             out.add(Code.UNKNOWN_VALUE, name, cell["model"], Message("run_unknown_model", model=v["model"]))
         if "gpu" in v and v["gpu"].lower() not in gpus:
             out.add(Code.UNKNOWN_VALUE, name, cell["gpu"], Message("run_unknown_gpu", gpu=v["gpu"]))
@@ -131,9 +169,9 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
         if any(p.cell in mine for p in out.problems) or any(c.required and c.name not in v for c in RUN_COLUMNS):
             continue
         run = MeasuredRun(
-            rec.row, kind, models.find(v["model"]).name, gpus[v["gpu"].lower()].name, v["cards"], v.get("method"),
-            v["measured"], v.get("train_precision"), v.get("kv_cache_dtype"), v.get("prompt"), v.get("output"),
-            v.get("concurrency"), v.get("tokens"), cell["measured"], name)
+            rec.row, kind, v["model"].strip() if size else models.find(v["model"]).name, gpus[v["gpu"].lower()].name,
+            v["cards"], v.get("method"), v["measured"], v.get("train_precision"), v.get("kv_cache_dtype"),
+            v.get("prompt"), v.get("output"), v.get("concurrency"), v.get("tokens"), cell["measured"], name, size)
         alike = dataclasses.replace(run, line=0, measured=0.0, measured_cell="")
         first = seen.setdefault(alike, run)
         if first is not run and max(run.measured, first.measured) > CONTRADICTION * min(run.measured, first.measured):
@@ -148,11 +186,20 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
     return runs
 
 
+def _typed_size(text: str) -> float | None:
+    """A model column that gives a size (405B, 7.5B, 70) instead of a catalog name: billions of parameters."""
+    try:
+        return parse_number(text, _SIZE)
+    except BadValue:
+        return None
+
+
 def _task_inputs(run: MeasuredRun) -> dict:
     """A Tasks row for the run, every other column at its default."""
+    model = {"model": None, "model_params_b": run.params_b} if run.params_b is not None else {"model": run.model}
     row = {c.name: c.default for c in TASK_COLUMNS} | {
-        "task_id": f"line {run.line}", "model": run.model, "gpu": run.gpu, "cards": run.cards, "tier": "on_demand",
-        "start_month": _MONTH, "end_month": _MONTH}
+        "task_id": f"line {run.line}", "gpu": run.gpu, "cards": run.cards, "tier": "on_demand",
+        "start_month": _MONTH, "end_month": _MONTH} | model
     if run.kind == "serve":
         return row | {"kind": "inference", "method": run.method or "fp16", "prompt_tokens": run.prompt,
                       "tokens_per_request": run.output, "concurrency": run.concurrency, "requests_per_day": 1}
@@ -164,7 +211,7 @@ def _task_inputs(run: MeasuredRun) -> dict:
 def _row(run: MeasuredRun, gpu: Gpu, settings: Settings, models: ModelCatalog) -> dict:
     s = dataclasses.replace(settings, plan_months=(_MONTH,),
                             kv_cache_dtype=run.kv_cache_dtype or settings.kv_cache_dtype)
-    model = models.find(run.model)
+    model = None if run.params_b is not None else models.find(run.model)  # a typed size: as a Tasks row gives it
     inputs = _task_inputs(run)
     return evaluate(inputs, s, gpu, model, evaluate_task(inputs, s, model))
 
@@ -180,9 +227,29 @@ def _ratios(runs, gpu: Gpu, settings: Settings, models: ModelCatalog) -> list[fl
 
 
 def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
-             error: Callable[[dict[str, float]], float]) -> dict[str, float]:
-    """The figures (from `start`, within `bounds`) that minimise `error`: coordinate descent over a coarse, then a
-    fine grid. A move must lower the error, so a figure the runs do not constrain stays at its start."""
+             data_error: Callable[[dict[str, float]], float], runs_count: int
+             ) -> tuple[dict[str, float], dict[str, float]]:
+    """The figures (from `start`, within `bounds`) that minimise `data_error` plus a prior: the squared log distance
+    from `start` (the catalog's or the setting's figure) over PRIOR_SPREAD squared, weighted by the runs' own residual
+    variance (their sum of squared log ratios at the best fit without the prior, over runs less figures). Runs the
+    engine explains exactly are fitted exactly; a few scattered runs move a figure less than many. Coordinate descent
+    over a coarse, then a fine grid; a move must lower the error, so a figure the runs do not constrain stays put.
+    Returns the figures that moved with the prior and without it (where the runs alone take them: a bound reached
+    there is the runs' doing)."""
+    free = _grid_descent(start, bounds, data_error)
+    variance = data_error(start | free) / max(1, runs_count - len(start))
+    if variance <= 0:
+        return free, free
+    weight = variance / PRIOR_SPREAD ** 2
+
+    def error(values):
+        return data_error(values) + weight * math.fsum(math.log(v / start[k]) ** 2 for k, v in values.items())
+    return _grid_descent(start, bounds, error), free
+
+
+def _grid_descent(start: dict[str, float], bounds: dict[str, tuple[float, float]],
+                  error: Callable[[dict[str, float]], float]) -> dict[str, float]:
+    """The figures that moved from `start` to minimise `error`, coordinate by coordinate over GRID_STEPS."""
     best, best_error = dict(start), error(start)
     for step in GRID_STEPS:
         for _ in range(3):  # passes: each figure given the others
@@ -201,41 +268,55 @@ def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
     return {name: value for name, value in best.items() if value != start[name]}
 
 
-def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog) -> tuple[Gpu, dict[str, float]]:
+def _elasticity(ratios: Callable[[dict[str, float]], list[float]], start: dict[str, float], figure: str) -> float:
+    """How much the runs' engine figures move with `figure`: mean |d ln(engine) / d ln(figure)| over a nudge."""
+    base, nudged = ratios(start), ratios(start | {figure: start[figure] / NUDGE})
+    return math.fsum(abs(math.log(n / b)) for n, b in zip(nudged, base, strict=True)) / len(base) / math.log(NUDGE)
+
+
+def gpu_bounds(settings: Settings) -> dict[str, tuple[float, float]]:
+    """Where a card's efficiencies may go: the GPUs sheet's bounds, and a matmul efficiency no higher than takes
+    the serving matmuls (DecodeMfu, PrefillMfu of the peak) to all of the card's peak."""
+    low, high = BOUNDS["matmul_efficiency"]
+    return BOUNDS | {"matmul_efficiency": (low, min(high, round(1 / max(settings.decode_mfu, settings.prefill_mfu),
+                                                                      2)))}
+
+
+def _fit_gpu(gpu: Gpu, runs, settings: Settings, models: ModelCatalog
+             ) -> tuple[Gpu, dict[str, float], dict[str, float]]:
     """A GPU's bandwidth and matmul efficiency fitted to its serving runs (blank figures start at what they stand
-    for: decode_efficiency and 1), and the figures that moved."""
+    for: decode_efficiency and 1), the figures that moved, and where the runs alone took them (_descend). A matmul
+    efficiency that moved leaves training where it was: the card's training_efficiency keeps what training had."""
     start = {"bandwidth_efficiency": gpu.bandwidth_efficiency or settings.decode_efficiency,
              "matmul_efficiency": gpu.matmul_efficiency or 1.0}
+    def ratios(values):
+        return _ratios(runs, _replaced(gpu, values), settings, models)
+    response = {f: _elasticity(ratios, start, f) for f in start}
+    # Only figures the runs respond to, and no more figures than runs: one memory-bound run fits the bandwidth alone
+    # (its matmul efficiency would drift to a bound on the prompt's few milliseconds).
+    free = sorted((f for f in start if response[f] >= MIN_ELASTICITY), key=lambda f: response[f], reverse=True)[:len(runs)]
+    bounds = {f: b for f, b in gpu_bounds(settings).items() if f in free}
 
     def error(values):
-        return Fit.error(_ratios(runs, dataclasses.replace(gpu, **values), settings, models))
-    moved = _descend(start, BOUNDS, error)
-    return dataclasses.replace(gpu, **moved), moved
+        return Fit.error(_ratios(runs, _replaced(gpu, start | values), settings, models))
+    moved, unshrunk = _descend({f: start[f] for f in free}, bounds, error, len(runs))
+    kept = {"training_efficiency": gpu.training_efficiency or gpu.matmul_efficiency or 1.0} \
+        if "matmul_efficiency" in moved else {}
+    return _replaced(gpu, moved | kept), moved, unshrunk
 
 
-# Upper bounds that are physical limits (all of the memory bandwidth, all of the peak): runs that need more were
-# mismeasured. matmul_efficiency's 1.5 is no such limit (kernels past the H100's share of the datasheet peak): the
-# fit stopping there under-states the card, a warning. Every lower bound (1% of bandwidth, 0.1% MFU) is a slip.
-PHYSICAL_LIMITS = frozenset(("bandwidth_efficiency", "mfu", "lora_mfu"))
-
-
-def _at_bounds(moved: dict[str, float], bounds: dict[str, tuple[float, float]], runs, what: str,
-               warnings: list[Message]) -> list[Problem]:
-    """A figure the fit pushed to the edge of where it may go: the runs ask for more (a card faster than its
-    memory bandwidth, an MFU of 0.1%) than any card or setting gives, so they cannot be explained; one problem,
-    at the first run's measured cell, naming the rows (a warning where the edge is no physical limit)."""
+def _at_bounds(moved: dict[str, float], bounds: dict[str, tuple[float, float]], runs, what: str) -> list[Problem]:
+    """A figure the fit pushed to the edge of where it may go: the runs ask for more than all of a card's
+    bandwidth or peak, or for less than any card or setting gives (1% of bandwidth, an MFU of 0.1%), so they cannot
+    be explained; one problem, at the first run's measured cell, naming the rows."""
     out = []
     for figure, value in moved.items():
         low, high = bounds[figure]
         if value in (low, high):
             first = runs[0]
-            message = Message("fit_at_bound", what=what, figure=figure, side=Message("side_above" if value == high else "side_below"),
-                              bound=value, rows=", ".join(str(r.line) for r in runs))
-            if value == high and figure not in PHYSICAL_LIMITS:
-                warnings.append(Message("fit_at_soft_bound", file=first.file, cell=first.measured_cell,
-                                        problem=message))
-            else:
-                out.append(Problem(Code.OUT_OF_RANGE, first.file, first.measured_cell, message))
+            out.append(Problem(Code.OUT_OF_RANGE, first.file, first.measured_cell, Message(
+                "fit_at_bound", what=what, figure=figure, side=Message("side_above" if value == high else "side_below"),
+                bound=value, rows=", ".join(str(r.line) for r in runs))))
     return out
 
 
@@ -260,65 +341,190 @@ def _unpredictable(runs, gpus: dict[str, Gpu], settings: Settings, models: Model
     return ratios
 
 
-def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog) -> dict[str, float]:
-    """The MFU settings fitted to the training runs, on the fitted cards: `mfu` to full training and pretraining,
-    `lora_mfu` to LoRA/QLoRA; only those the runs exercise."""
-    trained = [r for r in runs if r.kind == "train"]
-    keys = {"lora_mfu" if r.method in ("lora", "qlora") else "mfu" for r in trained}
-    if not keys:
-        return {}
-    start = {k: getattr(settings, k) for k in sorted(keys)}
-    bounds = {k: (SETTINGS_BY_KEY[k].minimum, SETTINGS_BY_KEY[k].maximum) for k in start}
+def _lora(run: MeasuredRun) -> bool:
+    return run.method in ("lora", "qlora")
 
-    def error(values):
-        s = dataclasses.replace(settings, **values)
-        return Fit.error(predict(r, gpus[r.gpu], s, models) / r.measured for r in trained)
-    return _descend(start, bounds, error)
+
+def _low_precision(run: MeasuredRun) -> bool:
+    return run.train_precision in ("fp8", "fp4")
+
+
+@dataclass(frozen=True)
+class FitSetting:
+    """A setting calibrate fits, and the runs it rests on: one workload (serving or training), one precision."""
+
+    key: str
+    takes: Callable[[MeasuredRun], bool]
+
+
+# In this order: a later setting is fitted with the earlier ones fitted (FP8 training multiplies the bf16 MFU).
+FIT_SETTINGS: tuple[FitSetting, ...] = (
+    FitSetting("kv_read_efficiency", lambda r: r.kind == "serve"),
+    FitSetting("mfu", lambda r: r.kind == "train" and not _lora(r) and not _low_precision(r)),
+    FitSetting("train_fp8_efficiency", lambda r: r.kind == "train" and not _lora(r) and _low_precision(r)),
+    FitSetting("lora_mfu", lambda r: r.kind == "train" and _lora(r)),
+)
+
+
+def _setting_bounds(key: str) -> tuple[float, float]:
+    return _bounds(SETTINGS_BY_KEY[key])
+
+
+def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog
+                  ) -> tuple[dict[str, float], dict[str, list[MeasuredRun]], list[Problem]]:
+    """Each setting of FIT_SETTINGS fitted to its own runs on the fitted cards, in order; the settings that moved,
+    the runs each of them rests on, and the problems of those the runs alone take to a bound."""
+    problems: list[Problem] = []
+    tuned: dict[str, float] = {}
+    rests_on: dict[str, list[MeasuredRun]] = {}
+    for setting in FIT_SETTINGS:
+        mine = [r for r in runs if setting.takes(r)]
+        if not mine:
+            continue
+        base = _replaced(settings, tuned)
+
+        def ratios(values: dict[str, float], mine: list[MeasuredRun] = mine, base: Settings = base) -> list[float]:
+            s = _replaced(base, values)
+            return [predict(r, gpus[r.gpu], s, models) / r.measured for r in mine]
+
+        def error(values: dict[str, float], ratios: Callable[[dict[str, float]], list[float]] = ratios) -> float:
+            return Fit.error(ratios(values))
+        start = {setting.key: getattr(settings, setting.key)}
+        if _elasticity(ratios, start, setting.key) < MIN_ELASTICITY:
+            continue  # the runs do not respond to it (short contexts and kv_read_efficiency): left as it is
+        bounds = {setting.key: _setting_bounds(setting.key)}
+        moved, unshrunk = _descend(start, bounds, error, len(mine))
+        problems += _at_bounds(unshrunk, bounds, mine, "the Settings sheet")
+        tuned |= moved
+        if moved:
+            rests_on[setting.key] = mine
+    return tuned, rests_on, problems
+
+
+def standard_error(value: float, runs_count: int, fitted_count: int, error: Callable[[float], float]) -> float | None:
+    """The standard error of a fitted figure from the curvature of the sum of squared log ratios at its best value
+    (u = ln value, s^2 = E / (runs - figures fitted on them), SE(u) = sqrt(2 s^2 / E''(u))), as a plus-or-minus of
+    the figure; None on as many runs as figures (no spread to measure)."""
+    if runs_count <= fitted_count:
+        return None
+    step = 0.02
+    low, mid, high = (error(value * math.exp(d)) for d in (-step, 0.0, step))
+    curvature = (low - 2 * mid + high) / step ** 2
+    if curvature <= 0:
+        return None
+    return value * math.sqrt(2 * (mid / (runs_count - fitted_count)) / curvature)
 
 
 def calibrate(runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog,
               source: str) -> Fit:
-    """Fit each GPU the serving runs name, then the MFU settings to the training runs on those GPUs; `source`
-    becomes the fitted rows' source ("calibrated from {n} runs on DATE")."""
+    """Fit each GPU the serving runs name, then the settings of FIT_SETTINGS to their runs on those GPUs; `source`
+    becomes the fitted rows' source ("calibrated from {n} runs on DATE"). InputError where a fit reaches a bound
+    (runs no card explains); a warning for each figure that rests on one run."""
     if not runs:
         raise InputError([Problem(Code.REQUIRED, "", "", Message("no_runs"))])
     before = _unpredictable(runs, gpus, settings, models)
     fitted = {name: gpus[name.lower()] for name in dict.fromkeys(r.gpu for r in runs)}
     problems: list[Problem] = []
-    warnings: list[Message] = []
+    rests_on: dict[str, tuple[list[MeasuredRun], int]] = {}  # figure -> its runs, figures fitted on them
     for name, gpu in fitted.items():
         served = [r for r in runs if r.gpu == name and r.kind == "serve"]
         if served:
-            fit, moved = _fit_gpu(gpu, served, settings, models)
-            problems += _at_bounds(moved, BOUNDS, served, name, warnings)
+            fit, moved, unshrunk = _fit_gpu(gpu, served, settings, models)
+            problems += _at_bounds(unshrunk, gpu_bounds(settings), served, name)
             fitted[name] = dataclasses.replace(fit, source=f"{source.format(n=len(served))}; {gpu.source}".strip("; "))
-    tuned = _fit_settings(runs, fitted, settings, models)
-    trained_runs = [r for r in runs if r.kind == "train"]
-    for key, value in tuned.items():
-        on = [r for r in trained_runs if (key == "lora_mfu") == (r.method in ("lora", "qlora"))]
-        problems += _at_bounds({key: value}, {key: (SETTINGS_BY_KEY[key].minimum, SETTINGS_BY_KEY[key].maximum)},
-                               on, key, warnings)
+            rests_on |= {f"{name} {figure}": (served, len(moved)) for figure in moved}
+    tuned, setting_runs, setting_problems = _fit_settings(runs, fitted, settings, models)
+    problems += setting_problems
+    rests_on |= {key: (setting_runs[key], 1) for key in tuned}
     if problems:
         raise InputError(problems)
-    final = dataclasses.replace(settings, **tuned)
+    final = _replaced(settings, tuned)
     after = [predict(r, fitted[r.gpu], final, models) / r.measured for r in runs]
+    uncertainty = {figure: _figure_error(figure, on, count, fitted, final, models)
+                   for figure, (on, count) in rests_on.items()}
+    warnings = tuple(Message("fit_one_run", figure=figure, cell=f"{on[0].file}!{on[0].measured_cell}")
+                     for figure, (on, _) in rests_on.items() if len(on) == 1)
     trained = sum(r.kind == "train" for r in runs)
     return Fit(tuple(fitted.values()), tuple(runs), tuple(before), tuple(after), tuned,
-               source.format(n=trained), tuple(warnings))
+               source.format(n=trained), warnings, uncertainty)
 
 
-def format_fit(fit: Fit) -> str:
-    """Each run's ratio before and after, the error, and the fitted figures, as the command prints them."""
+def _figure_error(figure: str, runs, fitted_count: int, gpus: dict[str, Gpu], settings: Settings,
+                  models: ModelCatalog) -> float | None:
+    """standard_error of one fitted figure ("H100 80G matmul_efficiency" or a setting's key), the others held."""
+    if figure in SETTINGS_BY_KEY:
+        value = getattr(settings, figure)
+
+        def error(v):
+            s = _replaced(settings, {figure: v})
+            return Fit.error(predict(r, gpus[r.gpu], s, models) / r.measured for r in runs)
+    else:
+        name, column = figure.rsplit(" ", 1)
+        gpu = gpus[name]
+        value = getattr(gpu, column)
+
+        def error(v):
+            return Fit.error(_ratios(runs, _replaced(gpu, {column: v}), settings, models))
+    return standard_error(value, len(runs), fitted_count, error)
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """Runs kept out of a fit, before and after it: engine / measured of each."""
+
+    runs: tuple[MeasuredRun, ...]
+    before: tuple[float, ...]
+    after: tuple[float, ...]
+
+    def in_band(self, ratios) -> int:
+        """How many of the runs land in their kind's band (BANDS)."""
+        return sum(BANDS[r.kind][0] <= x <= BANDS[r.kind][1] for r, x in zip(self.runs, ratios, strict=True))
+
+
+def check_held_out(fit: Fit, runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings,
+                   models: ModelCatalog) -> HeldOut:
+    """The runs a fit was not given, predicted with the catalog and settings it started from and with the fitted
+    ones (a card the fit did not touch as it was): does the fit carry to runs it has not seen?"""
+    before = _unpredictable(runs, gpus, settings, models)
+    fitted = {g.name.lower(): g for g in fit.gpus}
+    final = _replaced(settings, fit.settings)
+    after = [predict(r, fitted.get(r.gpu.lower(), gpus[r.gpu.lower()]), final, models) / r.measured for r in runs]
+    return HeldOut(tuple(runs), tuple(before), tuple(after))
+
+
+def _ratio_lines(runs, before, after) -> list[str]:
     lines = [f"{'line':<6}{'kind':<7}{'model':<20}{'gpu':<12}{'before':>8}{'after':>8}"]
-    for run, b, a in zip(fit.runs, fit.before, fit.after, strict=True):
+    for run, b, a in zip(runs, before, after, strict=True):
         lines.append(f"{run.line:<6}{run.kind:<7}{printable(run.model):<20}{printable(run.gpu):<12}{b:>8.2f}{a:>8.2f}")
-    lines.append(f"sum of squared log ratios: {Fit.error(fit.before):.3f} before, {Fit.error(fit.after):.3f} after")
+    lines.append(f"sum of squared log ratios: {Fit.error(before):.3f} before, {Fit.error(after):.3f} after")
+    return lines
+
+
+def _plus_minus(fit: Fit, figure: str) -> str:
+    error = fit.uncertainty.get(figure)
+    if figure not in fit.uncertainty:
+        return ""
+    return " (± unknown: no more runs than figures fitted on them)" if error is None else f" ± {error:.3f}"
+
+
+def format_fit(fit: Fit, held_out: HeldOut | None = None) -> str:
+    """Each run's ratio before and after, the error, the fitted figures with their standard errors and, given runs
+    kept out of the fit, theirs: as the command prints them."""
+    lines = _ratio_lines(fit.runs, fit.before, fit.after)
     for g in fit.gpus:
-        lines.append(f"{g.name}: bandwidth_efficiency {g.bandwidth_efficiency if g.bandwidth_efficiency else '-'}, "
-                     f"matmul_efficiency {g.matmul_efficiency if g.matmul_efficiency else '-'}")
+        parts = [f"{c} {getattr(g, c) if getattr(g, c) else '-'}{_plus_minus(fit, f'{g.name} {c}')}"
+                 for c in ("bandwidth_efficiency", "matmul_efficiency")]
+        if g.training_efficiency is not None:
+            parts.append(f"training_efficiency {g.training_efficiency}")
+        lines.append(f"{g.name}: " + ", ".join(parts))
     for key, value in fit.settings.items():
-        lines.append(f"setting {key}: {value:g}")
+        lines.append(f"setting {key}: {value:g}{_plus_minus(fit, key)}")
     lines += [f"Warning: {printable(w)}" for w in fit.warnings]
+    if held_out is not None:
+        lines.append("held-out runs (not fitted on):")
+        lines += _ratio_lines(held_out.runs, held_out.before, held_out.after)
+        lines.append(f"in band: {held_out.in_band(held_out.before)} of {len(held_out.runs)} before, "
+                     f"{held_out.in_band(held_out.after)} after")
     return "\n".join(lines) + "\n"
 
 

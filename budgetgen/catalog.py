@@ -16,7 +16,7 @@ from .fx import FxTable, reference_rate
 from .i18n import Message
 from .model import Gpu, Settings
 from .prices import OFFER_FIELDS
-from .schema import GPU_COLUMNS, REFERENCE_TIER, TASK_TIERS, TIERS
+from .schema import GPU_COLUMNS, REFERENCE_TIER, TASK_TIERS, TIERS, Value
 from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
@@ -29,7 +29,7 @@ def _number(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
-def gpu_from_record(rec: dict[str, object]) -> Gpu:
+def gpu_from_record(rec: dict[str, Value]) -> Gpu:
     """A Gpu from a record keyed by the GPUs sheet's column names (numbers already parsed)."""
     return Gpu(
         name=str(rec["gpu"]),
@@ -42,6 +42,7 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
         form_factor=str(rec.get("form_factor") or ""),
         bandwidth_efficiency=rec.get("bandwidth_efficiency"),
         matmul_efficiency=rec.get("matmul_efficiency"),
+        training_efficiency=rec.get("training_efficiency"),
         price_change_per_year=rec.get("price_change_per_year"),
         interconnect=str(rec.get("interconnect") or "pcie"),
         scaling=float(rec["scaling"] if rec.get("scaling") is not None else 0.5),
@@ -59,13 +60,14 @@ def gpu_from_record(rec: dict[str, object]) -> Gpu:
     )
 
 
-def gpu_record(g: Gpu) -> dict[str, object]:
+def gpu_record(g: Gpu) -> dict[str, Value]:
     """A Gpu by the GPUs sheet's column names, in their order (blank texts None), its prices as listed (in its
     `currency`): gpu_from_record's inverse, and the one mapping of fields to columns (GPUs sheet, diff)."""
     fields = {"gpu": g.name, "class": g.gpu_class, "vram_gb": g.vram_gb, "bandwidth_gbs": g.bandwidth_gbs,
               "tflops": g.tflops, "tflops_fp8": g.tflops_fp8, "tflops_fp4": g.tflops_fp4,
               "form_factor": g.form_factor or None, "bandwidth_efficiency": g.bandwidth_efficiency,
-              "matmul_efficiency": g.matmul_efficiency, "interconnect": g.interconnect, "scaling": g.scaling,
+              "matmul_efficiency": g.matmul_efficiency, "training_efficiency": g.training_efficiency,
+              "interconnect": g.interconnect, "scaling": g.scaling,
               **{t.price_column: g.listed_prices.get(t.name) for t in TIERS},
               "purchase_price": g.listed_purchase, "power_w": g.power_w,
               "price_change_per_year": g.price_change_per_year, "provider": g.provider or None,
@@ -74,13 +76,13 @@ def gpu_record(g: Gpu) -> dict[str, object]:
     return {c.name: fields[c.name] for c in GPU_COLUMNS}
 
 
-def spec_records() -> list[dict[str, object]]:
+def spec_records() -> list[dict[str, Value]]:
     """The rows of gpus.csv with numbers parsed: specs, and the source and date of the specs.
 
     A row whose memory, bandwidth or BF16 peak is blank (sources conflict) stays in the file but is not
     offered: a GPUs sheet row of that name with all three figures brings it in."""
     text_columns = {"gpu", "class", "interconnect", "form_factor", "source", "as_of"}
-    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         records = [{k: (v if k in text_columns else _number(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
     return [rec for rec in records if all(rec[c] is not None for c in SPEC_COLUMNS)]
 
@@ -95,7 +97,7 @@ def market_currency(offers, currency: str) -> str:
 
 
 def builtin_records(currency: str | None = None, provider: str | None = None, region: str | None = None,
-                    first: str | None = None, offer_currency: str = "auto") -> list[dict[str, object]]:
+                    first: str | None = None, offer_currency: str = "auto") -> list[dict[str, Value]]:
     """The built-in catalog as records: each GPU's specs and its offers merged by `prices.best_offer_record` (per
     tier the cheapest eligible offer and whose it is). Eligible (`prices.eligible_offers`): offers from the named
     providers and regions (comma-separated; blank: any), in `first` (a currency asked for before the plan's: CNY
@@ -134,7 +136,7 @@ def builtin_catalog(currency: str | None = None, provider: str | None = None, re
 QUOTE_TOLERANCE = 0.02  # a typed price this close to the catalog's (converted) is the catalog's, with its date
 
 
-def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: Mapping[str, object],
+def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: Mapping[str, Value],
                      on: dt.date) -> bool:
     """Whether a GPUs sheet row's prices (by column) are the built-in ones, as `init` writes them: the same
     prices offered, each within QUOTE_TOLERANCE of the catalog's converted at the reference rate."""
@@ -146,7 +148,7 @@ def is_catalog_price(typed: Mapping[str, float | None], currency: str, builtin: 
         listed = builtin.get(column)
         if (price is None) != (listed is None):
             return False
-        if price is not None and abs(price - listed * rate.rate) > QUOTE_TOLERANCE * abs(listed * rate.rate):
+        if price is not None and listed is not None and abs(price - listed * rate.rate) > QUOTE_TOLERANCE * abs(listed * rate.rate):
             return False
     return True
 
@@ -160,7 +162,7 @@ def in_plan_currency(gpu: Gpu, fx: FxTable) -> Gpu:
 
 def catalog_classes() -> dict[str, str]:
     """Catalog GPU name -> its class, in catalog order (every row of gpus.csv, sized or not)."""
-    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with CATALOG_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         return {row["gpu"]: row["class"] or "datacenter" for row in csv.DictReader(fh)}
 
 

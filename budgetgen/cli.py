@@ -21,7 +21,7 @@ import click
 
 from .api import build_budget, default_output, results_json
 from .calibrate import calibrate as fit_runs
-from .calibrate import format_fit, read_measured, write_fit
+from .calibrate import check_held_out, format_fit, read_measured, write_fit
 from .catalog import CATALOG_CURRENCY, builtin_catalog
 from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError, printable
@@ -274,7 +274,10 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
                 "against planned {planned_all}; {flagged} flagged resource(s)", lang).format(
             month=printable(month), gpu=_cents(r.billed_gpu_all, cur), planned=_cents(r.planned_gpu_all, cur),
             billed=_cents(r.billed_total, cur), planned_all=_cents(r.planned_all, cur),
-            flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else ""))
+            flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else "")
+            + "".join(tr("; {billed} billed in {code} converted at {rate} {currency} per 1 {code} ({as_of})",
+                         lang).format(billed=_cents(c.billed, c.currency), code=c.currency, rate=f"{c.rate:g}",
+                                      currency=cur, as_of=c.as_of) for c in r.currencies))
     _warn(plan.warnings, lang, err=to_stdout)  # the plan's, then those about the bills and usage
     over = [line for line in plan.budgets if any(line.over)]
     if fail_over_budget and over:
@@ -341,20 +344,25 @@ def _progress(quiet: bool):
               help="Also write the fitted GPUs as a GPUs sheet an input workbook can take.")
 @click.option("--date", "build_date", type=click.DateTime(formats=["%Y-%m-%d"]),
               help="The date the fitted rows' source names (YYYY-MM-DD). Default: today.")
-def calibrate(measured: Path, output: Path | None, build_date) -> None:
-    """Fit each GPU's bandwidth and matmul efficiency to your measured runs (CSV: kind, model, gpu, cards, method,
-    train_precision, kv_cache_dtype, prompt, output, concurrency, tokens, measured)."""
+@click.option("--check", "check", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Runs kept out of the fit (same columns): their ratios before and after it are printed.")
+def calibrate(measured: Path, output: Path | None, build_date, check: Path | None) -> None:
+    """Fit each GPU's bandwidth and matmul efficiency and the settings of each workload and precision to your
+    measured runs (CSV: kind, model, gpu, cards, method, train_precision, kv_cache_dtype, prompt, output,
+    concurrency, tokens, measured)."""
     with _reported(outputs=(output,)):
-        check_outputs([output], [measured])
+        check_outputs([output], [measured] + ([check] if check else []))
         gpus = {g.name.lower(): g for g in builtin_catalog()}
         catalog_models = builtin_models()
         runs = read_measured(measured, catalog_models, gpus)
+        kept_out = read_measured(check, catalog_models, gpus) if check else None
         day = (build_date or dt.datetime.now()).date().isoformat()
         fit = fit_runs(runs, gpus, Settings(), catalog_models, f"calibrated from {{n}} runs on {day}")
+        held_out = check_held_out(fit, kept_out, gpus, Settings(), catalog_models) if kept_out else None
         with staged_outputs([output]) as staging:
             if output:
                 write_fit(fit, staging[output])
-    click.echo(format_fit(fit), nl=False)
+    click.echo(format_fit(fit, held_out), nl=False)
     if output:
         click.echo(f"Wrote {printable(output)}: paste its rows on your input's GPUs sheet")
 

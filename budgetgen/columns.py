@@ -1,6 +1,8 @@
-"""The calculated task columns: header, unit, Excel formula and Python function side by side.
+"""The calculated task columns: header, unit and Excel formula, the Python function compiled from the formula.
 
-The engine evaluates `py` for each column in order; the writer writes `excel` down the same column.
+The engine evaluates `py` for each column in order; the writer writes `excel` down the same column. `py` is
+compiled from `excel` (`budgetgen.expr.compile_row`) unless the column gives its own: the serving model's columns,
+whose formula and function serving.py keeps side by side, and `period_cost` (tests/test_expr.py names them).
 Placeholders in `excel`: `{name}` is the same row's cell of another column, `{gpu.field}` looks the
 row's GPU up on the GPUs sheet (`{gpu.row}`: its position there). Every other word is a workbook-scoped name on
 Assumptions or GPUs.
@@ -10,29 +12,65 @@ Blank results ("" in the sheet) are None in Python: the JSON's null.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
+from typing import cast
 
-from . import serving
+from . import expr, serving
+from .model import Gpu, Settings
 from .records import excel_is
-from .schema import CONSTANT_VALUES, KIND, PER_CARD_MONTH_TIER, RERUN_TIER, TASK_KINDS, TASK_TIERS, TIER
+from .schema import (
+    CONSTANT_VALUES,
+    KIND,
+    PER_CARD_MONTH_TIER,
+    RERUN_TIER,
+    SETTINGS,
+    TASK_KINDS,
+    TASK_TIERS,
+    Value,
+)
 from .serving import sheet_ceil
 
-Row = dict[str, object]
+Row = dict[str, Value]  # a task row: its inputs and calculated columns by name
+CalcFn = Callable[[Row, Settings, Gpu], Value]  # a column's Python view: the row so far, the settings, the row's GPU
 # The named constants of Assumptions, so the Python side uses the very numbers the formulas name.
 K = SimpleNamespace(**CONSTANT_VALUES)
 
 
+TIER_LIST: tuple[str, ...] = tuple(t.name for t in TASK_TIERS)  # the TierList range on Assumptions
+# The workbook's defined names as a column's Python view reads them: the settings by their name on Assumptions, the
+# fixed constants, the names Assumptions derives from the settings, and the ranges a formula looks a value up in.
+NAMES = expr.Names(settings={x.name: x.key for x in SETTINGS}, constants=CONSTANT_VALUES,
+                   derived={"DaysPerMonth": lambda s: s.hours_per_month / K.HoursPerDay,
+                            "PlanMonths": lambda s: s.plan_months,
+                            "TierList": lambda s: TIER_LIST})
+# The GPUs sheet's columns a formula reads as INDEX(<name>,{gpu.row}), as Python over the row's GPU `g`.
+GPU_COLUMNS = {t.price_name: f"g.prices.get({t.name!r})" for t in TASK_TIERS}
+
+
 @dataclass(frozen=True)
 class Calc:
-    """One calculated column: the formula and the Python function are two views of one rule."""
+    """One calculated column: its formula, and the Python function the engine computes it with, compiled from the
+    formula (`budgetgen.expr`) unless the column gives its own `py` (where the Python is not the formula read
+    literally: the serving model's functions, whose formulas serving.py keeps beside them)."""
 
     key: str
     header: str
     unit: str
-    fmt: str  # number | int | money | percent | text | flag
+    fmt: str  # number | int | money | percent | text | flag | price | sci
     excel: str
-    py: Callable[[Row, object, object], object]
+    py: CalcFn = field(default=None, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.py is None:
+            object.__setattr__(self, "py", expr.compile_row(self.excel, NAMES, GPU_COLUMNS))
+        else:
+            expr.parse(self.excel.removeprefix("="))  # a column with its own py must still be a formula the sheet reads
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the Python view is the formula itself (no hand-written `py`)."""
+        return (self.py.__doc__ or "").startswith("The Python view of =")
 
 
 def _training(r: Row) -> bool:
@@ -66,7 +104,7 @@ def _model(r: Row, field: str):
     return r.get(f"model.{field}")
 
 
-def _serving(py: Callable[[Row, object, object], object]) -> Callable[[Row, object, object], object]:
+def _serving(py: CalcFn) -> CalcFn:
     """A serving column's Python view: blank on a training row."""
     return lambda r, s, g: None if _training(r) else py(r, s, g)
 
@@ -85,14 +123,6 @@ def _kv_bytes_per_token(r: Row, s, g) -> float:
                                       head_dim=_model(r, "head_dim"), kv_latent=_model(r, "kv_latent"),
                                       active_params_b=r["active_used"], kv_bytes=serving.kv_bytes(s.kv_cache_dtype),
                                       kv_fallback_bytes=s.kv_fallback_bytes)
-
-
-def _weights_gb(r: Row, s, g) -> float:
-    if _training(r):
-        if r["method"] != "qlora":
-            return r["params_used"] * K.BytesFp16
-        return r["params_used"] * (serving.KS.BytesQloraBase if _model(r, "hidden") is not None else K.BytesInt4)
-    return r["params_used"] * r["bytes_per_param"]
 
 
 def _min_batch(r: Row, s) -> float:
@@ -137,6 +167,7 @@ def _cards_for_deadline(r: Row, s, g) -> int | None:
     needed = serving.cards_for_deadline(r["single_card_hours"], run_overhead=s.run_overhead,
                                         deadline=r["deadline_used"], setup_hours=s.setup_hours, scaling=g.scaling,
                                         impossible=s.max_cards + 1)
+    needed = serving.cards_at_scale(needed, scale_free_cards=s.scale_free_cards, scale_efficiency=s.scale_efficiency)
     return max(r["cards_min"], sheet_ceil(needed))
 
 
@@ -165,14 +196,16 @@ def _latency_batch(r: Row, s, g):
         routed_b=r["routed_b"],
         bytes_per_param=r["bytes_per_param"], kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"],
         output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
-        decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])
+        decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"],
+        kv_read_efficiency=s.kv_read_efficiency)
 
 
 def _t_mem(r: Row, s, g) -> float:
     return serving.decode_memory_seconds(
         weights_b=r["weights_read"], batch=r["batch"], bytes_per_param=r["bytes_per_param"],
         kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"], output=r["tokens_per_request"],
-        cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs, decode_efficiency=r["bandwidth_share"], tp=r["tp"])
+        cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs, decode_efficiency=r["bandwidth_share"], tp=r["tp"],
+        kv_read_efficiency=s.kv_read_efficiency)
 
 
 def _peak_tflops(r: Row, s, g) -> float:
@@ -180,7 +213,8 @@ def _peak_tflops(r: Row, s, g) -> float:
     return serving.peak_tflops(r["train_precision"] if training else r["method"], tflops=g.tflops,
                                tflops_fp8=g.tflops_fp8, tflops_fp4=g.tflops_fp4,
                                fp8_efficiency=s.train_fp8_efficiency if training else s.fp8_efficiency,
-                               matmul_efficiency=g.matmul_efficiency)
+                               matmul_efficiency=g.training_efficiency if training and g.training_efficiency
+                               is not None else g.matmul_efficiency)
 
 
 def _run_mfu(r: Row, s, g):
@@ -228,66 +262,6 @@ def _replicas(r: Row, s, g):
     return serving.batch_replicas(r["replica_hours"], deadline=r["deadline_used"], setup_hours=s.setup_hours)
 
 
-def _wall_hours(r: Row, s, g):
-    if _training(r):
-        return r["compute_hours"] * (1 + s.run_overhead) + s.setup_hours
-    if _online(r):
-        return None
-    return r["replica_hours"] / r["replicas"] + s.setup_hours
-
-def _tokens_per_day(r: Row, s, g):
-    requests = KIND[r["kind"]].requests
-    return None if requests is None else r[requests] * r["tokens_per_request"]
-
-
-def _gpu_hours_per_run(r: Row, s, g):
-    if _training(r):
-        return (r["compute_hours"] * (1 + s.run_overhead) * (1 + s.debug_overhead) + s.setup_hours) \
-            * r["cards_per_run"]
-    if not _online(r):
-        return serving.batch_gpu_hours_per_run(r["replica_hours"], replicas=r["replicas"], setup_hours=s.setup_hours,
-                                               cards=r["cards_per_run"])
-    return None
-
-
-def _base_hours(r: Row, s, g) -> float:
-    if _online(r):
-        return r["cards_held"] * r["serving_hours_per_day"] * (s.hours_per_month / K.HoursPerDay)
-    return r["gpu_hours_per_run"] * r["runs_per_month"]
-
-
-def _rerun_factor(r: Row, s) -> float:
-    """GPU-hours are multiplied by this on an interruptible tier: work that is not online reruns."""
-    return 1 if _online(r) else 1 + s.spot_overhead
-
-
-def _tier_cost(tier) -> Callable[[Row, object, object], object]:
-    def cost(r: Row, s, g):
-        price = g.prices.get(tier.name)
-        if price is None:
-            return None
-        if tier.per_card_month:
-            return r["monthly_cards"] * price
-        factor = _rerun_factor(r, s) if tier.reruns else 1
-        return r["base_gpu_hours_per_month"] * factor * price
-    return cost
-
-
-def _cheapest_tier(r: Row, s, g):
-    suited = KIND[r["kind"]].suited_tiers
-    costs = [(r[f"cost_{t}"], t) for t in suited if r[f"cost_{t}"] is not None]
-    if not costs:
-        return None
-    low = min(c for c, _ in costs)
-    return next(t for c, t in costs if c == low)
-
-
-def _tier_saving(r: Row, s, g) -> float:
-    if r["cheapest_tier"] is None or r["monthly_cost"] is None:
-        return 0
-    return r["monthly_cost"] - r[f"cost_{r['cheapest_tier']}"]
-
-
 _GPU_ROW = "{gpu.row}"  # the row's GPU's position on the GPUs sheet
 _TIER_COSTS = ",".join(f"{{cost_{t.name}}}" for t in TASK_TIERS)  # in TierList order, for CHOOSE
 
@@ -333,12 +307,16 @@ _SERVING_VRAM = ('{weights_gb}*(1+InferenceOverhead)+{kv_cache_gb}+IF({concurren
 _MIN_REPLICAS = 'IF({min_replicas}="",MinReplicas,{min_replicas})'
 # §F's n_needed: 1 when one card meets the deadline, MaxCards + 1 when no number of cards can.
 _RUN_WINDOW = "({deadline_used}*HoursPerDay-SetupHours)"
-_CARDS_FOR_DEADLINE = (f"IF({{single_card_hours}}*(1+RunOverhead)<={_RUN_WINDOW},1,"
-                       f"IF(OR({_RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
-                       f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
+_CARDS_FOR_DEADLINE = serving.cards_at_scale_excel(
+    f"IF({{single_card_hours}}*(1+RunOverhead)<={_RUN_WINDOW},1,"
+    f"IF(OR({_RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
+    f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
 
 
-def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str, py) -> Calc:
+def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str, py=None) -> Calc:
+    """A serving column: blank on a training row; its Python view compiled from the formula unless `py` is given."""
+    if py is None:
+        return Calc(key, header, unit, fmt, _serving_excel(excel))
     return Calc(key, header, unit, fmt, _serving_excel(excel), _serving(py))
 
 
@@ -349,8 +327,7 @@ CALCS: tuple[Calc, ...] = (
          lambda r, s, g: serving.active_used(r["active_params_b"], params=r["params_used"],
                                              catalog_total=_model(r, "total_params_b"),
                                              catalog_active=_model(r, "active_params_b"))),
-    Calc("training", "training?", "1 = yes", "int", f"=IF({_TRAINING_KIND},1,0)",
-         lambda r, s, g: 1 if KIND[r["kind"]].training else 0),
+    Calc("training", "training?", "1 = yes", "int", f"=IF({_TRAINING_KIND},1,0)"),
     Calc("mfu_used", "MFU used", "share", "percent", serving.MFU_USED_EXCEL,
          lambda r, s, g: serving.mfu_used(r["mfu"], method=r["method"], params_b=r["params_used"],
                                           active_params_b=r["active_used"], mfu=s.mfu, moe_mfu=s.moe_mfu,
@@ -359,8 +336,7 @@ CALCS: tuple[Calc, ...] = (
                   lambda r, s, g: serving.bytes_per_param(r["method"])),
     Calc("weights_gb", "weights", "GB", "number",
          '=IF({training}=1,IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16),'
-         '{bytes_per_param})*{params_used}',
-         _weights_gb),
+         '{bytes_per_param})*{params_used}'),
     _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL,
                   _kv_bytes_per_token),
     _serving_calc("prompt_used", "prompt used", "tokens", "int", serving.PROMPT_EXCEL,
@@ -424,22 +400,22 @@ CALCS: tuple[Calc, ...] = (
          _training_only("MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))"), _cards_for_deadline),
     Calc("cards_needed", "cards to meet the deadline", "cards", "int",
          "=IF({training}=1," + serving.training_shape_excel("{cards_for_deadline}") + ",{cards_min})", _cards_needed),
-    Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})',
-         lambda r, s, g: r["cards"] if r["cards"] is not None else r["cards_needed"]),
-    Calc("speedup", "speedup", "x", "number", "=1+({cards_per_run}-1)*{gpu.scaling}",
-         lambda r, s, g: 1 + (r["cards_per_run"] - 1) * g.scaling),
+    Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})'),
+    Calc("speedup", "speedup", "x", "number",
+         f"=(1+({{cards_per_run}}-1)*{{gpu.scaling}})*{serving.SCALE_FACTOR_EXCEL.removeprefix('=')}",
+         lambda r, s, g: (1 + (r["cards_per_run"] - 1) * g.scaling) * serving.scale_factor(
+             r["cards_per_run"], scale_free_cards=s.scale_free_cards, scale_efficiency=s.scale_efficiency)),
     Calc("compute_hours", "compute hours (wall)", "h", "number",
-         '=IF({training}=1,{flops_per_run}/({peak_tflops}*Tera*{mfu_run}*{speedup}*SecondsPerHour),"")',
-         lambda r, s, g: r["flops_per_run"] / (r["peak_tflops"] * K.Tera * r["mfu_run"] * r["speedup"]
-                                               * K.SecondsPerHour) if _training(r) else None),
+         '=IF({training}=1,{flops_per_run}/({peak_tflops}*Tera*{mfu_run}*{speedup}*SecondsPerHour),"")'),
     Calc("compute_gpu_hours", "compute GPU-hours", "GPU-h", "number",
-         '=IF({training}=1,{compute_hours}*{cards_per_run},"")',
-         lambda r, s, g: r["compute_hours"] * r["cards_per_run"] if _training(r) else None),
+         '=IF({training}=1,{compute_hours}*{cards_per_run},"")'),
     Calc("tokens_per_day", "output tokens per day (batch: per run)", "tokens", "int",
-         _tokens_per_day_excel(), _tokens_per_day),
+         _tokens_per_day_excel()),
     _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL,
                   lambda r, s, g: serving.tp_factor(r["cards_per_run"], serving.tp_efficiency_of(
-                      g.interconnect, tp_efficiency=s.tp_efficiency, tp_efficiency_nvlink=s.tp_efficiency_nvlink))),
+                      g.interconnect, tp_efficiency=s.tp_efficiency, tp_efficiency_nvlink=s.tp_efficiency_nvlink),
+                      params_b=r["params_used"], reference_params_b=s.tp_reference_params_b,
+                      size_exponent=s.tp_size_exponent)),
     _serving_calc("bandwidth_share", "bandwidth share reached", "share", "percent", serving.BANDWIDTH_SHARE_EXCEL,
                   lambda r, s, g: serving.bandwidth_share(g.bandwidth_efficiency, s.decode_efficiency)),
     _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),
@@ -464,8 +440,7 @@ CALCS: tuple[Calc, ...] = (
                   lambda r, s, g: serving.decode_compute_seconds(
                       active_params_b=r["active_used"], batch=r["batch"], cards=r["cards_per_run"],
                       peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])),
-    _serving_calc("t_layers", "decode step, per-layer overhead", "s", "number", serving.LAYER_OVERHEAD_EXCEL,
-                  lambda r, s, g: r["t_layers_fixed"] + r["t_layers_per_sequence"] * r["batch"]),
+    _serving_calc("t_layers", "decode step, per-layer overhead", "s", "number", serving.LAYER_OVERHEAD_EXCEL),
     _serving_calc("t_step", "decode step", "s", "number", serving.T_STEP_EXCEL,
                   lambda r, s, g: serving.step_seconds(r["t_mem"], r["t_cmp"], s.step_overhead_ms, r["t_layers"])),
     _serving_calc("requests_per_sec", "requests/s per replica", "requests/s", "number", serving.REQ_S_EXCEL,
@@ -478,8 +453,7 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("user_tokens_per_sec", "tokens/s one user sees", "tokens/s", "number",
                   serving.USER_TOKENS_PER_SEC_EXCEL, lambda r, s, g: serving.user_tokens_per_sec(r["t_step"])),
     Calc("card_days", "load in card-days", "card-days", "number",
-         '=IF({training}=1,"",{tokens_per_day}/({tokens_per_sec_used}*SecondsPerDay))',
-         lambda r, s, g: None if _training(r) else r["tokens_per_day"] / (r["tokens_per_sec_used"] * K.SecondsPerDay)),
+         '=IF({training}=1,"",{tokens_per_day}/({tokens_per_sec_used}*SecondsPerDay))'),
     Calc("replica_hours", "hours of one replica per run", "h", "number",
          f'=IF({_OFFLINE_SERVING_KIND},{serving.REPLICA_HOURS_EXCEL.removeprefix("=")},"")',
          lambda r, s, g: serving.replica_hours(r["batch_requests"], r["requests_per_sec"])
@@ -489,67 +463,46 @@ CALCS: tuple[Calc, ...] = (
          '/({serving_hours_per_day}*SecondsPerHour*{requests_per_sec}),1)),'
          + serving.BATCH_REPLICAS_EXCEL.removeprefix("=") + "))", _replicas),
     Calc("cards_held", "cards held", "cards", "int",
-         '=IF({training}=1,{cards_per_run},{replicas}*{cards_per_run})',
-         lambda r, s, g: r["cards_per_run"] if _training(r) else r["replicas"] * r["cards_per_run"]),
+         '=IF({training}=1,{cards_per_run},{replicas}*{cards_per_run})'),
     Calc("gpu_hours_per_run", "GPU-hours per run", "GPU-h", "number",
          '=IF({training}=1,({compute_hours}*(1+RunOverhead)*(1+DebugOverhead)+SetupHours)*{cards_per_run},'
-         "IF(" + _OFFLINE_SERVING_KIND + ',({replica_hours}+SetupHours*{replicas})*{cards_per_run},""))',
-         _gpu_hours_per_run),
+         "IF(" + _OFFLINE_SERVING_KIND + ',({replica_hours}+SetupHours*{replicas})*{cards_per_run},""))'),
     Calc("wall_hours_per_run", "wall-clock hours per run", "h", "number",
          '=IF({training}=1,{compute_hours}*(1+RunOverhead)+SetupHours,'
-         'IF(' + _OFFLINE_SERVING_KIND + ',{replica_hours}/{replicas}+SetupHours,""))', _wall_hours),
+         'IF(' + _OFFLINE_SERVING_KIND + ',{replica_hours}/{replicas}+SetupHours,""))'),
     Calc("base_gpu_hours_per_month", "GPU-hours a month before spot reruns", "GPU-h", "number",
          "=IF(" + _ONLINE_KIND + ',{cards_held}*{serving_hours_per_day}*DaysPerMonth,'
-         '{gpu_hours_per_run}*{runs_per_month})', _base_hours),
+         '{gpu_hours_per_run}*{runs_per_month})'),
     Calc("gpu_hours_per_month", "GPU-hours a month", "GPU-h", "number",
-         f"={{base_gpu_hours_per_month}}*IF({RERUN_TIER},IF({_ONLINE_KIND},1,1+SpotOverhead),1)",
-         lambda r, s, g: r["base_gpu_hours_per_month"] * (_rerun_factor(r, s) if TIER[r["tier"]].reruns else 1)),
+         f"={{base_gpu_hours_per_month}}*IF({RERUN_TIER},IF({_ONLINE_KIND},1,1+SpotOverhead),1)"),
     Calc("monthly_cards", "cards on a monthly contract", "cards", "int",
-         "=MAX({cards_held},CEILING({base_gpu_hours_per_month}/HoursPerMonth,1))",
-         lambda r, s, g: max(r["cards_held"], sheet_ceil(r["base_gpu_hours_per_month"] / s.hours_per_month))),
-    Calc("cards_billed", "cards billed", "cards", "int", f"=IF({PER_CARD_MONTH_TIER},{{monthly_cards}},{{cards_held}})",
-         lambda r, s, g: r["monthly_cards"] if TIER[r["tier"]].per_card_month else r["cards_held"]),
-    *(Calc(f"cost_{t.name}", f"cost if {t.name}", "currency/month", "money", _tier_cost_excel(t), _tier_cost(t))
+         "=MAX({cards_held},CEILING({base_gpu_hours_per_month}/HoursPerMonth,1))"),
+    Calc("cards_billed", "cards billed", "cards", "int", f"=IF({PER_CARD_MONTH_TIER},{{monthly_cards}},{{cards_held}})"),
+    *(Calc(f"cost_{t.name}", f"cost if {t.name}", "currency/month", "money", _tier_cost_excel(t))
       for t in TASK_TIERS),
     Calc("monthly_cost", "cost a month", "currency/month", "money",
-         f"=CHOOSE(MATCH({{tier}},TierList,0),{_TIER_COSTS})",
-         lambda r, s, g: r[f"cost_{r['tier']}"]),
-    Calc("cheapest_tier", "cheapest suited tier", "tier", "text", _cheapest_tier_excel(), _cheapest_tier),
+         f"=CHOOSE(MATCH({{tier}},TierList,0),{_TIER_COSTS})"),
+    Calc("cheapest_tier", "cheapest suited tier", "tier", "text", _cheapest_tier_excel()),
     Calc("tier_saving", "saving on cheapest tier", "currency/month", "money",
          f'=IF(OR({{cheapest_tier}}="",{{monthly_cost}}=""),0,'
-         f'{{monthly_cost}}-CHOOSE(MATCH({{cheapest_tier}},TierList,0),{_TIER_COSTS}))',
-         _tier_saving),
+         f'{{monthly_cost}}-CHOOSE(MATCH({{cheapest_tier}},TierList,0),{_TIER_COSTS}))'),
     Calc("tier_advice", "tier advice", "", "text",
-         '=IF({tier_saving}>0,"cheaper on "&{cheapest_tier},"")',
-         lambda r, s, g: f"cheaper on {r['cheapest_tier']}" if r["tier_saving"] > 0 else ""),
-    Calc("start_index", "first plan month #", "#", "int", "=MATCH({start_month},PlanMonths,0)",
-         lambda r, s, g: s.plan_months.index(r["start_month"]) + 1),
-    Calc("end_index", "last plan month #", "#", "int", "=MATCH({end_month},PlanMonths,0)",
-         lambda r, s, g: s.plan_months.index(r["end_month"]) + 1),
-    Calc("active_months", "active months", "months", "int", "={end_index}-{start_index}+1",
-         lambda r, s, g: r["end_index"] - r["start_index"] + 1),
+         '=IF({tier_saving}>0,"cheaper on "&{cheapest_tier},"")'),
+    Calc("start_index", "first plan month #", "#", "int", "=MATCH({start_month},PlanMonths,0)"),
+    Calc("end_index", "last plan month #", "#", "int", "=MATCH({end_month},PlanMonths,0)"),
+    Calc("active_months", "active months", "months", "int", "={end_index}-{start_index}+1"),
     Calc("tokens_per_month", "output tokens a month", "tokens", "int",
-         f'=IF({{training}}=1,"",IF({_ONLINE_KIND},{{tokens_per_day}}*DaysPerMonth,{{tokens_per_day}}*{{runs_per_month}}))',
-         lambda r, s, g: None if _training(r) else r["tokens_per_day"] * (
-             s.hours_per_month / K.HoursPerDay if _online(r) else r["runs_per_month"])),
+         f'=IF({{training}}=1,"",IF({_ONLINE_KIND},{{tokens_per_day}}*DaysPerMonth,{{tokens_per_day}}*{{runs_per_month}}))'),
     Calc("requests_per_month", "requests a month", "requests", "int",
          f'=IF({{training}}=1,"",IF({_ONLINE_KIND},{{requests_per_day}}*DaysPerMonth,'
-         '{batch_requests}*{runs_per_month}))',
-         lambda r, s, g: None if _training(r) else r["requests_per_day"] * s.hours_per_month / K.HoursPerDay
-         if _online(r) else r["batch_requests"] * r["runs_per_month"]),
+         '{batch_requests}*{runs_per_month}))'),
     Calc("cost_per_m_tokens", "cost per million output tokens", "currency/M tokens", "price",
-         '=IF(OR({tokens_per_month}="",{monthly_cost}=""),"",{monthly_cost}/{tokens_per_month}*Million)',
-         lambda r, s, g: None if r["tokens_per_month"] is None or r["monthly_cost"] is None
-         else r["monthly_cost"] / r["tokens_per_month"] * K.Million),
+         '=IF(OR({tokens_per_month}="",{monthly_cost}=""),"",{monthly_cost}/{tokens_per_month}*Million)'),
     Calc("cost_per_k_requests", "cost per thousand requests", "currency/k requests", "price",
-         '=IF(OR({requests_per_month}="",{monthly_cost}=""),"",{monthly_cost}/{requests_per_month}*Thousand)',
-         lambda r, s, g: None if r["requests_per_month"] is None or r["monthly_cost"] is None
-         else r["monthly_cost"] / r["requests_per_month"] * K.Thousand),
+         '=IF(OR({requests_per_month}="",{monthly_cost}=""),"",{monthly_cost}/{requests_per_month}*Thousand)'),
     Calc("api_verdict", "self-host or API", "", "text",
          '=IF(OR({api_price_per_m_tokens}="",{cost_per_m_tokens}=""),"",'
-         'IF({cost_per_m_tokens}<={api_price_per_m_tokens},"self-host","API"))',
-         lambda r, s, g: "" if r["api_price_per_m_tokens"] is None or r["cost_per_m_tokens"] is None
-         else "self-host" if r["cost_per_m_tokens"] <= r["api_price_per_m_tokens"] else "API"),
+         'IF({cost_per_m_tokens}<={api_price_per_m_tokens},"self-host","API"))'),
     # the months' costs summed on Monthly (they follow the demand ramp); the Python view is the flat estimate a
     # candidate is ranked by, which the engine replaces with the chosen GPU's months (ramp.task_months)
     Calc("period_cost", "cost over the plan", "currency", "money",
@@ -577,6 +530,7 @@ TASK_CALCS = tuple(c for c in CALCS if c.key in {
     "prompt_used", "context_used", "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown", "vram_gb",
     "flops_per_token_used", "flops_per_run", "deadline_used"})
 GPU_CALCS = CALCS[len(TASK_CALCS):]
+_NO_GPU = cast(Gpu, None)  # what TASK_CALCS get for the GPU, which none of them reads
 assert CALCS[:len(TASK_CALCS)] == TASK_CALCS, "the GPU-independent columns lead CALCS"
 
 
@@ -586,7 +540,7 @@ def evaluate_task(inputs: Row, settings, model=None) -> Row:
     row = dict(inputs)
     row.update({f"model.{f}": getattr(model, f) if model is not None else None for f in MODEL_FIELDS})
     for calc in TASK_CALCS:
-        row[calc.key] = calc.py(row, settings, None)
+        row[calc.key] = calc.py(row, settings, _NO_GPU)
     return row
 
 

@@ -57,7 +57,7 @@ def commitment_rate(gpu, tier, settings) -> float | None:
     """The tier's rate for the GPU in the plan currency (rules.COMMIT_RATE): listed, else on-demand x (1 - discount)."""
     return rules.COMMIT_RATE(settings, listed=gpu.listed_prices.get(tier.name), fx=gpu.fx,
                              on_demand=gpu.prices.get(REFERENCE_TIER.name),
-                             discount=getattr(settings, tier.discount_setting))
+                             discount=settings.discount(tier))
 
 
 def layered_tiers():

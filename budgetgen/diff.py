@@ -30,7 +30,7 @@ from .i18n import LANGS, canonical_name, tr
 from .model import Inputs, Settings
 from .reader import read_inputs
 from .safefile import iter_rows, load_input_workbook
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER
+from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER, Value
 from .values import add_months, text_length
 from .workbook import CHECK_TOLERANCE, Formats
 from .workbook.book import XLS_STRMAX, Sheet
@@ -150,7 +150,7 @@ def _fx_rows(ws) -> list[tuple[int, tuple]]:
 
 def _settings_rows(ws) -> list[tuple[int, tuple]]:
     """Settings rows from Assumptions: each setting by its key in column A, and the tier caps by tier."""
-    rows = [(1, ("setting", "value"))]
+    rows: list[tuple[int, tuple]] = [(1, ("setting", "value"))]
     for row_no, values in iter_rows(ws):
         if values and values[0] in _FX_HEADERS:
             break
@@ -204,7 +204,7 @@ class _Row:
 
     key: str
     value: object
-    fields: dict[str, object]
+    fields: dict[str, Value]
 
 
 @dataclass(frozen=True)
@@ -225,15 +225,15 @@ class _State:
     """The inputs part-way from the old version to the new, as dictionaries the steps edit."""
 
     base: Inputs
-    settings: dict[str, object]
-    gpus: dict[str, object]
-    tasks: dict[str, object]
-    extras: dict[str, object]
+    settings: dict[str, Value]
+    gpus: dict[str, Value]
+    tasks: dict[str, Value]
+    extras: dict[str, Value]
 
     @classmethod
     def of(cls, inputs: Inputs) -> _State:
         """The working state of one version."""
-        return cls(inputs, {s.key: getattr(inputs.settings, s.key) for s in SETTINGS},
+        return cls(inputs, {s.key: inputs.settings.value(s.key) for s in SETTINGS},
                    *({slot: row.value for slot, row in rows(inputs).items()}
                      for rows in (_gpu_rows, _task_rows, _extra_rows)))
 
@@ -249,7 +249,7 @@ class _State:
         """The working state as Inputs, the plan months following period_start and period_months."""
         s = self.settings
         months = tuple(add_months(s["period_start"], i) for i in range(int(s["period_months"])))
-        return dataclasses.replace(self.base, settings=Settings(**s, plan_months=months),
+        return dataclasses.replace(self.base, settings=Settings.of({**s, "plan_months": months}),
                                    gpus=tuple(self.gpus.values()), tasks=tuple(self.tasks.values()),
                                    extras=tuple(self.extras.values()))
 
@@ -289,7 +289,7 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def _differences(old: dict[str, object], new: dict[str, object]) -> str:
+def _differences(old: dict[str, Value], new: dict[str, Value]) -> str:
     """Each column that differs as "column: old -> new", joined with "; " ("" when none differs)."""
     parts = []
     for name, value in old.items():
@@ -298,17 +298,17 @@ def _differences(old: dict[str, object], new: dict[str, object]) -> str:
     return "; ".join(parts)
 
 
-def _describe_gpu(f: dict[str, object]) -> str:
+def _describe_gpu(f: dict[str, Value]) -> str:
     return f"{f['class']}, {_show(f['vram_gb'])} GB, on demand {_show(f['on_demand_per_hour'])} an hour"
 
 
-def _describe_task(f: dict[str, object]) -> str:
+def _describe_task(f: dict[str, Value]) -> str:
     text = f": {f['task']}" if f["task"] else ""
     size = f["model"] if f["model_params_b"] is None and f.get("model") else f"{_show(f['model_params_b'])}B"
     return " ".join(str(part) for part in (f["kind"], size, f["method"]) if part is not None) + text
 
 
-def _describe_extra(f: dict[str, object]) -> str:
+def _describe_extra(f: dict[str, Value]) -> str:
     return f"{f['category']}, {_show(f['monthly_cost'])} a month, {f['start_month']} to {f['end_month']}"
 
 
@@ -330,7 +330,7 @@ def _steps(old: Inputs, new: Inputs) -> list[_Step]:
     """Every change in the order they are applied: settings, GPUs, tasks, extras."""
     steps = [_Step("setting changed", s.key, f"{_show(a)} -> {_show(b)}", "settings", s.key, b)
              for s in SETTINGS if s.key not in NOT_COMPARED
-             and not _same(a := getattr(old.settings, s.key), b := getattr(new.settings, s.key))]
+             and not _same(a := old.settings.value(s.key), b := new.settings.value(s.key))]
     steps += _table_steps("gpu", "gpus", _gpu_rows(old), _gpu_rows(new), _describe_gpu)
     steps += _table_steps("task", "tasks", _task_rows(old), _task_rows(new), _describe_task)
     steps += _table_steps("extra", "extras", _extra_rows(old), _extra_rows(new), _describe_extra)
@@ -444,12 +444,14 @@ def _totals(steps: list[_Step], state: _State, new_total: float) -> list[tuple[f
 
     The last step is the new version itself: its total is the new version's, so the deltas add up to the whole.
     """
-    running = _Running(state) if steps else None
+    if not steps:
+        return []
+    running = _Running(state)
     totals: list[tuple[float | None, str]] = []
     for step in steps[:-1]:
         running.apply(step)
         totals.append(running.total())
-    return totals + [(new_total, "")] if steps else []
+    return totals + [(new_total, "")]
 
 
 def _attribute(steps: list[_Step], totals: list[tuple[float | None, str]], old_total: float) -> tuple[Change, ...]:

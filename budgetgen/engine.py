@@ -323,7 +323,7 @@ def _latency_cell(task: Task) -> str:
 
 def _task_warnings(task: Task, row: dict, gpu: Gpu, max_cards: int, peak_factor: float = 1.0) -> list[str]:
     tid = task.task_id
-    out = []
+    out: list[str] = []
     if task.values["cards"] is not None and task.values["cards"] > max_cards:
         out.append(Message("cards_over_max_cards", tid=tid, cards=task.values["cards"], max_cards=max_cards))
     kind = KIND[task.kind]
@@ -466,7 +466,7 @@ def _buy_vs_rent(tasks: list[TaskPlan], inputs: Inputs) -> list[BuyVsRent]:
     return out
 
 
-UNPRICED_TASKS_NAMED = 3  # a card left out of more tasks than this is counted, not listed, in the warning
+UNPRICED_TASKS_NAMED = 3  # task ids the warning names per card; the others are counted (+5)
 
 
 def _unpriced_gpus(tasks: list[TaskPlan], offer_currency: str) -> list[Message]:
@@ -480,7 +480,8 @@ def _unpriced_gpus(tasks: list[TaskPlan], offer_currency: str) -> list[Message]:
                 unpriced.setdefault(c.gpu, []).append(t.task.task_id)
     if not unpriced:
         return []
-    shown = ", ".join(f"{gpu} ({', '.join(tids) if len(tids) <= UNPRICED_TASKS_NAMED else f'{len(tids)} tasks'})"
+    shown = ", ".join(f"{gpu} ({', '.join(tids[:UNPRICED_TASKS_NAMED])}"
+                      f"{f' +{len(tids) - UNPRICED_TASKS_NAMED}' if len(tids) > UNPRICED_TASKS_NAMED else ''})"
                       for gpu, tids in unpriced.items())
     return [Message("gpus_unpriced_any" if offer_currency == "any" else "gpus_unpriced", gpus=shown)]
 
@@ -505,7 +506,7 @@ def plan_budget(inputs: Inputs) -> Plan:
     scenario = scenarios.resolve(rows, base_levels, tasks, inputs)
     tasks = apply_scenario(tasks, inputs, scenario)
     month_totals, commitments = _month_totals(tasks, inputs, scenario.buffer)
-    tier_totals = {t: {} for t in TIER_NAMES}
+    tier_totals: dict[str, dict[str, float]] = {t: {} for t in TIER_NAMES}
     for i, month in enumerate(months, start=1):
         for tier in TIER_NAMES:
             tier_totals[tier][month] = math.fsum(t.cost_in(i) for t in tasks if t.row["tier"] == tier)
@@ -516,11 +517,11 @@ def plan_budget(inputs: Inputs) -> Plan:
         warnings.extend(t.warnings)
     if not 0.20 <= s.hidden_cost_buffer <= 0.30:
         warnings.append(Message("buffer_outside_guidance", rate=s.hidden_cost_buffer))
-    for tier in TASK_TIERS:
-        cap = getattr(s, tier.cap_setting)
-        over = [m for m in months if cap is not None and tier_totals[tier.name][m] > cap]
+    for record in TASK_TIERS:
+        cap = s.tier_cap(record)
+        over = [m for m in months if cap is not None and tier_totals[record.name][m] > cap]
         if over:
-            warnings.append(Message("tier_over_cap", tier=tier.name, cap=cap, months=", ".join(over)))
+            warnings.append(Message("tier_over_cap", tier=record.name, cap=cap, months=", ".join(over)))
     base_total = sum(t.total for t in month_totals.values())  # as Plan.period_total
     held = {(c.gpu, c.tier): c.cards for c in commitments}  # a scenario keeps the commitments, as the workbook does
     totals = {level: base_total if level == "base" else _replanned_total(tasks, inputs, (level,) * len(rows), held)

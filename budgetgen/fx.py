@@ -27,6 +27,7 @@ class Rate:
     rate: float
     as_of: str  # YYYY-MM-DD
     source: str
+    reference: bool = False  # the bundled reference rate, not one the input gives
 
     @property
     def name(self) -> str:
@@ -62,7 +63,7 @@ def reference_rate(currency: str, plan_currency: str, on: dt.date) -> Rate | Non
     rate = converter.convert(1, currency, plan_currency, date=day)
     if not math.isfinite(rate) or rate <= 0:
         return None
-    return Rate(currency, rate, day.isoformat(), REFERENCE_SOURCE.format(version=_version()))
+    return Rate(currency, rate, day.isoformat(), REFERENCE_SOURCE.format(version=_version()), reference=True)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,22 @@ def fx_table(plan_currency: str, currencies: Iterable[str], typed: Mapping[str, 
             rates[currency] = rate
     rates.update({c: r for c, r in typed.items() if c not in rates})
     return FxTable(plan_currency, rates), missing
+
+
+def bill_rate(currency: str, month: str, plan_currency: str, fx: FxTable | None) -> Rate | None:
+    """The rate that converts a bill's lines of `month` (YYYY-MM) in `currency` into the plan currency: the rate the
+    input gives (its FX sheet, or catalog_fx for CNY), else the bundled reference rate of the month's last day,
+    provided the reference has a day in that month. None when neither (a code that is no currency included)."""
+    typed = fx.rates.get(currency) if fx is not None else None
+    if typed is not None and not typed.reference:
+        return typed
+    try:
+        first = dt.date.fromisoformat(f"{month}-01")
+    except ValueError:
+        return None
+    last = (first + dt.timedelta(days=31)).replace(day=1) - dt.timedelta(days=1)
+    rate = reference_rate(currency, plan_currency, last)
+    return rate if rate is not None and rate.as_of >= first.isoformat() else None
 
 
 def money_default(value: float, currency: str, plan_currency: str, on: dt.date) -> float | None:

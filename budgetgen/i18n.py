@@ -8,8 +8,18 @@ Warnings and input problems are `Message`s: English text that remembers its temp
 from __future__ import annotations
 
 import string
+from typing import Any, Self, TypeVar
 
-from .schema import COMMITMENT_SETTINGS, COMMITMENT_TIERS, TASK_KINDS, TIERS, Column, normalise_header
+from .schema import (
+    COMMITMENT_SETTINGS,
+    COMMITMENT_TIERS,
+    DRIVERS,
+    SCENARIO_COLUMNS,
+    TASK_KINDS,
+    TIERS,
+    Column,
+    normalise_header,
+)
 
 LANGS = ("en", "zh")
 
@@ -60,7 +70,9 @@ NAMES_ZH = {
     "qlora_flops_per_token": "QLoRA每token浮点运算", "micro_batch_tokens": "微批token数",
     "lora_workspace_gb": "LoRA工作空间GB",
     "train_precision": "训练精度", "bandwidth_efficiency": "带宽效率", "matmul_efficiency": "矩阵算力效率",
+    "training_efficiency": "训练算力效率",
     "experts": "专家数", "experts_per_token": "每token专家数",
+    "driver": "驱动因素", "low": "低", "base": "基准", "high": "高",
     "tp_efficiency_nvlink": "NVLink张量并行效率", "allreduce_us_nvlink": "NVLink全归约微秒",
     "allreduce_us_pcie": "PCIe全归约微秒", "nvlink_gbs": "NVLink带宽GBs", "pcie_gbs": "PCIe带宽GBs",
     "moe_layer_overhead_us": "MoE每层开销微秒", "train_fp8_efficiency": "训练FP8效率", "lora_mfu": "LoRA算力利用率",
@@ -70,6 +82,8 @@ NAMES_ZH = {
     "cpu_offload_slowdown": "CPU卸载减速倍数",
     "activation_checkpointing": "激活检查点", "layer_activation_bytes": "每层激活字节",
     "qlora_activation_bytes": "QLoRA每层额外激活字节",
+    "scale_free_cards": "无规模损失卡数", "scale_efficiency": "规模效率",
+    "kv_read_efficiency": "KV读取效率", "tp_reference_params_b": "张量并行参考参数量B", "tp_size_exponent": "张量并行规模指数",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -255,7 +269,6 @@ TEXT_ZH = {
     "providers); a row that names one replaces the built-in offer, its blank prices not offered":
         "价格来自哪家供应商的报价（内置：来源所写的供应商或平台名，或 market = 各供应商中位数）；填写供应商的行替换内置报价，其空白价格视为不提供",
     "the provider's region; any: not regional": "供应商的区域；any：不分区域",
-    "ISO code of the row's prices (e.g. USD); blank: the plan currency": "本行价格的币种 ISO 代码（如 USD）；为空：计划币种",
     # calculation model v2: help texts of the new settings and columns
     "FP8/FP4 matmuls reach this share of the BF16 MFU": "FP8/FP4 矩阵运算达到 BF16 MFU 的此比例",
     "KV-cache precision of serving engines: fp16 (2 bytes) or fp8 (1 byte)": "推理引擎的 KV 缓存精度：fp16（2 字节）或 fp8（1 字节）",
@@ -300,8 +313,31 @@ TEXT_ZH = {
     "NVLink-class)": "PCIe卡上单个推理副本的卡数每翻一倍的速度系数（NVLink类见tp_efficiency_nvlink）",
     "speed factor per doubling of the cards in one serving replica on NVLink-class cards (tp_efficiency: PCIe)":
         "NVLink类卡上单个推理副本的卡数每翻一倍的速度系数（PCIe见tp_efficiency）",
-    "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak (1.5x BF16 on a card with twice the peak)":
-        "FP8/FP4训练按FP8/FP4峰值的这一比例达到MFU（峰值为两倍的卡上即BF16的1.5倍）",
+    "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak: 0.93 x mfu 0.40 x scaling 0.95 = 0.35 of "
+    "the FP8 peak, the median of Megatron-Bridge's dense FP8 runs on H100 and B200 (Llama 3 8B, 70B, 405B: "
+    "0.33-0.36)":
+        "FP8/FP4训练按FP8/FP4峰值的这一比例达到MFU：0.93 × mfu 0.40 × 扩展效率 0.95 = FP8峰值的0.35，"
+        "即 Megatron-Bridge 在 H100 和 B200 上稠密 FP8 运行的中位数（Llama 3 8B、70B、405B：0.33-0.36）",
+    "share of the weights' bandwidth share that decode reads of the KV cache (batch x context bytes) reach; 1: as "
+    "the weights (TensorRT-LLM's long-context runs, 20,000 in / 2,000 out, need no less); calibrate fits it to "
+    "measured long-context runs":
+        "解码读取 KV 缓存（批量 × 上下文字节）达到的权重带宽比例的份额；1：与权重相同（TensorRT-LLM 的长上下文运行，"
+        "输入 20,000 / 输出 2,000，不需要更低）；calibrate 按实测长上下文运行拟合",
+    "model size from which a serving replica loses only the interconnect's tensor-parallel efficiency per "
+    "doubling (Llama 3.1 405B on 8 cards); a smaller model loses more":
+        "推理副本每翻一倍卡数只损失互联张量并行效率的模型规模（Llama 3.1 405B 用 8 张卡）；更小的模型损失更多",
+    "how fast the tensor-parallel loss grows for a smaller model: its doublings count (tp_reference_params_b / "
+    "parameters)^this times, at least once (TensorRT-LLM 0.19, Llama 3.3 70B FP4 on 1 to 8 B200: at 0.85 a "
+    "doubling alone the engine over-stated 8 cards 1.18x more than 1 card)":
+        "更小模型的张量并行损失增长速度：其翻倍次数按 (tp_reference_params_b / 参数量)^该值 计，至少一次"
+        "（TensorRT-LLM 0.19，Llama 3.3 70B FP4 在 1 至 8 张 B200 上：仅按每翻一倍 0.85，引擎对 8 张卡的高估比 1 张卡多 1.18 倍）",
+    "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
+    "Megatron-LM 52% on 3,072 A100)":
+        "单次训练运行中每张卡保持其速度的最大卡数（Falcon-180B 在 4,096 张 A100 上达到 0.48 MFU；Megatron-LM 在 3,072 张 A100 上达到 52%）",
+    "share of its per-card speed a training run keeps per doubling of its cards beyond scale_free_cards (Llama 3 "
+    "405B: 430 TFLOP/s a card on 8,192 H100, 400 on 16,384; arXiv:2407.21783 table 4)":
+        "训练运行超过 scale_free_cards 后卡数每翻一倍所保留的单卡速度比例（Llama 3 405B：8,192 张 H100 上每卡 430 TFLOP/s，"
+        "16,384 张上 400；arXiv:2407.21783 表 4）",
     "bandwidth one card sends at over NVLink-class links (H100/H200 NVLink 4: 900 GB/s both ways together)":
         "单卡经NVLink类互联的发送带宽（H100/H200 NVLink 4：双向合计900 GB/s）",
     "bandwidth one card sends at over PCIe between cards (PCIe 4.0 x16: 32 GB/s a direction; NCCL all-reduce "
@@ -312,6 +348,9 @@ TEXT_ZH = {
         "LoRA/QLoRA微调的算力利用率（基座冻结：优化器步骤小，无权重梯度）",
     "multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than H100/A100 "
     "kernels reach of theirs; blank: 1": "乘到此卡的每个MFU上：其算子达到的标称峰值比例低于H100/A100时小于1；空白为1",
+    "multiplies every training MFU on this card in place of matmul_efficiency (calibrate fits matmul_efficiency to "
+    "serving runs and keeps training here as it was); blank: matmul_efficiency":
+        "代替 matmul_efficiency 乘到此卡的每个训练MFU上（calibrate 用推理运行拟合 matmul_efficiency，并在此保留训练原值）；空白为 matmul_efficiency",
     "per-card network bandwidth of the expert all-to-all in mixture-of-experts training (400 Gb/s InfiniBand)":
         "MoE训练中专家全交换的每卡网络带宽（400 Gb/s InfiniBand）",
     "router and expert-kernel time per layer of a mixture-of-experts decode step": "MoE解码步每层的路由与专家算子时间",
@@ -445,20 +484,12 @@ TEXT_ZH = {
     "unique key": "唯一编号", "description": "描述",
     "finetune, pretrain, inference (online serving) or batch (offline batch inference)":
     "微调、预训练、推理（在线服务）或批量（离线批量推理）",
-    "model size, e.g. 7 or 7B": "模型规模，例如 7 或 7B",
-    "training: full (default), lora, qlora; serving: fp16 (default), int8, int4":
-    "训练：全量（默认）、lora、qlora；推理：fp16（默认）、int8、int4",
     "required for training, e.g. 5M": "训练任务必填，例如 5M",
     "passes over the training tokens": "训练数据的遍历轮数",
     "training or batch runs per active month; 0.5: one run spread over two months":
     "每个活跃月的训练或批量运行次数；0.5：一次运行跨两个月",
     "required for inference": "推理任务必填", "required for batch": "批量任务必填",
-    "generated tokens per request (serving)": "每个请求生成的token数（推理）",
     "hours a day the service is up and the traffic falls in": "服务每天运行且承接流量的小时数",
-    "measured tokens/s of one replica; blank: estimated from bandwidth and compute":
-    "单个副本实测的token/s；空白：按带宽和算力估算",
-    "concurrent sequences per replica for the estimate": "估算时每个副本的并发序列数",
-    "extra serving memory for long contexts / many sessions": "长上下文/多会话所需的额外推理显存",
     "a catalog GPU name; blank: the engine chooses": "目录中的GPU名称；空白：由引擎选择",
     "cards per run/replica; blank: the fewest that fit": "每次运行/每副本的卡数；空白：能放下的最少卡数",
     "price tier; default: inference monthly, batch idle, training on_demand":
@@ -468,8 +499,35 @@ TEXT_ZH = {
     "最后活跃月；空白：计划结束", "for grouping in the summary": "用于汇总分组",
     "what the cost is": "费用内容", "kind of non-GPU cost": "非GPU费用的类别", "cost per active month": "每个活跃月的费用",
     "first month; blank: plan start": "首月；空白：计划开始", "last month; blank: plan end": "末月；空白：计划结束",
-    "setting name (see README)": "设置项名称（见README）", "setting name": "设置项名称",
-    "its value; blank: the default": "取值；空白：默认值", "free text": "自由文本", "what it means": "含义",
+    "setting name, e.g. period_start (docs/input-reference.md lists every setting)":
+        "设置项名称，例如 period_start（docs/input-reference.md 列出全部设置项）",
+    "its value; blank: the default": "取值；空白：默认值",
+    "what the setting means (init writes it; the reader ignores it)": "该设置项的含义（由 init 写入；读取时忽略）",
+    # the Scenarios sheet (the driver's help joins the drivers' records)
+    SCENARIO_COLUMNS[0].help: "；".join(f"{d.name}：{d.meaning_zh}" for d in DRIVERS),
+    "the task it moves; blank: every task (a task's own row wins)": "该行影响的任务；空白：所有任务（任务自己的行优先）",
+    "the low scenario's value; blank: base": "低情景的值；空白：取基准值",
+    "the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer setting)":
+        "基准情景的值；空白：1（buffer：取 hidden_cost_buffer 设置）",
+    "the high scenario's value; blank: base": "高情景的值；空白：取基准值",
+    "where the range comes from": "取值范围的来源",
+    # the Models sheet
+    "model name, the key tasks refer to (case-insensitive)": "模型名称，任务按此引用（不区分大小写）",
+    "all parameters, held in memory (required for a model not in the built-in catalog)":
+        "全部参数，均占用显存（不在内置目录中的模型必填）",
+    "parameters active per token (mixture of experts); blank: all of them": "每个token激活的参数（混合专家）；空白：全部参数",
+    "transformer layers": "Transformer层数", "hidden size": "隐藏层维度", "query attention heads": "查询注意力头数",
+    "key/value heads (grouped-query attention); blank for MLA": "键/值头数（分组查询注意力）；MLA模型留空",
+    "elements per attention head; blank for MLA": "每个注意力头的维度；MLA模型留空",
+    "MLA models: elements cached per layer per token (e.g. 576); blank otherwise":
+        "MLA模型：每层每token缓存的元素数（例如 576）；其他模型留空",
+    "context length the model was trained for": "模型训练时的上下文长度",
+    "mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model":
+        "混合专家：每个MoE层的路由专家数（不含共享专家）；稠密模型留空",
+    "mixture of experts: routed experts each token uses (top-k), fewer than experts":
+        "混合专家：每个token使用的路由专家数（top-k），少于 experts",
+    "where the figures came from": "数据来源", "elements": "元素", "heads": "头",
+    "Object storage": "对象存储",
     "ISO code of the plan's currency, shown in number formats": "计划币种的ISO代码，用于数字格式",
     "plan currency per 1 CNY: overrides the reference rate for CNY prices (an FX sheet row does so for any currency)":
         "每 1 人民币折合的计划币种金额：覆盖人民币价格的参考汇率（汇率表中的一行可为任何币种覆盖）",
@@ -486,14 +544,11 @@ TEXT_ZH = {
     "share of a card's memory a job can use (CUDA context, fragmentation)": "作业可用的显存比例（CUDA上下文、碎片）",
     "training activation memory allowance per billion parameters": "每十亿参数的训练激活显存预留",
     "share of parameters trained by LoRA/QLoRA": "LoRA/QLoRA训练的参数比例",
-    "inference memory on top of weights (runtime, activations, small KV cache)": "权重之外的推理显存（运行时、激活、小KV缓存）",
-    "achieved share of memory bandwidth while decoding": "解码时实际达到的显存带宽比例",
     "multiplies inference demand for peaks": "推理需求的峰值放大系数",
     "extra GPU-hours on spot for interruptions and reruns": "竞价实例因中断和重跑增加的GPU小时",
     "reserve for storage, egress, images, platform fees, unrefundable balance (guidance 0.20-0.30)":
     "为存储、出网流量、镜像、平台费、不可退余额预留的比例（建议0.20-0.30）",
     "how the engine picks a GPU when a task names none": "任务未指定GPU时引擎的选择方式",
-    "largest card count the engine proposes for one task": "引擎为单个任务建议的最大卡数",
     "monthly average utilisation under which a resource is flagged for downsizing": "月平均利用率低于此值的资源被标记为需缩减",
     "OOM events a month from which a resource is flagged": "每月OOM次数达到此值的资源被标记",
     "bill over plan by more than this share is flagged": "账单超出计划超过此比例时被标记",
@@ -517,6 +572,16 @@ TEXT_ZH = {
      "else 3"):
     "Candidates表为每个任务列出的选项：所选的卡及可选卡中最便宜的这么多张（JSON列出全部卡）；空白：清单不超过1,000个任务时"
     "列出目录中的每种卡，否则3张",
+    "usage and variance": "用量与差异", "tasks' GPU variance": "各任务GPU差异合计", "of it, rate variance": "其中：价格差异",
+    "of it, usage variance": "其中：用量差异", "not split (no GPU hours on the bill)": "未拆分（账单未给出GPU小时）",
+    "tasks over plan": "超出计划的任务", "resources flagged": "有标记的资源", "saving if the actions are taken": "采取措施后可节省",
+    "actions next month": "下月措施", "resources": "资源数", "their bill": "其账单金额",
+    "billed in another currency": "以其他币种计费", "billed in its currency": "以该币种计费",
+    "The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) prints only when "
+    "asked: select its rows and print the selection.":
+        "下方明细（按任务、按资源、非GPU费用与合计、承诺费用、每日账单）默认不打印：需要时选中这些行并打印所选内容。",
+    "more resources are listed on": "个其他资源列在", "more resources are listed in": "个其他资源列在",
+    "(the actions above do not count them)": "（上方措施未计入这些资源）", "rate of": "汇率日期",
     "more resources, listed on": "个其他资源，完整列在", " and {n} more": "等另外{n}个", "flagged": "个有标记",
     "more resources of tasks, listed in": "个其他任务资源，完整列在", "more untagged resources, listed in": "个其他未标记资源，完整列在",
     "Resources": "资源明细", "task # on the Recon tab": "对账表中的任务序号", "resources of the month not on its Recon tab": "未列在对账表中的本月资源",
@@ -526,7 +591,7 @@ TEXT_ZH = {
         "每台自购机器的散热、磁盘、维修费用（默认 2,000 人民币，其他计划币种按参考汇率折算）",
     "ISO code of this row's prices (e.g. USD, CNY); blank: the plan currency. Prices in another currency are "
     "converted at the FX rate on Assumptions": "该行价格的 ISO 币种代码（例如 USD、CNY）；空白：计划币种。其他币种的价格按假设表上的汇率折算",
-    "ISO code of a currency the GPUs sheet or the catalog prices in": "GPU表或内置目录标价所用币种的 ISO 代码",
+    "ISO code of a currency the GPUs sheet, the catalog or a bill prices in": "GPU表、内置目录或账单标价所用币种的 ISO 代码",
     "plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate":
         "每 1 单位该币种折合的计划币种金额；无此表：使用内置的欧洲央行参考汇率",
     "the day the rate holds for (YYYY-MM-DD)": "汇率适用的日期（YYYY-MM-DD）",
@@ -563,6 +628,8 @@ TEXT_ZH = {
     "planned {planned_all}; {flagged} flagged resource(s)":
     "对账 {month}：GPU与承诺账单 {gpu}，计划 {planned}；账单合计 {billed}，计划合计 {planned_all}；{flagged} 个资源被标记",
     " (partial month)": "（不完整月份）",
+    "; {billed} billed in {code} converted at {rate} {currency} per 1 {code} ({as_of})":
+    "；{billed} 以 {code} 计费，按每 1 {code} 折合 {rate} {currency}（{as_of}）换算",
     "Warning: ": "警告：", "Error: ": "错误：", ", ": "、",
     "{n} problem(s) found; nothing was written.": "发现 {n} 个问题；未写入任何文件。",
     "stopped by {signal}; no output was written or changed": "被 {signal} 中止；未写入或更改任何输出文件",
@@ -670,7 +737,7 @@ TEXT_ZH = {
     "cheaper GPU now": "现更便宜的GPU", "saving on it": "改用可省",
     "saving against the chosen GPU": "相对所选GPU的节省", "task's best saving so far": "该任务至此最大节省",
     "task's cheaper GPU so far": "该任务至此更便宜的GPU",
-    **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值来源见README）"
+    **{s.help: f"{t.zh}：GPU表的 {t.price_column} 为空时，每承诺卡时有效价格相对按需价的折扣（默认值及其来源见 docs/input-reference.md）"
        for t in COMMITMENT_TIERS for s in COMMITMENT_SETTINGS if s.key == t.discount_setting},
     ("Choose from the list: formulas compare these values (gpu: a name on the GPUs sheet; model: on the Models "
      "sheet)."):
@@ -941,8 +1008,9 @@ MESSAGES = {
          "请向供应商核实，并在GPU表中填写当前价格")),
     "offer_filter_name_unused": (("{setting}: {name} adds no built-in offer this plan takes ({place}): {hint}"),
                                  "{setting}：{name} 没有增加本计划可用的内置报价（{place}）：{hint}"),
-    "fit_at_soft_bound": ("{file}!{cell} {problem} (the fitted row under-states them)",
-                          "{file}!{cell} {problem}（拟合结果低估了它们）"),
+    "fit_one_run": (("{cell}: the fitted {figure} rests on this one run, no spread to measure; add runs before "
+                     "planning on it"),
+                    "{cell}：拟合出的 {figure} 只基于这一条运行，无法衡量其离散程度；请补充运行后再据此做计划"),
 }
 
 # Input problems (errors.Problem.message): (English, Chinese) templates like the warnings'. Column names, sheet
@@ -1176,9 +1244,11 @@ PROBLEMS = {
     "tags_not_json": ('"{raw}" is not a JSON object; write tags as {{"task_id": "T01"}}',
                       '"{raw}" 不是 JSON 对象；标签请写成 {{"task_id": "T01"}}'),
     "currency_mismatch": (
-        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}; budgetgen never converts: '
-         "export the bill in {plan} or set the plan currency to {code}"),
-        'BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}；budgetgen 从不换算：请以 {plan} 导出账单，或将计划币种设为 {code}'),
+        ('BillingCurrency: "{code}" on {lines:,} lines but the plan is in {plan}, and no exchange rate converts it '
+         "for {months}: give its rate on the FX sheet ({plan} per 1 {code}, with its as_of date), or export the bill "
+         "in {plan}"),
+        ('BillingCurrency："{code}" 共 {lines:,} 行，但计划币种为 {plan}，且 {months} 没有可用的汇率换算：请在 FX 表填写其汇率'
+         '（每 1 {code} 折合多少 {plan}，并注明 as_of 日期），或以 {plan} 导出账单')),
     "bad_gpu_pattern": ('gpu_line_pattern: "{pattern}" is not a regular expression ({reason}); fix it',
                         'gpu_line_pattern："{pattern}" 不是正则表达式（{reason}）；请修改'),
     "same_bill_twice": ("{file} is the same bill as {first} (same path or same content): give each bill once",
@@ -1331,13 +1401,13 @@ def sheet_name(sheet: str, lang: str) -> str:
     return SHEETS_ZH.get(sheet, sheet) if lang == "zh" else sheet
 
 
-_NOTE = {"en": ("Unit: {}.", "One of: {}.", "Default: {}.", "Required."),
-         "zh": ("单位：{}。", "可选值：{}。", "默认：{}。", "必填。")}
+_NOTE = {"en": ("Unit: {}.", "One of: {}.", "Default: {}.", "Required.", "Example: {}."),
+         "zh": ("单位：{}。", "可选值：{}。", "默认：{}。", "必填。", "示例：{}。")}
 
 
 def describe(column: Column, lang: str) -> str:
-    """A column's header note in `lang`: help text, unit, allowed values, default, whether required."""
-    unit, one_of, default, required = _NOTE[lang]
+    """A column's header note in `lang`: help text, unit, allowed values, default, whether required, an example."""
+    unit, one_of, default, required, example = _NOTE[lang]
     parts = [tr(column.help, lang)]
     if column.unit:
         parts.append(unit.format(tr(column.unit, lang)))
@@ -1347,6 +1417,8 @@ def describe(column: Column, lang: str) -> str:
         parts.append(default.format(word(column.default, lang) if isinstance(column.default, str) else column.default))
     if column.required:
         parts.append(required)
+    if column.example:
+        parts.append(example.format(word(column.example, lang) if column.choices else tr(column.example, lang)))
     return " ".join(p for p in parts if p)
 
 
@@ -1364,7 +1436,7 @@ def canonical_sheet(title: str) -> str:
     return _SHEETS_IN.get(normalise_header(title), str(title).strip())
 
 
-def canonical_name(text: object) -> object:
+def canonical_name(text: _T) -> _T | str:
     """A header or setting key typed in Chinese as its ASCII name; anything else as it is."""
     return _NAMES_IN.get(normalise_header(text), text)
 
@@ -1396,11 +1468,17 @@ class _Formatter(string.Formatter):
         return value.render(self.lang) if isinstance(value, Message) else word(value, self.lang)
 
 
+_T = TypeVar("_T")
+
+
 class Message(str):
     """A warning or an input problem: its English text, plus the template key and parameters to render it in
     another language."""
 
-    def __new__(cls, key: str, **params):
+    key: str
+    params: dict[str, Any]
+
+    def __new__(cls, key: str, **params: Any) -> Self:
         self = super().__new__(cls, _Formatter("en").format(TEMPLATES[key][0], **params))
         self.key, self.params = key, params
         return self

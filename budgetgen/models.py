@@ -9,33 +9,10 @@ from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 
-from .schema import Column
+from .schema import MODEL_COLUMNS, Value
 
 MODELS_RESOURCE = resources.files("budgetgen") / "data" / "models.csv"
 
-C = Column
-# The Models sheet: the same columns as the built-in catalog; a row adds a model or overrides a catalog row.
-MODEL_COLUMNS: tuple[Column, ...] = (
-    C("model", "text", required=True, help="model name, the key tasks refer to (case-insensitive)",
-      example="Llama-3.1-8B"),
-    C("total_params_b", "number", "billions of parameters", positive=True, scale=1e9,
-      help="all parameters, held in memory (required for a model not in the built-in catalog)"),
-    C("active_params_b", "number", "billions of parameters", positive=True, scale=1e9,
-      help="parameters active per token (mixture of experts); blank: all of them"),
-    C("layers", "count", "layers", positive=True, help="transformer layers"),
-    C("hidden", "count", "elements", positive=True, help="hidden size"),
-    C("attn_heads", "count", "heads", positive=True, help="query attention heads"),
-    C("kv_heads", "count", "heads", positive=True, help="key/value heads (grouped-query attention); blank for MLA"),
-    C("head_dim", "count", "elements", positive=True, help="elements per attention head; blank for MLA"),
-    C("kv_latent", "count", "elements", positive=True,
-      help="MLA models: elements cached per layer per token (e.g. 576); blank otherwise"),
-    C("native_context", "count", "tokens", positive=True, help="context length the model was trained for"),
-    C("experts", "count", "experts", positive=True,
-      help="mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model"),
-    C("experts_per_token", "count", "experts", positive=True,
-      help="mixture of experts: routed experts each token uses (top-k), fewer than experts"),
-    C("source", "text", help="where the figures came from"),
-)
 _TEXT = {"model", "source"}
 
 
@@ -87,7 +64,7 @@ def _parse(column: str, text: str) -> object:
     return int(value) if value.is_integer() and column not in ("total_params_b", "active_params_b") else value
 
 
-def model_from_record(rec: dict[str, object]) -> ModelSpec:
+def model_from_record(rec: dict[str, Value]) -> ModelSpec:
     """A ModelSpec from a record keyed by the Models sheet's column names (numbers already parsed)."""
     name = str(rec.get("model") or "").strip()
     total = rec.get("total_params_b")
@@ -106,7 +83,7 @@ def model_from_record(rec: dict[str, object]) -> ModelSpec:
                      source=str(rec.get("source") or ""))
 
 
-def _check_architecture(name: str, rec: dict[str, object]) -> None:
+def _check_architecture(name: str, rec: dict[str, Value]) -> None:
     """The figures the formulas multiply together are given together: every per-layer figure with `layers`,
     `head_dim` with `attn_heads` (prompt attention), and key/value heads that each serve a group of query heads."""
     per_layer = [c for c in ("hidden", "kv_heads", "head_dim", "kv_latent") if rec.get(c) is not None]
@@ -125,7 +102,7 @@ def _check_architecture(name: str, rec: dict[str, object]) -> None:
                                "(each key/value head serves a group of query heads)")
 
 
-def _record(model: ModelSpec) -> dict[str, object]:
+def _record(model: ModelSpec) -> dict[str, Value]:
     return {"model": model.name} | {f.name: getattr(model, f.name) for f in fields(ModelSpec) if f.name != "name"}
 
 
@@ -154,7 +131,7 @@ class ModelCatalog:
     def __contains__(self, name: object) -> bool:
         return str(name).strip().lower() in self._by_key()
 
-    def overlay(self, records: list[dict[str, object]]) -> ModelCatalog:
+    def overlay(self, records: list[dict[str, Value]]) -> ModelCatalog:
         """This catalog with Models sheet records applied: a known name takes the record's given (non-blank)
         values over the catalog row; a new name is a new model (total_params_b required)."""
         merged = {m.name.lower(): _record(m) for m in self.models}
@@ -174,7 +151,7 @@ class ModelCatalog:
 @cache
 def builtin_models() -> ModelCatalog:
     """The built-in catalog."""
-    with MODELS_RESOURCE.open("r", newline="", encoding="utf-8") as fh:
+    with MODELS_RESOURCE.open("r", newline="", encoding="utf-8") as fh:  # type: ignore[call-overload]  # typeshed: no newline
         records = [{k: _parse(k, v) for k, v in row.items()} for row in csv.DictReader(fh)]
     return ModelCatalog(tuple(model_from_record(rec) for rec in records))
 

@@ -73,12 +73,17 @@ class ProviderBlock:
     lines: tuple[OrderLine, ...]
 
     @property
+    def entries(self) -> tuple[Reservation | OrderLine, ...]:
+        """Its reservations, then its rent lines."""
+        return (*self.reservations, *self.lines)
+
+    @property
     def regions(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(x.region for x in (*self.reservations, *self.lines) if x.region))
+        return tuple(dict.fromkeys(x.region for x in self.entries if x.region))
 
     @property
     def subtotal(self) -> float:
-        return math.fsum(x.total for x in (*self.reservations, *self.lines))
+        return math.fsum(x.total for x in self.entries)
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,7 @@ def plan_order(plan) -> Order:
     with cards), then its rent lines (one per GPU type and tier the plan uses), net of the commitments."""
     reservations = [_reservation(plan, i, c) for i, c in enumerate(plan.commitments) if c.cards > 0]
     lines = [_line(plan, gpu, tier) for gpu, tier in order_keys(plan)]
-    providers = list(dict.fromkeys(x.provider for x in (*reservations, *lines)))
+    items: list[Reservation | OrderLine] = [*reservations, *lines]
+    providers = list(dict.fromkeys(x.provider for x in items))
     return Order(tuple(ProviderBlock(p, tuple(r for r in reservations if r.provider == p),
                                      tuple(line for line in lines if line.provider == p)) for p in providers))

@@ -40,15 +40,15 @@ from .schema import Column, normalise_header
 
 C = Column
 # A listed price of 0 is a missing price, not a free GPU (a median with it, or a quote of it, plans a zero budget).
-_PRICE = {"type": "number", "unit": "USD per GPU-hour", "positive": True}
+_PRICE = ("number", "USD per GPU-hour")  # a price column's type and unit (positive)
 SNAPSHOT_COLUMNS: tuple[Column, ...] = (
     C("provider", "text", required=True, help="the provider, e.g. lambda"),
     C("region", "text", help="the provider's region; all-listed-regions or default: every region"),
     C("instance_type", "text", help="the provider's instance type"),
     C("gpu", "text", required=True, help="the GPU label, e.g. H100 or A100-80GB"),
     C("gpu_count", "count", "GPUs", positive=True, help="GPUs in the instance"),
-    C("on_demand_usd_per_gpu_hour", required=True, help="on-demand price per GPU-hour", **_PRICE),
-    C("spot_usd_per_gpu_hour", help="spot price per GPU-hour; blank: no spot", **_PRICE),
+    C("on_demand_usd_per_gpu_hour", *_PRICE, positive=True, required=True, help="on-demand price per GPU-hour"),
+    C("spot_usd_per_gpu_hour", *_PRICE, positive=True, help="spot price per GPU-hour; blank: no spot"),
     C("source", "text", help="repository@commit:path the row was copied from"),
     C("as_of", "text", help="retrieved:YYYY-MM-DD;..."),
 )
@@ -68,7 +68,7 @@ QUOTE_COLUMNS: tuple[Column, ...] = (
     C("source", "text", help="where the quote came from (blank: the file and row)"),
 )
 FLAGS_FILE = "row_flags.csv"  # a snapshot's notes on its rows, read from the snapshot's folder when there
-_HOURLY = {"type": "number", "unit": "USD per instance-hour", "minimum": 0}
+_HOURLY = ("number", "USD per instance-hour")  # a vms.csv price's type and unit (no negative)
 VMS_COLUMNS: tuple[Column, ...] = (  # SkyPilot's catalogs/<version>/<cloud>/vms.csv, by its published header
     C("InstanceType", "text", help="the cloud's instance type; blank on GCP's accelerator rows (priced apart from "
                                    "their host)"),
@@ -76,9 +76,9 @@ VMS_COLUMNS: tuple[Column, ...] = (  # SkyPilot's catalogs/<version>/<cloud>/vms
     C("AcceleratorCount", "number", "GPUs", positive=True, help="GPUs in the instance"),
     C("vCPUs", "number", minimum=0, help="the host's vCPUs"),
     C("MemoryGiB", "number", "GiB", minimum=0, help="the host's memory"),
-    C("Price", help="on-demand price of the instance; blank: not offered on demand", **_HOURLY),
-    C("SpotPrice", help="spot price of the instance; blank, 0 or a placeholder of 1,000,000 or more: no spot",
-      **_HOURLY),
+    C("Price", *_HOURLY, minimum=0, help="on-demand price of the instance; blank: not offered on demand"),
+    C("SpotPrice", *_HOURLY, minimum=0,
+      help="spot price of the instance; blank, 0 or a placeholder of 1,000,000 or more: no spot"),
     C("Region", "text", required=True, help="the cloud's region"),
     C("AvailabilityZone", "text", help="the zone (AWS): a region's zones are one region's rows"),
 )
@@ -211,7 +211,8 @@ def _vms(records: list[Record], path: Path) -> tuple[list[ListedPrice], tuple[st
     or without a Price are not whole on-demand prices and are left out, counted in the notes."""
     provider = path.resolve().parent.name.lower() or path.stem
     day = dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
-    listed, unused = [], Counter()
+    listed: list[ListedPrice] = []
+    unused: Counter[str] = Counter()
     for rec in records:
         v = rec.values
         if not v.get("AcceleratorName"):

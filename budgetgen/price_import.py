@@ -65,14 +65,15 @@ def _write_offers(wb, offers: tuple[Offer, ...], classes) -> None:
             header[normalise_header(name)] = column
     gpu_column = header[normalise_header("gpu")]
     names = {name.lower(): name for name in classes}  # matched as the reader matches them: by name, any case
-    rows = {}
-    for row in range(2, ws.max_row + 1):
-        value = ws.cell(row, gpu_column).value
-        if value is not None and (name := names.get(str(value).strip().lower())):
-            rows.setdefault(name, row)
+    rows: dict[str, int] = {}
+    for at in range(2, ws.max_row + 1):
+        value = ws.cell(at, gpu_column).value
+        if value is not None and (known := names.get(str(value).strip().lower())):
+            rows.setdefault(known, at)
     for offer in offers:
-        row = rows.get(offer.gpu)
-        if row is None:
+        if offer.gpu in rows:
+            row = rows[offer.gpu]
+        else:
             row = rows[offer.gpu] = ws.max_row + 1
             ws.cell(row, gpu_column, offer.gpu)
         for name, value in offer.fields().items():

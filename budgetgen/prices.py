@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from .records import TIERS
+from .schema import Value
 
 DATA = resources.files("budgetgen") / "data"
 OFFERS_RESOURCE = DATA / "prices.csv"
@@ -66,7 +67,7 @@ class Offer:
     source: str = ""
     as_of: str = ""
 
-    def fields(self) -> dict[str, object]:
+    def fields(self) -> dict[str, Value]:
         """The GPUs columns it fills, by name: provider, region, currency, the tier prices, purchase, source, date."""
         return {"provider": self.provider, "region": self.region, "currency": self.currency,
                 **{t.price_column: self.prices.get(t.name) for t in TIERS},
@@ -121,7 +122,7 @@ def _number(text: str | None) -> float | None:
 
 # ---------------------------------------------------------------- the built-in offers
 
-def offer_from_record(rec: Mapping[str, object]) -> Offer:
+def offer_from_record(rec: Mapping[str, Value]) -> Offer:
     """An Offer from a record keyed by OFFER_COLUMNS (prices already numbers or None)."""
     return Offer(gpu=str(rec["gpu"]), provider=str(rec.get("provider") or ""),
                  region=str(rec.get("region") or ANY_REGION), currency=str(rec.get("currency") or ""),
@@ -169,7 +170,7 @@ def choose_offer(offers: Iterable[Offer], gpu: str, currency: str | None = None,
         same = [o for o in mine if o.currency.upper() == currency.upper()]
         mine = same or mine
     market = [o for o in mine if o.provider == MARKET]
-    return (market or mine or [None])[0]
+    return next(iter(market or mine), None)
 
 
 OFFER_SEPARATOR = " · "  # between an offer's provider and its region in a GPUs `<tier>_offer` cell
@@ -241,7 +242,7 @@ def eligible_offers(offers: Iterable[Offer], gpu: str, gpu_class: str, currencie
     return named or mine
 
 
-def best_offer_record(offers: list[Offer]) -> dict[str, object] | None:
+def best_offer_record(offers: list[Offer]) -> dict[str, Value] | None:
     """One GPUs row from several offers of one GPU (all in one currency): per tier the lowest price and whose offer
     it is (`<tier>_offer`), so that a task priced on a tier pays the cheapest offer of it. The row's provider,
     region, purchase price, commitment prices, source and date are those of the offer with the lowest reference
@@ -256,9 +257,10 @@ def best_offer_record(offers: list[Offer]) -> dict[str, object] | None:
         if not tier.for_tasks:
             continue
         priced = [o for o in offers if o.prices.get(tier.name) is not None]
-        best = min(priced, key=lambda o: o.prices[tier.name]) if priced else None
-        if best is not None and tier.over_reference_message and lead.prices.get(reference) is not None \
-                and best.prices[tier.name] > lead.prices[reference]:
+        best = min(priced, key=lambda o: o.prices[tier.name] or 0.0) if priced else None
+        lead_price = lead.prices.get(reference)
+        if best is not None and tier.over_reference_message and lead_price is not None \
+                and (best.prices[tier.name] or 0.0) > lead_price:
             best = None  # interruptible or idle capacity dearer than another's on-demand: never the cheaper way
         rec[tier.price_column] = best.prices[tier.name] if best else None
         rec[f"{tier.name}_offer"] = offer_label(best.provider, best.region) if best else None
@@ -416,7 +418,7 @@ def smallest_shape(rows: list[ListedPrice]) -> list[ListedPrice]:
     by_region: dict[str, list[ListedPrice]] = defaultdict(list)
     for r in shaped:
         by_region[r.region].append(r)
-    kept = []
+    kept: list[ListedPrice] = []
     for group in by_region.values():
         def host(r: ListedPrice) -> tuple[float, float]:
             return (r.vcpus if r.vcpus is not None else math.inf, r.memory_gib if r.memory_gib is not None else math.inf)
@@ -484,9 +486,8 @@ def _market_offer(gpu: str, gpu_class: str, offers: list[Offer], rows: dict[str,
         text += f"; rows left out: {', '.join(dropped)}"
     return Offer(gpu, MARKET, ANY_REGION, "USD",
                  {**dict.fromkeys(t.name for t in TIERS),
-                  **_tier_prices(_median([o.prices[reference] for o in counted if o.prices[reference] is not None]),
-                                 _median([o.prices[interruptible] for o in counted
-                                          if o.prices[interruptible] is not None]))},
+                  **_tier_prices(_median([p for o in counted if (p := o.prices[reference]) is not None]),
+                                 _median([p for o in counted if (p := o.prices[interruptible]) is not None]))},
                  source=f"{text}; {_commits(used)}", as_of=_dates(used))
 
 

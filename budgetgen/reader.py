@@ -26,7 +26,7 @@ from .catalog import (
     is_catalog_price,
 )
 from .errors import Code, InputError, Problem
-from .fx import Rate, fx_table, money_default
+from .fx import FxTable, Rate, fx_table, money_default
 from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
 from .model import Extra, Gpu, Inputs, Settings, Task
 from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
@@ -55,9 +55,11 @@ from .schema import (
     SCENARIO_COLUMNS,
     SCENARIO_LEVELS,
     SETTINGS_BY_KEY,
+    SETTINGS_COLUMNS,
     TASK_COLUMNS,
     TASK_TIERS,
     Column,
+    Value,
     normalise_header,
 )
 from .template import example_rows_left
@@ -77,9 +79,9 @@ class Record:
     """One non-blank table row: parsed values by column, their cells, unknown columns."""
 
     row: int
-    values: dict[str, object]
+    values: dict[str, Value]
     cells: dict[str, str]
-    extra: dict[str, object]
+    extra: dict[str, Value]
 
 
 class Collector:
@@ -180,16 +182,15 @@ def _setting_column(setting) -> Column:
 
 def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
     """Settings with defaults; the build date is `today` (--date), else the build_date setting, else today."""
-    values: dict[str, object] = {}
+    values: dict[str, Value] = {}
     seen: dict[str, str] = {}
     if ws is not None:
-        for rec in read_table(ws, "Settings", (Column("setting", "text", required=True, help="e.g. period_start"),
-                                               Column("value", "text"), Column("note", "text")), out):
+        for rec in read_table(ws, "Settings", SETTINGS_COLUMNS, out):
             _read_setting(rec, values, seen, out)
     if today is not None or not values.get("build_date"):
         values["build_date"] = (today or dt.date.today()).isoformat()
     today = dt.date.fromisoformat(values["build_date"])
-    currency = values.get("currency", SETTINGS_BY_KEY["currency"].default)
+    currency = _given(values, "currency")
     for setting in SETTINGS_BY_KEY.values():  # money-sized defaults follow the plan currency
         if setting.money and setting.key not in values and setting.money != currency:
             amount = money_default(setting.default, setting.money, currency, today)
@@ -199,7 +200,7 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
                     currency=setting.money))
             values[setting.key] = amount
     start = values.get("period_start") or add_months(f"{today.year:04d}-{today.month:02d}", 1)
-    months = int(values.get("period_months", SETTINGS_BY_KEY["period_months"].default))
+    months = int(_given(values, "period_months"))
     last = add_months(start, months - 1)
     if len(last) > len(LAST_MONTH) or last > LAST_MONTH:  # as text, a 5-digit year sorts before 9999
         latest = add_months(LAST_MONTH, 1 - months)
@@ -208,14 +209,19 @@ def _read_settings(ws, out: Collector, today: dt.date | None) -> Settings:
         start = latest
     values["period_start"] = start
     values["plan_months"] = tuple(add_months(start, i) for i in range(months))
-    return Settings(**values)
+    return Settings.of(values)
+
+
+def _given(values: dict[str, Value], key: str) -> Value:
+    """A setting's value as given, else its default."""
+    return values[key] if key in values else SETTINGS_BY_KEY[key].default
 
 
 LAST_MONTH = "9999-12"
 """The last month a workbook can show (Excel's dates end in 9999)."""
 
 
-def _read_setting(rec: Record, values: dict, seen: dict[str, str], out: Collector) -> None:
+def _read_setting(rec: Record, values: dict[str, Value], seen: dict[str, str], out: Collector) -> None:
     cell = rec.cells.get("setting", f"A{rec.row}")
     if "setting" not in rec.values:
         if not _had_problem(out, cell, "Settings"):
@@ -315,7 +321,7 @@ def _read_fx(ws, settings: Settings, out: Collector) -> dict[str, Rate]:
     """The rates the user gives: the FX sheet's rows, and catalog_fx for CNY (an FX row for CNY wins)."""
     rates: dict[str, Rate] = {}
     if settings.catalog_fx is not None and settings.currency != CATALOG_CURRENCY:
-        rates[CATALOG_CURRENCY] = Rate(CATALOG_CURRENCY, settings.catalog_fx, settings.build_date,
+        rates[CATALOG_CURRENCY] = Rate(CATALOG_CURRENCY, settings.catalog_fx, settings.build_day.isoformat(),
                                        "Settings: catalog_fx")
     if ws is None:
         return rates
@@ -374,7 +380,7 @@ def _written_by_init(typed: dict, written: dict | None, settings: Settings) -> b
         return False
     same_offers = all((typed.get(c) or None) == (written.get(c) or None) for c in ("provider", *TIER_OFFER_COLUMNS))
     return same_offers and is_catalog_price({c: typed.get(c) for c in PRICE_COLUMNS}, settings.currency, written,
-                                            dt.date.fromisoformat(settings.build_date))
+                                            settings.build_day)
 
 
 def _priced(records) -> bool:
@@ -423,7 +429,7 @@ def _offer_filter_reach(settings: Settings, first: str | None, records, out: Col
     return warnings
 
 
-def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str]]:
+def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu], list[str], FxTable]:
     """The built-in catalog with the GPUs sheet's rows added or overriding, every price converted into the plan
     currency. A sheet row's prices are in its currency (blank: the plan currency); when that is not the built-in
     prices' currency, the row's prices replace all of them: one row never mixes two currencies."""
@@ -459,7 +465,7 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
             catalog = builtin.get(name.lower(), {})
             if any(c in rec.values for c in PRICE_COLUMNS) and merged["currency"] and not (
                     catalog and is_catalog_price({c: merged.get(c) for c in PRICE_COLUMNS}, merged["currency"],
-                                                 catalog, dt.date.fromisoformat(settings.build_date))) \
+                                                 catalog, settings.build_day)) \
                     and not ("as_of" in rec.values and rec.values["as_of"] != catalog.get("as_of")):
                 quoted.add(merged["gpu"])  # the user's quote: dated by the user only if they typed a date of theirs
                 if "provider" not in rec.values:  # nor the built-in offer's: its provider and source are not the quote's
@@ -482,19 +488,19 @@ def _read_gpus(ws, fx_ws, settings: Settings, out: Collector) -> tuple[list[Gpu]
     priced = [rec for rec in records.values() if rec.get("currency") and any(rec.get(c) is not None
                                                                              for c in PRICE_COLUMNS)]
     fx, missing = fx_table(settings.currency, (rec["currency"] for rec in priced), _read_fx(fx_ws, settings, out),
-                           dt.date.fromisoformat(settings.build_date))
+                           settings.build_day)
     warnings.extend(_old_rates(fx, {rec["currency"] for rec in priced}, settings))
     unpriced = []
-    for rec in priced:
-        if rec["currency"] not in missing:
+    for row in priced:
+        if row["currency"] not in missing:
             continue
-        cell = sheet_cells.get(rec["gpu"].lower(), {}).get("currency")
+        cell = sheet_cells.get(row["gpu"].lower(), {}).get("currency")
         if cell:
-            out.add(Code.UNKNOWN_VALUE, "GPUs", cell, Message("fx_unknown", currency=rec["currency"],
+            out.add(Code.UNKNOWN_VALUE, "GPUs", cell, Message("fx_unknown", currency=row["currency"],
                                                               plan=settings.currency))
         else:  # a built-in price: unknown in the plan currency, so not offered (never read as another currency)
-            unpriced.append(rec["gpu"])
-            rec.update(dict.fromkeys(PRICE_COLUMNS), currency=settings.currency)
+            unpriced.append(row["gpu"])
+            row.update(dict.fromkeys(PRICE_COLUMNS), currency=settings.currency)
     if unpriced:
         warnings.append(Message("fx_unknown_builtin", names=", ".join(unpriced), currency=CATALOG_CURRENCY,
                                 plan=settings.currency))
@@ -555,18 +561,19 @@ def _check_sizes(v: dict, rec: Record, models: ModelCatalog, out: Collector) -> 
         out.add(Code.OUT_OF_RANGE, "Tasks", rec.cells["active_params_b"],
                 Message("active_above_total", active=active, total=total))
     prompt, context = v.get("prompt_tokens"), spec.native_context if spec else None
-    if prompt is not None and context and prompt > context:
+    if spec is not None and prompt is not None and context and prompt > context:
         out.add(Code.OUT_OF_RANGE, "Tasks", rec.cells["prompt_tokens"],
                 Message("prompt_beyond_context", prompt=prompt, model=spec.name, context=context))
 
 
 def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: ModelCatalog,
-                 out: Collector) -> dict | None:
+                 out: Collector) -> dict[str, Value] | None:
     v = dict(rec.values)
     cell = rec.cells.get
     for col in ("task_id", "kind"):
-        if col not in v and cell(col) and not _had_problem(out, cell(col)):
-            out.add(Code.REQUIRED, "Tasks", cell(col), Message("required", column=col, help=_column(col).help))
+        at = cell(col)
+        if col not in v and at and not _had_problem(out, at):
+            out.add(Code.REQUIRED, "Tasks", at, Message("required", column=col, help=_column(col).help))
     if "model" not in v and "model_params_b" not in v and not _had_problem(out, cell("model_params_b", "")) \
             and not _had_problem(out, cell("model", "")):
         out.add(Code.REQUIRED, "Tasks", cell("model_params_b") or cell("model") or f"A{rec.row}",
@@ -582,7 +589,7 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: 
     _check_sizes(v, rec, models, out)
     method = v.get("method")
     if method is not None and method not in kind.methods:
-        out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method"),
+        out.add(Code.UNKNOWN_VALUE, "Tasks", cell("method", ""),
                 Message("method_for_kind", method=method, kind=kind.name, allowed=kind.methods))
     v.setdefault("method", kind.default_method)
     for col in kind.ignores:
@@ -595,12 +602,12 @@ def _task_values(rec: Record, settings: Settings, gpus: dict[str, Gpu], models: 
         v["tier"] = kind.default_tier
         v[_TIER_DEFAULTED] = True
     if v["mfu"] is not None and not 0 < v["mfu"] <= 1:
-        out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu"), Message("mfu_range", mfu=v["mfu"]))
+        out.add(Code.OUT_OF_RANGE, "Tasks", cell("mfu", ""), Message("mfu_range", mfu=v["mfu"]))
     if v["gpu"] is not None:
         gpu = gpus.get(v["gpu"].lower())
         if gpu is None:
             names = ", ".join(gpus[k].name for k in gpus)
-            out.add(Code.UNKNOWN_VALUE, "Tasks", cell("gpu"),
+            out.add(Code.UNKNOWN_VALUE, "Tasks", cell("gpu", ""),
                     Message("unknown_gpu", gpu=v["gpu"], names=names))
         else:
             v["gpu"] = gpu.name
@@ -674,11 +681,11 @@ def _read_tasks(ws, settings: Settings, gpus: list[Gpu], models: ModelCatalog,
 # ---------------------------------------------------------------- Extras
 
 def _read_extras(ws, settings: Settings, out: Collector) -> list[Extra]:
-    extras = []
+    extras: list[Extra] = []
     if ws is None:
         return extras
     for rec in read_table(ws, "Extras", EXTRA_COLUMNS, out):
-        v = {c.name: rec.values.get(c.name, c.default) for c in EXTRA_COLUMNS}
+        v: dict[str, Value] = {c.name: rec.values.get(c.name, c.default) for c in EXTRA_COLUMNS}
         _check_months(v, rec, settings, out)
         if v["item"] is None or v["monthly_cost"] is None:
             continue
@@ -693,7 +700,8 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
     if ws is None:
         return ()
     ids = {id_key(t.task_id): t.task_id for t in tasks}
-    rows, seen = [], {}
+    rows: list[ScenarioRow] = []
+    seen: dict[tuple[str, str], str] = {}
     for rec in read_table(ws, "Scenarios", SCENARIO_COLUMNS, out):
         v = rec.values
         driver, task = v.get("driver"), v.get("task_id") or ""
@@ -714,7 +722,7 @@ def _read_scenarios(ws, settings: Settings, tasks: list[Task], out: Collector) -
         seen[key] = rec.cells["driver"]
         if any(_had_problem(out, rec.cells[level], "Scenarios") for level in SCENARIO_LEVELS if level in rec.cells):
             continue  # a value that could not be read: its cell says why, and no other value is compared with it
-        base = v.get("base", settings.hidden_cost_buffer if DRIVER[driver].effect == BUFFER else 1.0)
+        base: float = v.get("base", settings.hidden_cost_buffer if DRIVER[driver].effect == BUFFER else 1.0)
         if not _scenario_values_ordered(rec, base, DRIVER[driver].effect == BUFFER, out):
             continue
         rows.append(ScenarioRow(driver, task, v.get("low", base), base, v.get("high", base), rec.row,
@@ -789,7 +797,9 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
         return {}
     key, value_column = RAMP_COLUMNS
     ids = {id_key(t.task_id): t.task_id for t in tasks}
-    id_col, months, month_cells = None, {}, {}
+    id_col: int | None = None
+    months: dict[int, int] = {}  # column -> plan month index
+    month_cells: dict[str, str] = {}
     for i, text in enumerate(first[1]):
         if is_blank(text):
             continue
@@ -829,14 +839,15 @@ def _read_ramps(ws, settings: Settings, tasks: list[Task], out: Collector) -> di
         if task in ramps:
             out.add(Code.DUPLICATE_TASK, "Ramp", cell, Message("duplicate_task_id", task_id=task, first="Ramp"))
             continue
-        ramp = ramps[task] = {}
+        ramp: dict[int, float] = {}
+        ramps[task] = ramp
         out.ramp_cells[task] = cell
-        for i, month in months.items():
+        for i, index in months.items():
             value = values[i] if i < len(values) else None
             if is_blank(value):
                 continue
             try:
-                ramp[month] = parse_cell(value, value_column)
+                ramp[index] = parse_cell(value, value_column)
             except BadValue as exc:
                 out.add(exc.code, "Ramp", f"{xl_col_to_name(i)}{row_no}",
                         Message("cell_value", column=str(first[1][i]), problem=exc.message))
@@ -848,7 +859,8 @@ def _read_budgets(ws, tasks: list[Task], out: Collector) -> tuple[Budget, ...]:
     if ws is None:
         return ()
     centers = {str(t.values["cost_center"]) for t in tasks}
-    budgets, seen = [], {}
+    budgets: list[Budget] = []
+    seen: dict[str, str] = {}
     for rec in read_table(ws, "Budgets", BUDGET_COLUMNS, out):
         center, amount = rec.values.get("cost_center") or "", rec.values.get("monthly_budget")
         cell = rec.cells.get("cost_center") or rec.cells.get("monthly_budget") or f"A{rec.row}"

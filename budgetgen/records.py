@@ -209,6 +209,7 @@ class Driver:
     name: str
     effect: str  # demand: multiplies the task's demand factor; price: its month cost; buffer: the buffer rate
     meaning: str
+    meaning_zh: str  # the same in Chinese
     training: bool | None = None  # only training tasks (True), only serving tasks (False), every task (None)
     divides: bool = False  # the value divides the demand (an efficiency: more work a card-hour, fewer cards)
     tier: str | None = None  # only tasks on this price tier

@@ -1,10 +1,12 @@
-"""The workbook's rules beyond the Tasks columns: the Excel formula and the Python function side by side.
+"""The workbook's rules beyond the Tasks columns: one Excel expression per quantity, and its Python view.
 
-Each `Rule` is one idea seen two ways, as `columns.Calc` is for a Tasks column. `excel` is a formula
-(without the leading `=`) over `{placeholders}` the workbook fills with cell references or defined
-names; every other word in it is a workbook-scoped name on Assumptions. `py` takes the settings and
-the same placeholders as keyword arguments. The engine computes with `py`; the workbook writes `excel`
-with the `py` result as the cached value; the recalculation tests prove that the two agree.
+Each `Rule` is one idea, as `columns.Calc` is for a Tasks column. `excel` is a formula (without the leading `=`)
+over `{placeholders}` the workbook fills with cell references or defined names; every other word in it is a
+workbook-scoped name on Assumptions. The Python view is compiled from that same text (`budgetgen.expr`): the engine
+computes with it, the workbook writes the text with its result as the cached value, so the two cannot disagree. A
+rule keeps a hand-written `py` only where its Python view is not the formula read literally: a text the sheet
+formats (FIXED), a lookup the engine already holds the answer of (INDEX), or an algorithm the engine runs on values
+the sheet spreads over ranges; those pairs are tested against the workbook's recalculation.
 """
 
 from __future__ import annotations
@@ -12,26 +14,44 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from . import expr
 from .columns import K
 from .records import TIERS
-from .serving import sheet_ceil
+from .schema import CONSTANT_VALUES, SETTINGS
 
 TIER_RECORDS = {t.name: t for t in TIERS}
 
 CHECK_TOLERANCE = 1e-9  # relative tolerance of a Checks tie-out: the named cell CheckTolerance
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+# The workbook's defined names as the Python view reads them: the settings by their name on Assumptions, the fixed
+# constants, and the names Assumptions derives from the settings.
+NAMES = expr.Names(settings={x.name: x.key for x in SETTINGS},
+                   constants={**CONSTANT_VALUES, "CheckTolerance": CHECK_TOLERANCE},
+                   derived={"DaysPerMonth": lambda s: s.hours_per_month / K.HoursPerDay})
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule: an Excel template over named placeholders and the Python function of the same inputs."""
+    """One rule: an Excel template over named placeholders; its Python function of the same inputs is compiled from
+    the template unless the rule gives its own (`py`)."""
 
     key: str
     meaning: str
     excel: str
-    py: Callable[..., object]
+    py: Callable[..., object] = field(default=None, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.py is None:
+            object.__setattr__(self, "py", expr.compile_excel(self.excel, NAMES))
+        else:
+            expr.parse(self.excel)  # a rule with its own py must still be a formula the sheet can read
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the Python view is the formula itself (no hand-written `py`)."""
+        return (self.py.__doc__ or "").startswith("The Python view of =")
 
     @property
     def placeholders(self) -> tuple[str, ...]:
@@ -49,17 +69,11 @@ class Rule:
         return self.py(settings, **values)
 
 
-def _days_per_month(s) -> float:
-    return s.hours_per_month / K.HoursPerDay
-
-
 # --------------------------------------------------------------- month totals (Summary)
 BUFFER = Rule("buffer", "hidden-cost buffer of a month: the rate (the scenario's, ScenarioBuffer) times the month's "
-              "GPU cost, commitments included", "({gpu}+{commitments})*{rate}",
-              lambda s, gpu, commitments, rate: (gpu + commitments) * rate)
+              "GPU cost, commitments included", "({gpu}+{commitments})*{rate}")
 MONTH_TOTAL = Rule("month_total", "a month's total: GPU rent, commitments, extras and the hidden-cost buffer",
-                   "{gpu}+{commitments}+{extras}+{buffer}",
-                   lambda s, gpu, commitments, extras, buffer: gpu + commitments + extras + buffer)
+                   "{gpu}+{commitments}+{extras}+{buffer}")
 
 # --------------------------------------------------------------- buy versus rent (§3.7)
 # Every GPU type the plan uses has a row. A figure the comparison needs and the GPUs sheet leaves blank stays
@@ -69,55 +83,28 @@ MONTH_TOTAL = Rule("month_total", "a month's total: GPU rent, commitments, extra
 NO_PURCHASE_PRICE = "no purchase price"
 NO_ON_DEMAND_PRICE = "no on-demand price"
 NO_POWER = "no power figure"
-def pmt(rate: float, periods: float, present: float, future: float = 0.0) -> float:
-    """Excel's PMT: the level payment a period (negative for a positive present value) at `rate` a period."""
-    if rate == 0:
-        return -(present + future) / periods
-    growth = (1 + rate) ** periods
-    return -(present * growth + future) * rate / (growth - 1)
-
-
-def _daily_fixed(s, purchase, power_w):
-    if purchase is None:
-        return None
-    capital = pmt(s.discount_rate / K.MonthsPerYear, s.depreciation_years * K.MonthsPerYear, -purchase,
-                  purchase * s.residual_value) * K.MonthsPerYear
-    colocation = s.colocation_per_kw_month * K.MonthsPerYear * (power_w or 0) / K.WattsPerKw * s.pue
-    return (capital + s.upkeep_per_year + colocation) / K.DaysPerYear
-
-
 DAILY_FIXED = Rule("daily_fixed", "cost of owning one card a day: the purchase less its discounted residual value "
                    "as a level payment over the depreciation years (PMT), upkeep, and colocation of its power at the "
                    "PUE (blank: no purchase price)",
                    'IF(ISNUMBER({purchase}),(PMT(DiscountRate/MonthsPerYear,DepreciationYears*MonthsPerYear,'
                    '-{purchase},{purchase}*ResidualValue)*MonthsPerYear+UpkeepPerYear+ColocationPerKwMonth'
-                   '*MonthsPerYear*IF(ISNUMBER({power_w}),{power_w},0)/WattsPerKw*Pue)/DaysPerYear,"")', _daily_fixed)
+                   '*MonthsPerYear*IF(ISNUMBER({power_w}),{power_w},0)/WattsPerKw*Pue)/DaysPerYear,"")')
 ENERGY_PER_HOUR = Rule("energy_per_hour", "electricity of one busy card an hour at the PUE (blank: no power figure)",
-                       'IF(ISNUMBER({power_w}),{power_w}/WattsPerKw*Pue*ElectricityPerKwh,"")',
-                       lambda s, power_w: None if power_w is None
-                       else power_w / K.WattsPerKw * s.pue * s.electricity_per_kwh)
+                       'IF(ISNUMBER({power_w}),{power_w}/WattsPerKw*Pue*ElectricityPerKwh,"")')
 BREAK_EVEN_SHARE = Rule("break_even_share", "the break-even daily use as a share of the day: the utilisation above "
                         "which owning a card pays (blank: never, or a figure missing)",
-                        'IF(ISNUMBER({hours}),{hours}/HoursPerDay,"")',
-                        lambda s, hours: None if hours is None else hours / K.HoursPerDay)
+                        'IF(ISNUMBER({hours}),{hours}/HoursPerDay,"")')
 BREAK_EVEN = Rule("break_even_hours_per_day",
                   "daily use above which owning beats renting on demand (blank: never, or a figure missing)",
                   'IF(AND(ISNUMBER({daily_fixed}),ISNUMBER({on_demand}),ISNUMBER({energy})),'
-                  'IF({on_demand}-{energy}>0,{daily_fixed}/({on_demand}-{energy}),""),"")',
-                  lambda s, on_demand, energy, daily_fixed: daily_fixed / (on_demand - energy)
-                  if None not in (daily_fixed, on_demand, energy) and on_demand - energy > 0 else None)
+                  'IF({on_demand}-{energy}>0,{daily_fixed}/({on_demand}-{energy}),""),"")')
 PLAN_HOURS_PER_DAY = Rule("plan_hours_per_day", "hours a day each held card of this GPU is busy over the plan",
-                          "{gpu_hour_months}/PeriodMonths/DaysPerMonth/({card_months}/PeriodMonths)",
-                          lambda s, gpu_hour_months, card_months: gpu_hour_months / s.period_months
-                          / _days_per_month(s) / (card_months / s.period_months))
+                          "{gpu_hour_months}/PeriodMonths/DaysPerMonth/({card_months}/PeriodMonths)")
 VERDICT = Rule("verdict", "buy when a card would be busier than the break-even; without a purchase price, an "
                "on-demand price or a power figure, the word saying which",
                'IF(ISNUMBER({daily_fixed}),IF(ISNUMBER({on_demand}),IF(ISNUMBER({energy}),'
                'IF(AND({break_even}<>"",{plan_hours}>{break_even}),"buy","rent"),{no_power}),{no_on_demand}),'
-               '{no_price})',
-               lambda s, daily_fixed, on_demand, energy, break_even, plan_hours, no_price, no_on_demand, no_power:
-               no_price if daily_fixed is None else no_on_demand if on_demand is None else no_power if energy is None
-               else "buy" if break_even is not None and plan_hours > break_even else "rent")
+               '{no_price})')
 
 # --------------------------------------------------------------- demand ramps (Demand, Monthly)
 # A task's demand in plan month m is its typed demand times a factor: (1 + growth_per_month)^(m - start) while it is
@@ -128,85 +115,53 @@ DEMAND_FACTOR = Rule("demand_factor", "the month's demand over the task's typed 
                      "active (or the Ramp sheet's multiplier of the month, where given) times the scenario's demand "
                      "multiplier, 0 outside",
                      "IF(AND({month}>={start},{month}<={end}),IF(ISNUMBER({ramp}),{ramp},(1+{growth})^({month}-{start}))"
-                     "*{scale},0)",
-                     lambda s, month, start, end, growth, scale, ramp: (
-                         (ramp if ramp is not None else (1 + growth) ** (month - start)) * scale)
-                     if start <= month <= end else 0.0)
-
-
-def _month_cards(s, factor, online, requests, hours_per_day, req_s, min_replicas, cards_per_run, cards_held):
-    if factor <= 0:
-        return 0
-    if not online:
-        return cards_held
-    return max(min_replicas, sheet_ceil(requests * factor * s.peak_factor
-                                       / (hours_per_day * K.SecondsPerHour * req_s))) * cards_per_run
+                     "*{scale},0)")
 
 
 MONTH_CARDS = Rule(
     "month_cards", "cards held in the month: an online service's replicas for the month's requests times the cards "
     "of one replica, a training or batch task's cards while active",
     "IF({factor}>0,IF({online},MAX({min_replicas},CEILING({requests}*{factor}*PeakFactor/({hours_per_day}"
-    "*SecondsPerHour*{req_s}),1))*{cards_per_run},{cards_held}),0)", _month_cards)
+    "*SecondsPerHour*{req_s}),1))*{cards_per_run},{cards_held}),0)")
 MONTH_GPU_HOURS = Rule(
     "month_gpu_hours", "GPU-hours in the month: an online service's in proportion to its cards, a run's in "
-    "proportion to the factor", "IF({online},{hours}*({cards}/{cards_held}),{hours}*{factor})",
-    lambda s, online, hours, cards, cards_held, factor: hours * (cards / cards_held) if online else hours * factor)
+    "proportion to the factor", "IF({online},{hours}*({cards}/{cards_held}),{hours}*{factor})")
 MONTH_CARDS_BILLED = Rule(
     "month_cards_billed", "cards billed in the month: on a per-card-month tier at least the month's GPU-hours in "
-    "whole cards", "IF({per_card_month},MAX({cards},CEILING({hours}/HoursPerMonth,1)),{cards})",
-    lambda s, per_card_month, cards, hours: max(cards, sheet_ceil(hours / s.hours_per_month))
-    if per_card_month else cards)
+    "whole cards", "IF({per_card_month},MAX({cards},CEILING({hours}/HoursPerMonth,1)),{cards})")
 PRICE_TREND = Rule("price_trend", "what a GPU's rental prices are in a plan month relative to the first: its yearly "
-                   "change compounded by month", "(1+{change})^(({month}-1)/MonthsPerYear)",
-                   lambda s, change, month: (1 + change) ** ((month - 1) / K.MonthsPerYear))
+                   "change compounded by month", "(1+{change})^(({month}-1)/MonthsPerYear)")
 MONTH_COST = Rule(
     "month_cost", "the task's GPU cost in the month: its monthly cost scaled by the billed cards (per-card-month "
     "tiers) or the GPU-hours (hourly tiers), times the scenario's price multiplier",
-    "IF({per_card_month},{cost}*({billed}/{cards_billed}),IF({hours_row}>0,{cost}*({hours}/{hours_row}),0))*{price}",
-    lambda s, per_card_month, cost, billed, cards_billed, hours, hours_row, price: (
-        cost * (billed / cards_billed) if per_card_month else cost * (hours / hours_row) if hours_row > 0 else 0.0)
-    * price)
+    "IF({per_card_month},{cost}*({billed}/{cards_billed}),IF({hours_row}>0,{cost}*({hours}/{hours_row}),0))*{price}")
 
 # --------------------------------------------------------------- what to order (Order)
-def _selected(gpus, tiers, gpu, tier):
-    return [g == gpu and t == tier for g, t in zip(gpus, tiers, strict=True)]
-
-
 ORDER_IN_MONTH = Rule(
     "order_in_month", "an amount of one GPU type and tier in one plan month (the month's column of the tasks' billed "
-    "cards, GPU-hours or cost)", "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{amounts})",
-    lambda s, gpus, gpu, tiers, tier, amounts: math.fsum(
-        a for sel, a in zip(_selected(gpus, tiers, gpu, tier), amounts, strict=True) if sel))
+    "cards, GPU-hours or cost)", "SUMPRODUCT(({gpus}={gpu})*({tiers}={tier})*{amounts})")
 RENT_LEFT = Rule("rent_left", "share of a GPU type's rent in a plan month still rented once its commitments cover "
-                 "what they can (1 - rent displaced / rent)", "IF({rent}>0,1-{displaced}/{rent},1)",
-                 lambda s, rent, displaced: 1 - displaced / rent if rent > 0 else 1.0)
+                 "what they can (1 - rent displaced / rent)", "IF({rent}>0,1-{displaced}/{rent},1)")
 RENTED = Rule("rented", "an order line's amount in a plan month after the commitments: the amount times the share "
-              "of its GPU type's rent still rented", "{amount}*{share}", lambda s, amount, share: amount * share)
-ORDER_PEAK = Rule("order_peak", "the most cards rented in any plan month", "MAX({by_month})",
-                  lambda s, by_month: max(by_month))
-ORDER_SUM = Rule("order_sum", "an order line's amounts over the plan's months", "SUM({by_month})",
-                 lambda s, by_month: math.fsum(by_month))
+              "of its GPU type's rent still rented", "{amount}*{share}")
+ORDER_PEAK = Rule("order_peak", "the most cards rented in any plan month", "MAX({by_month})")
+ORDER_SUM = Rule("order_sum", "an order line's amounts over the plan's months", "SUM({by_month})")
 ORDER_UNIT_PRICE = Rule("order_unit_price", "what the line pays per unit on average over the plan (its prices "
                         "change month by month with price_change_per_year and the scenario)",
-                        'IF({quantity}>0,{total}/{quantity},"")',
-                        lambda s, quantity, total: total / quantity if quantity > 0 else None)
+                        'IF({quantity}>0,{total}/{quantity},"")')
 RESERVED_CARDS = Rule("reserved_cards", "a commitment's cards in a plan month: its committed cards within its term",
-                      "({month}<={term})*{cards}", lambda s, month, term, cards: cards if month <= term else 0)
+                      "({month}<={term})*{cards}")
 RESERVED_HOURS = Rule("reserved_hours", "a commitment's card-hours within the plan: every hour of the term billed",
-                      "{cards}*HoursPerMonth*MIN({term},PeriodMonths)",
-                      lambda s, cards, term: cards * s.hours_per_month * min(term, s.period_months))
+                      "{cards}*HoursPerMonth*MIN({term},PeriodMonths)")
 RESERVED_COST = Rule("reserved_cost", "what a commitment bills within the plan: its card-hours there at its rate",
-                     "{hours}*{rate}", lambda s, hours, rate: hours * rate)
+                     "{hours}*{rate}")
 
 # --------------------------------------------------------------- commitments (GPUs, Commitments)
 # A commitment tier's effective rate per committed card-hour in the plan currency: the GPUs row's listed price times
 # its FX rate, else on-demand x (1 - the tier's discount setting); blank (unknown) without either.
 COMMIT_RATE = Rule("commit_rate", "a commitment's rate: the listed price in the plan currency, else on-demand x "
                    "(1 - discount)",
-                   'IF(ISNUMBER({listed}),{listed}*{fx},IF(ISNUMBER({on_demand}),{on_demand}*(1-{discount}),""))',
-                   lambda s, listed, fx, on_demand, discount: listed * fx if listed is not None
-                   else None if on_demand is None else on_demand * (1 - discount))
+                   'IF(ISNUMBER({listed}),{listed}*{fx},IF(ISNUMBER({on_demand}),{on_demand}*(1-{discount}),""))')
 # 1 on a task whose tier is billed per card-month (its held cards count all month), else 0: from the records.
 _PER_CARD_MONTH = "(" + "+".join(f'({{tiers}}="{t.name}")' for t in TIERS if t.per_card_month) + ")" \
     if any(t.per_card_month for t in TIERS) else "0"
@@ -215,22 +170,16 @@ _PER_CARD_MONTH = "(" + "+".join(f'({{tiers}}="{t.name}")' for t in TIERS if t.p
 COMMIT_DEMAND = Rule(
     "commit_demand", "GPU-hours a GPU type is used in one plan month: billed cards all month on a per-card-month tier, "
     "else the tasks' GPU-hours (the month's columns on Demand)",
-    f"SUMPRODUCT(({{gpus}}={{gpu}})*({_PER_CARD_MONTH}*{{cards}}*HoursPerMonth+(1-{_PER_CARD_MONTH})*{{hours}}))",
-    lambda s, gpus, gpu, tiers, cards, hours: math.fsum(
-        c * s.hours_per_month if TIER_RECORDS[t].per_card_month else h
-        for g, t, c, h in zip(gpus, tiers, cards, hours, strict=True) if g == gpu))
+    f"SUMPRODUCT(({{gpus}}={{gpu}})*({_PER_CARD_MONTH}*{{cards}}*HoursPerMonth+(1-{_PER_CARD_MONTH})*{{hours}}))")
 COMMIT_RENT = Rule("commit_rent", "what the plan rents a GPU type for in one plan month: its tasks' cost that month",
-                   "SUMPRODUCT(({gpus}={gpu})*{costs})",
-                   lambda s, gpus, gpu, costs: math.fsum(c for g, c in zip(gpus, costs, strict=True) if g == gpu))
+                   "SUMPRODUCT(({gpus}={gpu})*{costs})")
 REPLACED_PRICE = Rule("replaced_price", "what an hour of the GPU type's work pays in the plan without commitments: its "
                       "rent over its GPU-hours demand over the plan, on whatever tier the tasks chose (spot included); "
                       "on-demand where the plan uses none of it",
-                      "IF(SUM({demand})>0,SUM({rent})/SUM({demand}),{on_demand})",
-                      lambda s, demand, rent, on_demand: math.fsum(rent) / math.fsum(demand) if math.fsum(demand) > 0
-                      else on_demand)
+                      "IF(SUM({demand})>0,SUM({rent})/SUM({demand}),{on_demand})")
 BREAK_EVEN_UTILISATION = Rule("break_even_utilisation", "share of the term a committed card must be busy to beat "
                               "the rent it replaces: the rate over the replaced price per GPU-hour (1 or more: "
-                              "never worth committing)", "{rate}/{price}", lambda s, rate, price: rate / price)
+                              "never worth committing)", "{rate}/{price}")
 
 
 def _card_hours_excel(card: str) -> str:
@@ -240,98 +189,62 @@ def _card_hours_excel(card: str) -> str:
     return f"SUMPRODUCT(({{months}}<={{term}})*(({x}>0)*({x}<HoursPerMonth)*{x}+({x}>=HoursPerMonth)*HoursPerMonth))"
 
 
-def card_hours(s, hours, months, term, card) -> float:
-    """The Python view of `_card_hours_excel`: the k-th committed card's busy hours over the term's plan months."""
-    return math.fsum(min(s.hours_per_month, max(0.0, h - (card - 1) * s.hours_per_month))
-                     for h, m in zip(hours, months, strict=True) if m <= term)
-
-
-def _candidate(s, hours, months, term, break_even, demand):
-    """The largest of this month's card counts floor(h / HoursPerMonth) + 1 and floor(h / HoursPerMonth) whose card
-    is busy at least the break-even share of the term, else 0. The largest such card over all months is the
-    proposal: a card's busy share only changes where some month's demand crosses its whole cards."""
-    whole = math.floor(demand / s.hours_per_month)
-    need = break_even * term * s.hours_per_month
-    for card in (whole + 1, whole):
-        if card > 0 and card_hours(s, hours, months, term, card) >= need:
-            return card
-    return 0
-
-
 _NEED = "{break_even}*{term}*HoursPerMonth"
 _WHOLE = "ROUNDDOWN({demand}/HoursPerMonth,0)"
 COMMIT_CANDIDATE = Rule(
     "commit_candidate", "the most cards this month's demand suggests whose last card is busy at least the break-even "
     "share of the term (months of the term after the plan count 0)",
     f"IF({_card_hours_excel(_WHOLE + '+1')}>={_NEED},{_WHOLE}+1,"
-    f"IF(AND({_WHOLE}>0,{_card_hours_excel(_WHOLE)}>={_NEED}),{_WHOLE},0))", _candidate)
+    f"IF(AND({_WHOLE}>0,{_card_hours_excel(_WHOLE)}>={_NEED}),{_WHOLE},0))")
 COMMIT_PROPOSAL = Rule("commit_proposal", "the proposed committed cards: the largest card any month suggests",
-                       "MAX({candidates})", lambda s, candidates: max(candidates, default=0))
+                       "MAX({candidates})")
 _IN_TERM = "({month}<={term})"
 COMMITTED_COST = Rule("committed_cost", "a plan month's committed cost: cards x rate x HoursPerMonth in the term",
-                      f"{_IN_TERM}*{{cards}}*{{rate}}*HoursPerMonth",
-                      lambda s, month, term, cards, rate: cards * rate * s.hours_per_month if month <= term else 0.0)
+                      f"{_IN_TERM}*{{cards}}*{{rate}}*HoursPerMonth")
 COVERED_HOURS = Rule("covered_hours", "the month's demand the committed cards cover",
-                     f"{_IN_TERM}*MIN({{demand}},{{cards}}*HoursPerMonth)",
-                     lambda s, month, term, demand, cards: min(demand, cards * s.hours_per_month)
-                     if month <= term else 0.0)
+                     f"{_IN_TERM}*MIN({{demand}},{{cards}}*HoursPerMonth)")
 UNUSED_HOURS = Rule("unused_hours", "committed card-hours the month leaves unused",
-                    f"{_IN_TERM}*{{cards}}*HoursPerMonth-{{covered}}",
-                    lambda s, month, term, cards, covered: (cards * s.hours_per_month if month <= term else 0.0)
-                    - covered)
-UNUSED_COST = Rule("unused_cost", "the unused committed hours at the rate", "{unused}*{rate}",
-                   lambda s, unused, rate: unused * rate)
+                    f"{_IN_TERM}*{{cards}}*HoursPerMonth-{{covered}}")
+UNUSED_COST = Rule("unused_cost", "the unused committed hours at the rate", "{unused}*{rate}")
 RENT_DISPLACED = Rule("rent_displaced", "the GPU's rent the covered hours replace: rent x covered / demand",
-                      "IF({demand}>0,{rent}*{covered}/{demand},0)",
-                      lambda s, demand, rent, covered: rent * covered / demand if demand > 0 else 0.0)
-DEMAND_LEFT = Rule("demand_left", "the month's demand left to the next commitment of the GPU", "{demand}-{covered}",
-                   lambda s, demand, covered: demand - covered)
+                      "IF({demand}>0,{rent}*{covered}/{demand},0)")
+DEMAND_LEFT = Rule("demand_left", "the month's demand left to the next commitment of the GPU", "{demand}-{covered}")
 COMMIT_ADJUSTMENT = Rule("commit_adjustment", "what the commitment adds to a month: committed cost - rent displaced",
-                         "{committed}-{displaced}", lambda s, committed, displaced: committed - displaced)
-TERM_TOTAL = Rule("term_total", "the commitment's cost over its whole term", "{cards}*{rate}*HoursPerMonth*{term}",
-                  lambda s, cards, rate, term: cards * rate * s.hours_per_month * term)
+                         "{committed}-{displaced}")
+TERM_TOTAL = Rule("term_total", "the commitment's cost over its whole term", "{cards}*{rate}*HoursPerMonth*{term}")
 MONTHS_AFTER_PLAN = Rule("months_after_plan", "months the term still binds after the plan's last month",
-                         "MAX(0,{term}-PeriodMonths)", lambda s, term: max(0, term - s.period_months))
+                         "MAX(0,{term}-PeriodMonths)")
 AFTER_PLAN_COST = Rule("after_plan_cost", "the term's cost falling after the plan period",
-                       "{cards}*{rate}*HoursPerMonth*{after}",
-                       lambda s, cards, rate, after: cards * rate * s.hours_per_month * after)
+                       "{cards}*{rate}*HoursPerMonth*{after}")
 BEST_COMMIT_RATE = Rule("best_commit_rate", "the lowest commitment rate offered for the GPU (blank: none); `known` "
-                        "is the test that any is a number (MIN of none would be 0)", 'IF({known},MIN({rates}),"")',
-                        lambda s, rates, known: min((r for r in rates if r is not None), default=None))
+                        "is the test that any is a number (MIN of none would be 0)", 'IF({known},MIN({rates}),"")')
 
 # --------------------------------------------------------------- budgets (Budgets)
-OVER_BUDGET = Rule("over_budget", "a month's plan above its budget", "{planned}>{budget}",
-                   lambda s, planned, budget: planned > budget)
+OVER_BUDGET = Rule("over_budget", "a month's plan above its budget", "{planned}>{budget}")
 OVER_BUDGET_MONTHS = Rule("over_budget_months", "months over budget, over every budget line",
-                          "SUMPRODUCT(({planned}>{budgets})*1)", lambda s, planned, budgets: sum(
-                              1 for p, b in zip(planned, budgets, strict=True) if p > b))
+                          "SUMPRODUCT(({planned}>{budgets})*1)")
 
 # --------------------------------------------------------------- live warnings and the banner (Summary)
 OVER_CAP_MONTHS = Rule("over_cap_months", "plan months a tier's cost is over its cap (blank: no cap)",
-                       'IF({cap}="","",SUMPRODUCT(({costs}>{cap})*1))',
-                       lambda s, cap, costs: None if cap is None else sum(1 for c in costs if c > cap))
+                       'IF({cap}="","",SUMPRODUCT(({costs}>{cap})*1))')
 CHEAPER_ELSEWHERE = Rule("cheaper_elsewhere", "tasks that would cost less on their cheapest suited tier",
-                         "SUMPRODUCT(({savings}>0)*1)", lambda s, savings: sum(1 for v in savings if v > 0))
+                         "SUMPRODUCT(({savings}>0)*1)")
 WHOLE = Rule("whole", "an amount for a sentence: rounded to a whole number (half away from zero, as ROUND) and "
              "grouped in thousands", "FIXED({value},0)",
              lambda s, value: f"{math.floor(abs(value) + 0.5) * (1 if value >= 0 else -1):,}")
 BANNER = Rule("banner", "the Summary banner: the master check in words (an error in a check fails it)",
-              "IF(IFERROR({all_checks},0),{ok},{fail})", lambda s, all_checks, ok, fail: ok if all_checks else fail)
+              "IF(IFERROR({all_checks},0),{ok},{fail})")
 
 # --------------------------------------------------------------- Checks
 TIES_OUT = Rule("ties_out", "a computed total equals the expected one within CheckTolerance",
-                "ABS({computed}-{expected})<=CheckTolerance*MAX(1,ABS({expected}))",
-                lambda s, computed, expected: abs(computed - expected) <= CHECK_TOLERANCE * max(1, abs(expected)))
+                "ABS({computed}-{expected})<=CheckTolerance*MAX(1,ABS({expected}))")
 GPUS_IN_CATALOG = Rule("gpus_in_catalog", "tasks whose chosen GPU is on the GPUs sheet",
-                       "SUMPRODUCT(ISNUMBER(MATCH({gpus},{catalog},0))*1)",
-                       lambda s, gpus, catalog: sum(1 for g in gpus if g in set(catalog)))
-TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>"")*1)',
-                  lambda s, ids: sum(1 for i in ids if i != ""))
-ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})",
-                  lambda s, checks: all(checks))
+                       "SUMPRODUCT(ISNUMBER(MATCH({gpus},{catalog},0))*1)")
+TASK_COUNT = Rule("task_count", "tasks on the Tasks sheet", 'SUMPRODUCT(({ids}<>"")*1)')
+ALL_CHECKS = Rule("all_checks", "the master check: every tie-out holds", "AND({checks})")
 PRICED_NOW = Rule("priced_now", "GPUs a task could run on but had no price for its tier at the build, priced on GPUs "
                   "now (each price an INDEX into the tier's GPUs column): a rebuild would weigh them",
-                  "COUNT({prices})", lambda s, prices: sum(1 for p in prices if isinstance(p, int | float)))
+                  "COUNT({prices})")
 
 RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR, MONTH_CARDS, MONTH_GPU_HOURS,
                            MONTH_CARDS_BILLED, PRICE_TREND, MONTH_COST, DAILY_FIXED, ENERGY_PER_HOUR, BREAK_EVEN, PLAN_HOURS_PER_DAY,
@@ -344,29 +257,17 @@ RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR,
 
 
 # --------------------------------------------------------------- live choice (Candidates, Tasks, Checks)
-def _gpu_saving(s, excluded, cost, chosen) -> float:
-    if excluded or not isinstance(cost, int | float) or not isinstance(chosen, int | float):
-        return 0.0
-    saving = chosen - cost
-    return saving if saving > CHECK_TOLERANCE * max(1.0, abs(chosen)) else 0.0
-
-
 GPU_SAVING = Rule("gpu_saving", "what a candidate GPU saves a month against the task's chosen GPU now (0: not cheaper, "
                   "excluded or unpriced); after an edit to a price or an input it shows a GPU a rebuild would choose",
                   'IF(AND({excluded}="",ISNUMBER({cost}),ISNUMBER({chosen})),IF({chosen}-{cost}>CheckTolerance*'
-                  'MAX(1,ABS({chosen})),{chosen}-{cost},0),0)', _gpu_saving)
+                  'MAX(1,ABS({chosen})),{chosen}-{cost},0),0)')
 BEST_SAVING = Rule("best_saving", "the largest saving of the task's candidates down to this row (they are listed "
                    "task by task): the task's last candidate row holds its best",
-                   "IF({task}={previous_task},MAX({previous_best},{saving}),{saving})",
-                   lambda s, task, previous_task, previous_best, saving:
-                   max(previous_best, saving) if task == previous_task else saving)
+                   "IF({task}={previous_task},MAX({previous_best},{saving}),{saving})")
 BEST_GPU = Rule("best_gpu", "the GPU of that largest saving (blank: none is cheaper than the chosen one)",
-                'IF({task}={previous_task},IF({saving}>{previous_best},{gpu},{previous_gpu}),IF({saving}>0,{gpu},""))',
-                lambda s, task, previous_task, previous_best, previous_gpu, saving, gpu:
-                (gpu if saving > previous_best else previous_gpu) if task == previous_task else (gpu if saving > 0 else ""))
+                'IF({task}={previous_task},IF({saving}>{previous_best},{gpu},{previous_gpu}),IF({saving}>0,{gpu},""))')
 TASK_BEST = Rule("task_best", "a task's best candidate figure: its last row on Candidates (the task's rows are listed "
                  "together, its last one's position on the Tasks row beside it: one lookup, not a search of the sheet)",
                  "INDEX({column},{last})", lambda s, column, last: column)
 CHEAPER_TASKS = Rule("cheaper_tasks", "tasks whose GPU the build chose (none named in the input) that a cheaper "
-                     "GPU could now run: a rebuild would choose again", 'SUMPRODUCT(({cheaper}<>"")*({named}=""))',
-                     lambda s, cheaper, named: sum(1 for c, n in zip(cheaper, named, strict=True) if c and not n))
+                     "GPU could now run: a rebuild would choose again", 'SUMPRODUCT(({cheaper}<>"")*({named}=""))')

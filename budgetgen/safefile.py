@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from defusedxml import DefusedXmlException
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # openpyxl itself loads when a workbook is read, not when the
     from openpyxl.worksheet._read_only import ReadOnlyWorksheet
     from openpyxl.worksheet.worksheet import Worksheet
 
+fcntl: ModuleType | None
 try:  # POSIX: the final renames of concurrent builds into one folder take turns
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -622,13 +624,14 @@ def _replace_all(staging: Staging) -> None:
     done: list[tuple[Path, Path | None]] = []  # (target, its old file kept in the staging folder; None: was new)
     try:
         for target, staged in staging.paths.items():
-            backup: Path | None = Path(tempfile.mkdtemp(prefix="old-", dir=staged.parent)) / target.name
+            kept = Path(tempfile.mkdtemp(prefix="old-", dir=staged.parent)) / target.name
+            backup: Path | None = kept
             try:
-                os.link(target, backup, follow_symlinks=False)  # the old file (or link) itself, no copy
+                os.link(target, kept, follow_symlinks=False)  # the old file (or link) itself, no copy
             except FileNotFoundError:
                 backup = None
             except OSError:  # a file system without hard links
-                shutil.copy2(target, backup, follow_symlinks=False)
+                shutil.copy2(target, kept, follow_symlinks=False)
             os.replace(staged, target)
             done.append((target, backup))
     except OSError:

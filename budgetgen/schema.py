@@ -7,6 +7,7 @@ input reference (docs/input-reference.md) are all generated from these declarati
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from .records import BUFFER, DEMAND, PRICE, SERVING_METHODS, TASK_KINDS, TIERS, TRAINING_METHODS, Driver, excel_is
 
@@ -42,7 +43,7 @@ class Column:
     type: str  # text | number | count | percent | month | choice | date
     unit: str = ""
     required: bool = False
-    default: object = None
+    default: Value = None
     choices: tuple[str, ...] = ()
     help: str = ""
     example: str = ""
@@ -55,13 +56,19 @@ class Column:
     plain_above_one: bool = False
 
 
+Value: TypeAlias = Any
+"""One column's value in a row (a parsed cell, a calculated column): text, a number, a date or None (blank), as the
+column's type says. A row holds many columns of different types under string keys, so its values are Any; the
+Settings and the records are typed per field."""
+
+
 @dataclass(frozen=True)
 class Setting:
     """One row of the Settings sheet, written to Assumptions as a workbook-scoped name."""
 
     key: str
     type: str  # number | percent | count | text | month | choice
-    default: object
+    default: Value
     name: str  # Excel defined name on Assumptions
     help: str
     unit: str = ""
@@ -76,7 +83,9 @@ class Setting:
 CANDIDATES_ALL_UP_TO = 1_000  # tasks up to which Candidates lists every catalog card by default
 CANDIDATES_LARGE = 3  # cheapest options a task's Candidates rows show by default in a larger inventory
 MAX_CANDIDATES = 1_000  # candidates_per_task at most (more than any catalog has cards: a typing slip)
-MAX_CARDS = 4096  # cards one task may use (a 512-node cluster of 8-card machines); more is a typing slip
+# cards one task may use: the largest published training clusters (xAI's Colossus, 100,000 H100 in 2024); more is a
+# typing slip. Beyond ScaleFreeCards a run loses ScaleEfficiency per doubling (model v4, docs/models.md).
+MAX_CARDS = 100_000
 # A month's demand over the demand typed on Tasks (growth compounded, or a Ramp cell): 10% a month for ten years is
 # 84,000; beyond a million the growth rate or the ramp is a typing slip (1,000% a month for ten years is 1e124).
 MAX_DEMAND_FACTOR = 1e6
@@ -147,9 +156,10 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       unit="GB/s", positive=True),
     S("moe_layer_overhead_us", "number", 25, "MoeLayerOverheadUs",
       "router and expert-kernel time per layer of a mixture-of-experts decode step", unit="µs", minimum=0),
-    S("train_fp8_efficiency", "percent", 0.75, "TrainFp8Efficiency",
-      "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak (1.5x BF16 on a card with twice the peak)",
-      minimum=0.001, maximum=1),
+    S("train_fp8_efficiency", "percent", 0.93, "TrainFp8Efficiency",
+      "FP8/FP4 training reaches the MFU this share of the FP8/FP4 peak: 0.93 x mfu 0.40 x scaling 0.95 = 0.35 of "
+      "the FP8 peak, the median of Megatron-Bridge's dense FP8 runs on H100 and B200 (Llama 3 8B, 70B, 405B: "
+      "0.33-0.36)", minimum=0.001, maximum=1),
     S("lora_mfu", "percent", 0.55, "LoraMfu",
       "model FLOPs utilisation of LoRA/QLoRA fine-tunes (frozen base: small optimizer step, no weight gradients)",
       minimum=0.001, maximum=1),
@@ -186,6 +196,26 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "layer_activation_bytes: bitsandbytes before 0.43.3 (July 2024) kept every 4-bit matmul's bf16 input, "
       "which frozen weights need not (litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA); "
       "0 for bitsandbytes 0.43.3 or later and torchao NF4 (torchtune)", unit="bytes", minimum=0),
+    # calculation model v4, scale (docs/models.md, "v4 training"): per-card speed falls in very large runs
+    S("scale_free_cards", "count", 4096, "ScaleFreeCards",
+      "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
+      "Megatron-LM 52% on 3,072 A100)", unit="cards", minimum=1),
+    S("scale_efficiency", "percent", 0.93, "ScaleEfficiency",
+      "share of its per-card speed a training run keeps per doubling of its cards beyond scale_free_cards (Llama 3 "
+      "405B: 430 TFLOP/s a card on 8,192 H100, 400 on 16,384; arXiv:2407.21783 table 4)", minimum=0.6, maximum=1),
+    # calculation model v4, decode (docs/models.md, "v4 decode")
+    S("kv_read_efficiency", "percent", 1.0, "KvReadEfficiency",
+      "share of the weights' bandwidth share that decode reads of the KV cache (batch x context bytes) reach; 1: as "
+      "the weights (TensorRT-LLM's long-context runs, 20,000 in / 2,000 out, need no less); calibrate fits it to "
+      "measured long-context runs", minimum=0.05, maximum=1),
+    S("tp_reference_params_b", "number", 405, "TpReferenceParams",
+      "model size from which a serving replica loses only the interconnect's tensor-parallel efficiency per "
+      "doubling (Llama 3.1 405B on 8 cards); a smaller model loses more", unit="billions of parameters",
+      positive=True),
+    S("tp_size_exponent", "number", 0.16, "TpSizeExponent",
+      "how fast the tensor-parallel loss grows for a smaller model: its doublings count (tp_reference_params_b / "
+      "parameters)^this times, at least once (TensorRT-LLM 0.19, Llama 3.3 70B FP4 on 1 to 8 B200: at 0.85 a "
+      "doubling alone the engine over-stated 8 cards 1.18x more than 1 card)", minimum=0, maximum=2),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
@@ -376,6 +406,9 @@ GPU_PRECISION_COLUMNS: tuple[Column, ...] = (
     C("matmul_efficiency", "percent", minimum=0.01, maximum=1.5, plain_above_one=True,
       help="multiplies every MFU on this card: below 1 where its kernels reach less of the datasheet peak than "
       "H100/A100 kernels reach of theirs; blank: 1"),
+    C("training_efficiency", "percent", minimum=0.01, maximum=1.5, plain_above_one=True,
+      help="multiplies every training MFU on this card in place of matmul_efficiency (calibrate fits "
+      "matmul_efficiency to serving runs and keeps training here as it was); blank: matmul_efficiency"),
 )
 GPU_COLUMNS: tuple[Column, ...] = (
     C("gpu", "text", required=True, help="GPU name, the key tasks refer to", example="RTX 4090"),
@@ -488,8 +521,31 @@ EXTRA_COLUMNS: tuple[Column, ...] = (
     C("end_month", "month", "YYYY-MM", help="last month; blank: plan end"),
 )
 
+# The Models sheet: the same columns as the built-in catalog; a row adds a model or overrides a catalog row.
+MODEL_COLUMNS: tuple[Column, ...] = (
+    C("model", "text", required=True, help="model name, the key tasks refer to (case-insensitive)",
+      example="Llama-3.1-8B"),
+    C("total_params_b", "number", "billions of parameters", positive=True, scale=1e9,
+      help="all parameters, held in memory (required for a model not in the built-in catalog)"),
+    C("active_params_b", "number", "billions of parameters", positive=True, scale=1e9,
+      help="parameters active per token (mixture of experts); blank: all of them"),
+    C("layers", "count", "layers", positive=True, help="transformer layers"),
+    C("hidden", "count", "elements", positive=True, help="hidden size"),
+    C("attn_heads", "count", "heads", positive=True, help="query attention heads"),
+    C("kv_heads", "count", "heads", positive=True, help="key/value heads (grouped-query attention); blank for MLA"),
+    C("head_dim", "count", "elements", positive=True, help="elements per attention head; blank for MLA"),
+    C("kv_latent", "count", "elements", positive=True,
+      help="MLA models: elements cached per layer per token (e.g. 576); blank otherwise"),
+    C("native_context", "count", "tokens", positive=True, help="context length the model was trained for"),
+    C("experts", "count", "experts", positive=True,
+      help="mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model"),
+    C("experts_per_token", "count", "experts", positive=True,
+      help="mixture of experts: routed experts each token uses (top-k), fewer than experts"),
+    C("source", "text", help="where the figures came from"),
+)
+
 FX_COLUMNS: tuple[Column, ...] = (
-    C("currency", "text", required=True, help="ISO code of a currency the GPUs sheet or the catalog prices in",
+    C("currency", "text", required=True, help="ISO code of a currency the GPUs sheet, the catalog or a bill prices in",
       example="CNY"),
     C("rate", "number", "plan currency per unit", required=True, positive=True,
       help="plan currency per 1 unit of it; blank sheet: the bundled ECB reference rate"),
@@ -498,56 +554,67 @@ FX_COLUMNS: tuple[Column, ...] = (
 )
 
 SETTINGS_COLUMNS: tuple[Column, ...] = (
-    C("setting", "text", required=True, help="setting name (see README)"),
+    C("setting", "text", required=True,
+      help="setting name, e.g. period_start (docs/input-reference.md lists every setting)"),
     C("value", "text", help="its value; blank: the default"),
-    C("note", "text", help="free text"),
+    C("note", "text", help="what the setting means (init writes it; the reader ignores it)"),
 )
 
 # The scenario drivers (budgetgen/scenarios.py applies them) and the Scenarios sheet that gives their values.
 SCENARIO_LEVELS = ("low", "base", "high")
 DRIVERS: tuple[Driver, ...] = (
-    Driver("requests", DEMAND, "requests per day (batch: requests per run): serving tasks' demand", training=False),
-    Driver("tokens", DEMAND, "output tokens per request: serving tasks' work per request", training=False),
-    Driver("training_tokens", DEMAND, "training tokens: training tasks' work per run", training=True),
+    Driver("requests", DEMAND, "requests per day (batch: requests per run): serving tasks' demand",
+           "每日请求数（批量：每次运行的请求数）：服务类任务的需求", training=False),
+    Driver("tokens", DEMAND, "output tokens per request: serving tasks' work per request",
+           "每请求输出token数：服务类任务每个请求的工作量", training=False),
+    Driver("training_tokens", DEMAND, "training tokens: training tasks' work per run",
+           "训练token数：训练类任务每次运行的工作量", training=True),
     Driver("efficiency", DEMAND, "MFU and serving efficiency: the work a card does an hour (divides the demand)",
-           divides=True),
-    Driver("price", PRICE, "every GPU price"),
-    *(Driver(f"price_{t.name}", PRICE, f"GPU prices of the {t.name} tier", tier=t.name) for t in TASK_TIERS),
-    Driver("fx", PRICE, "the FX rate of GPU prices listed in another currency than the plan's", foreign=True),
-    Driver("buffer", BUFFER, "the hidden-cost buffer rate (a rate, not a multiplier; for every task)"),
+           "算力利用率和服务效率：一张卡每小时完成的工作量（需求除以它）", divides=True),
+    Driver("price", PRICE, "every GPU price", "所有GPU价格"),
+    *(Driver(f"price_{t.name}", PRICE, f"GPU prices of the {t.name} tier", f"{t.zh}计费方式的GPU价格", tier=t.name)
+      for t in TASK_TIERS),
+    Driver("fx", PRICE, "the FX rate of GPU prices listed in another currency than the plan's",
+           "以计划币种以外的币种标价的GPU价格所用的汇率", foreign=True),
+    Driver("buffer", BUFFER, "the hidden-cost buffer rate (a rate, not a multiplier; for every task)",
+           "隐性成本缓冲率（是比率而非倍数；适用于所有任务）"),
 )
 SCENARIO_COLUMNS: tuple[Column, ...] = (
     C("driver", "choice", required=True, choices=tuple(d.name for d in DRIVERS),
-      help="; ".join(f"{d.name}: {d.meaning}" for d in DRIVERS)),
-    C("task_id", "text", help="the task it moves; blank: every task (a task's own row wins)"),
+      help="; ".join(f"{d.name}: {d.meaning}" for d in DRIVERS), example="requests"),
+    C("task_id", "text", help="the task it moves; blank: every task (a task's own row wins)", example="T01"),
     C("low", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
-      help="the low scenario's value; blank: base"),
+      help="the low scenario's value; blank: base", example="0.8"),
     C("base", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
       help="the base scenario's value; blank: 1 (buffer: the hidden_cost_buffer setting)"),
     C("high", "percent", positive=True, plain_above_one=True, minimum=SCENARIO_RANGE[0], maximum=SCENARIO_RANGE[1],
-      help="the high scenario's value; blank: base"),
+      help="the high scenario's value; blank: base", example="1.5"),
     C("source", "text", help="where the range comes from"),
 )
 
 # The Ramp sheet: a task_id, then one column per plan month headed YYYY-MM, each a multiplier of the typed demand.
 RAMP_COLUMNS: tuple[Column, ...] = (
-    C("task_id", "text", required=True, help="the task the row ramps"),
+    C("task_id", "text", required=True, help="the task the row ramps", example="T01"),
     C("YYYY-MM", "number", "x", minimum=0, maximum=MAX_DEMAND_FACTOR,
       help="one column per plan month (headed by the month): the month's demand over the demand typed on Tasks, "
-      "instead of the growth (0: the task pauses); blank: the growth"),
+      "instead of the growth (0: the task pauses); blank: the growth", example="0.5"),
 )
 BUDGET_COLUMNS: tuple[Column, ...] = (
-    C("cost_center", "text", help="a cost_center of the Tasks sheet; blank: the whole plan (every month's total)"),
-    C("monthly_budget", "number", "currency/month", required=True, minimum=0,
+    C("cost_center", "text", help="a cost_center of the Tasks sheet; blank: the whole plan (every month's total)",
+      example="research"),
+    C("monthly_budget", "number", "currency/month", required=True, minimum=0, example="50000",
       help="the budget of every plan month: against the month's total for the whole plan, against the GPU cost of "
       "the cost center's tasks for a cost center"),
     C("source", "text", help="who set the budget"),
 )
 
+# Every input sheet of a plan, in the order `init` writes them (the reconciliation's Bills, Usage and Assignments
+# sheets apart: docs/reconciliation.md).
 SHEETS: dict[str, tuple[Column, ...]] = {
     "Settings": SETTINGS_COLUMNS,
-    "GPUs": GPU_COLUMNS,
     "Tasks": TASK_COLUMNS,
+    "GPUs": GPU_COLUMNS,
+    "Models": MODEL_COLUMNS,
     "Extras": EXTRA_COLUMNS,
     "FX": FX_COLUMNS,
     "Ramp": RAMP_COLUMNS,

@@ -57,8 +57,8 @@ def sheet_floor(x: float) -> int:
 PARAMS_USED_EXCEL = '=IF({model_params_b}<>"",{model_params_b},{model.total_params_b})'
 
 
-def params_used(typed: float | None, catalog_total: float | None) -> float:
-    """Total parameters (billions): a typed model_params_b overrides the catalog model's."""
+def params_used(typed: float | None, catalog_total: float | None) -> float | None:
+    """Total parameters (billions): a typed model_params_b overrides the catalog model's (the reader requires one)."""
     return typed if typed is not None else catalog_total
 
 
@@ -72,7 +72,7 @@ def active_used(typed: float | None, *, params: float, catalog_total: float | No
     (a dense model resized by a typed model_params_b stays dense); never more than the total."""
     if typed is not None:
         active = typed
-    elif catalog_active is not None and catalog_active < catalog_total:
+    elif catalog_active is not None and catalog_total is not None and catalog_active < catalog_total:
         active = catalog_active
     else:
         active = params
@@ -129,8 +129,10 @@ def kv_bytes_per_token(*, layers: float | None, kv_heads: float | None, head_dim
                        kv_fallback_bytes: float) -> float:
     """KV-cache bytes one token holds: MLA latent, else 2·layers·kv_heads·head_dim, else the fallback."""
     if kv_latent is not None:
+        assert layers is not None, "a catalog model gives layers with kv_latent (models._check_architecture)"
         return layers * kv_latent * kv_bytes
     if kv_heads is not None:
+        assert layers is not None and head_dim is not None, "a catalog model gives layers and head_dim with kv_heads"
         return KS.KvTensors * layers * kv_heads * head_dim * kv_bytes
     return kv_fallback_bytes * math.sqrt(active_params_b) * kv_bytes / K.BytesFp16
 
@@ -143,14 +145,16 @@ def _peak_excel(precision: str, efficiency: str) -> str:
 
 
 _MATMUL_EFFICIENCY = 'IF({gpu.matmul_efficiency}<>"",{gpu.matmul_efficiency},1)'
-PEAK_TFLOPS_EXCEL = (f'=IF({{training}}=1,{_peak_excel("{train_precision}", "TrainFp8Efficiency")},'
-                     f'{_peak_excel("{method}", "Fp8Efficiency")})*{_MATMUL_EFFICIENCY}')
+_TRAINING_EFFICIENCY = f'IF({{gpu.training_efficiency}}<>"",{{gpu.training_efficiency}},{_MATMUL_EFFICIENCY})'
+PEAK_TFLOPS_EXCEL = (f'=IF({{training}}=1,{_peak_excel("{train_precision}", "TrainFp8Efficiency")}*{_TRAINING_EFFICIENCY},'
+                     f'{_peak_excel("{method}", "Fp8Efficiency")}*{_MATMUL_EFFICIENCY})')
 
 
 def peak_tflops(precision: str | None, *, tflops: float, tflops_fp8: float | None, tflops_fp4: float | None,
                 fp8_efficiency: float, matmul_efficiency: float | None = None) -> float:
     """Matmul peak a precision reaches: fp4 → fp8 → BF16 unit, whichever the card has first, the FP8/FP4 units at
-    `fp8_efficiency` (Fp8Efficiency serving, TrainFp8Efficiency training); times the card's matmul_efficiency."""
+    `fp8_efficiency` (Fp8Efficiency serving, TrainFp8Efficiency training); times the card's matmul_efficiency (a
+    training run passes the card's training_efficiency, where it has one, in its place)."""
     if precision == "fp4" and tflops_fp4 is not None:
         peak = tflops_fp4 * fp8_efficiency
     elif precision in ("fp8", "fp4") and tflops_fp8 is not None:
@@ -169,12 +173,16 @@ def bandwidth_share(bandwidth_efficiency: float | None, decode_efficiency: float
 
 
 TP_FACTOR_EXCEL = ('=POWER(IF({gpu.interconnect}="nvlink",TpEfficiencyNvlink,TpEfficiency),'
-                   'LOG({cards_per_run},TwoCards))')
+                   'LOG({cards_per_run},TwoCards)*MAX(1,POWER(TpReferenceParams/{params_used},TpSizeExponent)))')
 
 
-def tp_factor(cards: int, tp_efficiency: float) -> float:
-    """Speed factor of a replica spread over `cards`: the interconnect's tensor-parallel efficiency per doubling."""
-    return tp_efficiency ** math.log2(cards)
+def tp_factor(cards: int, tp_efficiency: float, *, params_b: float | None = None, reference_params_b: float = 1,
+              size_exponent: float = 0) -> float:
+    """Speed factor of a replica spread over `cards`: the interconnect's tensor-parallel efficiency per doubling,
+    the doublings weighted by MAX(1, (TpReferenceParams / params_b)^TpSizeExponent) (model v4): a smaller model
+    leaves each card less work a layer against the same synchronisation, so it loses more per doubling."""
+    weight = 1 if params_b is None else max(1, (reference_params_b / params_b) ** size_exponent)
+    return tp_efficiency ** (math.log2(cards) * weight)
 
 
 def tp_efficiency_of(interconnect: str, *, tp_efficiency: float, tp_efficiency_nvlink: float) -> float:
@@ -228,7 +236,7 @@ def weights_read(*, params_b: float, active_params_b: float, batch: float, exper
     """Parameters (billions) one decode step reads. A mixture of experts with E routed experts, k per token: the
     dense part plus the expected distinct experts a batch's tokens pick, E·(1 − (1 − k/E)^batch), each expert
     (N − Na)/(E − k) of the parameters; without the expert counts, every token's experts apart, at most all."""
-    if experts is None or active_params_b >= params_b:
+    if experts is None or experts_per_token is None or active_params_b >= params_b:
         return min(params_b, active_params_b * batch)
     per_expert = (params_b - active_params_b) / (experts - experts_per_token)
     distinct = experts * (1 - (1 - experts_per_token / experts) ** batch)
@@ -236,16 +244,17 @@ def weights_read(*, params_b: float, active_params_b: float, batch: float, exper
 
 
 T_MEM_EXCEL = ("=({weights_read}*Billion*{bytes_per_param}"
-               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare))"
+               "+{batch}*{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)/KvReadEfficiency)"
                "/({cards_per_run}*{gpu.bandwidth_gbs}*Billion*{bandwidth_share}*{tp})")
 
 
 def decode_memory_seconds(*, weights_b: float, batch: float, bytes_per_param: float,
                           kv_tok: float, prompt: float, output: float, cards: int, bandwidth_gbs: float,
-                          decode_efficiency: float, tp: float) -> float:
+                          decode_efficiency: float, tp: float, kv_read_efficiency: float = 1) -> float:
     """Time of one decode step spent reading weights (`weights_b` billions, the experts touched by the batch) and the
-    KV cache, at `decode_efficiency` of the bandwidth."""
-    cache = batch * kv_tok * (prompt + output * KS.MeanOutputShare)
+    KV cache, at `decode_efficiency` of the bandwidth; the cache's batch x context bytes at `kv_read_efficiency` of
+    that again (model v4: attention kernels read a paged cache less well than a matmul reads its weights)."""
+    cache = batch * kv_tok * (prompt + output * KS.MeanOutputShare) / kv_read_efficiency
     return (weights_b * K.Billion * bytes_per_param + cache) / (cards * bandwidth_gbs * K.Billion * decode_efficiency
                                                                  * tp)
 
@@ -354,14 +363,14 @@ def routed_params(*, params_b: float, active_params_b: float, experts: int | Non
     experts (all its active parameters without the expert counts); 0 for a dense model."""
     if active_params_b >= params_b:
         return 0
-    if experts is None:
+    if experts is None or experts_per_token is None:
         return active_params_b
     return experts_per_token * (params_b - active_params_b) / (experts - experts_per_token)
 
 
 _ROOM = "({step_target}-StepOverheadMs/Milli-{t_layers_fixed})"
 _READ = "{cards_per_run}*{gpu.bandwidth_gbs}*Billion*{bandwidth_share}*{tp}"
-_KV_READ = "{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)"
+_KV_READ = "{kv_bytes_per_token}*({prompt_used}+{tokens_per_request}*MeanOutputShare)/KvReadEfficiency"
 _COMPUTE = "({cards_per_run}*{peak_tflops}*Tera*DecodeMfu*{tp})"
 # INT, not FLOOR(..., 1): LibreOffice answers #VALUE! for FLOOR over this expression (it takes INT, and both
 # agree on the non-negative numbers it sees).
@@ -377,7 +386,7 @@ LATENCY_BATCH_EXCEL = (
 def latency_batch(target: float | None, *, step_overhead_ms: float, layers_fixed: float, layers_per_sequence: float,
                   params_b: float, active_params_b: float, routed_b: float, bytes_per_param: float, kv_tok: float,
                   prompt: float, output: float, cards: int, bandwidth_gbs: float, decode_efficiency: float,
-                  peak: float, decode_mfu: float, tp: float) -> int | None:
+                  peak: float, decode_mfu: float, tp: float, kv_read_efficiency: float = 1) -> int | None:
     """Most sequences a replica decodes together within the step `target` (s): 0 when even one misses it, None
     without a target. A step is linear in the batch b but for the weights it reads, which are bounded twice: by
     one sequence's active parameters plus `routed_b` for each further one (exact for one sequence), and by all the
@@ -387,7 +396,7 @@ def latency_batch(target: float | None, *, step_overhead_ms: float, layers_fixed
         return None
     room = target - step_overhead_ms / KS.Milli - layers_fixed
     read = cards * bandwidth_gbs * K.Billion * decode_efficiency * tp
-    kv_read = kv_tok * (prompt + output * KS.MeanOutputShare)
+    kv_read = kv_tok * (prompt + output * KS.MeanOutputShare) / kv_read_efficiency
     by_first = (room * read - (active_params_b - routed_b) * K.Billion * bytes_per_param) / (
         layers_per_sequence * read + routed_b * K.Billion * bytes_per_param + kv_read)
     by_all = (room * read - params_b * K.Billion * bytes_per_param) / (layers_per_sequence * read + kv_read)
@@ -532,6 +541,34 @@ def training_shape_excel(n: str) -> str:
     return chain + f"{node}*CEILING({n}/{node},1)" + ")" * len(TRAINING_SMALL_SHAPES)
 
 
+SCALE_FACTOR_EXCEL = ("=IF({cards_per_run}<=ScaleFreeCards,1,"
+                      "POWER(ScaleEfficiency,LOG({cards_per_run}/ScaleFreeCards,TwoCards)))")
+
+
+def scale_factor(cards: float, *, scale_free_cards: float, scale_efficiency: float) -> float:
+    """Model v4: the share of its per-card speed a training run keeps at `cards` cards. Up to ScaleFreeCards,
+    all of it; beyond, ScaleEfficiency per doubling (Llama 3, arXiv:2407.21783 table 4: 430 TFLOP/s a card on
+    8,192 H100, 400 on 16,384)."""
+    if cards <= scale_free_cards:
+        return 1
+    return scale_efficiency ** math.log2(cards / scale_free_cards)
+
+
+def cards_at_scale_excel(n: str) -> str:
+    """`cards_at_scale` as an Excel expression of the expression `n`."""
+    return (f"IF({n}<=ScaleFreeCards,{n},"
+            f"ScaleFreeCards*POWER(({n})/ScaleFreeCards,1/(1+LOG(ScaleEfficiency,TwoCards))))")
+
+
+def cards_at_scale(n: float, *, scale_free_cards: float, scale_efficiency: float) -> float:
+    """The cards that do the work of `n` cards at full per-card speed, `scale_factor` applied: with
+    a = log2(ScaleEfficiency), n' = ScaleFreeCards·(n/ScaleFreeCards)^(1/(1+a)) solves
+    n'·(n'/ScaleFreeCards)^a = n in closed form (a spreadsheet needs no iteration); n itself up to ScaleFreeCards."""
+    if n <= scale_free_cards:
+        return n
+    return scale_free_cards * (n / scale_free_cards) ** (1 / (1 + math.log2(scale_efficiency)))
+
+
 def cards_for_deadline(single_card_hours: float, *, run_overhead: float, deadline: float, setup_hours: float,
                        scaling: float, impossible: float) -> float:
     """n_needed of §F: the cards whose wall clock, compute_hours(n)·(1 + RunOverhead) + SetupHours with
@@ -663,6 +700,7 @@ def activations_gb(method: str | None, *, layers: float | None, hidden: float | 
         return 0 if checkpointing else micro_batch_tokens * layer_width_estimate(params_b) * kept / K.Billion
     workspace = lora_workspace_gb if method in ("lora", "qlora") else 0
     per_element = KS.BytesActivation if checkpointing else kept
+    assert layers is not None, "a catalog model gives layers with hidden (models._check_architecture)"
     return micro_batch_tokens * layers * hidden * per_element / K.Billion + workspace
 
 
@@ -773,7 +811,9 @@ def estimate_replica(model, gpu, s, *, method: str | None = None, prompt: float 
     peak = peak_tflops(method, tflops=gpu.tflops, tflops_fp8=gpu.tflops_fp8, tflops_fp4=gpu.tflops_fp4,
                        fp8_efficiency=s.fp8_efficiency, matmul_efficiency=gpu.matmul_efficiency)
     tp = tp_factor(n, tp_efficiency_of(gpu.interconnect, tp_efficiency=s.tp_efficiency,
-                                       tp_efficiency_nvlink=s.tp_efficiency_nvlink))
+                                       tp_efficiency_nvlink=s.tp_efficiency_nvlink),
+                   params_b=model.total_params_b, reference_params_b=s.tp_reference_params_b,
+                   size_exponent=s.tp_size_exponent)
     free = free_memory_gb(cards=n, **memory)
     batch_mem = batch_by_memory(free, kv_tok, context)
     batch = batch_size(concurrency, cards=n, max_batch_per_card=s.max_batch_per_card, batch_mem=batch_mem)
@@ -784,7 +824,7 @@ def estimate_replica(model, gpu, s, *, method: str | None = None, prompt: float 
     t_mem = decode_memory_seconds(weights_b=weights, batch=batch, bytes_per_param=b, kv_tok=kv_tok, prompt=prompt,
                                   output=output, cards=n, bandwidth_gbs=gpu.bandwidth_gbs,
                                   decode_efficiency=bandwidth_share(gpu.bandwidth_efficiency, s.decode_efficiency),
-                                  tp=tp)
+                                  tp=tp, kv_read_efficiency=s.kv_read_efficiency)
     t_cmp = decode_compute_seconds(active_params_b=model.active_params_b, batch=batch, cards=n, peak=peak,
                                    decode_mfu=s.decode_mfu, tp=tp)
     t_layers = layer_overhead_seconds(layers=model.layers, hidden=model.hidden, moe=model.is_moe, cards=n,

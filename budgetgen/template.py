@@ -11,14 +11,13 @@ from .catalog import CATALOG_CURRENCY, builtin_records
 from .errors import OutputError
 from .fx import money_default, reference_rate
 from .i18n import Message, describe, name, sheet_name, tr, word
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, PRICE_COLUMNS, SETTINGS, TASK_COLUMNS, Column
+from .schema import PRICE_COLUMNS, RAMP_COLUMNS, SETTINGS, SHEETS, Column, Value
 
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
 EXAMPLE_TASKS = (
     {"task_id": f"{EXAMPLE_PREFIX}01", "task": "Support-bot QLoRA fine-tune", "kind": "finetune", "model": "Qwen2.5-7B",
-     "method": "qlora", "train_tokens": "5M", "epochs": 3, "runs_per_month": 2, "tier": "idle",
-     "cost_center": "knowledge-base"},
+     "method": "qlora", "train_tokens": "5M", "epochs": 3, "runs_per_month": 2, "cost_center": "knowledge-base"},
     {"task_id": f"{EXAMPLE_PREFIX}02", "task": "Domain pretraining", "kind": "pretrain", "model_params_b": "1.3B",
      "method": "full", "train_tokens": "20B", "runs_per_month": 0.5, "cost_center": "research"},
     {"task_id": f"{EXAMPLE_PREFIX}03", "task": "Knowledge-base chat service", "kind": "inference", "model": "Qwen2.5-7B",
@@ -31,7 +30,7 @@ EXAMPLE_TASKS = (
      "model": "Qwen3-30B-A3B", "method": "fp8", "requests_per_day": 50000, "prompt_tokens": 2000,
      "tokens_per_request": 400, "cost_center": "product"},
 )
-EXAMPLE_EXTRAS = (
+EXAMPLE_EXTRAS: tuple[dict[str, Value], ...] = (
     {"item": "Object storage for checkpoints", "category": "storage", "monthly_cost": 400},
     {"item": "Egress to users", "category": "egress", "monthly_cost": 600},
 )
@@ -43,10 +42,19 @@ def example_rows_left(tasks) -> list[Message]:
     return [Message("example_rows", ids=", ".join(ids))] if ids else []
 
 
+_NOTE_SIZE = {"x_scale": 2, "y_scale": 1.5}
+
+
 def _write_table(wb, ws, columns: tuple[Column, ...], rows, fmt, lang: str) -> None:
     for col, column in enumerate(columns):
+        if column is RAMP_COLUMNS[1]:
+            # Ramp's month columns: the note on the blank cell where the first month goes. A month written now would
+            # fall outside a plan that starts later (by default the month after the build date): a problem.
+            ws.write_blank(0, col, None, fmt["header"])
+            ws.write_comment(0, col, describe(column, lang), _NOTE_SIZE)
+            continue
         ws.write_string(0, col, name(column.name, lang), fmt["header"])
-        ws.write_comment(0, col, describe(column, lang), {"x_scale": 2, "y_scale": 1.5})
+        ws.write_comment(0, col, describe(column, lang), _NOTE_SIZE)
         ws.set_column(col, col, max(12, len(column.name) + 2))
         if column.choices:
             ws.data_validation(1, col, 1000, col, {"validate": "list", "source": [word(c, lang) for c in column.choices],
@@ -71,7 +79,7 @@ def _in_currency(value, rate):
     return None if value is None else value * rate.rate
 
 
-def catalog_rows(currency: str, today: dt.date) -> list[dict[str, object]]:
+def catalog_rows(currency: str, today: dt.date) -> list[dict[str, Value]]:
     """The built-in catalog as GPUs sheet rows priced in `currency`: each price converted at the reference rate,
     which the row's source names with its date; where no rate is known, the prices blank and the catalog's
     figures named in the source as a hint (never a number under another currency's label)."""
@@ -97,8 +105,10 @@ def catalog_rows(currency: str, today: dt.date) -> list[dict[str, object]]:
 
 def write_template(path: Path, lang: str = "en", currency: str = CATALOG_CURRENCY, today: dt.date | None = None) \
         -> Path:
-    """Write a blank input workbook with every sheet, header notes, dropdowns and example rows, in `lang`, for a
-    plan in `currency` (catalog prices, money defaults and the example extras converted into it)."""
+    """Write a blank input workbook with every input sheet (schema.SHEETS), header notes, dropdowns and example rows,
+    in `lang`, for a plan in `currency` (catalog prices, money defaults and the example extras converted into it).
+    Models, FX, Ramp, Scenarios and Budgets are written empty under their headers: a row there changes the plan,
+    so their notes carry the examples."""
     from .workbook.book import Sheet  # the writer package, loaded only to write (the reader imports this module)
 
     path = Path(path)
@@ -120,13 +130,9 @@ def write_template(path: Path, lang: str = "en", currency: str = CATALOG_CURRENC
                      for s in SETTINGS]
     extras = [{**e, "monthly_cost": money_default(e["monthly_cost"], CATALOG_CURRENCY, currency, today)}
               for e in EXAMPLE_EXTRAS]
-    settings_columns = (Column("setting", "text", help="setting name"),
-                        Column("value", "text", help="its value; blank: the default"),
-                        Column("note", "text", help="what it means"))
-    for sheet, columns, rows in (("Settings", settings_columns, settings_rows), ("Tasks", TASK_COLUMNS, EXAMPLE_TASKS),
-                                 ("GPUs", GPU_COLUMNS, catalog_rows(currency, today)),
-                                 ("Extras", EXTRA_COLUMNS, extras)):
-        _write_table(wb, wb.add_worksheet(sheet_name(sheet, lang), Sheet), columns, rows, fmt, lang)
+    rows = {"Settings": settings_rows, "Tasks": EXAMPLE_TASKS, "GPUs": catalog_rows(currency, today), "Extras": extras}
+    for sheet, columns in SHEETS.items():
+        _write_table(wb, wb.add_worksheet(sheet_name(sheet, lang), Sheet), columns, rows.get(sheet, ()), fmt, lang)
     wb.get_worksheet_by_name(sheet_name("Settings", lang)).set_column(2, 2, 90)
     wb.close()
     return path

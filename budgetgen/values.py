@@ -8,7 +8,7 @@ import re
 
 from .errors import Code
 from .i18n import Message, canonical_value
-from .schema import Column
+from .schema import Column, Value
 
 SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 _NUMBER = re.compile(r"^([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?)\s*([kmbgt%]?)$", re.IGNORECASE)
@@ -168,7 +168,7 @@ SPREADSHEET_ERRORS = frozenset(("#N/A", "#REF!", "#VALUE!", "#DIV/0!", "#NAME?",
 """What a spreadsheet saves as the result of a formula that failed (openpyxl reads it as that text): never a value."""
 
 
-def parse_cell(raw: object, column: Column) -> object:
+def parse_cell(raw: object, column: Column) -> Value:
     """The typed value of a non-blank cell, or BadValue (a cached spreadsheet error such as #N/A is one)."""
     if isinstance(raw, str) and raw.strip().upper() in SPREADSHEET_ERRORS:
         raise BadValue(Code.FORMULA, Message("error_value", raw=raw.strip()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Self
 
 from .i18n import Message
 
@@ -80,7 +81,9 @@ class Money(float):
     """An amount in the plan's currency: formatted as the number then the currency code (`53 USD`); a format spec
     applies to the number (whole units when none is given)."""
 
-    def __new__(cls, value: float, currency: str):
+    currency: str
+
+    def __new__(cls, value: float, currency: str) -> Self:
         self = super().__new__(cls, value)
         self.currency = currency
         return self
@@ -95,7 +98,7 @@ class Money(float):
 def kind_of(warning: str) -> str:
     """The kind of a warning or of a grouped line (its members' template key); "" for a plain text."""
     params = getattr(warning, "params", {})
-    return params.get("kind") or getattr(warning, "key", "")
+    return str(params.get("kind") or getattr(warning, "key", ""))
 
 
 def warning_count(warnings: Iterable[str]) -> int:
@@ -109,9 +112,9 @@ def _kind(key: str) -> Kind:
 
 def _members(warnings: Iterable[str]) -> list[str]:
     """The warnings with each grouped line replaced by the warnings it groups."""
-    out = []
+    out: list[str] = []
     for w in warnings:
-        out.extend(w.params["members"] if getattr(w, "key", None) in GROUP_KEYS else (w,))
+        out.extend(w.params["members"] if isinstance(w, Message) and w.key in GROUP_KEYS else (w,))
     return out
 
 
@@ -136,7 +139,8 @@ def group_warnings(warnings: Iterable[str], currency: str) -> tuple[str, ...]:
         kind = _kind(w.key)
         shared = tuple((p, str(w.params.get(p))) for p in kind.shared)
         groups.setdefault((w.key, shared), []).append(_in_currency(w, kind, currency))
-    lines = [(_kind(key).rank, _line(_kind(key), members, currency)) for (key, _), members in groups.items()]
+    lines: list[tuple[int, str]] = [(_kind(key).rank, _line(_kind(key), members, currency))
+                                    for (key, _), members in groups.items()]
     lines += [(RISK, w) for w in plain]
     return tuple(line for _, line in sorted(lines, key=lambda pair: pair[0]))
 

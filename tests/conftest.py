@@ -6,6 +6,7 @@ behind."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -13,6 +14,7 @@ import math
 import tempfile
 import warnings
 from collections.abc import Iterator
+from importlib.resources import files
 from pathlib import Path
 
 import openpyxl
@@ -38,6 +40,20 @@ def pytest_report_header() -> str:
     return f"budgetgen {budgetgen.__version__} from {Path(budgetgen.__file__).parent}"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of a module that share a module-scoped fixture (a build, a LibreOffice run, a wheel) run on one
+    xdist worker (`--dist loadgroup`), so the fixture is made once, not once per worker; a test with a group of its
+    own keeps it."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        scopes = {d.scope for defs in (info.name2fixturedefs.values() if info else ()) for d in defs}
+        if "module" in scopes:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def fixed_catalog() -> Iterator[Path]:
     """Every test (and every module-scoped fixture: hence the session scope) sees the fixed test catalog as the
@@ -51,6 +67,21 @@ def fixed_catalog() -> Iterator[Path]:
         models.builtin_models.cache_clear()
         yield TEST_CATALOG
     models.builtin_models.cache_clear()
+
+
+@contextlib.contextmanager
+def shipped_catalogs() -> Iterator[None]:
+    """Within it, the catalogs the package ships (GPUs, offers, models) in place of the tests' fixed copies: what a
+    user's `init` and `build` see."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
+        patch.setattr(prices, "OFFERS_RESOURCE", files("budgetgen") / "data" / "prices.csv")
+        patch.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
+        models.builtin_models.cache_clear()
+        try:
+            yield
+        finally:
+            models.builtin_models.cache_clear()
 
 
 @pytest.fixture(scope="session")

@@ -72,8 +72,16 @@ one. Then large inventories (issue 33): Candidates' shorter formulas (the model 
 on Tasks, a training run's cards a column of its own), and bad input round four (issue 34); no total moved. Then About's reading guide says Candidates lists a large inventory's chosen and cheapest cards; no
 value moved. Then the sample frozen in tests/data/q3.xlsx (the shipped one follows the shipped catalog), recon_memory_limit
 blank by default (About's B39 '1GB' -> '') and the unpriced-cards warning naming the tasks each card was left out of
-(JSON warnings[1] and Summary's warning list); no value changed.
-"""
+(JSON warnings[1] and Summary's warning list), and the JSON's new `order` and `budgets`; no value changed. Then issue 30's printed Recon summary: each Recon tab opens with its one-page summary (like for like,
+usage and variance, the actions per flag, the bill's coverage, a note), the detail below it (by task from row 43 of
+2027-01 and 2027-02), and the JSON's reconciliation months end with `currencies` (empty: the sample bill is in CNY);
+the recon_memory_limit cells blank as the scale merge made its default; no value moved. Then model v4's training at scale (issue 31): the scale_free_cards and scale_efficiency settings
+(Assumptions and About rows below them two down), TrainFp8Efficiency 0.75 -> 0.93 and the speedup formula's loss
+beyond scale_free_cards; the sample trains on at most a few cards in bf16, so no value moved. Then model v4's
+decode settings (kv_read_efficiency, tp_reference_params_b, tp_size_exponent: Assumptions and About rows three
+down) and the tensor-parallel factor by model size: ML03 (Llama-3.3-70B fp8 on 2 A100 80G) 398.9 -> 378.9 output
+tokens/s a replica, still one replica, no cost moved; its L40S candidate needs 20 cards instead of 16. Then the
+GPUs sheet's training_efficiency column (blank in the sample: the columns after it one right); no value moved."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import shutil
 
 import openpyxl
 import pytest
-from conftest import make_input, recalc_formulas
+from conftest import local_recalc, make_input, prove
 from lo_recalc import recalc_with_libreoffice, soffice_path
 
 import budgetgen
@@ -58,11 +58,15 @@ def test_the_cards_without_an_idle_price_are_the_checks_cells(built):
 
 @pytest.mark.slow
 def test_a_price_typed_after_the_build_fails_the_check_in_formulas(built):
+    """The workbook proven cell by cell (each formula, evaluated by `formulas` from the cached values it reads, is its
+    cached value), then the typed price followed through every formula it reaches, evaluated again in dependency
+    order as a spreadsheet does after an edit; LibreOffice recalculates the edited file in full below."""
     _, out = built
     row, cell = _check_row(out), _idle_cell(out, "L4")
-    before = recalc_formulas(out)
+    assert prove(out) == []
+    before = local_recalc(out)
     assert (before[("CHECKS", f"B{row}")], before[("CHECKS", "D2")]) == (0, True)
-    after = recalc_formulas(out, {f"GPUs!{cell}": 0.1})
+    after = local_recalc(out, {f"GPUs!{cell}": 0.1})
     assert after[("CHECKS", f"B{row}")] == 1
     assert after[("CHECKS", f"D{row}")] is False and after[("CHECKS", "D2")] is False
     assert (before[("SUMMARY", "A2")], after[("SUMMARY", "A2")]) == ("All checks pass", "CHECKS FAIL — see Checks")

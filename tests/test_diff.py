@@ -126,6 +126,7 @@ def test_table_shows_each_change_and_the_total(sample_diff):
     assert f"{sample_diff.old_total:,.0f} -> {sample_diff.new_total:,.0f}" in last
 
 
+@pytest.mark.slow
 def test_diff_workbook_lists_the_changes_and_checks_they_add_up(tmp_path, sample_diff):
     path = write_diff_workbook(sample_diff, tmp_path / "out" / "diff.xlsx")
     ws = openpyxl.load_workbook(path, data_only=True)["Diff"]

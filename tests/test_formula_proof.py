@@ -85,6 +85,7 @@ def test_a_formula_reading_the_wrong_row_is_caught_at_its_cell(small, tmp_path):
     assert [(m.sheet, m.cell, m.formula) for m in prove(broken)] == [("Tasks", f"{cost}3", slipped)]
 
 
+@pytest.mark.slow
 def test_a_doubled_term_in_one_month_cell_is_caught(small, tmp_path):
     path, proof = small
     monthly = openpyxl.load_workbook(path, data_only=True)["Monthly"]
@@ -98,6 +99,7 @@ def test_a_doubled_term_in_one_month_cell_is_caught(small, tmp_path):
     assert mismatches[0].computed == pytest.approx(2 * mismatches[0].cached, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_a_wrong_cached_value_is_caught_at_its_cell_and_where_it_is_read(small, tmp_path):
     """The service's cost a month cached 1 % high: its own formula disagrees, and so do the cells that read it (its
     month cells on Monthly, among others), while the sheets that do not read it still prove."""
@@ -112,6 +114,7 @@ def test_a_wrong_cached_value_is_caught_at_its_cell_and_where_it_is_read(small, 
     assert not {sheet for sheet, _ in wrong} & {"GPUs", "Assumptions", "Commitments"}
 
 
+@pytest.mark.slow
 def test_the_unbroken_copy_is_proven(small, tmp_path):
     """The planting itself changes nothing else: the same text and number written back prove."""
     path, proof = small

@@ -233,6 +233,7 @@ def build_sheets(folder: Path, sheets: dict[str, list[list]]) -> tuple[Result, P
     return CliRunner().invoke(main, ["build", str(folder / "q3.xlsx"), "-o", str(out), "--json", str(js)]), out, js
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(edits=gpu_edits)

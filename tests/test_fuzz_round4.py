@@ -132,6 +132,7 @@ levels = st.one_of(
     st.tuples(numbers, numbers, numbers))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(values=levels)
 def test_a_price_scenario_moves_the_total_by_its_multiplier_or_is_refused_at_its_cells(

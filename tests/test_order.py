@@ -85,6 +85,7 @@ def test_every_order_formula_recalculates_to_its_cached_value(built):
     assert prove(out, sheets=("Order",)) == []
 
 
+@pytest.mark.slow
 def test_the_order_follows_an_edited_task(built):
     """KB01 moved to three cards per replica: the RTX 4090 monthly line becomes 6 cards in each of the 3 months."""
     _, out, _ = built

@@ -592,6 +592,7 @@ def long_bill(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
 def test_stop_signals_during_duckdb_work_exit_with_their_number(tmp_path, private_tmpdir, long_bill, monkeypatch,
                                                                 signum):

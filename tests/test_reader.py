@@ -199,7 +199,7 @@ CARD = {"gpu": "MyCard", "vram_gb": 32, "bandwidth_gbs": 900, "tflops": 100, "mo
 @pytest.mark.parametrize("tasks, settings, gpus, extras, expected", [
     # kv_cache_gb is column F of the task row
     ([{**SERVICE, "kv_cache_gb": -5}], None, None, None, [(Code.NEGATIVE, "Tasks", "F2")]),
-    ([{**SERVICE, "cards": 5000}], None, None, None, [(Code.OUT_OF_RANGE, "Tasks", "F2")]),
+    ([{**SERVICE, "cards": 100_001}], None, None, None, [(Code.OUT_OF_RANGE, "Tasks", "F2")]),
     ([{**SERVICE, "cards": "1e9"}], None, None, None, [(Code.OUT_OF_RANGE, "Tasks", "F2")]),
     ([{**SERVICE, "cards": 2.5}], None, None, None, [(Code.NOT_WHOLE, "Tasks", "F2")]),
     ([{**SERVICE, "requests_per_day": "1,5"}], None, None, None, [(Code.NOT_A_NUMBER, "Tasks", "D2")]),
@@ -219,7 +219,7 @@ CARD = {"gpu": "MyCard", "vram_gb": 32, "bandwidth_gbs": 900, "tflops": 100, "mo
     ([SERVICE], None, [{**CARD, "purchase_price": -25000}], None, [(Code.NEGATIVE, "GPUs", "F2")]),
     ([SERVICE], None, [{**CARD, "power_w": -600}], None, [(Code.NEGATIVE, "GPUs", "F2")]),
     ([SERVICE], None, None, [{"item": "storage", "monthly_cost": -400}], [(Code.NEGATIVE, "Extras", "B2")]),
-], ids=["kv_cache_gb", "cards-5000", "cards-1e9", "cards-2.5", "comma-decimal", "commas-anywhere",
+], ids=["kv_cache_gb", "cards-100001", "cards-1e9", "cards-2.5", "comma-decimal", "commas-anywhere",
         "comma-misgrouped", "percent-of-a-count", "1e309", "inf", "nan", "setting-1e309", "catalog_fx-0", "negative-setting",
         "negative-monthly-price", "negative-hourly-price", "scaling-negative", "scaling-over-1", "purchase-price",
         "power", "extras-cost"])

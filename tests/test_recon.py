@@ -339,8 +339,9 @@ def test_json_is_specs_reconciliation_month(scenario):
         "tasks", "resources", "planned_extras", "partial", "coverage", "commitments", "commitment_billed",
         "effective_total", "non_gpu", "non_gpu_planned", "non_gpu_not_planned", "buffer_left", "credits", "credit_billed",
         "idle_saving", "achievable_saving", "daily", "planned_commitments", "planned_gpu_all", "billed_gpu_all",
-        "planned_all",
+        "planned_all", "currencies",
     ]
+    assert july["currencies"] == []   # the bill is in the plan's currency: nothing converted
     assert july["tasks"][0] == {"task_id": "T01", "planned": 600.0, "billed": pytest.approx(567.20),
                                 "variance": pytest.approx(-32.80), "non_gpu_billed": 33.0,
                                 "rate_variance": pytest.approx(-32.80), "usage_variance": 0.0,

@@ -137,6 +137,7 @@ def test_task_planned_committed_but_billed_on_demand_is_flagged(built):
     assert flags["i-ccc"] == ([], "Standard")                      # T2 planned on demand (Standard)
 
 
+@pytest.mark.slow
 def test_focus_tab_recalculates_to_its_cached_values(built):
     out, _ = built
     assert prove(out) == []   # every formula evaluated from the cells it reads

@@ -78,6 +78,14 @@ CASES = [
     (rules.FLAGS_BY_KEY["untagged_gpu"], usage(task="T1"), False),
     (rules.FLAGS, usage(util=None, mem_share=None, oom=None, task=""), "untagged_gpu"),
     (rules.FLAGS, usage(util=None, mem_share=None, oom=None, task="T1"), ""),
+    # The printed summary: per flag, the resources whose flags cell holds it as a whole word, and their amounts.
+    (rules.FLAG_COUNT, {"word": "oom", "flags": ["oom", "low_utilization OOM", "room", ""]}, 2),
+    (rules.FLAG_AMOUNT, {"word": "low_utilization", "flags": ["low_utilization over_plan", "oom", "low_utilization"],
+                         "amounts": [120.5, 70.0, 9.5]}, 130.0),                  # 120.5 + 9.5
+    (rules.FLAG_AMOUNT, {"word": "oom", "flags": ["room", ""], "amounts": [5.0, 6.0]}, 0.0),
+    (rules.FLAGGED, {"flags": ["oom", "", "untagged_gpu", " "]}, 2),
+    (rules.TASKS_OVER, {"statuses": ["over plan", "", "partial month", "over plan"]}, 2),
+    (rules.NOT_SPLIT, {"variance": 500.0, "rate": 120.0, "usage": 300.0}, 80.0),  # 500 - 120 - 300
     (rules.FLAGS, usage(util=5.0, mem_share=None, oom=None, task=""), "low_utilization untagged_gpu"),
     (rules.FLAGS, usage(util=10.0, mem_share=20 / 24, oom=0, task="T1", task_status="over plan"),
      "low_utilization over_plan"),

@@ -134,6 +134,7 @@ def test_top_resources_by_money_on_the_tab_the_rest_on_the_resources_sheet(built
     assert ws.cell(rows["saving from idle cards"], 2).value == pytest.approx(REP1_SAVING + REP2_SAVING)
 
 
+@pytest.mark.slow
 def test_recon_tab_formulas_recalculate_to_the_same_money(built):
     out, _, _ = built
     proof = proof_of(out)

@@ -158,15 +158,25 @@ def test_usage_without_bills_is_read_and_warned(tmp_path):
     assert not (tmp_path / "p.xlsx").exists()
 
 
-def test_bill_in_another_currency_is_an_error(tmp_path):
+def test_bill_in_another_currency_without_an_fx_row_converts_at_the_months_reference_rate(tmp_path):
+    """The USD bill against the CNY plan, no FX row for USD: each month converts at the ECB reference rate of a day
+    in that month (never the plan's ¥ on a USD amount); the JSON says which rate, and every total is the lines'
+    USD total times it."""
     book = make_input(tmp_path / "in.xlsx", TASKS)   # CNY plan
     bill = tmp_path / "bill.csv"
     with bill.open("w", newline="") as fh:
         csv.writer(fh).writerows([HEADER, *LINES])
-    result = CliRunner().invoke(main, ["build", str(book), "-o", str(tmp_path / "o.xlsx"), "--bills", str(bill)])
-    assert result.exit_code == 1
-    assert "bill.csv" in result.output and "never converts" in result.output
-    assert not (tmp_path / "o.xlsx").exists()
+    out, js = tmp_path / "o.xlsx", tmp_path / "o.json"
+    result = CliRunner().invoke(main, ["build", str(book), "-o", str(out), "--bills", str(bill), "--json", str(js)])
+    assert result.exit_code == 0, result.output
+    recon = json.loads(js.read_text())["reconciliation"]
+    for month in ("2026-07", "2026-08"):
+        (usd,) = recon[month]["currencies"]
+        usd_lines = math.fsum(float(line[1]) for line in LINES if line[0][:7] == month)
+        assert usd["currency"] == "USD" and usd["source"].startswith("ECB reference rate")
+        assert usd["as_of"][:7] == month and 5 < usd["rate"] < 9   # a day of the month; CNY per USD
+        assert usd["billed"] == pytest.approx(usd_lines)
+        assert recon[month]["billed_total"] == pytest.approx(usd_lines * usd["rate"])
 
 
 # The bill as the line-based reader hands it over, with its coverage and the duplicates it counted once: a

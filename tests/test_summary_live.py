@@ -29,6 +29,7 @@ def _summary_column_a(values: dict) -> list:
     return [v for _, v in rows]
 
 
+@pytest.mark.slow
 def test_a_gpu_not_in_the_catalog_shows_on_the_summary_banner(sample):
     """"A100" is not a catalog name (the catalog has "A100 80G"): the banner turns to the failure text."""
     _, path = sample
@@ -49,6 +50,7 @@ def test_the_banner_turns_red_unless_all_checks_pass(sample):
     assert banner[0].dxf.fill.bgColor.rgb.endswith("C00000")
 
 
+@pytest.mark.slow
 def test_an_over_cap_warning_follows_an_edited_cap(sample):
     """The monthly tier holds KB01 (2 RTX 4090 cards), ML03 (1 replica of 2 A100 80G cards) and ML05 (1 L40S) in
     every month, at the catalog's monthly rents: a cap 1,000 under that is exceeded in all three plan months, 1,000 over in none."""
@@ -64,6 +66,7 @@ def test_an_over_cap_warning_follows_an_edited_cap(sample):
     assert not any(isinstance(v, str) and "over its cap" in v for v in high)
 
 
+@pytest.mark.slow
 def test_the_tier_advice_follows_an_edited_tier(sample):
     """KB02 (QLoRA refresh on idle RTX 4090) is cheaper on spot; moved to spot, one task fewer is advised."""
     plan, path = sample

@@ -5,14 +5,12 @@ their content is compared."""
 
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
 import openpyxl
 import pytest
-from conftest import REPO
+from conftest import REPO, shipped_catalogs
 
-from budgetgen import catalog, models, prices
 from budgetgen.template import TEMPLATES, write_templates
 
 
@@ -28,15 +26,8 @@ def content(path: Path) -> dict:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     """What init writes now, with the shipped catalogs (the tests' fixed copies are patched in for the session)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
-        mp.setattr(prices, "OFFERS_RESOURCE", files("budgetgen") / "data" / "prices.csv")
-        mp.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
-        models.builtin_models.cache_clear()
-        try:
-            return write_templates(tmp_path_factory.mktemp("templates"))
-        finally:
-            models.builtin_models.cache_clear()
+    with shipped_catalogs():
+        return write_templates(tmp_path_factory.mktemp("templates"))
 
 
 @pytest.mark.parametrize("lang", sorted(TEMPLATES))

@@ -169,6 +169,7 @@ def test_the_scenarios_printed_totals_keep_the_committed_cards(year):
     assert results["scenarios"]["totals"] == pytest.approx(SCENARIO_TOTALS, abs=0.005)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", ["high", "low", "base"])
 def test_the_selector_gives_the_printed_total_and_every_check_passes_in_formulas(year, level):
     """Each formula the selector reaches re-evaluated by `formulas` from its precedents (formula_proof.local_recalc;

@@ -33,6 +33,7 @@ def test_people_read_chinese_values_and_formulas_compare_ascii_keys(zh):
     assert {r[0] for r in tier_rows} == {"包月", "按需", "闲置", "竞价"}
 
 
+@pytest.mark.slow
 def test_the_chinese_workbook_recalculates_to_its_cached_values(zh):
     """Every formula evaluated from the cells it reads, on every sheet but Candidates (two thirds of the formulas):
     its formulas are the English ones byte for byte (test_i18n.test_formulas_are_identical_in_both_languages) and

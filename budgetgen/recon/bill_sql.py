@@ -13,12 +13,13 @@ made for another zone is refused rather than read with shifted months.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import duckdb
 
 from ..errors import Code, InputError, Problem
+from ..fx import Rate
 from ..i18n import Message
 from ..values import LARGEST
 from .bill_sums import (
@@ -34,9 +35,11 @@ from .bill_sums import (
     FIRST_DATE,
     LAST_DATE,
     BillSums,
+    _bill_rates,
     _check_pattern,
     _classify,
     _connection,
+    _convert,
     _daily,
     _literal,
     _Options,
@@ -44,6 +47,7 @@ from .bill_sums import (
     _sql,
     _tags_problem,
     gpu_regex,
+    no_rate,
 )
 from .dialects import DEFAULT_TABLE, DIALECTS
 from .table import MAX_ROW_PROBLEMS
@@ -109,9 +113,11 @@ def read_bill_sums(
     *,
     billing_timezone: str = "UTC",
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
+    rate_of: Callable[[str, str], Rate | None] | None = None,
 ) -> BillSums:
     """The result of grouping_sql (CSV or Parquet) classified and summed like sum_bills' (one source: no
-    de-duplication; the query's result holds no line to find again). Problems name the file and its row."""
+    de-duplication; the query's result holds no line to find again), a month's rows in another currency
+    converted at rate_of's rate (as sum_bills). Problems name the file and its row."""
     path = Path(path)
     name = path.name
     if not path.is_file():
@@ -121,7 +127,7 @@ def read_bill_sums(
         raise InputError([Problem(Code.WRONG_FORMAT, name, "", Message("not_a_table_file", file=name))])
     pattern = gpu_regex(gpu_line_pattern, gpu_names)
     with _connection(memory_limit, None, billing_timezone) as con:
-        options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, _quiet)
+        options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, _quiet, rate_of=rate_of)
         _check_pattern(con, pattern, gpu_line_pattern)
         reader = (f"read_parquet({_literal(str(path))}, file_row_number=true)" if kind == ".parquet" else
                   f"read_csv({_literal(str(path))}, header=true, all_varchar=true)")
@@ -146,6 +152,7 @@ def read_bill_sums(
         con.execute(_GROUPS_FROM_SUMS)
         con.execute(f"DROP {relation} sums_file")
         con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
+        currencies = _convert(con, options, "all_groups", daily=True)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
         daily = _daily(con)
@@ -153,7 +160,7 @@ def read_bill_sums(
     sums = sums.astype(_SUM_TEXTS)
     billed = {m: float(g.sum()) for m, g in sums.groupby("month", sort=True)["billed"]}
     return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage}, {}, (),
-                    daily)
+                    daily, currencies)
 
 
 def _result_column(header: str, name: str, kind: str) -> str:
@@ -252,10 +259,14 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
                             f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
         problems += [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))
                      for row, first in again]
-    other = con.execute(_sql(f"SELECT upper(txt(currency)), sum(TRY_CAST(lines AS BIGINT))::BIGINT, min(row) "
-                             f"FROM sums_file WHERE {_CURRENCY_OTHER} GROUP BY 1 ORDER BY 1", options)).fetchall()
-    problems += [Problem(Code.CURRENCY, name, f"row {row}", Message(
-        "currency_mismatch", code=code, lines=lines or 0, plan=options.currency)) for code, lines, row in other]
+    _bill_rates(con, options, "sums_file")
+    if options.missing:
+        codes = ", ".join(_literal(code) for code in options.missing)
+        other = con.execute(_sql(f"SELECT upper(txt(currency)), sum(TRY_CAST(lines AS BIGINT))::BIGINT, min(row) "
+                                 f"FROM sums_file WHERE {_CURRENCY_OTHER} AND upper(txt(currency)) IN ({codes}) "
+                                 "GROUP BY 1 ORDER BY 1", options)).fetchall()
+        problems += [Problem(Code.CURRENCY, name, f"row {row}", no_rate(code, lines or 0, options))
+                     for code, lines, row in other]
     for i, (column, bad) in enumerate(_BAD_CHOICES.items(), start=len(_SUMS_CHECKS)):
         if not found_any >> i & 1:
             continue

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -33,6 +34,7 @@ import pandas as pd
 from openpyxl.utils import get_column_letter
 
 from ..errors import Code, InputError, Problem
+from ..fx import Rate
 from ..i18n import Message
 from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from ..values import LARGEST, SPREADSHEET_ERRORS
@@ -92,6 +94,9 @@ class BillSums:
     daily: pd.DataFrame | None = None
     """daily: the GPU lines (commitment lines apart) summed per month × task_id × charge day (in the billing
     time zone): columns month, task_id ("" untagged), day (datetime.date), billed; from the same grouping."""
+    currencies: Mapping[str, tuple[tuple[str, float, Rate], ...]] = field(default_factory=dict)
+    """currencies: {month: ((currency, its lines' BilledCost in it, the Rate that converted them), ...)} for the
+    lines billed in another currency than the plan's; every amount above is in the plan currency."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,9 @@ class _Options:
     progress: Callable[[str], None]
     frames: dict = field(default_factory=dict)
     problems: list = field(default_factory=list)  # found while the sources are opened, raised with the headers'
+    rate_of: Callable[[str, str], Rate | None] | None = None  # (currency, month) -> the rate into the plan's
+    rates: dict = field(default_factory=dict)  # {(currency, month): Rate} of the bill's other currencies
+    missing: dict = field(default_factory=dict)  # {currency: [months]} that no rate converts
 
 
 def sum_bills(
@@ -138,17 +146,21 @@ def sum_bills(
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
     temp_parent: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    rate_of: Callable[[str, str], Rate | None] | None = None,
 ) -> BillSums:
     """Every source read and summed by DuckDB (see BillSums); InputError with every problem found by SQL.
 
     memory_limit bounds DuckDB (it spills to a private folder under temp_parent, removed at the end);
-    progress is told how far a long read has gone.
+    progress is told how far a long read has gone; rate_of gives the rate (plan currency per 1 unit) that
+    converts a month's lines in another currency (fx.bill_rate), None where there is none (an error naming the
+    file, row and currency); without it, a line in another currency is such an error.
     """
     sources = list(sources)
     _refuse_same_files(sources)
     pattern = gpu_regex(gpu_line_pattern, gpu_names)
     with _connection(memory_limit, temp_parent, billing_timezone) as con:
-        options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, progress or _quiet)
+        options = _Options(plan_currency, pattern, dict(assignments), billing_timezone, progress or _quiet,
+                           rate_of=rate_of)
         parts = [(i, part) for i, s in enumerate(sources) for part in _parts(con, s, options)]
         _check_pattern(con, pattern, gpu_line_pattern)
         _check_headers(parts, options.problems)
@@ -162,6 +174,7 @@ def sum_bills(
             con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _raise_problems(con, parts, options)
         notes = _part_warnings(con, [p for _, p in parts], plan_currency)
+        currencies = _convert(con, options, "all_groups", daily=True)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
         daily = _daily(con)
@@ -173,7 +186,48 @@ def sum_bills(
     duplicates = {m: (int(n), float(amount)) for m, n, amount in dups}
     warnings = (*notes, *(Message("duplicate_lines", month=m, lines=n, amount=a) for m, (n, a) in duplicates.items()))
     return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage},
-                    duplicates, warnings, daily)
+                    duplicates, warnings, daily, currencies)
+
+
+def _bill_rates(con: duckdb.DuckDBPyConnection, options: _Options, table: str) -> None:
+    """The rate of each month and currency of `table` other than the plan's (options.rates), and the currencies
+    and months that no rate converts (options.missing)."""
+    pairs = con.execute(_sql(f"SELECT DISTINCT upper(txt(currency)), CAST(month AS VARCHAR) FROM {table} "
+                             f"WHERE {_CURRENCY_OTHER} ORDER BY 1, 2", options)).fetchall()
+    options.rates.clear()
+    options.missing.clear()
+    for code, month in pairs:
+        rate = options.rate_of(code, month) if options.rate_of is not None and month is not None else None
+        if rate is None:
+            options.missing.setdefault(code, []).append(month or "")
+        else:
+            options.rates[(code, month)] = rate
+
+
+def _convert(con: duckdb.DuckDBPyConnection, options: _Options, table: str, daily: bool = False
+             ) -> dict[str, tuple[tuple[str, float, Rate], ...]]:
+    """Every amount of `table`'s groups in another currency than the plan's converted at its month's rate
+    (options.rates); each month's other currencies with their BilledCost before conversion and the rate.
+    `daily`: the table also holds the charge days' rows, whose lines' currency their line_key decides."""
+    if not options.rates:
+        return {}
+    rows = ", ".join(f"({_literal(c)}, {_literal(m)}, {r.rate!r}::DOUBLE)" for (c, m), r in options.rates.items())
+    con.execute(f"CREATE OR REPLACE TEMP TABLE fx_rates AS SELECT * FROM (VALUES {rows}) t(currency, month, rate)")
+    join = "upper(txt(g.currency)) = r.currency AND CAST(g.month AS VARCHAR) = r.month"
+    groups = " AND NOT g.daily" if daily else ""
+    totals = con.execute(f"SELECT r.month, r.currency, fsum(g.billed) FROM {table} g JOIN fx_rates r ON {join} "
+                         f"WHERE g.lines > 0{groups} GROUP BY ALL ORDER BY 1, 2").fetchall()
+    if daily:   # the days' rows first, by their lines' key (each key is one currency: it is one of the key's texts)
+        con.execute(f"UPDATE {table} AS d SET billed = d.billed * k.rate, dup_billed = d.dup_billed * k.rate, "
+                    f"effective = d.effective * k.rate FROM (SELECT DISTINCT g.month, g.line_key, r.rate "
+                    f"FROM {table} g JOIN fx_rates r ON {join} WHERE NOT g.daily) k "
+                    f"WHERE d.daily AND d.month = k.month AND d.line_key = k.line_key")
+    con.execute(f"UPDATE {table} AS g SET billed = g.billed * r.rate, dup_billed = g.dup_billed * r.rate, "
+                f"effective = g.effective * r.rate FROM fx_rates r WHERE {join}{groups}")
+    out: dict[str, list] = {}
+    for month, code, billed in totals:
+        out.setdefault(month, []).append((code, float(billed), options.rates[(code, month)]))
+    return {m: tuple(v) for m, v in out.items()}
 
 
 def _daily(con: duckdb.DuckDBPyConnection, query: str | None = None) -> pd.DataFrame:
@@ -294,7 +348,7 @@ def _refuse_same_files(sources: list[BillSource]) -> None:
     seen: dict[object, str] = {}
     problems = []
     for path in files:
-        keys = [path.resolve()]
+        keys: list[object] = [path.resolve()]
         if sizes[path.stat().st_size] > 1:
             keys.append((path.stat().st_size, _digest(path)))
         first = next((seen[k] for k in keys if k in seen), None)
@@ -444,17 +498,17 @@ def _xlsx_sheets(path: Path, options: _Options) -> Iterator[tuple[pd.DataFrame, 
             yield sheet_frame(rows), name(title)
 
 
-def _check_headers(parts: list[tuple[int, _Part]], problems: list[Problem] = ()) -> None:
+def _check_headers(parts: list[tuple[int, _Part]], problems: list[Problem] | None = None) -> None:
     """Each part has the required columns once (a sheet that is no bill is named, not ignored) and columns of a
     type that can hold their values; `problems` found while opening the parts are raised with these."""
-    problems = list(problems)
+    problems = list(problems or ())
     for _, part in parts:
         headers = match_headers(part.columns, BILL_INPUT_COLUMNS)
         problems += [Problem(Code.MISSING_COLUMN, part.name, "", Message("file_missing_column", column=c.name))
                      for c in BILL_INPUT_COLUMNS if c.required and c.name not in headers]
-        for column, found in duplicate_headers(part.headers or part.columns, BILL_INPUT_COLUMNS).items():
+        for twice, found in duplicate_headers(part.headers or part.columns, BILL_INPUT_COLUMNS).items():
             problems.append(Problem(Code.DUPLICATE_COLUMN, part.name, "", Message(
-                "file_duplicate_column", column=column, count=len(found), headers=", ".join(found))))
+                "file_duplicate_column", column=twice, count=len(found), headers=", ".join(found))))
         for column in BILL_INPUT_COLUMNS:
             header = headers.get(column.name)
             kind = part.types.get(header, "VARCHAR") if header else "VARCHAR"
@@ -475,7 +529,7 @@ def _part_warnings(con: duckdb.DuckDBPyConnection, parts: list[_Part], currency:
     for part in parts:
         if "BillingCurrency" not in match_headers(part.columns, BILL_INPUT_COLUMNS):
             warnings.append(Message("bill_without_currency", file=part.name, currency=currency))
-        if not con.execute(f"SELECT EXISTS (SELECT 1 FROM {part.relation})").fetchone()[0]:
+        if not _first(con.execute(f"SELECT EXISTS (SELECT 1 FROM {part.relation})").fetchone()):
             warnings.append(Message("bill_without_lines", file=part.name))
     return warnings
 
@@ -700,9 +754,9 @@ _TEXT_KEYS = ", ".join(_TEXTS) + ", extra_text"
 _NORMALISED = "SELECT * REPLACE (" + ", ".join(f"txt({k}) AS {k}" for k in _TEXTS) + ") FROM groups"
 _DAY = "CAST(local_start AS DATE)"
 _KEY_TEXTS = ("resource_id", "tags", "description", "sku", "resource_type", "service_name", "resource_name",
-              "service_category", "charge_category", "commitment_status", "commitment_id", "extra_text")
-"""The texts that decide a line's task, GPU class and commitment kind: their hash (`line_key`) ties a day's sums
-to the classified group."""
+              "service_category", "charge_category", "commitment_status", "commitment_id", "extra_text", "currency")
+"""The texts that decide a line's task, GPU class, commitment kind and currency: their hash (`line_key`) ties a
+day's sums to the classified group (and to the rate that converts it)."""
 _GPU_DAY = (f"CASE WHEN lower(trim(coalesce(service_category, ''))) NOT IN ('storage', 'networking') AND "
             f"lower(trim(coalesce(charge_category, ''))) NOT IN ('credit', 'adjustment') THEN {_DAY} END")
 """A line's charge day where it may be a GPU line (storage, networking, credits and adjustments never are): the
@@ -925,19 +979,30 @@ _ROW_CHECKS = (
 )
 
 
+def _not_a_choice(choices: tuple[str, ...]) -> Callable[[Any], Message]:
+    return lambda v: Message("not_a_choice", raw=v, choices=list(choices))
+
+
+def _first(row: tuple[Any, ...] | None) -> Any:
+    """The first value of an aggregate query's row (an aggregate always returns one row)."""
+    if row is None:
+        raise ValueError("an aggregate query returned no row")
+    return row[0]
+
+
 def _raise_problems(con: duckdb.DuckDBPyConnection, parts: list[tuple[int, _Part]], options: _Options) -> None:
     """If the groups counted any problem (or a Tags text is no JSON object), find its first rows and raise."""
-    found = con.execute("SELECT bit_or(problems) FROM groups").fetchone()[0] or 0
+    found = _first(con.execute("SELECT bit_or(problems) FROM groups").fetchone()) or 0
     counts = {flag: found >> i & 1 for i, flag in enumerate(_CHECKS)}
     # Every Tags text is a JSON object (DuckDB checks each distinct one) naming at most one task (Python reads
     # those that mention a task).
     bad_tags = {t: problem for (t,) in con.execute(
         "SELECT DISTINCT txt(tags) AS t FROM groups WHERE t IS NOT NULL AND (contains(lower(t), 'task') "
         "OR NOT json_valid(t) OR json_type(t) <> 'OBJECT')").fetchall() if (problem := _tags_problem(t))}
-    counts["currency_other"] = con.execute(_sql(f"SELECT count(*) FROM groups WHERE {_CURRENCY_OTHER}", options)
-                                           ).fetchone()[0]
+    _bill_rates(con, options, "groups")
+    counts["currency_other"] = len(options.missing)
     for column, bad in _BAD_CHOICES.items():  # checked once per group, not per line
-        counts[column] = con.execute(f"SELECT count(*) FROM groups WHERE {bad}").fetchone()[0]
+        counts[column] = _first(con.execute(f"SELECT count(*) FROM groups WHERE {bad}").fetchone())
     if not any(counts.values()) and not bad_tags:
         return
     problems = []
@@ -972,7 +1037,7 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
                             f"ORDER BY file, row LIMIT {MAX_ROW_PROBLEMS + 1}").fetchall()
         (total,), = con.execute(f"SELECT count(*) FROM numbered WHERE {bad}").fetchall()
         problems += listed_problems(place.name_of, place.cell_of(header), header, Code.UNKNOWN_VALUE,
-                                    lambda v, choices=choices: Message("not_a_choice", raw=v, choices=list(choices)),
+                                    _not_a_choice(choices),
                                     found, total)
     if bad_tags and headers.get("Tags"):
         con.register("bad_tags", pd.DataFrame({"tags": pd.Series(list(bad_tags), dtype=object)}))
@@ -984,12 +1049,19 @@ def _part_problems(con: duckdb.DuckDBPyConnection, part: _Part, counts: Mapping[
                                     lambda v: bad_tags.get(v) or Message("tags_not_json", raw=v), found, total)
     if counts.get("currency_other") and headers.get("BillingCurrency"):
         header = headers["BillingCurrency"]
-        other = con.execute(_sql("SELECT upper(txt(currency)), count(*), min((coalesce(file, ''), row)) "
-                                 f"FROM numbered WHERE {_CURRENCY_OTHER} GROUP BY 1 ORDER BY 1", options)
-                            ).fetchall()
-        problems += [Problem(Code.CURRENCY, place.name_of(file), place.cell_of(header)(row), Message(
-            "currency_mismatch", code=code, lines=lines, plan=options.currency)) for code, lines, (file, row) in other]
+        codes = ", ".join(_literal(code) for code in options.missing)
+        other = con.execute(_sql("SELECT upper(txt(currency)) AS code, count(*), min((coalesce(file, ''), row)) "
+                                 f"FROM numbered WHERE {_CURRENCY_OTHER} AND upper(txt(currency)) IN ({codes}) GROUP BY 1 ORDER BY 1",
+                                 options)).fetchall()
+        problems += [Problem(Code.CURRENCY, place.name_of(file), place.cell_of(header)(row), no_rate(
+            code, lines, options)) for code, lines, (file, row) in other]
     return problems
+
+
+def no_rate(code: str, lines: int, options: _Options) -> Message:
+    """Lines in currency `code` that no rate converts into the plan's: the months, and how to give a rate."""
+    return Message("currency_mismatch", code=code, lines=lines, plan=options.currency,
+                   months=", ".join(m for m in options.missing.get(code, ()) if m) or "?")
 
 
 def _sql(text: str, options: _Options) -> str:

@@ -48,8 +48,9 @@ BILL_INPUT_COLUMNS: tuple[FileColumn, ...] = (
       help="start of the charge period; its month is the line's month unless BillingPeriodStart gives one"),
     F("BillingPeriodStart", "timestamp", help="start of the invoice period; where given, its month is the line's"),
     F("BilledCost", "number", "currency", required=True, example="12.5",
-      help="what the invoice charges for the line, in the plan's currency (credits negative)"),
-    F("BillingCurrency", "text", help="ISO code of the bill's currency: must be the plan's"),
+      help="what the invoice charges for the line, in its BillingCurrency (credits negative)"),
+    F("BillingCurrency", "text", help="ISO code of the line's currency; another than the plan's is converted "
+      "at the month's rate (FX sheet, else the ECB reference)"),
     F("ResourceId", "text", help="the resource billed; the Assignments sheet and usage files refer to it"),
     F("ResourceName", "text", help="display name of the resource"),
     F("ResourceType", "text", help="kind of resource"),

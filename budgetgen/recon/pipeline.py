@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from collections import namedtuple
@@ -10,11 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from ..engine import Plan
 from ..errors import Code, InputError, Problem
+from ..fx import bill_rate
 from ..i18n import Message
 from ..schema import EXTRA_CATEGORIES, TIER
 from .bill_sql import read_bill_sums
@@ -252,6 +255,27 @@ def daily_recons(daily: pd.DataFrame, limits: Limits) -> dict[str, tuple[DayReco
 
 
 @dataclass(frozen=True)
+class CurrencyRecon:
+    """The month's lines billed in another currency than the plan's: their BilledCost in that currency, and the
+    dated rate (plan currency per 1 unit) that converted them; every amount of the reconciliation is converted."""
+
+    currency: str
+    billed: float  # in `currency`
+    rate: float
+    as_of: str  # YYYY-MM-DD
+    source: str
+
+    @property
+    def converted(self) -> float:
+        """The lines' BilledCost in the plan currency."""
+        return self.billed * self.rate
+
+    def to_json(self) -> dict:
+        return {"currency": self.currency, "billed": self.billed, "rate": self.rate, "as_of": self.as_of,
+                "source": self.source, "converted": self.converted}
+
+
+@dataclass(frozen=True)
 class MonthRecon:
     """A month's reconciliation; gpu_billed includes unallocated, gpu_billed + non_gpu_billed + commitment_billed
     = billed_total (the BilledCost of the month).
@@ -281,6 +305,7 @@ class MonthRecon:
     non_gpu_planned: Mapping[str, float] = field(default_factory=dict)
     daily: tuple[DayRecon, ...] = ()
     planned_commitments: float = 0.0  # the commitments' adjustment of the month: committed cost - rent displaced
+    currencies: tuple[CurrencyRecon, ...] = ()  # the bill's other currencies, converted into the plan's
 
     @property
     def commitment_billed(self) -> float:
@@ -378,6 +403,7 @@ class MonthRecon:
             "planned_gpu_all": self.planned_gpu_all,
             "billed_gpu_all": self.billed_gpu_all,
             "planned_all": self.planned_all,
+            "currencies": [c.to_json() for c in self.currencies],
         }
 
 
@@ -624,7 +650,7 @@ def is_hours_unit(unit: str) -> bool:
     return bool(counts_hours) and not re.search(r"\bper\b|/|byte|\bgb|\bgib|\btb", text)
 
 
-def _resource_recon(row: tuple, status: Mapping[str, str], cards: Mapping[str, float | None],
+def _resource_recon(row: Any, status: Mapping[str, str], cards: Mapping[str, float | None],
                     pricing: Mapping[str, str], task_rows: Mapping[str, int], limits: Limits) -> ResourceRecon:
     """One row of the resource frame as a ResourceRecon with its flags, its cards and its idle cards."""
     task_id = row.task_id or None
@@ -712,7 +738,7 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     bill_sources = [BillSource(p, Path(p).name) for p in bill_paths]
     if inputs.bills_sheet is not None:
         bill_sources.insert(0, BillSource(inputs.bills_sheet, "Bills"))
-    usage_sources = [(p, Path(p).name) for p in usage_paths]
+    usage_sources: list[tuple[Path | pd.DataFrame, str]] = [(p, Path(p).name) for p in usage_paths]
     if inputs.usage_sheet is not None:
         usage_sources.insert(0, (inputs.usage_sheet, "Usage"))
     usage_frames, problems = _gather(usage_sources, read_usage)
@@ -723,13 +749,15 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
         return PlanRecon({}, {}, (Message("usage_without_bills", files=names),) if names else ())
     try:
         pattern, gpu_names = s.gpu_line_pattern or DEFAULT_GPU_LINE_PATTERN, [g.name for g in inputs.gpus]
+        rate_of = functools.partial(bill_rate, plan_currency=s.currency, fx=inputs.fx)
         if bill_sums is not None:
             bills = read_bill_sums(bill_sums, s.currency, pattern, dict(inputs.assignments), gpu_names,
-                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit())
+                                   billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit(),
+                                   rate_of=rate_of)
         else:
             bills = sum_bills(bill_sources, s.currency, pattern, dict(inputs.assignments), gpu_names,
                               billing_timezone=s.billing_timezone, memory_limit=s.recon_memory_limit or machine_memory_limit(),
-                              temp_parent=temp_parent, progress=progress)
+                              temp_parent=temp_parent, progress=progress, rate_of=rate_of)
     except InputError as exc:
         raise InputError(exc.problems + problems) from None
     if problems:
@@ -739,7 +767,12 @@ def reconcile_plan(plan: Plan, bill_paths: list[Path], usage_paths: list[Path], 
     recon = reconcile(bills.sums, usage, planned, buffers, s.low_util_threshold, s.oom_threshold,
                       s.variance_tolerance, coverage=bills.coverage, duplicates=bills.duplicates,
                       facts=plan_facts(plan), daily=bills.daily, spike_factor=s.recon_spike_factor)
-    names = [source.name for source in bill_sources] or [Path(bill_sums).name]
+    recon = {m: replace(mr, currencies=tuple(CurrencyRecon(code, billed, rate.rate, rate.as_of, rate.source)
+                                                         for code, billed, rate in bills.currencies.get(m, ())))
+             for m, mr in recon.items()}
+    names = [source.name for source in bill_sources]
+    if not names and bill_sums is not None:
+        names = [Path(bill_sums).name]
     warnings = (*bills.warnings, *unknown_task_warnings(names, bills.sums, planned),
                 *unmatched_usage_warnings(usage_frames, bills.sums))
     return PlanRecon(recon, dict(bills.billed), tuple(warnings), bills)

@@ -43,10 +43,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from ..schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, TIER
+from ..schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, TIER, Value
 
 K = SimpleNamespace(**CONSTANT_VALUES)
-Values = Mapping[str, object]
+Values = Mapping[str, Value]  # a row's placeholders' values
 
 LOW_UTILIZATION = "low_utilization"
 OOM = "oom"
@@ -86,7 +86,7 @@ class Rule:
     header: str
     fmt: str  # money | percent | text | flag
     excel: str  # without the leading `=`
-    py: Callable[[Values, Limits], object]
+    py: Callable[[Values, Limits | None], Value]  # None: a rule that reads no limits
 
     @property
     def placeholders(self) -> tuple[str, ...]:
@@ -107,6 +107,7 @@ class FlagRule(Rule):
 
     action: str = ""
     saves_bill: bool = False  # acting on it drops the resource's idle cards (IDLE_CARDS)
+    saving: str = ""  # the resource rule whose value acting on it saves (SAVING, TO_ATTRIBUTE), for the summary
 
     @property
     def action_name(self) -> str:
@@ -114,33 +115,40 @@ class FlagRule(Rule):
         return "Action" + "".join(part.capitalize() for part in self.key.split("_"))
 
 
+def _limits(s: Limits | None) -> Limits:
+    """The limits a rule that reads them is given (None is for the rules that read none)."""
+    if s is None:
+        raise TypeError("this Recon rule reads the limits: pass them")
+    return s
+
+
 def _known(value: object) -> bool:
     """Whether a usage value was measured (a blank cell is None or NaN)."""
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
-def _low_util(v: Values, s: Limits) -> bool:
-    return _known(v["util"]) and v["util"] / K.PercentScale < s.low_util_threshold
+def _low_util(v: Values, s: Limits | None) -> bool:
+    return _known(v["util"]) and v["util"] / K.PercentScale < _limits(s).low_util_threshold
 
 
-def _oom(v: Values, s: Limits) -> bool:
-    return _known(v["oom"]) and v["oom"] >= s.oom_threshold
+def _oom(v: Values, s: Limits | None) -> bool:
+    return _known(v["oom"]) and v["oom"] >= _limits(s).oom_threshold
 
 
-def _data_starved(v: Values, s: Limits) -> bool:
+def _data_starved(v: Values, s: Limits | None) -> bool:
     return (_known(v["mem_share"]) and _known(v["util"]) and v["mem_share"] > K.DataStarvedMemShare
             and v["util"] / K.PercentScale < K.DataStarvedUtil)
 
 
-def _over_plan(v: Values, s: Limits) -> bool:
+def _over_plan(v: Values, s: Limits | None) -> bool:
     return bool(v["task"]) and v["task_status"] == OVER_PLAN_STATUS
 
 
-def _untagged(v: Values, s: Limits) -> bool:
+def _untagged(v: Values, s: Limits | None) -> bool:
     return not v["task"]
 
 
-def _off_plan_pricing(v: Values, s: Limits) -> bool:
+def _off_plan_pricing(v: Values, s: Limits | None) -> bool:
     """Billed under a PricingCategory other than its task's tier's (planned Committed, billed Standard); a
     resource billed in part on the plan's category and in part on another is flagged too."""
     return bool(v["task"]) and bool(v["planned_pricing"]) and bool(v["pricing"]) and \
@@ -150,7 +158,8 @@ def _off_plan_pricing(v: Values, s: Limits) -> bool:
 FLAG_RULES: tuple[FlagRule, ...] = (
     FlagRule(LOW_UTILIZATION, LOW_UTILIZATION, "flag",
              "AND(ISNUMBER({util}),{util}/PercentScale<LowUtilThreshold)", _low_util,
-             action="drop the idle cards or replicas next month, or move to a smaller card", saves_bill=True),
+             action="drop the idle cards or replicas next month, or move to a smaller card", saves_bill=True,
+             saving="saving"),
     FlagRule(OOM, OOM, "flag", "AND(ISNUMBER({oom}),{oom}>=OomThreshold)", _oom,
              action="optimise memory use (batch size, FlashAttention, padding) before adding VRAM"),
     FlagRule(DATA_STARVED, DATA_STARVED, "flag",
@@ -161,7 +170,8 @@ FLAG_RULES: tuple[FlagRule, ...] = (
              _over_plan,
              action="the task is billed over its plan: check its usage with the task owner and re-forecast "
                     "its remaining months"),
-    FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it"),
+    FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it",
+             saving="to_attribute"),
     FlagRule(OFF_PLAN_PRICING, OFF_PLAN_PRICING, "flag",
              'AND({task}<>"",{planned_pricing}<>"",{pricing}<>"",{pricing}<>{planned_pricing})', _off_plan_pricing,
              action="billed at another price than its tier plans (e.g. on demand instead of the commitment): "
@@ -171,7 +181,7 @@ FLAGS_BY_KEY = {r.key: r for r in FLAG_RULES}
 ACTIONS = {r.key: r.action for r in FLAG_RULES}
 
 
-def resource_flags(values: Values, limits: Limits) -> tuple[str, ...]:
+def resource_flags(values: Values, limits: Limits | None) -> tuple[str, ...]:
     """The flags a resource row raises, in FLAG_RULES' fixed order (unknown usage raises none)."""
     return tuple(r.key for r in FLAG_RULES if r.py(values, limits))
 
@@ -187,7 +197,7 @@ def _has_flag(flag: str) -> str:
     return f'ISNUMBER(SEARCH(" "&{shown_word(flag)}&" "," "&{{flags}}&" "))'
 
 
-def _flags(v: Values, s: Limits) -> str:
+def _flags(v: Values, s: Limits | None) -> str:
     return " ".join(resource_flags(v, s))
 
 
@@ -197,11 +207,11 @@ def _raised(v: Values) -> list[FlagRule]:
     return [r for r in FLAG_RULES if r.key in words]
 
 
-def _actions(v: Values, s: Limits) -> str:
-    return " ".join(f"{s.action(r.key)}." for r in _raised(v))
+def _actions(v: Values, s: Limits | None) -> str:
+    return " ".join(f"{_limits(s).action(r.key)}." for r in _raised(v))
 
 
-def _resource_cards(v: Values, s: Limits) -> int:
+def _resource_cards(v: Values, s: Limits | None) -> int:
     """The cards (or replicas) of one resource: its task's cards held shared over the task's resource rows of
     the month (`task_rows`, counted once per task, never per row), rounded, at least 1 (an unallocated resource
     counts as 1)."""
@@ -217,7 +227,7 @@ def _round_half_up(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-def _idle_cards(v: Values, s: Limits) -> float:
+def _idle_cards(v: Values, s: Limits | None) -> float:
     """The cards (or replicas) the utilisation shows idle, cards × (100 − util%) / 100, when the resource is
     flagged low_utilization; else 0. Two replicas at 10 % hold 1.8 idle cards; one card at 3 % holds 0.97 (stop
     it, or move it to a cheaper tier)."""
@@ -226,7 +236,7 @@ def _idle_cards(v: Values, s: Limits) -> float:
     return v["cards"] * (K.PercentScale - v["util"]) / K.PercentScale
 
 
-def _saving(v: Values, s: Limits) -> float:
+def _saving(v: Values, s: Limits | None) -> float:
     """The saving if acted on: the idle cards' cost at the resource's billed rate, billed × idle / cards.
 
     over_plan saves nothing here: its action is to look at the plan, and its share of the task's overrun is
@@ -235,15 +245,15 @@ def _saving(v: Values, s: Limits) -> float:
     return v["billed"] * v["idle"] / v["cards"] if v["cards"] > 0 else 0.0
 
 
-def _to_attribute(v: Values, s: Limits) -> float:
+def _to_attribute(v: Values, s: Limits | None) -> float:
     """An untagged GPU resource's whole bill, to attribute to a task or stop; 0 for a task's resource."""
     return 0.0 if v["task"] else v["billed"]
 
 
-def _status(v: Values, s: Limits) -> str:
+def _status(v: Values, s: Limits | None) -> str:
     if v["partial"]:
         return PARTIAL_STATUS
-    return OVER_PLAN_STATUS if v["billed"] > v["planned"] * (1 + s.variance_tolerance) else ""
+    return OVER_PLAN_STATUS if v["billed"] > v["planned"] * (1 + _limits(s).variance_tolerance) else ""
 
 
 def _by_hours(v: Values) -> bool:
@@ -251,17 +261,17 @@ def _by_hours(v: Values) -> bool:
     return _known(v["hours"]) and _known(v["planned_hours"]) and v["planned_hours"] > 0
 
 
-def _rate_variance(v: Values, s: Limits) -> float | None:
+def _rate_variance(v: Values, s: Limits | None) -> float | None:
     """(actual rate − planned rate) × actual hours = billed − planned rate × actual hours."""
     return v["billed"] - v["planned"] / v["planned_hours"] * v["hours"] if _by_hours(v) else None
 
 
-def _usage_variance(v: Values, s: Limits) -> float | None:
+def _usage_variance(v: Values, s: Limits | None) -> float | None:
     """(actual hours − planned hours) × planned rate."""
     return (v["hours"] - v["planned_hours"]) * v["planned"] / v["planned_hours"] if _by_hours(v) else None
 
 
-def _planned_hours(v: Values, s: Limits) -> float:
+def _planned_hours(v: Values, s: Limits | None) -> float:
     """The GPU hours the plan buys in the month: a tier priced per card-month bills every card all month, the
     other tiers the task's GPU-hours; none in a month without planned cost."""
     if v["planned"] == 0:
@@ -269,7 +279,7 @@ def _planned_hours(v: Values, s: Limits) -> float:
     return v["cards_billed"] * v["hours_per_month"] if TIER[v["tier"]].per_card_month else v["gpu_hours"]
 
 
-def _buffer_share(v: Values, s: Limits) -> float:
+def _buffer_share(v: Values, s: Limits | None) -> float:
     return 0.0 if v["planned_total"] == 0 else v["reserved"] * v["planned"] / v["planned_total"]
 
 
@@ -277,12 +287,12 @@ def _days_in_month(day: dt.date) -> int:
     return calendar.monthrange(day.year, day.month)[1]  # December 9999 too: no date after it is needed
 
 
-def _partial(v: Values, s: Limits) -> bool:
+def _partial(v: Values, s: Limits | None) -> bool:
     """A month is partial when its first to last charge day spans fewer days than the month has."""
     return (v["last"] - v["first"]).days + 1 < _days_in_month(v["first"])
 
 
-def _reforecast(v: Values, s: Limits) -> float:
+def _reforecast(v: Values, s: Limits | None) -> float:
     """A month's estimate: the bill when the month is billed in full; the bill so far or the plan, whichever is
     larger, when it is billed in part; the plan when it has no bill yet."""
     if not _known(v["billed"]):
@@ -290,7 +300,7 @@ def _reforecast(v: Values, s: Limits) -> float:
     return max(v["billed"], v["planned"]) if v["partial"] else v["billed"]
 
 
-def _variance_pct(v: Values, s: Limits) -> float | None:
+def _variance_pct(v: Values, s: Limits | None) -> float | None:
     return None if v["planned"] == 0 else v["variance"] / v["planned"]
 
 
@@ -298,7 +308,7 @@ def _split_billed(v: Values, allocated: bool) -> float:
     return math.fsum(b for t, b in zip(v["tasks"], v["billed"], strict=True) if bool(t) is allocated)
 
 
-def _compared(v: Values, s: Limits) -> float:
+def _compared(v: Values, s: Limits | None) -> float:
     return v["effective"] if _known(v["effective"]) else v["billed"]
 
 
@@ -363,6 +373,31 @@ ACHIEVABLE_SAVING = Rule("achievable_saving", "achievable saving", "money", "{id
 (to attribute or stop): each resource counted once."""
 TOTAL_RULES = (BUFFER_LEFT, ALLOCATED_GPU, UNALLOCATED_GPU, BILLED_TOTAL, NOT_PLANNED, IDLE_SAVING, ACHIEVABLE_SAVING)
 
+
+# The printed summary of a Recon tab: the actions per flag and the counts, over the resource rows' flags cells.
+def _holds(flags: object, word: str) -> bool:
+    """Whether a flags cell holds `word` as a whole word (SEARCH ignores case)."""
+    return word.casefold() in str(flags or "").casefold().split()
+
+
+_HOLDS = 'ISNUMBER(SEARCH(" "&{word}&" "," "&{flags}&" "))'
+FLAG_COUNT = Rule("flag_count", "resources", "int", f"SUMPRODUCT({_HOLDS}*1)",
+                  lambda v, s: sum(_holds(f, v["word"]) for f in v["flags"]))
+"""The resources whose flags cell holds the flag `{word}` (its shown word), over the `{flags}` range."""
+FLAG_AMOUNT = Rule("flag_amount", "their bill", "money", f"SUMPRODUCT({_HOLDS}*{{amounts}})",
+                   lambda v, s: math.fsum(a for f, a in zip(v["flags"], v["amounts"], strict=True)
+                                          if _holds(f, v["word"])))
+"""An amount (`{amounts}`: the billed, the saving or the bill to attribute) summed over the resources flagged
+`{word}`."""
+FLAGGED = Rule("flagged", "resources flagged", "int", 'SUMPRODUCT((TRIM({flags})<>"")*1)',
+               lambda v, s: sum(1 for f in v["flags"] if str(f or "").strip()))
+TASKS_OVER = Rule("tasks_over", "tasks over plan", "int", f"SUMPRODUCT(({{statuses}}={shown_word(OVER_PLAN_STATUS)})*1)",
+                  lambda v, s: sum(1 for x in v["statuses"] if x == OVER_PLAN_STATUS))
+NOT_SPLIT = Rule("not_split", "not split (no GPU hours on the bill)", "money", "{variance}-{rate}-{usage}",
+                 lambda v, s: v["variance"] - v["rate"] - v["usage"])
+"""The tasks' GPU variance the rate and usage variances do not explain: the tasks whose bill gives no hours."""
+SUMMARY_RULES = (FLAG_COUNT, FLAG_AMOUNT, FLAGGED, TASKS_OVER, NOT_SPLIT)
+
 # The month's coverage, and the re-forecast on Summary.
 PARTIAL = Rule("partial", "partial month", "flag", "{last}-{first}+1<DAY(DATE(YEAR({first}),MONTH({first})+1,0))",
                _partial)
@@ -375,13 +410,13 @@ SPIKE_DAYS = 7
 no day of the window: an idle weekend does not lower the median)."""
 
 
-def _trailing_median(v: Values, s: Limits) -> float | None:
+def _trailing_median(v: Values, s: Limits | None) -> float | None:
     previous = [float(x) for x in v["previous"]][-SPIKE_DAYS:]
     return statistics.median(previous) if previous else None
 
 
-def _spike(v: Values, s: Limits) -> bool:
-    return _known(v["median"]) and v["median"] > 0 and v["billed"] > s.spike_factor * v["median"]
+def _spike(v: Values, s: Limits | None) -> bool:
+    return _known(v["median"]) and v["median"] > 0 and v["billed"] > _limits(s).spike_factor * v["median"]
 
 
 TRAILING_MEDIAN = Rule("trailing_median", "median of previous days", "money", "MEDIAN({previous})", _trailing_median)
@@ -390,5 +425,5 @@ median (a blank cell)."""
 SPIKE = Rule("spike", "spike", "flag", "AND(ISNUMBER({median}),N({median})>0,{billed}>ReconSpikeFactor*N({median}))",
              _spike)
 
-RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, PARTIAL, REFORECAST,
-                           TRAILING_MEDIAN, SPIKE)
+RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, *SUMMARY_RULES, PARTIAL,
+                           REFORECAST, TRAILING_MEDIAN, SPIKE)

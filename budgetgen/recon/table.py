@@ -168,7 +168,7 @@ class Table:
                      describe: Callable[[Any], Message]) -> list[Problem]:
         """One problem per masked row (the first MAX_ROW_PROBLEMS, then one counting the rest)."""
         rows = mask[mask.fillna(False).astype(bool)].index
-        found = [(None, row, v) for row, v in self.frame.loc[rows[:MAX_ROW_PROBLEMS + 1], header].items()]
+        found: list[tuple[str | None, int, Any]] = [(None, row, v) for row, v in self.frame.loc[rows[:MAX_ROW_PROBLEMS + 1], header].items()]
         return listed_problems(lambda _file: self.name, lambda row: self.cell(header, row), header, code, describe,
                                found, len(rows))
 
@@ -223,18 +223,18 @@ def _quoted(value: str) -> str:
 
 def read_table(source: str | Path | pd.DataFrame, name: str, declared: Iterable[FileColumn]) -> Table:
     """Read a path (CSV, Parquet, xlsx first sheet) or take a sheet's DataFrame, its headers matched to declared."""
-    declared = {c.name: c for c in declared}
+    by_name = {c.name: c for c in declared}
     if isinstance(source, pd.DataFrame):
         frame, a1, headers = source, True, tuple(str(c) for c in source.columns)
     else:
         frame, a1 = _read_file(Path(source), name)
         headers = _file_headers(Path(source)) or tuple(str(c) for c in frame.columns)
-    twice = duplicate_headers(headers, declared.values())
+    twice = duplicate_headers(headers, by_name.values())
     if twice:  # the first would be read and the other silently dropped
         raise InputError([Problem(Code.DUPLICATE_COLUMN, name, "", Message(
             "file_duplicate_column", column=column, count=len(found), headers=", ".join(found)))
             for column, found in twice.items()])
-    return Table(frame, name, a1, declared, match_headers(frame.columns, declared.values()))
+    return Table(frame, name, a1, by_name, match_headers(frame.columns, by_name.values()))
 
 
 def _file_headers(path: Path) -> tuple[str, ...] | None:

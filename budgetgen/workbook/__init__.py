@@ -67,7 +67,7 @@ def check_excel_limits(plan: Plan) -> None:
 
 
 def _open(plan: Plan, path: Path, tmpdir: Path | None) -> xlsxwriter.Workbook:
-    options = {"strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False,
+    options: dict[str, bool | str] = {"strings_to_formulas": False, "strings_to_urls": False, "strings_to_numbers": False,
                "constant_memory": True}
     if tmpdir is not None:
         options["tmpdir"] = str(tmpdir)
@@ -76,7 +76,7 @@ def _open(plan: Plan, path: Path, tmpdir: Path | None) -> xlsxwriter.Workbook:
     # directory; zipfile adds it only to such a part, so every smaller workbook is byte for byte as without.
     wb.use_zip64()
     s = plan.inputs.settings
-    built = dt.datetime.combine(dt.date.fromisoformat(s.build_date), dt.time(), dt.UTC)
+    built = dt.datetime.combine(s.build_day, dt.time(), dt.UTC)
     wb.set_properties({"title": "GPU budget", "subject": "budgetgen plan", "author": "budgetgen",
                        "created": built, "comments": f"budgetgen {__version__}"})
     return wb
@@ -189,5 +189,5 @@ def write_workbook(plan: Plan, out: Path, recon: Mapping | None = None, billed_i
     for month, at in layout.recon.items():
         if at.rest_in_csv:
             progress(f"writing {at.csv_name(out.stem)} ({at.rest_rows:,} resources)")
-            write_resources_csv(out.with_name(at.csv_name(out.stem)), recon[month], at)
+            write_resources_csv(out.with_name(at.csv_name(out.stem)), (recon or {})[month], at)
     return out

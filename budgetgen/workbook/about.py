@@ -35,10 +35,10 @@ def write_about(book: Book, ws, plan: Plan) -> None:
     ws.set_column(1, 1, 90)
     ws.write_string(0, 0, t("About this workbook"), book.f.title)
     rows = [("made by", f"budgetgen {__version__}"), ("input file", inputs.source_name),
-            ("input SHA-256", inputs.source_sha256), ("build date", s.build_date),
+            ("input SHA-256", inputs.source_sha256), ("build date", s.build_date or ""),
             ("plan", f"{plan.months[0]} {t('to')} {plan.months[-1]}, {s.currency}")]
     rows += [(f"{t('setting')} {input_name(x.key, book.lang)}",
-              "" if getattr(s, x.key) is None else str(getattr(s, x.key))) for x in SETTINGS]
+              "" if s.value(x.key) is None else str(s.value(x.key))) for x in SETTINGS]
     rows += [("how to read", t(line)) for line in HOW_TO_READ]
     for i, (label, text) in enumerate(rows, start=2):
         ws.write_string(i, 0, t(label), book.f.bold)

@@ -25,7 +25,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
     for key, row in at.settings.items():
         setting = SETTINGS_BY_KEY[key]
         ws.write_string(row, 0, input_name(key, book.lang))
-        book.value(ws, row, 1, getattr(s, key), "input", "percent" if setting.type == "percent" else "general")
+        book.value(ws, row, 1, s.value(key), "input", "percent" if setting.type == "percent" else "general")
         ws.write_string(row, 2, t(setting.unit))
         note = " (structure: change it in the input workbook and rebuild)" if setting.structural else ""
         book.wrapped(ws, row, 3, t(setting.help) + t(note), _WIDTHS[3])
@@ -62,7 +62,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
     for i, tier in enumerate(TASK_TIERS):
         row = at.tiers_first + i
         ws.write_string(row, 0, tier.name, book.f.get("input", "text"))
-        book.value(ws, row, 1, getattr(s, tier.cap_setting), "input", "money")
+        book.value(ws, row, 1, s.tier_cap(tier), "input", "money")
         ws.write_string(row, 2, t("currency/month"))
         ws.write_string(row, 3, t("optional budget cap for the {tier} tier (blank: none)").format(
             tier=word(tier.name, book.lang)))

@@ -7,8 +7,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name, xl_rowcol_to_cell
+from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
 from ..errors import CellWriteError
@@ -119,6 +121,9 @@ def _xml_text(text: str) -> str:
     return text
 
 
+BlockColumn = tuple[int, str, str | None, Any]  # ColumnBlock's column: column, key, formula or None, format
+
+
 class ColumnBlock:
     """Adjacent columns of a table sheet (the Tasks and Candidates sheets), each a value or one formula down every
     row, written a whole row at a time. Only for a workbook in constant_memory mode, as budgetgen writes them.
@@ -133,7 +138,7 @@ class ColumnBlock:
     A row that cannot be written (outside the sheet, written out already, a text too long) raises CellWriteError.
     """
 
-    def __init__(self, columns: Sequence[tuple[int, str, str | None, object]]):
+    def __init__(self, columns: Sequence[BlockColumn]):
         """`columns`: (column, key of its value, formula without `=` and with `{r}` for the 1-based row (`{p}` for
         the row above) or None for a value column, format), in column order. A formula column caches the value (the engine's result)."""
         cols = [col for col, _, _, _ in columns]
@@ -226,7 +231,7 @@ def column_range(sheet: str, first_row: int, last_row: int, first_col: int, last
 class Book:
     """The open workbook, its formats and its language, as each sheet writer receives them."""
 
-    wb: object
+    wb: Workbook
     f: Formats
     lang: str
     currency: str
@@ -253,7 +258,7 @@ class Book:
         """A workbook-scoped name for a column (or a block) of `sheet`."""
         self.wb.define_name(name, column_range(sheet, first_row, last_row, first_col, last_col))
 
-    def header(self, ws, row: int, headers: list[str], widths: list[float] | None = None, first_col: int = 0) -> None:
+    def header(self, ws, row: int, headers: list[str], widths: Sequence[float] | None = None, first_col: int = 0) -> None:
         for i, text in enumerate(headers):
             ws.write_string(row, first_col + i, self.t(text), self.f.header)
             if widths:

@@ -13,7 +13,7 @@ from ..engine import Plan
 from ..i18n import say
 from ..prices import ANY_REGION, OFFER_SEPARATOR
 from ..schema import TASK_TIERS
-from .book import Book, ColumnBlock
+from .book import BlockColumn, Book, ColumnBlock
 from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
 from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table, listed_candidates
 from .printing import print_setup
@@ -29,14 +29,14 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     widths = column_headers(book, ws, table, {"excluded": "excluded because", "cards": "cards given",
                                               "task_row": "task row #"}, CANDIDATE_HEADERS | GPU_ROW_HEADER)
     task_row = xl_col_to_name(table.columns["task_row"])
-    formulas = [(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
+    formulas: list[BlockColumn] = [(table.columns[c.key], c.key, compile_formula(c.excel, table, task_row), book.f.get("calc", c.fmt))
                 for c in CALCS if c.key not in CANDIDATE_FROM_TASKS]
-    values = [(table.columns[key], key, None, book.f.get(_VALUE_ROLES.get(key, "calc"), "general"))
+    values: list[BlockColumn] = [(table.columns[key], key, None, book.f.get(_VALUE_ROLES.get(key, "calc"), "general"))
               for key in CANDIDATE_LEAD if key != "gpu_row"]
     values.append((table.columns["gpu_row"], "gpu_row", gpu_row_formula(table), book.f.get("calc", "int")))
-    offer = [(table.columns[key], key, compile_formula(_OFFER, table), book.f.get("calc", "general"))
+    offer: list[BlockColumn] = [(table.columns[key], key, compile_formula(_OFFER, table), book.f.get("calc", "general"))
              for key in CANDIDATE_OFFER]
-    choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "best_gpu" else "money"))
+    choice: list[BlockColumn] = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "best_gpu" else "money"))
               for key, formula in candidate_formulas(table).items()]
     block = ColumnBlock(sorted(values + formulas + offer + choice, key=lambda column: column[0]))
     catalog = {g.name: g for g in plan.inputs.gpus}

@@ -16,16 +16,16 @@ from .printing import print_setup
 SHEET = "GPUs"
 # Column widths by column (9 for the rest): a price column is 12 wide for the reference and card-month prices.
 _WIDTHS = {"gpu": 14, "class": 12, "bandwidth_gbs": 12, "form_factor": 10, "interconnect": 10, "scaling": 8,
-           "bandwidth_efficiency": 11, "matmul_efficiency": 11,
+           "bandwidth_efficiency": 11, "matmul_efficiency": 11, "training_efficiency": 11,
            "purchase_price": 12, "power_w": 8, "provider": 12, "region": 10, "source": 44,
            **{t.price_column: 12 if t.reference or t.per_card_month else 11 for t in TIERS}}
 _FORMATS = {"scaling": "percent", "price_change_per_year": "percent",
-            "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
+            "bandwidth_efficiency": "percent", "matmul_efficiency": "percent", "training_efficiency": "percent",
             "purchase_price": "money",
             **{t.price_column: "money" if t.per_card_month else "price" for t in TIERS}}
 # As listed, a price is a plain number: its currency is the row's `currency`, never the plan's label.
 _LISTED_FORMATS = {"scaling": "percent", "price_change_per_year": "percent",
-                   "bandwidth_efficiency": "percent", "matmul_efficiency": "percent",
+                   "bandwidth_efficiency": "percent", "matmul_efficiency": "percent", "training_efficiency": "percent",
                    "purchase_price": "int",
                    **{t.price_column: "int" if t.per_card_month else "number" for t in TIERS}}
 
@@ -40,7 +40,7 @@ def write_gpus(book: Book, ws, gpus, settings) -> None:
     ws.set_row(0, 45)  # three lines: the converted columns' headers name their unit
     at = {c: i for i, c in enumerate(cols)}
     rate_col = len(cols)
-    converted = [(t.price_name, t.price_column, t.name, t.price_unit, _FORMATS[t.price_column]) for t in TIERS]
+    converted: list[tuple[str, str, str | None, str, str]] = [(t.price_name, t.price_column, t.name, t.price_unit, _FORMATS[t.price_column]) for t in TIERS]
     converted.append(("GpuPurchase", "purchase_price", None, "currency", "money"))
     book.header(ws, 0, [book.titled("FX rate", "plan currency per unit")]
                 + [book.titled(book.t("{column} in the plan currency").format(column=input_name(column, book.lang)),
@@ -57,7 +57,7 @@ def write_gpus(book: Book, ws, gpus, settings) -> None:
                      g.fx, "rate")
         for j, (_, column, tier, _, fmt) in enumerate(converted, start=rate_col + 1):
             listed = f"{xl_col_to_name(at[column])}{n}"
-            record = TIER.get(tier)
+            record = TIER.get(tier or "")
             if record is not None and not record.for_tasks:
                 formula = rules.COMMIT_RATE.formula(listed=listed, fx=rate, on_demand=f"{xl_col_to_name(on_demand_col)}{n}",
                                                     discount=record.discount_name)
@@ -73,8 +73,8 @@ def write_gpus(book: Book, ws, gpus, settings) -> None:
     last_col = rate_col + len(converted)
     ws.freeze_panes(1, 1)
     ws.autofilter(0, 0, len(gpus), last_col)
-    for col, column in enumerate(GPU_COLUMNS):
-        if column.choices:
-            book.dropdown(ws, 1, max(1, len(gpus)), col, column.name, column.choices)
+    for col, declared in enumerate(GPU_COLUMNS):
+        if declared.choices:
+            book.dropdown(ws, 1, max(1, len(gpus)), col, declared.name, declared.choices)
     print_setup(ws, book.lang, widths + [10] + [12] * len(converted), len(gpus), header_rows=(0, 0),
                 repeat_cols=(0, 0))

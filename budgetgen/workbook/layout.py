@@ -16,7 +16,7 @@ from ..models import MODEL_COLUMNS
 from ..order import Order, plan_order
 from ..recon import ACTIONS
 from ..recon.pipeline import tab_resources
-from ..recon.rules import OVER_PLAN_STATUS, PARTIAL_STATUS
+from ..recon.rules import FLAG_RULES, OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
 from ..warnings import kind_of
@@ -25,7 +25,8 @@ from ..warnings import kind_of
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",
              "tflops": "GpuTflops", "tflops_fp8": "GpuTflopsFp8", "tflops_fp4": "GpuTflopsFp4",
              "form_factor": "GpuFormFactor", "bandwidth_efficiency": "GpuBandwidthEfficiency",
-             "matmul_efficiency": "GpuMatmulEfficiency", "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
+             "matmul_efficiency": "GpuMatmulEfficiency", "training_efficiency": "GpuTrainingEfficiency",
+             "interconnect": "GpuInterconnect", "scaling": "GpuScaling",
              "power_w": "GpuPowerW", "provider": "GpuProvider", "region": "GpuRegion", "currency": "GpuCurrency",
              "price_change_per_year": "GpuPriceChange",
              **{f"{t.name}_offer": f"Gpu{camel(t.name)}Offer" for t in TASK_TIERS}}
@@ -377,9 +378,10 @@ class OrderLayout:
         """The row of item `i` of a kind (over every block, in order): `first` names the kind's first row in a block,
         `count` its place in `blocks`' (provider, reservations, rent lines)."""
         for rows, block in zip(self.block_rows, self.blocks, strict=True):
-            if i < block[count]:
+            n = int(block[count])
+            if i < n:
                 return rows[first] + i
-            i -= block[count]
+            i -= n
         raise IndexError(i)
 
     def line_row(self, i: int) -> int:
@@ -500,7 +502,10 @@ COMMIT_TOTAL = "CommitmentsTotal"   # the commitments' adjustment over the plan
 
 @dataclass(frozen=True)
 class ReconLayout:
-    """One `Recon YYYY-MM` tab: the task block, the resource block, the non-GPU lines and the totals."""
+    """One `Recon YYYY-MM` tab: first the one-page summary its print area holds (the title, like for like, the bill's
+    other currencies, usage and variance, the actions next month, the bill's coverage, a note), then the detail that
+    prints only when asked: the task block, the resource block, the non-GPU lines and totals, the commitment lines
+    and the daily bill."""
 
     month: str
     task_header: int
@@ -516,6 +521,7 @@ class ReconLayout:
     rest_rows: int = 0   # resources beyond recon_top_resources: one line on the tab, listed on the Resources sheet
     rest_in_csv: bool = False   # more than RESOURCES_SHEET_MAX: listed in a CSV file beside the workbook instead
     daily_rows: int = 0   # the daily table: one row per task and charge day of its GPU lines
+    currency_rows: int = 0   # the bill's currencies other than the plan's, converted: one row each
 
     TOTALS = ("non_gpu", "reserved", "buffer_left", "allocated", "unallocated", "billed", "planned",
               "commitments", "input", "not_planned", "credit", "refund", "idle_saving", "saving")
@@ -524,6 +530,69 @@ class ReconLayout:
     planned, credits, refunds, saving from idle cards, achievable saving."""
     totals_rows = len(TOTALS)
     coverage_rows = 6   # first and last charge day, days with lines, partial month, duplicates (lines, amount)
+    like_header = 3   # the like-for-like table (GPU, non-GPU, credits, total; planned against billed): under the title
+    USAGE = ("task_variance", "rate_variance", "usage_variance", "not_split", "tasks_over", "flagged", "saving")
+    """The usage block's rows: the tasks' GPU variance, its rate and usage parts and what the bill's hours cannot
+    split, the tasks over plan, the resources flagged and the saving if the actions are taken."""
+
+    @staticmethod
+    def summary_rows(currency_rows: int) -> int:
+        """The rows of the printed summary (the title to the note, and the blank row after it), which the detail
+        follows: it depends only on the count of the bill's other currencies."""
+        return ReconLayout._note_row(currency_rows) + 2
+
+    @staticmethod
+    def _currency_header(currency_rows: int) -> int:
+        return ReconLayout.like_header + 6
+
+    @staticmethod
+    def _usage_header(currency_rows: int) -> int:
+        return ReconLayout._currency_header(currency_rows) + (currency_rows + 2 if currency_rows else 0)
+
+    @staticmethod
+    def _actions_header(currency_rows: int) -> int:
+        return ReconLayout._usage_header(currency_rows) + len(ReconLayout.USAGE) + 2
+
+    @staticmethod
+    def _coverage_header(currency_rows: int) -> int:
+        # the actions block holds two rows per flag: its counts, then its action
+        return ReconLayout._actions_header(currency_rows) + 2 * len(FLAG_RULES) + 2
+
+    @staticmethod
+    def _note_row(currency_rows: int) -> int:
+        return ReconLayout._coverage_header(currency_rows) + ReconLayout.coverage_rows + 2
+
+    @property
+    def currency_header(self) -> int:
+        """The bill's currencies other than the plan's (when currency_rows): its total in its currency, the rate,
+        its date and the total in the plan currency."""
+        return self._currency_header(self.currency_rows)
+
+    @property
+    def usage_header(self) -> int:
+        return self._usage_header(self.currency_rows)
+
+    def usage(self, key: str) -> int:
+        """The 0-based row of a usage-block row (USAGE)."""
+        return self.usage_header + 1 + self.USAGE.index(key)
+
+    @property
+    def actions_header(self) -> int:
+        """The actions next month: per flag, its resources, their bill and the saving, then its action sentence."""
+        return self._actions_header(self.currency_rows)
+
+    @property
+    def coverage_header(self) -> int:
+        return self._coverage_header(self.currency_rows)
+
+    @property
+    def note_row(self) -> int:
+        """The summary's last row: what the print area leaves out and where to read it."""
+        return self._note_row(self.currency_rows)
+
+    @property
+    def summary_last(self) -> int:
+        return self.note_row
 
     @property
     def sheet(self) -> str:
@@ -535,6 +604,11 @@ class ReconLayout:
         they are in a CSV file, the last two rows of the resource rows (the tasks' resources, then the untagged),
         which the totals' ranges then hold."""
         return self.resource_last - 1 if self.rest_in_csv else self.resource_last + 1
+
+    @property
+    def listed_last(self) -> int:
+        """The last row of a resource listed one per row on the tab (the CSV's two sum rows left out)."""
+        return self.resource_last - 2 if self.rest_in_csv else self.resource_last
 
     def csv_name(self, stem: str) -> str:
         """The CSV file beside the workbook `stem`.xlsx that lists the resources the tab does not (rest_in_csv)."""
@@ -556,23 +630,14 @@ class ReconLayout:
         return self.non_gpu_last + 1 + self.TOTALS.index(key)
 
     @property
-    def coverage_header(self) -> int:
-        return self.non_gpu_last + self.totals_rows + 1
-
-    @property
     def partial_row(self) -> int:
         return self.coverage_header + 4
 
     @property
-    def like_header(self) -> int:
-        """The like-for-like table: GPU, non-GPU and total, planned against billed."""
-        return self.coverage_header + self.coverage_rows + 2
-
-    @property
     def commitment_header(self) -> int:
         """The commitment lines (unused commitment, purchases), their total and the month's EffectiveCost: after
-        the like-for-like header and its four rows, so that a bill without commitments moves no cell."""
-        return self.like_header + 6
+        the totals block."""
+        return self.non_gpu_last + self.totals_rows + 1
 
     @property
     def commitment_first(self) -> int:
@@ -595,12 +660,6 @@ class ReconLayout:
     @property
     def last_row(self) -> int:
         return self.daily_first + max(1, self.daily_rows) - 1
-
-    @property
-    def blocks(self) -> tuple[tuple[int, int], ...]:
-        return ((0, self.task_last), (self.resource_header, max(self.resource_last, self.rest_row)),
-                (self.non_gpu_header, self.coverage_header - 2), (self.coverage_header, self.like_header + 4),
-                (self.commitment_header, self.commitment_total + 1), (self.daily_header, self.last_row))
 
 
 @dataclass(frozen=True)
@@ -681,7 +740,8 @@ LibreOffice minutes to recalculate)."""
 
 
 def _recon(month: str, mr, top: int) -> ReconLayout:
-    task_header = 2
+    currencies = len(mr.currencies)
+    task_header = ReconLayout.summary_rows(currencies)
     task_last = task_header + max(1, len(mr.tasks))
     resource_header = task_last + 3
     shown, rest = tab_resources(mr.resources, top)
@@ -690,7 +750,7 @@ def _recon(month: str, mr, top: int) -> ReconLayout:
     non_gpu_header = resource_last + (1 if rest and not in_csv else 0) + 3
     return ReconLayout(month, task_header, task_header + 1, task_last, resource_header, resource_header + 1,
                        resource_last, non_gpu_header, non_gpu_header + 1, non_gpu_header + 1 + max(1, len(mr.non_gpu)),
-                       max(1, len(mr.commitments)), len(rest), in_csv, len(mr.daily))
+                       max(1, len(mr.commitments)), len(rest), in_csv, len(mr.daily), currencies)
 
 
 def order_layout(order: Order, months: tuple[str, ...], shared_gpus: tuple[str, ...]) -> OrderLayout:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 
 from .. import rules
@@ -16,7 +18,7 @@ PERIOD_COST, TASK_ID = "MonthlyPeriodCost", "MonthlyTaskId"  # the Tasks sheet's
 _WIDTHS = [8, 10, 20, 10, 10, 12, 12, 12, 12]  # one page wide for a short plan, as before the plan total
 
 
-def write_matrix_header(book: Book, ws, matrix: MonthMatrix, widths: list[float]) -> None:
+def write_matrix_header(book: Book, ws, matrix: MonthMatrix, widths: Sequence[float]) -> None:
     """Row 0: the lead headers and every month; row 1: the month numbers (in that order: rows are streamed)."""
     book.header(ws, 0, [LEAD_HEADERS.get(k, k) for k in matrix.lead], widths)
     book.header(ws, 0, list(matrix.months), [13] * len(matrix.months), matrix.first_month_col)

@@ -158,11 +158,11 @@ def wrapped_lines(text: str, width: float) -> int:
     """Lines `text` takes wrapped at word boundaries in a column `width` characters wide (a character of the column
     width is one digit of the default font; ids are about as wide)."""
     lines, used = 1, 0
-    for word in text.split(" "):
-        if used and used + 1 + len(word) > width:
-            lines, used = lines + 1, len(word)
+    for token in text.split(" "):
+        if used and used + 1 + len(token) > width:
+            lines, used = lines + 1, len(token)
         else:
-            used += (1 if used else 0) + len(word)
+            used += (1 if used else 0) + len(token)
     return lines
 
 
@@ -229,7 +229,7 @@ def _working(book: Book, ws, plan: Plan, order: Order, at: OrderLayout) -> None:
                 book.formula(ws, row, at.month_col + j, rules.ORDER_IN_MONTH.formula(**sel, amounts=name(month)),
                              values[j], "money" if k == 2 else "number")
     book.header(ws, at.working_header(3), [WORKING[3], "", *at.months])
-    blocks = {}
+    blocks: dict[str, list[int]] = {}
     for b, c in enumerate(plan.commitments):
         blocks.setdefault(c.gpu, []).append(b)
     for g, gpu in enumerate(at.shared_gpus):

@@ -61,26 +61,163 @@ def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Ch
 
 
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float, stem: str = "") -> None:
-    """The month's tab; `stem` names the workbook, for the CSV file of the resources the tab does not list."""
+    """The month's tab; `stem` names the workbook, for the CSV file of the resources the tab does not list.
+
+    The rows are written in order (constant-memory mode): first the one-page summary the print area holds, then
+    the detail below it, which prints only when asked."""
     for col, width in enumerate(_WIDTHS):
         ws.set_column(col, col, width)
     ws.set_row(at.resource_header, 30)   # wrapped headers
-    # The title and its subtitle fit column A, which every printed page repeats: nothing runs off its edge.
     ws.set_row(0, TITLE_HEIGHT)
-    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}", book.f.title_wrap)
+    ws.write_string(0, 0, f"{book.t('Reconciliation')} {at.month}", book.f.title)
     ws.write_string(1, 0, f"{book.t('plan versus bill versus usage')} ({book.currency})", book.f.note)
     limits = _limits(book, plan)
     in_plan = at.month in plan.months
-    _tasks(book, ws, plan, mr, at, limits)
-    heights = _resources(book, ws, mr, at, limits, stem)
-    _totals(book, ws, mr, at, billed_input, in_plan)
-    _coverage(book, ws, mr, at)
     _like_for_like(book, ws, mr, at, in_plan)
+    heights = {0: TITLE_HEIGHT, **_currencies(book, ws, mr, at)}
+    _usage(book, ws, mr, at, limits)
+    heights.update(_actions(book, ws, mr, at, limits))
+    _coverage(book, ws, mr, at)
+    heights.update(_note(book, ws, mr, at, stem))
+    _tasks(book, ws, plan, mr, at, limits)
+    _resources(book, ws, mr, at, limits, stem)
+    _totals(book, ws, mr, at, billed_input, in_plan)
     _commitments(book, ws, mr, at)
     _daily(book, ws, mr, at, limits)
     ws.freeze_panes(1, 0)
-    print_setup(ws, book.lang, _WIDTHS, at.last_row, repeat_cols=(0, 0), blocks=at.blocks,
-                heights={0: TITLE_HEIGHT, at.resource_header: 30, **heights})
+    print_setup(ws, book.lang, _WIDTHS[:SUMMARY_COLUMNS], at.summary_last, heights=heights)
+    ws.fit_to_pages(1, 1)   # the summary is one page: the print area is only it
+
+
+SUMMARY_COLUMNS = 4   # the summary's columns, A to D: a label and three amounts
+SUMMARY_WIDTH = sum(_WIDTHS[:SUMMARY_COLUMNS])   # a sentence across them (merged)
+
+
+def _sentence(book: Book, ws, row: int, text: str, formula: str | None = None, slack: float = 1.0) -> float:
+    """A sentence across the summary's columns (merged), wrapped, its row made tall enough; its height in points."""
+    ws.merge_range(row, 0, row, SUMMARY_COLUMNS - 1, "", book.f.wrap)
+    if formula is None:
+        ws.write_string(row, 0, text, book.f.wrap)
+    else:
+        book.formula(ws, row, 0, formula, text, "wrap", "link")
+    return book.fit_height(ws, row, text, SUMMARY_WIDTH, slack=slack)
+
+
+def _listed(mr, at: ReconLayout) -> tuple:
+    """The resources the summary's formulas count: the tab's rows and its Resources sheet's (not a CSV file's)."""
+    shown, rest = _split(mr, at)
+    return shown if at.rest_in_csv else (*shown, *rest)
+
+
+def _over_resources(rule: R.Rule, cells: dict[str, str], at: ReconLayout, columns: dict[str, int]) -> str:
+    """`rule` over the tab's resource rows (`columns`: placeholder -> column), plus over the Resources sheet's
+    (the same columns, through its names) when it lists the rest."""
+    a, b = at.resource_first + 1, at.listed_last + 1
+    tab = {key: f"${xl_col_to_name(col)}${a}:${xl_col_to_name(col)}${b}" for key, col in columns.items()}
+    formula = rule.formula({**cells, **tab})
+    if at.rest_rows and not at.rest_in_csv:
+        parts = {col: part for part, col in _REST_COLUMNS.items()}
+        formula += "+" + rule.formula({**cells, **{key: recon_rest(at.month, parts[col]) for key, col in
+                                                   columns.items()}})
+    return formula
+
+
+def _usage(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
+    """The tasks' GPU variance split into rate and usage (and what the bill's hours cannot split), the tasks over
+    plan, the resources flagged and the saving if the actions are taken: over the detail's rows below."""
+    book.header(ws, at.usage_header, ["usage and variance", "value"])
+    a, b = at.task_first + 1, at.task_last + 1
+    known = (lambda values: math.fsum(v for v in values if v is not None and not math.isnan(v)))
+    variance = math.fsum(t.variance for t in mr.tasks)
+    rate, usage = known(t.rate_variance for t in mr.tasks), known(t.usage_variance for t in mr.tasks)
+    row = {key: at.usage(key) + 1 for key in at.USAGE}
+    listed = _listed(mr, at)
+    flags = [_shown_flags(r, book.lang) for r in listed]
+    rows = {
+        "task_variance": ("tasks' GPU variance", f"SUM(D{a}:D{b})", variance, "money"),
+        "rate_variance": ("of it, rate variance", f"SUM(M{a}:M{b})", rate, "money"),
+        "usage_variance": ("of it, usage variance", f"SUM(N{a}:N{b})", usage, "money"),
+        "not_split": (R.NOT_SPLIT.header, R.NOT_SPLIT.formula({
+            "variance": f"B{row['task_variance']}", "rate": f"B{row['rate_variance']}",
+            "usage": f"B{row['usage_variance']}"}), R.NOT_SPLIT.py({"variance": variance, "rate": rate,
+                                                                      "usage": usage}, limits), "money"),
+        "tasks_over": (R.TASKS_OVER.header, R.TASKS_OVER.formula({"statuses": f"$F${a}:$F${b}"}),
+                       R.TASKS_OVER.py({"statuses": [t.status(limits) for t in mr.tasks]}, limits), "int"),
+        "flagged": (R.FLAGGED.header, _over_resources(R.FLAGGED, {}, at, {"flags": FLAGS_COL}),
+                    R.FLAGGED.py({"flags": flags}, limits), "int"),
+        "saving": ("saving if the actions are taken", f"B{at.total('saving')}", mr.achievable_saving, "money"),
+    }
+    for key in at.USAGE:
+        label, formula, value, fmt = rows[key]
+        ws.write_string(at.usage(key), 0, book.t(label), book.f.bold)
+        book.formula(ws, at.usage(key), 1, formula, value, fmt, "link" if key == "saving" else "calc")
+
+
+_SAVING_COLUMNS = {"saving": 13, "to_attribute": 15}
+"""The resource columns of what a flag's action saves (FlagRule.saving): rule key -> column."""
+
+
+def _actions(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> dict[int, float]:
+    """Per flag: the resources flagged, their bill and what acting saves (where it saves: alternatives, not a sum),
+    then the action sentence (Assumptions' named cell) across the summary, wrapped; the sentences' heights."""
+    book.header(ws, at.actions_header, ["actions next month", "resources", "their bill", "saving if acted on"])
+    listed = _listed(mr, at)
+    flags = [_shown_flags(r, book.lang) for r in listed]
+    heights = {}
+    for i, rule in enumerate(R.FLAG_RULES):
+        row = at.actions_header + 1 + 2 * i
+        shown = word(rule.key, book.lang)
+        cells = {"word": R.shown_word(rule.key)}
+        values = {"word": shown, "flags": flags}
+        ws.write_string(row, 0, shown, book.f.bold)
+        book.formula(ws, row, 1, _over_resources(R.FLAG_COUNT, cells, at, {"flags": FLAGS_COL}),
+                     R.FLAG_COUNT.py(values, limits), "int")
+        book.formula(ws, row, 2, _over_resources(R.FLAG_AMOUNT, cells, at, {"flags": FLAGS_COL, "amounts": 4}),
+                     R.FLAG_AMOUNT.py({**values, "amounts": [r.billed for r in listed]}, limits), "money")
+        if rule.saving:
+            amounts = [getattr(r, rule.saving) for r in listed]
+            book.formula(ws, row, 3, _over_resources(R.FLAG_AMOUNT, cells, at, {
+                "flags": FLAGS_COL, "amounts": _SAVING_COLUMNS[rule.saving]}),
+                R.FLAG_AMOUNT.py({**values, "amounts": amounts}, limits), "money")
+        heights[row + 1] = _sentence(book, ws, row + 1, limits.action(rule.key), rule.action_name, slack=0.9)
+    return heights
+
+
+def _currencies(book: Book, ws, mr, at: ReconLayout) -> dict[int, float]:
+    """The bill's lines in other currencies: their BilledCost in that currency, the rate (plan currency per 1 unit)
+    and its date, and the BilledCost in the plan currency; nothing when the whole bill is in the plan's."""
+    if not mr.currencies:
+        return {}
+    book.header(ws, at.currency_header, ["billed in another currency", "billed in its currency", f"rate ({book.currency} per 1)",
+                                         f"billed ({book.currency})"])
+    heights = {at.currency_header: 30.0}
+    ws.set_row(at.currency_header, 30.0)
+    for i, c in enumerate(mr.currencies):
+        row = at.currency_header + 1 + i
+        label = f"{c.currency}, {book.t('rate of')} {c.as_of} ({c.source})"
+        ws.write_string(row, 0, label, book.f.wrap)
+        heights[row] = book.fit_height(ws, row, label, _WIDTHS[0])
+        book.value(ws, row, 1, c.billed, "input", _currency_format(c.currency))
+        book.value(ws, row, 2, c.rate, "input", "rate")
+        book.formula(ws, row, 3, f"B{row + 1}*C{row + 1}", c.converted, "money")
+    return heights
+
+
+def _currency_format(currency: str) -> str:
+    """A number format for an amount in `currency` (its ISO code after the number: never the plan's symbol)."""
+    return f'#,##0.00 "{currency}";-#,##0.00 "{currency}"'
+
+
+def _note(book: Book, ws, mr, at: ReconLayout, stem: str) -> dict[int, float]:
+    """The summary's last row: the detail below prints only when asked, and where the rest of the resources are."""
+    text = book.t("The detail below (by task, by resource, non-GPU lines and totals, commitment lines, daily bill) "
+                  "prints only when asked: select its rows and print the selection.")
+    if at.rest_in_csv:
+        text += f" {at.rest_rows:,} {book.t('more resources are listed in')} {at.csv_name(stem)} " \
+                f"{book.t('(the actions above do not count them)')}."
+    elif at.rest_rows:
+        text += f" {at.rest_rows:,} {book.t('more resources are listed on')} {at.detail_sheet}."
+    return {at.note_row: _sentence(book, ws, at.note_row, text, slack=1.15)}
 
 
 def _plan_row(cell: str) -> str:
@@ -157,15 +294,14 @@ def _limits(book: Book, plan) -> R.Limits:
 _TASK_CELLS = {"task_status": ("Status", 5), "task_cards": ("Cards", 9), "planned_pricing": ("Pricing", 16),
                "task_rows": ("Resources", 17)}
 """The task block's cells a resource row reads: placeholder -> (name part, column)."""
-_REST_COLUMNS = {"Task": 1, "Lines": 3, "Billed": 4, "Saving": 13, "Attribute": 15}
+_REST_COLUMNS = {"Task": 1, "Lines": 3, "Billed": 4, "Flags": 9, "Saving": 13, "Attribute": 15}
 """The Resources sheet's columns the Recon tab's totals and its rest line read: name part -> column."""
 
 
-def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str) -> dict[int, float]:
+def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str) -> None:
     """The resources the tab lists (recon_top_resources, flagged first by the money at stake), then one line
-    summing the others, which the month's Resources sheet lists (or two, when a CSV file lists them); the listed
-    rows' heights in points (the flags and the action wrap in their columns)."""
-    heights: dict[int, float] = {}
+    summing the others, which the month's Resources sheet lists (or two, when a CSV file lists them); the flags
+    and the action wrap in their columns."""
     book.header(ws, at.resource_header, RESOURCE_HEADERS)
     position = {t.task_id: i for i, t in enumerate(mr.tasks)}
     shown, rest = _split(mr, at)
@@ -174,12 +310,12 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str)
         # The task's own cells, referred to directly: no lookup of a bill's id that might hold * ? or ~.
         task = {key: f"${xl_col_to_name(col)}${at.task_first + 1 + k}" if k is not None else '""'
                 for key, (_, col) in _TASK_CELLS.items()}
-        heights[at.resource_first + i] = _resource_row(book, ws, at.resource_first + i, res, task, limits)
+        _resource_row(book, ws, at.resource_first + i, res, task, limits)
     if not rest:
-        return heights
+        return
     if at.rest_in_csv:
         _csv_lines(book, ws, rest, at, stem)
-        return heights
+        return
     for key, (part, col) in _TASK_CELLS.items():
         book.define_range(recon_task_column(at.month, part), at.sheet, at.task_first, at.task_last, col)
     row = at.rest_row
@@ -191,7 +327,6 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str)
                             ("Attribute", 15, math.fsum(r.to_attribute for r in rest))):
         book.formula(ws, row, col, f"SUM({recon_rest(at.month, key)})", value, "int" if key == "Lines" else "money",
                      "link")
-    return heights
 
 
 def _csv_lines(book: Book, ws, rest, at: ReconLayout, stem: str) -> None:
@@ -226,10 +361,10 @@ def _split(mr, at: ReconLayout) -> tuple[tuple, tuple]:
     return tab_resources(mr.resources, len(mr.resources) - at.rest_rows)
 
 
-def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R.Limits) -> float:
+def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R.Limits) -> None:
     """One resource's row: its bill and usage, then its rules (flags, action, cards, idle cards, saving, to
-    attribute or stop) over its own cells and its task's (`task`: the task block's cells or their names); the
-    row's height in points, the flags and the action wrapped in their columns."""
+    attribute or stop) over its own cells and its task's (`task`: the task block's cells or their names), the
+    flags and the action wrapped in their columns."""
     n = row + 1
     ws.write_string(row, 0, res.resource_id or "")
     ws.write_string(row, 1, res.task_id or "")
@@ -246,14 +381,12 @@ def _resource_row(book: Book, ws, row: int, res, task: dict[str, str], limits: R
     shown = _shown_flags(res, book.lang)
     book.formula(ws, row, FLAGS_COL, R.FLAGS.formula(cells), shown, "wrap")
     book.formula(ws, row, ACTION_COL, R.ACTION.formula(cells), action, "wrap")
-    height = max(book.fit_height(ws, row, shown, _WIDTHS[FLAGS_COL]),
-                 book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.9))
-    ws.set_row(row, height)
+    ws.set_row(row, max(book.fit_height(ws, row, shown, _WIDTHS[FLAGS_COL]),
+                        book.fit_height(ws, row, action, _WIDTHS[ACTION_COL], slack=0.9)))
     book.formula(ws, row, 11, R.RESOURCE_CARDS.formula(cells), res.cards, "int")
     book.formula(ws, row, 12, R.IDLE_CARDS.formula(cells), res.idle_cards, "number")
     book.formula(ws, row, 13, R.SAVING.formula(cells), res.saving, "money")
     book.formula(ws, row, 15, R.TO_ATTRIBUTE.formula(cells), res.to_attribute, "money")
-    return height
 
 
 def _shown_flags(res, lang: str) -> str:

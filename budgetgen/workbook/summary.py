@@ -129,7 +129,7 @@ def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
     ws.write_string(at.cap_row, 0, book.titled("cap a month", "currency"))
     for i, tier in enumerate(tiers):
         col = at.first_tier_col + i
-        cap = getattr(s, TIER[tier].cap_setting)
+        cap = s.tier_cap(TIER[tier])
         lookup = f'INDEX(TierCaps,MATCH("{tier}",TierList,0))'
         book.formula(ws, at.cap_row, col, f'IF({lookup}="","",{lookup})', cap, "money", "link")
     ws.write_string(at.over_cap_row, 0, book.t("months over cap"))
@@ -138,7 +138,7 @@ def _month_table(book: Book, ws, plan: Plan, at: SummaryLayout) -> None:
         name = xl_col_to_name(col)
         book.formula(ws, at.over_cap_row, col,
                      rules.OVER_CAP_MONTHS.formula(cap=f"{name}{at.cap_row + 1}", costs=f"{name}{first}:{name}{last}"),
-                     rules.OVER_CAP_MONTHS(s, cap=getattr(s, TIER[tier].cap_setting),
+                     rules.OVER_CAP_MONTHS(s, cap=s.tier_cap(TIER[tier]),
                                            costs=list(plan.tier_totals[tier].values())), "int")
 
 
@@ -250,7 +250,7 @@ def _warnings(book: Book, ws, plan: Plan, at: SummaryLayout) -> dict[int, float]
         f'IF({count}>0,{sentence("Advice", count=count, saving=saving)},"")')}
     texts, formulas = [], []
     for i, tier in enumerate(TIER_NAMES):
-        over = rules.OVER_CAP_MONTHS(s, cap=getattr(s, TIER[tier].cap_setting),
+        over = rules.OVER_CAP_MONTHS(s, cap=s.tier_cap(TIER[tier]),
                                      costs=list(plan.tier_totals[tier].values()))
         if over:
             texts.append(t(SENTENCES["OverCap"]).format(tier=word(tier, book.lang), months=over))

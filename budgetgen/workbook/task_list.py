@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..engine import Plan
 from ..i18n import word
+from ..schema import Value
 from .book import Book
 from .layout import Table, shown, task_name
 from .printing import ROW_PT, print_setup
@@ -41,7 +42,7 @@ def write_task_list(book: Book, ws, plan: Plan, table: Table) -> None:
         values = {**tp.task.values, **tp.row}
         for col, (key, _, _, fmt, _) in enumerate(COLUMNS, start=1):
             link = f"INDEX({task_name(key)},$A{r + 1})"
-            value = values.get(key)
+            value: Value = values.get(key)
             if key in _WORDS:
                 formula, value = shown(link), word(value, book.lang)
             elif fmt in ("text", "wrap"):

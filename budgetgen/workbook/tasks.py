@@ -13,8 +13,8 @@ from ..columns import CALCS
 from ..engine import Plan
 from ..i18n import name as input_name
 from ..models import MODEL_COLUMNS
-from ..schema import TASK_COLUMNS
-from .book import Book, ColumnBlock
+from ..schema import TASK_COLUMNS, Value
+from .book import BlockColumn, Book, ColumnBlock
 from .choice import NAMED, TASK_HEADERS, live_choice, task_formulas
 from .layout import GPU_NAMES, MODEL_FIGURES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
@@ -109,14 +109,14 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     headers = plan.inputs.extra_headers
     for j, header in enumerate(headers):
         ws.write_string(0, extra_col + j, header, book.f.header)
-    formulas = [(table.columns[calc.key], calc.key, compile_formula(calc.excel, table), book.f.get("calc", calc.fmt))
+    formulas: list[BlockColumn] = [(table.columns[calc.key], calc.key, compile_formula(calc.excel, table), book.f.get("calc", calc.fmt))
                 for calc in CALCS]
-    inputs = [(table.columns[c.name], c.name, None, book.f.get("input", INPUT_FORMATS[c.name])) for c in TASK_COLUMNS]
-    choice = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "cheaper_gpu" else "money"))
+    inputs: list[BlockColumn] = [(table.columns[c.name], c.name, None, book.f.get("input", INPUT_FORMATS[c.name])) for c in TASK_COLUMNS]
+    choice: list[BlockColumn] = [(table.columns[key], key, formula, book.f.get("calc", "text" if key == "cheaper_gpu" else "money"))
               for key, formula in task_formulas(table).items()]
     choice.append((table.columns["gpu_named"], "gpu_named", None, book.f.get("calc", "text")))
     choice.append((table.columns["candidate_last"], "candidate_last", None, book.f.get("calc", "int")))
-    figures = [(table.columns[key], key, model_lookup(key.removeprefix("model."), table), book.f.get("link", "echo"))
+    figures: list[BlockColumn] = [(table.columns[key], key, model_lookup(key.removeprefix("model."), table), book.f.get("link", "echo"))
                for key in MODEL_FIGURES]
     figures.append((table.columns["gpu_row"], "gpu_row", gpu_row_formula(table), book.f.get("calc", "int")))
     gpu_row = gpu_rows(plan)
@@ -128,7 +128,7 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
         r = table.first + i
         block.store(ws, r, {**blank, **tp.task.values, **tp.row, **best[i], "gpu_row": gpu_row[tp.row["gpu"]]})
         for j, header in enumerate(headers):
-            value = tp.task.extra.get(header)
+            value: Value = tp.task.extra.get(header)
             book.value(ws, r, extra_col + j, value.isoformat() if hasattr(value, "isoformat") else value,
                        "input", "general")
     for key, col in table.columns.items():

@@ -23,7 +23,7 @@ def write_tiers(book: Book, ws, plan: Plan, rows: int) -> None:
     for record in TASK_TIERS:
         tier = record.name
         tasks = [tp for tp in plan.tasks if tp.row["tier"] == tier]
-        cap = getattr(s, record.cap_setting)
+        cap = s.tier_cap(record)
         for j, month in enumerate(plan.months, start=1):
             n = r + 1
             ws.write_string(r, 0, word(tier, book.lang))

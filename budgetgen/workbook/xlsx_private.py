@@ -22,7 +22,7 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import xlsxwriter.workbook
 from xlsxwriter.utility import _preserve_whitespace, _utf16_len, _utf16_truncate
@@ -85,11 +85,17 @@ def formula_cell(formula: str, cell_format, value) -> CellFormulaTuple:
     return CellFormulaTuple(formula, cell_format, value)
 
 
+class CellsRenderer(Protocol):
+    def render(self, row: int, values: list) -> str:
+        """The XML of the cells."""
+        ...
+
+
 class RowCells(NamedTuple):
     """Several adjacent cells held in the row table at their first column, rendered to XML by `renderer` when
     xlsxwriter writes the row out (a StreamedSheet only)."""
 
-    renderer: object  # has render(row, values) -> str, the XML of the cells
+    renderer: CellsRenderer
     row: int
     values: list
 

@@ -1,0 +1,486 @@
+"""One expression, two views: an Excel formula template compiled into the Python function that computes it.
+
+A rule (`rules.Rule`) is written once, as the Excel text the workbook carries, over `{placeholders}` (the cells or
+ranges the workbook fills in) and the workbook's defined names (a setting's name on Assumptions, a constant, or one
+of the derived names below). `compile_excel` parses that text into a small expression tree and renders the tree as
+Python source, which is compiled once into a function of the settings and the placeholders' values. The engine calls
+that function; the workbook writes the text with the function's result as the cached value. So a quantity is written
+once and both views follow from it: there is no second, hand-written Python version to drift from the formula.
+A calculated column (`columns.Calc`) is compiled the same way by `compile_row`, into a function of the row, the
+settings and the row's GPU: `{key}` is the row's value, `{gpu.field}` the GPU's figure, `INDEX(<a GPUs price
+column>,{gpu.row})` its price; a row's cell never holds a range, so its operators compile to Python's own.
+
+The Python view follows Excel's semantics where the engine's values differ from a sheet's cells:
+- a blank is None in the engine and "" (or an empty cell) in the sheet: `x=""` is true for either, ISNUMBER is false
+  for either, and a formula's `""` result is None;
+- a placeholder may hold a range (a list in the engine): inside SUMPRODUCT, SUM, MAX, MIN, COUNT, AND and MATCH the
+  operators work element by element, as an array formula does, and TRUE/FALSE count 1/0;
+- IF evaluates only the branch it takes, as Excel does.
+Unknown names, functions or syntax raise ValueError when the rule is defined (at import), never at a build.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# --------------------------------------------------------------------------------------------- the expression tree
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float | int
+
+
+@dataclass(frozen=True)
+class Text:
+    value: str
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    name: str
+
+
+@dataclass(frozen=True)
+class Name:
+    name: str
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str
+    arg: Node
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Call:
+    function: str
+    args: tuple[Node, ...]
+
+
+Node = Num | Text | Placeholder | Name | Unary | Binary | Call
+
+_TOKEN = re.compile(r"""\s*(?:
+    (?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)
+  | (?P<text>"(?:[^"]|"")*")
+  | (?P<ph>\{[a-z0-9_]+(?:\.[a-z0-9_]+)?\})
+  | (?P<func>[A-Z][A-Z0-9.]*(?=\())
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<op><=|>=|<>|[-+*/^&=<>(),])
+)""", re.VERBOSE)
+
+# Excel's precedence, lowest first: comparison, concatenation, addition, multiplication, power (unary minus binds
+# tighter than ^ in Excel: -2^2 is 4).
+_LEVELS: tuple[tuple[str, ...], ...] = (("=", "<>", "<", ">", "<=", ">="), ("&",), ("+", "-"), ("*", "/"), ("^",))
+
+
+def parse(text: str) -> Node:
+    """The expression tree of an Excel formula template (no leading `=`)."""
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ValueError(f"cannot read the formula at {text[pos:pos + 20]!r}: {text!r}")
+        kind = m.lastgroup or ""
+        tokens.append((kind, m.group(kind)))
+        pos = m.end()
+    at = 0
+
+    def peek() -> tuple[str, str] | None:
+        return tokens[at] if at < len(tokens) else None
+
+    def take(value: str | None = None) -> tuple[str, str]:
+        nonlocal at
+        token = peek()
+        if token is None or (value is not None and token[1] != value):
+            raise ValueError(f"expected {value or 'more'} in {text!r}")
+        at += 1
+        return token
+
+    def level(i: int) -> Node:
+        if i == len(_LEVELS):
+            return unary()
+        node = level(i + 1)
+        while (token := peek()) is not None and token[0] == "op" and token[1] in _LEVELS[i]:
+            take()
+            node = Binary(token[1], node, level(i + 1))
+        return node
+
+    def unary() -> Node:
+        token = peek()
+        if token is not None and token == ("op", "-"):
+            take()
+            return Unary("-", unary())
+        if token is not None and token == ("op", "+"):
+            take()
+            return unary()
+        return atom()
+
+    def atom() -> Node:
+        kind, value = take()
+        if kind == "num":
+            return Num(float(value) if any(c in value for c in ".eE") else int(value))
+        if kind == "text":
+            return Text(value[1:-1].replace('""', '"'))
+        if kind == "ph":
+            return Placeholder(value[1:-1])
+        if kind == "name":
+            if value in ("TRUE", "FALSE"):
+                return Num(1 if value == "TRUE" else 0)
+            return Name(value)
+        if kind == "func":
+            take("(")
+            args: list[Node] = []
+            if peek() != ("op", ")"):
+                args.append(level(0))
+                while peek() == ("op", ","):
+                    take()
+                    args.append(level(0))
+            take(")")
+            return Call(value, tuple(args))
+        if value == "(":
+            node = level(0)
+            take(")")
+            return node
+        raise ValueError(f"unexpected {value!r} in {text!r}")
+
+    tree = level(0)
+    if at != len(tokens):
+        raise ValueError(f"unexpected {tokens[at][1]!r} in {text!r}")
+    return tree
+
+
+def placeholders(tree: Node) -> tuple[str, ...]:
+    """The placeholders of a tree, in order of first use."""
+    found: dict[str, None] = {}
+
+    def walk(node: Node) -> None:
+        if isinstance(node, Placeholder):
+            found[node.name] = None
+        elif isinstance(node, Unary):
+            walk(node.arg)
+        elif isinstance(node, Binary):
+            walk(node.left)
+            walk(node.right)
+        elif isinstance(node, Call):
+            for a in node.args:
+                walk(a)
+    walk(tree)
+    return tuple(found)
+
+
+# --------------------------------------------------------------------------------------------- the Python view
+
+def _blank(x: object) -> object:
+    return "" if x is None else x
+
+
+def _flat(values: Iterable[object]) -> list[object]:
+    out: list[object] = []
+    for v in values:
+        if isinstance(v, list | tuple):
+            out.extend(_flat(v))
+        else:
+            out.append(v)
+    return out
+
+
+def _numbers(values: Iterable[object]) -> list[float]:
+    """The numbers among `values` (a range's texts and blanks do not count, as in SUM/MAX/MIN/COUNT)."""
+    return [float(v) for v in _flat(values) if isinstance(v, int | float)]
+
+
+def _elementwise(op: Callable[[object, object], object]) -> Callable[[object, object], object]:
+    def apply(a: object, b: object) -> object:
+        if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+            if len(a) != len(b):
+                raise ValueError("ranges of different sizes")
+            return [op(x, y) for x, y in zip(a, b, strict=True)]
+        if isinstance(a, list | tuple):
+            return [op(x, b) for x in a]
+        if isinstance(b, list | tuple):
+            return [op(a, y) for y in b]
+        return op(a, b)
+    return apply
+
+
+def _eq(a: object, b: object) -> bool:
+    return _blank(a) == _blank(b)
+
+
+def _compare(op: Callable[[Any, Any], bool]) -> Callable[[object, object], bool]:
+    def apply(a: object, b: object) -> bool:
+        return op(0 if a is None else a, 0 if b is None else b)
+    return apply
+
+
+_BINARY: dict[str, Callable[[object, object], object]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": operator.pow,
+    "&": lambda a, b: f"{_blank(a)}{_blank(b)}", "=": _eq, "<>": lambda a, b: not _eq(a, b),
+    "<": _compare(operator.lt), ">": _compare(operator.gt), "<=": _compare(operator.le), ">=": _compare(operator.ge),
+}
+_ARRAY_BINARY = {op: _elementwise(f) for op, f in _BINARY.items()}
+
+
+def _sumproduct(*arrays: object) -> float:
+    lists = [a if isinstance(a, list | tuple) else [a] for a in arrays]
+    if len({len(x) for x in lists}) != 1:
+        raise ValueError("SUMPRODUCT of ranges of different sizes")
+    products = [math.prod(v if isinstance(v, int | float) else 0 for v in row) for row in zip(*lists, strict=True)]
+    if all(isinstance(p, int) for p in products):  # a count (TRUE/FALSE times whole numbers) stays whole
+        return sum(products)
+    return math.fsum(products)
+
+
+def _ceiling_of(sheet_ceil: Callable[[float], int]) -> Callable[[float, float], float]:
+    def ceiling(x: float, step: float) -> float:
+        """Excel's CEILING(x, step) for positive step, with the sheet's tolerance of a ratio a hair above a whole
+        number (serving.sheet_ceil: a quotient that is whole in decimal but not in binary is not rounded up)."""
+        return sheet_ceil(x / step) * step
+    return ceiling
+
+
+def _rounddown(x: float, digits: float) -> float:
+    scale = 10 ** int(digits)
+    return math.trunc(x * scale) / scale
+
+
+def _pmt(rate: float, periods: float, present: float, future: float = 0.0) -> float:
+    if rate == 0:
+        return -(present + future) / periods
+    growth = (1 + rate) ** periods
+    return -(present * growth + future) * rate / (growth - 1)
+
+
+def _match(value: object, values: object, kind: float = 1) -> object:
+    """MATCH(value, range, 0): the 1-based position, None (#N/A) where absent; elementwise over a range of values."""
+    if kind != 0:
+        raise ValueError("only exact MATCH (0) is supported")
+    positions = {v: i for i, v in reversed(list(enumerate(_flat([values]), start=1)))}
+    if isinstance(value, list | tuple):
+        return [positions.get(v) for v in value]
+    return positions.get(value)
+
+
+def _isnumber(x: object) -> object:
+    if isinstance(x, list | tuple):
+        return [_isnumber(v) for v in x]
+    return isinstance(x, int | float)
+
+
+# Functions whose arguments are arrays (operators inside work element by element) and their Python view.
+_ARRAY_FUNCTIONS: dict[str, Callable[..., object]] = {
+    "SUMPRODUCT": _sumproduct,
+    "SUM": lambda *a: math.fsum(_numbers(a)),
+    "MAX": lambda *a: max(_numbers(a), default=0.0),
+    "MIN": lambda *a: min(_numbers(a), default=0.0),
+    "COUNT": lambda *a: len(_numbers(a)),
+    "AND": lambda *a: all(bool(v) for v in _flat(a)),
+    "OR": lambda *a: any(bool(v) for v in _flat(a)),
+    "MATCH": _match,
+    "ISNUMBER": _isnumber,
+}
+_ALWAYS_ARRAY = ("SUMPRODUCT", "MATCH")
+_SCALAR_FUNCTIONS: dict[str, Callable[..., object]] = {
+    "ABS": abs,
+    "ROUNDDOWN": _rounddown,
+    "PMT": _pmt,
+    "NOT": lambda a: not a,
+}
+
+
+@dataclass(frozen=True)
+class Names:
+    """How the workbook's defined names read in Python: a setting's attribute of the settings, a fixed value, or a
+    value derived from the settings."""
+
+    settings: Mapping[str, str]  # defined name -> Settings attribute
+    constants: Mapping[str, float]
+    derived: Mapping[str, Callable[[Any], object]]  # a value, or a range (a sequence) such as PlanMonths
+
+
+class _Renderer:
+    """Python source of a tree; `array` while inside an array function's arguments."""
+
+    def __init__(self, names: Names, env: dict[str, object], gpu_columns: Mapping[str, str] | None = None) -> None:
+        self.names = names
+        self.env = env
+        self.row = gpu_columns is not None  # a row formula: placeholders are the row's cells and the row's GPU
+        self.gpu_columns = gpu_columns or {}
+
+    def _bind(self, prefix: str, value: object) -> str:
+        key = f"_{prefix}{len(self.env)}"
+        self.env[key] = value
+        return key
+
+    def render(self, node: Node, array: bool = False) -> str:
+        if isinstance(node, Num):
+            return repr(node.value)
+        if isinstance(node, Text):
+            return "None" if node.value == "" else repr(node.value)
+        if isinstance(node, Placeholder):
+            if not self.row:
+                return f"v[{node.name!r}]"
+            if node.name == "gpu.row":
+                raise ValueError("{gpu.row} is read only as INDEX(<a GPUs column>,{gpu.row})")
+            if node.name.startswith("gpu."):
+                return f"g.{node.name.removeprefix('gpu.')}"
+            return f"r[{node.name!r}]"
+        if isinstance(node, Name):
+            if node.name in self.names.settings:
+                return f"s.{self.names.settings[node.name]}"
+            if node.name in self.names.constants:
+                return repr(self.names.constants[node.name])
+            if node.name in self.names.derived:
+                return f"{self._bind('d', self.names.derived[node.name])}(s)"
+            raise ValueError(f"unknown name {node.name}")
+        if isinstance(node, Unary):
+            return f"(-{self.render(node.arg, array)})"
+        if isinstance(node, Binary):
+            left, right = self.render(node.left, array), self.render(node.right, array)
+            if array:
+                return f"{self._bind('op', _ARRAY_BINARY[node.op])}({left},{right})"
+            if node.op in ("=", "<>") and self.row and (node.left == Text("") or node.right == Text("")):
+                cell = node.right if node.left == Text("") else node.left
+                if isinstance(cell, Placeholder | Name):   # a blank test of a cell: None or ""
+                    value = self.render(cell)
+                    if node.op == "=":
+                        return f"({value} is None or {value}=='')"
+                    return f"({value} is not None and {value}!='')"
+            if node.op in ("=", "<>") and (_literal(node.left) or _literal(node.right)):
+                # against a number or a non-empty text a blank is unequal either way: Python's own == is Excel's
+                return f"({left}{'==' if node.op == '=' else '!='}{right})"
+            if self.row and node.op in ("<", ">", "<=", ">=") and (
+                    isinstance(node.left, Num) or isinstance(node.right, Num)) and all(
+                    isinstance(x, Num | Placeholder | Name) for x in (node.left, node.right)):
+                # a cell against a number: a blank counts 0
+                def zero(x: Node, source: str) -> str:
+                    return f"({source} if {source} is not None else 0)" if isinstance(x, Placeholder) else source
+                return f"({zero(node.left, left)}{node.op}{zero(node.right, right)})"
+            if node.op in ("+", "-", "*", "/"):
+                return f"({left}{node.op}{right})"
+            if node.op == "^":
+                return f"({left}**{right})"
+            return f"{self._bind('op', _BINARY[node.op])}({left},{right})"
+        if isinstance(node, Call):
+            return self._call(node, array)
+        raise TypeError(node)
+
+    def _call(self, node: Call, array: bool) -> str:
+        f, args = node.function, node.args
+        if f == "IF":
+            if len(args) not in (2, 3):
+                raise ValueError("IF takes 2 or 3 arguments")
+            otherwise = self.render(args[2], array) if len(args) == 3 else "False"
+            return f"({self.render(args[1], array)} if {self.render(args[0], array)} else {otherwise})"
+        if f == "IFERROR":
+            return f"{self._bind('f', _iferror)}(lambda: {self.render(args[0], array)}, lambda: " \
+                   f"{self.render(args[1], array)})"
+        if f == "CHOOSE":   # every choice is a value (a cell), so taking them all first is safe
+            return f"({','.join(self.render(a, array) for a in args[1:])},)[{self.render(args[0], array)}-1]"
+        if f == "INDEX" and self.row and len(args) == 2 and isinstance(args[0], Name) \
+                and args[0].name in self.gpu_columns and args[1] == Placeholder("gpu.row"):
+            return f"({self.gpu_columns[args[0].name]})"   # the row's GPU's figure on the GPUs sheet
+        if not array and self.row and f == "MATCH" and len(args) == 3 and args[2] == Num(0):
+            return f"{self._bind('f', _match_one)}({self.render(args[0])},{self.render(args[1])})"
+        if not array and f in ("AND", "OR") and len(args) > 1 and all(_comparison(a) for a in args):
+            # scalar tests (True/False each): Python's and/or, which Excel's AND/OR of them equal
+            return "(" + f" {f.lower()} ".join(self.render(a) for a in args) + ")"
+        if not array and self.row and f in ("MAX", "MIN"):
+            inner = ",".join(self.render(a) for a in args)
+            return f"{self._bind('f', _row_max if f == 'MAX' else _row_min)}({inner})"
+        if f in _ARRAY_FUNCTIONS:
+            # a lone argument may be a range (an array formula over it); several are values (a range among them is
+            # flattened by the function), whose operators stay scalar
+            inner = ",".join(self.render(a, array or len(args) == 1 or f in _ALWAYS_ARRAY) for a in args)
+            return f"{self._bind('f', _ARRAY_FUNCTIONS[f])}({inner})"
+        if f == "CEILING":
+            from .serving import sheet_ceil  # (serving's formulas are built from the schema this module serves)
+            inner = ",".join(self.render(a, array) for a in args)
+            return f"{self._bind('f', _ceiling_of(sheet_ceil))}({inner})"
+        if self.row and not array and f == "ISNUMBER" and len(args) == 1:
+            return f"{self._bind('f', _is_number)}({self.render(args[0])})"
+        if f in _SCALAR_FUNCTIONS:
+            inner = ",".join(self.render(a, array) for a in args)
+            return f"{self._bind('f', _SCALAR_FUNCTIONS[f])}({inner})"
+        raise ValueError(f"no Python view of the function {f}")
+
+
+def _literal(node: Node) -> bool:
+    """A number or a non-empty text: what a blank never equals."""
+    return isinstance(node, Num) or (isinstance(node, Text) and node.value != "")
+
+
+def _comparison(node: Node) -> bool:
+    return isinstance(node, Binary) and node.op in ("=", "<>", "<", ">", "<=", ">=")
+
+
+def _match_one(value: object, values: Sequence[object]) -> int | None:
+    """MATCH(value, range, 0) of one value: its 1-based position, None (#N/A) where absent."""
+    return values.index(value) + 1 if value in values else None
+
+
+def _row_max(*values: Any) -> Any:
+    """MAX over a row's cells: the largest number, of its own type (a count stays whole); blanks and texts skipped."""
+    numbers = [v for v in values if isinstance(v, int | float)]
+    return max(numbers) if numbers else 0
+
+
+def _row_min(*values: Any) -> Any:
+    numbers = [v for v in values if isinstance(v, int | float)]
+    return min(numbers) if numbers else 0
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float)
+
+
+def _iferror(value: Callable[[], object], fallback: Callable[[], object]) -> object:
+    try:
+        return value()
+    except (ArithmeticError, ValueError, TypeError):
+        return fallback()
+
+
+def compile_excel(text: str, names: Names) -> Callable[..., object]:
+    """The Python function `f(settings, **placeholders)` of an Excel formula template."""
+    tree = parse(text)
+    env: dict[str, object] = {}
+    source = _Renderer(names, env).render(tree)
+    code = compile(f"lambda s, v: {source}", f"<formula {text[:60]}>", "eval")
+    body = eval(code, {"__builtins__": {}, **env})   # source rendered from a parsed tree, its names bound in env
+    wanted = placeholders(tree)
+
+    def function(settings: object, **values: object) -> object:
+        missing = [p for p in wanted if p not in values]
+        if missing:
+            raise KeyError(f"the formula needs {missing}")
+        return body(settings, values)
+    function.__doc__ = f"The Python view of ={text}"
+    return function
+
+
+def compile_row(text: str, names: Names, gpu_columns: Mapping[str, str]) -> Callable[[Any, Any, Any], object]:
+    """The Python function `f(row, settings, gpu)` of a calculated column's formula: `{key}` is the row's value
+    `row[key]` (`{model.field}` included), `{gpu.field}` the GPU's attribute, and INDEX(<name>,{gpu.row}) of a
+    GPUs-sheet column named in `gpu_columns` its Python source over the GPU `g` (e.g. a tier's price)."""
+    env: dict[str, object] = {}
+    source = _Renderer(names, env, gpu_columns).render(parse(text.removeprefix("=")))
+    code = compile(f"lambda r, s, g: {source}", f"<formula {text[:60]}>", "eval")
+    function: Callable[[Any, Any, Any], object] = eval(code, {"__builtins__": {}, **env})  # rendered from a tree
+    function.__doc__ = f"The Python view of ={text.removeprefix('=')}"
+    return function
