@@ -81,7 +81,9 @@ beyond scale_free_cards; the sample trains on at most a few cards in bf16, so no
 decode settings (kv_read_efficiency, tp_reference_params_b, tp_size_exponent: Assumptions and About rows three
 down) and the tensor-parallel factor by model size: ML03 (Llama-3.3-70B fp8 on 2 A100 80G) 398.9 -> 378.9 output
 tokens/s a replica, still one replica, no cost moved; its L40S candidate needs 20 cards instead of 16. Then the
-GPUs sheet's training_efficiency column (blank in the sample: the columns after it one right); no value moved."""
+GPUs sheet's training_efficiency column (blank in the sample: the columns after it one right); no value moved.
+Then recon_memory_limit's help on Assumptions (D33): blank is 1GB, not a quarter of the machine; no value
+moved."""
 
 from __future__ import annotations
 
