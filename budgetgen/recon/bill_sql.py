@@ -41,6 +41,7 @@ from .bill_sums import (
     _connection,
     _convert,
     _daily,
+    _first,
     _literal,
     _Options,
     _quiet,
@@ -242,8 +243,8 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
     keys = ", ".join(f"txt(CAST({k} AS VARCHAR))" for k in _SUMS_KEYS)
     # One scan finds which checks fail anywhere (and a grouping whether any key repeats); only those are looked
     # up row by row.
-    found_any = con.execute("SELECT bit_or(" + " | ".join(f"((({where}) IS TRUE)::BIGINT << {i})" for i, where in
-                                                      enumerate(checks)) + ") FROM sums_file").fetchone()[0] or 0
+    found_any = _first(con.execute("SELECT bit_or(" + " | ".join(f"((({where}) IS TRUE)::BIGINT << {i})" for i, where in
+                                                      enumerate(checks)) + ") FROM sums_file").fetchone()) or 0
     for i, (column, _) in enumerate(_SUMS_CHECKS):
         if not found_any >> i & 1:
             continue
@@ -253,8 +254,8 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
             "bill_sums_bad_value", column=column, raw="" if raw is None else raw, zone=options.timezone))
             for row, raw in found]
     # a key's hash found twice (the same key, or once in billions of rows two keys of one hash): then the keys
-    if con.execute(f"SELECT EXISTS (SELECT 1 FROM sums_file GROUP BY hash({keys}) HAVING count(*) > 1)"
-                   ).fetchone()[0]:
+    if _first(con.execute(f"SELECT EXISTS (SELECT 1 FROM sums_file GROUP BY hash({keys}) HAVING count(*) > 1)"
+                          ).fetchone()):
         again = con.execute(f"SELECT row, first FROM (SELECT row, min(row) OVER (PARTITION BY {keys}) AS first "
                             f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
         problems += [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))

@@ -517,7 +517,7 @@ def reconcile(
 def _rows(frame: pd.DataFrame):
     """A frame's rows as named tuples, read from each column as a Python list: itertuples iterates an
     Arrow-backed text column one element at a time (most of a 400,000-resource month's reconciliation)."""
-    row = namedtuple("Row", frame.columns, rename=True)
+    row = namedtuple("Row", list(frame.columns), rename=True)  # type: ignore[misc]  # the columns are the frame's
     return map(row._make, zip(*(frame[c].tolist() for c in frame.columns), strict=True))
 
 
