@@ -1,4 +1,4 @@
-"""The Recon rules (flags, actions, saving, over plan, variances, totals): each declared once, two views.
+"""The Recon rules (flags, actions, saving, over plan, variances, totals): each one Excel expression.
 
 Like `columns.Calc` for the Tasks columns, a `Rule` is one expression: the Excel formula template. Its Python view
 `py(v, s)`, a function of the placeholders' values `v` and the `Limits` `s`, is compiled from that text
