@@ -293,8 +293,26 @@ def _blank_or_nan(x: object) -> object:
 
 def _eq_nocase(a: object, b: object) -> bool:
     """Excel's `=` of two cells: a blank (None or NaN) equals "", texts compare ignoring case."""
-    a, b = _blank_or_nan(a), _blank_or_nan(b)
-    return a == b or (type(a) is str and type(b) is str and a.casefold() == b.casefold())
+    if a == b:
+        return True
+    if type(a) is str and type(b) is str:
+        return a.casefold() == b.casefold()
+    return _blank_or_nan(a) == _blank_or_nan(b)
+
+
+def _concat(*parts: object) -> str:
+    """a&b&...: each part as text, a blank as ""."""
+    try:
+        return "".join(parts)   # type: ignore[arg-type]  # texts (the usual case)
+    except TypeError:
+        return "".join(p if type(p) is str else "" if p is None else f"{p}" for p in parts)
+
+
+def _parts(node: Node) -> list[Node]:
+    """The operands of a chain of `&`."""
+    if isinstance(node, Binary) and node.op == "&":
+        return _parts(node.left) + _parts(node.right)
+    return [node]
 
 
 _ARRAY_BINARY_NOCASE = {**_ARRAY_BINARY, "=": _elementwise(_eq_nocase),
@@ -314,6 +332,26 @@ def _known_number(x: object) -> bool:
 def _n(x: object) -> object:
     """N(x): a number itself, anything else (a blank, NaN, a text) 0."""
     return x if isinstance(x, int | float) and not math.isnan(x) else 0
+
+
+def _searcher(find: str) -> Callable[[object], int | None]:
+    """SEARCH of a fixed text (one without wildcards) in a value: the 1-based position, None where absent."""
+    needle = find.casefold()
+
+    def search(within: object) -> int | None:
+        at = str(_blank(within)).casefold().find(needle)
+        return at + 1 if at >= 0 else None
+    return search
+
+
+def _contains(find: str) -> Callable[[object], bool]:
+    """ISNUMBER(SEARCH(find, value)) of a fixed text (one without wildcards): whether the value holds it, ignoring
+    case."""
+    needle = find.casefold()
+
+    def contains(within: object) -> bool:
+        return needle in (within if type(within) is str else str(_blank(within))).casefold()
+    return contains
 
 
 def _search1(find: object, within: object) -> int | None:
@@ -347,6 +385,12 @@ def _round(x: float, digits: float = 0) -> float:
     if digits == 0:
         return int(math.copysign(rounded, x)) if rounded else 0
     return math.copysign(rounded / scale, x)
+
+
+def _round0(x: float) -> int:
+    """ROUND(x, 0): the whole number, halves away from zero."""
+    rounded = math.floor(abs(x) + 0.5)
+    return rounded if x >= 0 else -rounded
 
 
 def _index(values: object, at: object) -> object:
@@ -447,6 +491,8 @@ class _Renderer:
         if isinstance(node, Unary):
             return f"(-{self.render(node.arg, array)})"
         if isinstance(node, Binary):
+            if self.values and not array and node.op == "&":
+                return f"{self._bind('op', _concat)}({','.join(self.render(p) for p in _parts(node))})"
             left, right = self.render(node.left, array), self.render(node.right, array)
             if array:
                 table = _ARRAY_BINARY_NOCASE if self.values else _ARRAY_BINARY
@@ -510,9 +556,23 @@ class _Renderer:
                 _comparison(a) or (self.values and _test(a)) for a in args):
             # scalar tests (True/False each): Python's and/or, which Excel's AND/OR of them equal
             return "(" + f" {f.lower()} ".join(self.render(a) for a in args) + ")"
+        if self.values and not array and f in ("MAX", "MIN") and args and all(_numeric(a) for a in args):
+            # numbers each (no blank nor text to skip): Python's own max/min
+            return f"{self._bind('f', max if f == 'MAX' else min)}({','.join(self.render(a) for a in args)})"
         if not array and self.scalar and f in ("MAX", "MIN"):
             inner = ",".join(self.render(a) for a in args)
             return f"{self._bind('f', _row_max if f == 'MAX' else _row_min)}({inner})"
+        if self.values and not array and f in ("AND", "OR") and args and all(_test(a) for a in args):
+            # tests (True/False each): Python's and/or, which Excel's AND/OR of them equal
+            return "(" + f" {f.lower()} ".join(self.render(a) for a in args) + ")"
+        if self.values and not array and _fixed_search(node) and isinstance(args[0], Text):
+            return f"{self._bind('f', _searcher(args[0].value))}({self.render(args[1])})"
+        if self.values and not array and f == "ISNUMBER" and len(args) == 1 and _fixed_search(args[0]):
+            search = args[0]
+            assert isinstance(search, Call) and isinstance(search.args[0], Text)
+            return f"{self._bind('f', _contains(search.args[0].value))}({self.render(search.args[1])})"
+        if self.values and not array and f == "ROUND" and len(args) == 2 and args[1] == Num(0):
+            return f"{self._bind('f', _round0)}({self.render(args[0])})"
         if self.values and f == "ISNUMBER" and len(args) == 1:
             return f"{self._bind('f', _isnumber_nan if array else _known_number)}({self.render(args[0], array)})"
         if self.values and f in _VALUES_FUNCTIONS:
@@ -545,6 +605,18 @@ def _literal(node: Node) -> bool:
 
 def _comparison(node: Node) -> bool:
     return isinstance(node, Binary) and node.op in ("=", "<>", "<", ">", "<=", ">=")
+
+
+def _numeric(node: Node) -> bool:
+    """A node whose value is a number whatever the cells hold: a number, arithmetic, or ROUND or N."""
+    return isinstance(node, Num) or (isinstance(node, Unary | Binary) and node.op in "+-*/^") or (
+        isinstance(node, Call) and node.function in ("ROUND", "N"))
+
+
+def _fixed_search(node: Node) -> bool:
+    """SEARCH of a fixed text without wildcards."""
+    return isinstance(node, Call) and node.function == "SEARCH" and len(node.args) == 2 and \
+        isinstance(node.args[0], Text) and not any(c in node.args[0].value for c in "?*~")
 
 
 def _test(node: Node) -> bool:
