@@ -326,7 +326,7 @@ def _fsumproduct(*arrays: object) -> float:
 
 def _known_number(x: object) -> bool:
     """ISNUMBER of a Recon value: a number that is not NaN (NaN is unknown usage, a blank cell)."""
-    return isinstance(x, int | float) and not math.isnan(x)
+    return isinstance(x, (int, float)) and not math.isnan(x)  # a tuple: faster on this path
 
 
 def _n(x: object) -> object:
@@ -501,10 +501,12 @@ class _Renderer:
                 cell = node.right if node.left == Text("") else node.left
                 if isinstance(cell, Placeholder | Name):   # a blank test of a cell: None or "" (or NaN: unknown)
                     value = self.render(cell)
-                    nan = f" or {value}!={value}" if self.values else ""
+                    if self.values:   # the cell read once
+                        test = f"((_x:={value}) is None or _x=='' or _x!=_x)"
+                        return test if node.op == "=" else f"(not {test})"
                     if node.op == "=":
-                        return f"({value} is None or {value}==''{nan})"
-                    return f"(not ({value} is None or {value}==''{nan}))"
+                        return f"({value} is None or {value}=='')"
+                    return f"(not ({value} is None or {value}==''))"
             if self.values and node.op in ("=", "<>") and not (
                     isinstance(node.left, Num) or isinstance(node.right, Num)):
                 # texts compare ignoring case, as Excel's = and <> do
