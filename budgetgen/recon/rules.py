@@ -44,12 +44,10 @@ import statistics
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 from .. import expr
 from ..schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, Value
 
-K = SimpleNamespace(**CONSTANT_VALUES)
 Values = Mapping[str, Value]  # a row's placeholders' values
 
 LOW_UTILIZATION = "low_utilization"
