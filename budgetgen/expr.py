@@ -16,6 +16,11 @@ The Python view follows Excel's semantics where the engine's values differ from 
 - a placeholder may hold a range (a list in the engine): inside SUMPRODUCT, SUM, MAX, MIN, COUNT, AND and MATCH the
   operators work element by element, as an array formula does, and TRUE/FALSE count 1/0;
 - IF evaluates only the branch it takes, as Excel does.
+A Recon rule (`recon.rules.Rule`) is compiled by `compile_values`, into a function `f(v, s)` of a row's values (a
+mapping: one value per placeholder, a list inside SUMPRODUCT) and the Recon limits: there unknown usage is a blank
+cell, None or NaN in Python (ISNUMBER, N and the blank tests treat NaN as blank), texts compare ignoring case as
+Excel's =/<> do, a text rule's `""` result is the empty text, a money rule's numbers are floats, and a subtree that
+reads no cell nor setting (a flag's shown word in the engine's language) is computed once, when the rule is defined.
 Unknown names, functions or syntax raise ValueError when the rule is defined (at import), never at a build.
 """
 
@@ -282,6 +287,136 @@ def _isnumber(x: object) -> object:
     return isinstance(x, int | float)
 
 
+def _blank_or_nan(x: object) -> object:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def _eq_nocase(a: object, b: object) -> bool:
+    """Excel's `=` of two cells: a blank (None or NaN) equals "", texts compare ignoring case."""
+    if a == b:
+        return True
+    if type(a) is str and type(b) is str:
+        return a.casefold() == b.casefold()
+    return _blank_or_nan(a) == _blank_or_nan(b)
+
+
+def _concat(*parts: object) -> str:
+    """a&b&...: each part as text, a blank as ""."""
+    try:
+        return "".join(parts)   # type: ignore[arg-type]  # texts (the usual case)
+    except TypeError:
+        return "".join(p if type(p) is str else "" if p is None else f"{p}" for p in parts)
+
+
+def _parts(node: Node) -> list[Node]:
+    """The operands of a chain of `&`."""
+    if isinstance(node, Binary) and node.op == "&":
+        return _parts(node.left) + _parts(node.right)
+    return [node]
+
+
+_ARRAY_BINARY_NOCASE = {**_ARRAY_BINARY, "=": _elementwise(_eq_nocase),
+                        "<>": _elementwise(lambda a, b: not _eq_nocase(a, b))}
+
+
+def _fsumproduct(*arrays: object) -> float:
+    """SUMPRODUCT as a float, also over no rows."""
+    return float(_sumproduct(*arrays))
+
+
+def _known_number(x: object) -> bool:
+    """ISNUMBER of a Recon value: a number that is not NaN (NaN is unknown usage, a blank cell)."""
+    return isinstance(x, (int, float)) and not math.isnan(x)  # a tuple: faster on this path
+
+
+def _n(x: object) -> object:
+    """N(x): a number itself, anything else (a blank, NaN, a text) 0."""
+    return x if isinstance(x, int | float) and not math.isnan(x) else 0
+
+
+def _searcher(find: str) -> Callable[[object], int | None]:
+    """SEARCH of a fixed text (one without wildcards) in a value: the 1-based position, None where absent."""
+    needle = find.casefold()
+
+    def search(within: object) -> int | None:
+        at = str(_blank(within)).casefold().find(needle)
+        return at + 1 if at >= 0 else None
+    return search
+
+
+def _contains(find: str) -> Callable[[object], bool]:
+    """ISNUMBER(SEARCH(find, value)) of a fixed text (one without wildcards): whether the value holds it, ignoring
+    case."""
+    needle = find.casefold()
+
+    def contains(within: object) -> bool:
+        return needle in (within if type(within) is str else str(_blank(within))).casefold()
+    return contains
+
+
+def _search1(find: object, within: object) -> int | None:
+    """SEARCH(find, within): the 1-based position of `find` in `within` ignoring case, None (#VALUE!) where absent;
+    Excel's wildcards ? and * (and ~ before one) are read as such."""
+    needle, text = str(_blank(find)).casefold(), str(_blank(within)).casefold()
+    if not any(c in needle for c in "?*~"):
+        at = text.find(needle)
+        return at + 1 if at >= 0 else None
+    pattern, escaped = "", False
+    for c in needle:
+        if escaped or c not in "?*~":
+            pattern, escaped = pattern + re.escape(c), False
+        elif c == "~":
+            escaped = True
+        else:
+            pattern += "." if c == "?" else ".*"
+    found = re.search(pattern, text, re.DOTALL)
+    return found.start() + 1 if found else None
+
+
+def _trim1(x: object) -> str:
+    """TRIM: the text without leading and trailing spaces, and single spaces between words."""
+    return " ".join(part for part in str(_blank(x)).split(" ") if part)
+
+
+def _round(x: float, digits: float = 0) -> float:
+    """ROUND: halves away from zero; to a whole number (digits 0) it is an int, as a count stays whole."""
+    scale = 10 ** int(digits)
+    rounded = math.floor(abs(x) * scale + 0.5)
+    if digits == 0:
+        return int(math.copysign(rounded, x)) if rounded else 0
+    return math.copysign(rounded / scale, x)
+
+
+def _round0(x: float) -> int:
+    """ROUND(x, 0): the whole number, halves away from zero."""
+    rounded = math.floor(abs(x) + 0.5)
+    return rounded if x >= 0 else -rounded
+
+
+def _index(values: object, at: object) -> object:
+    """INDEX(range, n): the n-th value; an error (#REF!) for a position outside the range or an error (None)."""
+    items = _flat([values])
+    if not isinstance(at, int | float) or not 1 <= at <= len(items):
+        raise ValueError("INDEX outside its range")
+    return items[int(at) - 1]
+
+
+def _isnumber_nan(x: object) -> object:
+    if isinstance(x, list | tuple):
+        return [_isnumber_nan(v) for v in x]
+    return _known_number(x)
+
+
+# The functions of a Recon rule (compile_values); texts and lookups work element by element inside an array.
+_VALUES_FUNCTIONS: dict[str, Callable[..., object]] = {
+    "N": _n,
+    "SEARCH": _elementwise(_search1),
+    "TRIM": lambda x: [_trim1(v) for v in x] if isinstance(x, list | tuple) else _trim1(x),
+    "ROUND": _round,
+    "INDEX": _index,
+}
+
+
 # Functions whose arguments are arrays (operators inside work element by element) and their Python view.
 _ARRAY_FUNCTIONS: dict[str, Callable[..., object]] = {
     "SUMPRODUCT": _sumproduct,
@@ -309,18 +444,23 @@ class Names:
     value derived from the settings."""
 
     settings: Mapping[str, str]  # defined name -> Settings attribute
-    constants: Mapping[str, float]
+    constants: Mapping[str, object]  # a number, or a range (a tuple) such as an empty word table
     derived: Mapping[str, Callable[[Any], object]]  # a value, or a range (a sequence) such as PlanMonths
 
 
 class _Renderer:
     """Python source of a tree; `array` while inside an array function's arguments."""
 
-    def __init__(self, names: Names, env: dict[str, object], gpu_columns: Mapping[str, str] | None = None) -> None:
+    def __init__(self, names: Names, env: dict[str, object], gpu_columns: Mapping[str, str] | None = None,
+                 values: bool = False, text: bool = False, floats: bool = False) -> None:
         self.names = names
         self.env = env
         self.row = gpu_columns is not None  # a row formula: placeholders are the row's cells and the row's GPU
         self.gpu_columns = gpu_columns or {}
+        self.values = values  # a Recon rule's: NaN is blank, texts compare ignoring case (compile_values)
+        self.scalar = self.row or values  # a placeholder holds one value outside an array function
+        self.text = text  # a "" is the empty text, not a blank
+        self.floats = floats  # whole numbers are written as floats (a money rule's 0 is 0.0)
 
     def _bind(self, prefix: str, value: object) -> str:
         key = f"_{prefix}{len(self.env)}"
@@ -329,9 +469,9 @@ class _Renderer:
 
     def render(self, node: Node, array: bool = False) -> str:
         if isinstance(node, Num):
-            return repr(node.value)
+            return repr(float(node.value) if self.floats else node.value)
         if isinstance(node, Text):
-            return "None" if node.value == "" else repr(node.value)
+            return ("''" if self.text else "None") if node.value == "" else repr(node.value)
         if isinstance(node, Placeholder):
             if not self.row:
                 return f"v[{node.name!r}]"
@@ -351,19 +491,36 @@ class _Renderer:
         if isinstance(node, Unary):
             return f"(-{self.render(node.arg, array)})"
         if isinstance(node, Binary):
+            if self.values and not array and node.op == "&":
+                return f"{self._bind('op', _concat)}({','.join(self.render(p) for p in _parts(node))})"
             left, right = self.render(node.left, array), self.render(node.right, array)
             if array:
-                return f"{self._bind('op', _ARRAY_BINARY[node.op])}({left},{right})"
-            if node.op in ("=", "<>") and self.row and (node.left == Text("") or node.right == Text("")):
+                table = _ARRAY_BINARY_NOCASE if self.values else _ARRAY_BINARY
+                return f"{self._bind('op', table[node.op])}({left},{right})"
+            if node.op in ("=", "<>") and self.scalar and (node.left == Text("") or node.right == Text("")):
                 cell = node.right if node.left == Text("") else node.left
-                if isinstance(cell, Placeholder | Name):   # a blank test of a cell: None or ""
+                if isinstance(cell, Placeholder | Name):   # a blank test of a cell: None or "" (or NaN: unknown)
                     value = self.render(cell)
+                    if self.values:   # the cell read once
+                        test = f"((_x:={value}) is None or _x=='' or _x!=_x)"
+                        return test if node.op == "=" else f"(not {test})"
                     if node.op == "=":
                         return f"({value} is None or {value}=='')"
-                    return f"({value} is not None and {value}!='')"
+                    return f"(not ({value} is None or {value}==''))"
+            if self.values and node.op in ("=", "<>") and not (
+                    isinstance(node.left, Num) or isinstance(node.right, Num)):
+                # texts compare ignoring case, as Excel's = and <> do
+                test = f"{self._bind('op', _eq_nocase)}({left},{right})"
+                return test if node.op == "=" else f"(not {test})"
             if node.op in ("=", "<>") and (_literal(node.left) or _literal(node.right)):
                 # against a number or a non-empty text a blank is unequal either way: Python's own == is Excel's
                 return f"({left}{'==' if node.op == '=' else '!='}{right})"
+            if self.values and node.op in ("<", ">", "<=", ">=") and not (
+                    isinstance(node.left, Text) or isinstance(node.right, Text)):
+                # numbers (or blanks, which count 0): Python's own comparison
+                def known(x: Node, source: str) -> str:
+                    return f"(0 if (_x:={source}) is None or _x!=_x else _x)" if isinstance(x, Placeholder) else source
+                return f"({known(node.left, left)}{node.op}{known(node.right, right)})"
             if self.row and node.op in ("<", ">", "<=", ">=") and (
                     isinstance(node.left, Num) or isinstance(node.right, Num)) and all(
                     isinstance(x, Num | Placeholder | Name) for x in (node.left, node.right)):
@@ -397,12 +554,35 @@ class _Renderer:
             return f"({self.gpu_columns[args[0].name]})"   # the row's GPU's figure on the GPUs sheet
         if not array and self.row and f == "MATCH" and len(args) == 3 and args[2] == Num(0):
             return f"{self._bind('f', _match_one)}({self.render(args[0])},{self.render(args[1])})"
-        if not array and f in ("AND", "OR") and len(args) > 1 and all(_comparison(a) for a in args):
+        if not array and f in ("AND", "OR") and len(args) > 1 and all(
+                _comparison(a) or (self.values and _test(a)) for a in args):
             # scalar tests (True/False each): Python's and/or, which Excel's AND/OR of them equal
             return "(" + f" {f.lower()} ".join(self.render(a) for a in args) + ")"
-        if not array and self.row and f in ("MAX", "MIN"):
+        if self.values and not array and f in ("MAX", "MIN") and args and all(_numeric(a) for a in args):
+            # numbers each (no blank nor text to skip): Python's own max/min
+            return f"{self._bind('f', max if f == 'MAX' else min)}({','.join(self.render(a) for a in args)})"
+        if not array and self.scalar and f in ("MAX", "MIN"):
             inner = ",".join(self.render(a) for a in args)
             return f"{self._bind('f', _row_max if f == 'MAX' else _row_min)}({inner})"
+        if self.values and not array and f in ("AND", "OR") and args and all(_test(a) for a in args):
+            # tests (True/False each): Python's and/or, which Excel's AND/OR of them equal
+            return "(" + f" {f.lower()} ".join(self.render(a) for a in args) + ")"
+        if self.values and not array and _fixed_search(node) and isinstance(args[0], Text):
+            return f"{self._bind('f', _searcher(args[0].value))}({self.render(args[1])})"
+        if self.values and not array and f == "ISNUMBER" and len(args) == 1 and _fixed_search(args[0]):
+            search = args[0]
+            assert isinstance(search, Call) and isinstance(search.args[0], Text)
+            return f"{self._bind('f', _contains(search.args[0].value))}({self.render(search.args[1])})"
+        if self.values and not array and f == "ROUND" and len(args) == 2 and args[1] == Num(0):
+            return f"{self._bind('f', _round0)}({self.render(args[0])})"
+        if self.values and f == "ISNUMBER" and len(args) == 1:
+            return f"{self._bind('f', _isnumber_nan if array else _known_number)}({self.render(args[0], array)})"
+        if self.values and f in _VALUES_FUNCTIONS:
+            inner = ",".join(self.render(a, array) for a in args)
+            return f"{self._bind('f', _VALUES_FUNCTIONS[f])}({inner})"
+        if self.floats and f == "SUMPRODUCT":   # a money total is a float, even of no rows
+            inner = ",".join(self.render(a, True) for a in args)
+            return f"{self._bind('f', _fsumproduct)}({inner})"
         if f in _ARRAY_FUNCTIONS:
             # a lone argument may be a range (an array formula over it); several are values (a range among them is
             # flattened by the function), whose operators stay scalar
@@ -427,6 +607,23 @@ def _literal(node: Node) -> bool:
 
 def _comparison(node: Node) -> bool:
     return isinstance(node, Binary) and node.op in ("=", "<>", "<", ">", "<=", ">=")
+
+
+def _numeric(node: Node) -> bool:
+    """A node whose value is a number whatever the cells hold: a number, arithmetic, or ROUND or N."""
+    return isinstance(node, Num) or (isinstance(node, Unary | Binary) and node.op in "+-*/^") or (
+        isinstance(node, Call) and node.function in ("ROUND", "N"))
+
+
+def _fixed_search(node: Node) -> bool:
+    """SEARCH of a fixed text without wildcards."""
+    return isinstance(node, Call) and node.function == "SEARCH" and len(node.args) == 2 and \
+        isinstance(node.args[0], Text) and not any(c in node.args[0].value for c in "?*~")
+
+
+def _test(node: Node) -> bool:
+    """A node whose value is TRUE or FALSE: a comparison, or ISNUMBER, AND, OR, NOT of scalars."""
+    return _comparison(node) or (isinstance(node, Call) and node.function in ("ISNUMBER", "AND", "OR", "NOT"))
 
 
 def _match_one(value: object, values: Sequence[object]) -> int | None:
@@ -483,4 +680,59 @@ def compile_row(text: str, names: Names, gpu_columns: Mapping[str, str]) -> Call
     code = compile(f"lambda r, s, g: {source}", f"<formula {text[:60]}>", "eval")
     function: Callable[[Any, Any, Any], object] = eval(code, {"__builtins__": {}, **env})  # rendered from a tree
     function.__doc__ = f"The Python view of ={text.removeprefix('=')}"
+    return function
+
+
+def _fold(node: Node, names: Names) -> Node:
+    """The tree with each subtree that reads no placeholder, setting or derived name computed once (a number or a
+    text): e.g. a flag's shown word, which in the engine's language (an empty word table) is its key."""
+    def constant(x: Node) -> bool:
+        if isinstance(x, Placeholder):
+            return False
+        if isinstance(x, Name):
+            return x.name in names.constants
+        if isinstance(x, Unary):
+            return constant(x.arg)
+        if isinstance(x, Binary):
+            return constant(x.left) and constant(x.right)
+        if isinstance(x, Call):
+            return all(constant(a) for a in x.args)
+        return True
+
+    def fold(x: Node) -> Node:
+        if isinstance(x, Num | Text | Placeholder | Name):
+            return x
+        if constant(x):
+            env: dict[str, object] = {}
+            source = _Renderer(names, env, values=True).render(x)
+            try:
+                value = eval(compile(f"lambda: {source}", "<constant>", "eval"), {"__builtins__": {}, **env})()
+            except (ArithmeticError, ValueError, TypeError):
+                value = x   # an error stays where it is: it is raised when the formula is computed, as in Excel
+            if isinstance(value, str):
+                return Text(value)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return Num(value)
+        if isinstance(x, Unary):
+            return Unary(x.op, fold(x.arg))
+        if isinstance(x, Binary):
+            return Binary(x.op, fold(x.left), fold(x.right))
+        if isinstance(x, Call):
+            return Call(x.function, tuple(fold(a) for a in x.args))
+        return x
+    return fold(node)
+
+
+def compile_values(text: str, names: Names, *, text_result: bool = False,
+                   floats: bool = False) -> Callable[[Any, Any], Any]:
+    """The Python function `f(v, s)` of a Recon rule's formula: `{name}` is `v[name]` (a value; a list inside an array
+    function), the names read the limits `s`. Unknown usage is None or NaN (a blank cell); `text_result`: the rule's
+    value is a text, whose `""` is the empty text; `floats`: a money (or other measured) rule, whose whole numbers
+    are floats as in Excel."""
+    env: dict[str, object] = {}
+    tree = _fold(parse(text), names)
+    source = _Renderer(names, env, values=True, text=text_result, floats=floats).render(tree)
+    code = compile(f"lambda v, s: {source}", f"<formula {text[:60]}>", "eval")
+    function: Callable[[Any, Any], Any] = eval(code, {"__builtins__": {}, **env})  # rendered from a parsed tree
+    function.__doc__ = f"The Python view of ={text}"
     return function

@@ -1,8 +1,11 @@
-"""The Recon rules (flags, actions, saving, over plan, variances, totals): each declared once, two views.
+"""The Recon rules (flags, actions, saving, over plan, variances, totals): each one Excel expression.
 
-Like `columns.Calc` for the Tasks columns, a `Rule` holds an Excel formula template and the Python
-function of the same rule; the engine uses `py`, the Recon tab writes `formula(cells)`, and the tests
-recalculate one against the other.
+Like `columns.Calc` for the Tasks columns, a `Rule` is one expression: the Excel formula template. Its Python view
+`py(v, s)`, a function of the placeholders' values `v` and the `Limits` `s`, is compiled from that text
+(`expr.compile_values`) unless the rule gives its own; the engine calls `py`, the Recon tab writes
+`formula(cells)`, and the tests recalculate the formula against the values worked out by hand. A rule keeps a
+hand-written `py` only where its Python is not the formula read literally (tests/test_recon_rules.py names each
+with its reason).
 
 Placeholders in `excel` are the cells a Recon row (or a block of the tab) puts there:
 - task rows: `{planned}`, `{billed}` (the cost compared with the plan: COMPARED, of the GPU lines only;
@@ -36,16 +39,15 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-import math
+import functools
 import statistics
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 
-from ..schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, TIER, Value
+from .. import expr
+from ..schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, Value
 
-K = SimpleNamespace(**CONSTANT_VALUES)
 Values = Mapping[str, Value]  # a row's placeholders' values
 
 LOW_UTILIZATION = "low_utilization"
@@ -64,6 +66,14 @@ def shown_word(key: str) -> str:
     return f'IFERROR(INDEX(WordShown,MATCH("{key}",WordKey,0)),"{key}")'
 
 
+def action_name(flag: str) -> str:
+    """The workbook name of a flag's action sentence on Assumptions (`ActionLowUtilization`)."""
+    return "Action" + "".join(part.capitalize() for part in flag.split("_"))
+
+
+_FLAG_KEYS = (LOW_UTILIZATION, OOM, DATA_STARVED, OVER_PLAN, UNTAGGED_GPU, OFF_PLAN_PRICING)
+
+
 @dataclass(frozen=True)
 class Limits:
     """The settings the rules read, by their workbook names, and the action sentences in the workbook's language."""
@@ -78,15 +88,38 @@ class Limits:
         return (self.actions or ACTIONS)[flag]
 
 
+# The workbook names the rules read, as the Python view reads them: the limits by their names on Assumptions, the
+# fixed constants, each flag's action sentence, and the About sheet's word table, which the engine (working in the
+# words' keys) holds empty, so that a flag's or a status's shown word is its key.
+NAMES = expr.Names(
+    settings={"LowUtilThreshold": "low_util_threshold", "OomThreshold": "oom_threshold",
+              "VarianceTolerance": "variance_tolerance", "ReconSpikeFactor": "spike_factor"},
+    constants={**CONSTANT_VALUES, "WordKey": (), "WordShown": ()},
+    derived={action_name(flag): functools.partial(Limits.action, flag=flag) for flag in _FLAG_KEYS})
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One Recon rule: the Excel formula template and the Python function are two views of it."""
+    """One Recon rule: an Excel formula template; its Python view is compiled from it unless the rule gives its own
+    (`py`)."""
 
     key: str
     header: str
-    fmt: str  # money | percent | text | flag
+    fmt: str  # money | percent | number | int | text | flag
     excel: str  # without the leading `=`
-    py: Callable[[Values, Limits | None], Value]  # None: a rule that reads no limits
+    py: Callable[[Values, Limits | None], Value] = None  # type: ignore[assignment]  # None: compiled from excel
+
+    def __post_init__(self) -> None:
+        if self.py is None:
+            object.__setattr__(self, "py", expr.compile_values(
+                self.excel, NAMES, text_result=self.fmt == "text", floats=self.fmt in ("money", "percent", "number")))
+        else:
+            expr.parse(self.excel)  # a rule with its own py must still be a formula the sheet can read
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the Python view is the formula itself (no hand-written `py`)."""
+        return (self.py.__doc__ or "").startswith("The Python view of =")
 
     @property
     def placeholders(self) -> tuple[str, ...]:
@@ -112,73 +145,35 @@ class FlagRule(Rule):
     @property
     def action_name(self) -> str:
         """The workbook name of the action sentence on Assumptions (`ActionLowUtilization`)."""
-        return "Action" + "".join(part.capitalize() for part in self.key.split("_"))
-
-
-def _limits(s: Limits | None) -> Limits:
-    """The limits a rule that reads them is given (None is for the rules that read none)."""
-    if s is None:
-        raise TypeError("this Recon rule reads the limits: pass them")
-    return s
-
-
-def _known(value: object) -> bool:
-    """Whether a usage value was measured (a blank cell is None or NaN)."""
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def _low_util(v: Values, s: Limits | None) -> bool:
-    return _known(v["util"]) and v["util"] / K.PercentScale < _limits(s).low_util_threshold
-
-
-def _oom(v: Values, s: Limits | None) -> bool:
-    return _known(v["oom"]) and v["oom"] >= _limits(s).oom_threshold
-
-
-def _data_starved(v: Values, s: Limits | None) -> bool:
-    return (_known(v["mem_share"]) and _known(v["util"]) and v["mem_share"] > K.DataStarvedMemShare
-            and v["util"] / K.PercentScale < K.DataStarvedUtil)
-
-
-def _over_plan(v: Values, s: Limits | None) -> bool:
-    return bool(v["task"]) and v["task_status"] == OVER_PLAN_STATUS
-
-
-def _untagged(v: Values, s: Limits | None) -> bool:
-    return not v["task"]
-
-
-def _off_plan_pricing(v: Values, s: Limits | None) -> bool:
-    """Billed under a PricingCategory other than its task's tier's (planned Committed, billed Standard); a
-    resource billed in part on the plan's category and in part on another is flagged too."""
-    return bool(v["task"]) and bool(v["planned_pricing"]) and bool(v["pricing"]) and \
-        v["pricing"].casefold() != v["planned_pricing"].casefold()   # Excel's <> ignores case
+        return action_name(self.key)
 
 
 FLAG_RULES: tuple[FlagRule, ...] = (
     FlagRule(LOW_UTILIZATION, LOW_UTILIZATION, "flag",
-             "AND(ISNUMBER({util}),{util}/PercentScale<LowUtilThreshold)", _low_util,
+             "AND(ISNUMBER({util}),{util}/PercentScale<LowUtilThreshold)",
              action="drop the idle cards or replicas next month, or move to a smaller card", saves_bill=True,
              saving="saving"),
-    FlagRule(OOM, OOM, "flag", "AND(ISNUMBER({oom}),{oom}>=OomThreshold)", _oom,
+    FlagRule(OOM, OOM, "flag", "AND(ISNUMBER({oom}),{oom}>=OomThreshold)",
              action="optimise memory use (batch size, FlashAttention, padding) before adding VRAM"),
     FlagRule(DATA_STARVED, DATA_STARVED, "flag",
              "AND(ISNUMBER({mem_share}),ISNUMBER({util}),{mem_share}>DataStarvedMemShare,"
-             "{util}/PercentScale<DataStarvedUtil)", _data_starved,
+             "{util}/PercentScale<DataStarvedUtil)",
              action="GPU waits on data or serial decoding: check the data pipeline and serving framework"),
     FlagRule(OVER_PLAN, OVER_PLAN, "flag", f'AND({{task}}<>"",{{task_status}}={shown_word(OVER_PLAN_STATUS)})',
-             _over_plan,
              action="the task is billed over its plan: check its usage with the task owner and re-forecast "
                     "its remaining months"),
-    FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', _untagged, action="tag it or stop it",
+    FlagRule(UNTAGGED_GPU, UNTAGGED_GPU, "flag", '{task}=""', action="tag it or stop it",
              saving="to_attribute"),
+    # Billed under a PricingCategory other than its task's tier's (planned Committed, billed Standard); a resource
+    # billed in part on the plan's category and in part on another is flagged too (Excel's <> ignores case).
     FlagRule(OFF_PLAN_PRICING, OFF_PLAN_PRICING, "flag",
-             'AND({task}<>"",{planned_pricing}<>"",{pricing}<>"",{pricing}<>{planned_pricing})', _off_plan_pricing,
+             'AND({task}<>"",{planned_pricing}<>"",{pricing}<>"",{pricing}<>{planned_pricing})',
              action="billed at another price than its tier plans (e.g. on demand instead of the commitment): "
                     "check the commitment covers it, or re-plan the task's tier"),
 )
 FLAGS_BY_KEY = {r.key: r for r in FLAG_RULES}
 ACTIONS = {r.key: r.action for r in FLAG_RULES}
+assert tuple(FLAGS_BY_KEY) == _FLAG_KEYS, "every flag's action sentence is a name the rules read"
 
 
 def resource_flags(values: Values, limits: Limits | None) -> tuple[str, ...]:
@@ -197,92 +192,6 @@ def _has_flag(flag: str) -> str:
     return f'ISNUMBER(SEARCH(" "&{shown_word(flag)}&" "," "&{{flags}}&" "))'
 
 
-def _flags(v: Values, s: Limits | None) -> str:
-    return " ".join(resource_flags(v, s))
-
-
-def _raised(v: Values) -> list[FlagRule]:
-    """The flag rules whose key is a word of the `{flags}` cell, in FLAG_RULES' order."""
-    words = set(str(v["flags"] or "").split())
-    return [r for r in FLAG_RULES if r.key in words]
-
-
-def _actions(v: Values, s: Limits | None) -> str:
-    return " ".join(f"{_limits(s).action(r.key)}." for r in _raised(v))
-
-
-def _resource_cards(v: Values, s: Limits | None) -> int:
-    """The cards (or replicas) of one resource: its task's cards held shared over the task's resource rows of
-    the month (`task_rows`, counted once per task, never per row), rounded, at least 1 (an unallocated resource
-    counts as 1)."""
-    if not v["task"]:
-        return 1
-    rows = v["task_rows"] if _known(v["task_rows"]) and v["task_rows"] > 0 else 1
-    held = v["task_cards"] if _known(v["task_cards"]) else 0
-    return max(1, _round_half_up(held / rows))
-
-
-def _round_half_up(x: float) -> int:
-    """Excel's ROUND(x, 0) for x ≥ 0: halves go up (Python's round goes to even)."""
-    return math.floor(x + 0.5)
-
-
-def _idle_cards(v: Values, s: Limits | None) -> float:
-    """The cards (or replicas) the utilisation shows idle, cards × (100 − util%) / 100, when the resource is
-    flagged low_utilization; else 0. Two replicas at 10 % hold 1.8 idle cards; one card at 3 % holds 0.97 (stop
-    it, or move it to a cheaper tier)."""
-    if not any(r.saves_bill for r in _raised(v)) or not _known(v["util"]):
-        return 0.0
-    return v["cards"] * (K.PercentScale - v["util"]) / K.PercentScale
-
-
-def _saving(v: Values, s: Limits | None) -> float:
-    """The saving if acted on: the idle cards' cost at the resource's billed rate, billed × idle / cards.
-
-    over_plan saves nothing here: its action is to look at the plan, and its share of the task's overrun is
-    not a saving (acting on it is a re-forecast). An untagged GPU's whole bill is `to attribute or stop`.
-    """
-    return v["billed"] * v["idle"] / v["cards"] if v["cards"] > 0 else 0.0
-
-
-def _to_attribute(v: Values, s: Limits | None) -> float:
-    """An untagged GPU resource's whole bill, to attribute to a task or stop; 0 for a task's resource."""
-    return 0.0 if v["task"] else v["billed"]
-
-
-def _status(v: Values, s: Limits | None) -> str:
-    if v["partial"]:
-        return PARTIAL_STATUS
-    return OVER_PLAN_STATUS if v["billed"] > v["planned"] * (1 + _limits(s).variance_tolerance) else ""
-
-
-def _by_hours(v: Values) -> bool:
-    """Whether the bill gives the task's GPU hours and the plan some hours to price them at."""
-    return _known(v["hours"]) and _known(v["planned_hours"]) and v["planned_hours"] > 0
-
-
-def _rate_variance(v: Values, s: Limits | None) -> float | None:
-    """(actual rate − planned rate) × actual hours = billed − planned rate × actual hours."""
-    return v["billed"] - v["planned"] / v["planned_hours"] * v["hours"] if _by_hours(v) else None
-
-
-def _usage_variance(v: Values, s: Limits | None) -> float | None:
-    """(actual hours − planned hours) × planned rate."""
-    return (v["hours"] - v["planned_hours"]) * v["planned"] / v["planned_hours"] if _by_hours(v) else None
-
-
-def _planned_hours(v: Values, s: Limits | None) -> float:
-    """The GPU hours the plan buys in the month: a tier priced per card-month bills every card all month, the
-    other tiers the task's GPU-hours; none in a month without planned cost."""
-    if v["planned"] == 0:
-        return 0.0
-    return v["cards_billed"] * v["hours_per_month"] if TIER[v["tier"]].per_card_month else v["gpu_hours"]
-
-
-def _buffer_share(v: Values, s: Limits | None) -> float:
-    return 0.0 if v["planned_total"] == 0 else v["reserved"] * v["planned"] / v["planned_total"]
-
-
 def _days_in_month(day: dt.date) -> int:
     return calendar.monthrange(day.year, day.month)[1]  # December 9999 too: no date after it is needed
 
@@ -292,117 +201,89 @@ def _partial(v: Values, s: Limits | None) -> bool:
     return (v["last"] - v["first"]).days + 1 < _days_in_month(v["first"])
 
 
-def _reforecast(v: Values, s: Limits | None) -> float:
-    """A month's estimate: the bill when the month is billed in full; the bill so far or the plan, whichever is
-    larger, when it is billed in part; the plan when it has no bill yet."""
-    if not _known(v["billed"]):
-        return v["planned"]
-    return max(v["billed"], v["planned"]) if v["partial"] else v["billed"]
-
-
-def _variance_pct(v: Values, s: Limits | None) -> float | None:
-    return None if v["planned"] == 0 else v["variance"] / v["planned"]
-
-
-def _split_billed(v: Values, allocated: bool) -> float:
-    return math.fsum(b for t, b in zip(v["tasks"], v["billed"], strict=True) if bool(t) is allocated)
-
-
-def _compared(v: Values, s: Limits | None) -> float:
-    return v["effective"] if _known(v["effective"]) else v["billed"]
-
-
 # Task rows. The cost compared with the plan is the EffectiveCost where the bill gives it for every line of the
 # task (the plan prices hours at rates: amortised, with committed discounts applied), else the BilledCost.
-COMPARED = Rule("compared", "compared with plan", "money", "IF(ISNUMBER({effective}),{effective},{billed})", _compared)
-VARIANCE = Rule("variance", "variance", "money", "{billed}-{planned}", lambda v, s: v["billed"] - v["planned"])
-VARIANCE_PCT = Rule("variance_pct", "variance %", "percent", 'IF({planned}=0,"",{variance}/{planned})', _variance_pct)
+COMPARED = Rule("compared", "compared with plan", "money", "IF(ISNUMBER({effective}),{effective},{billed})")
+VARIANCE = Rule("variance", "variance", "money", "{billed}-{planned}")
+VARIANCE_PCT = Rule("variance_pct", "variance %", "percent", 'IF({planned}=0,"",{variance}/{planned})')
 STATUS = Rule("status", "status", "text",
               f'IF({{partial}},{shown_word(PARTIAL_STATUS)},IF({{billed}}>{{planned}}*(1+VarianceTolerance),'
-              f'{shown_word(OVER_PLAN_STATUS)},""))',
-              _status)
-BUFFER_SHARE = Rule("buffer_share", "buffer share", "money", "IF({planned_total}=0,0,{reserved}*{planned}/{planned_total})",
-                    _buffer_share)
+              f'{shown_word(OVER_PLAN_STATUS)},""))')
+BUFFER_SHARE = Rule("buffer_share", "buffer share", "money", "IF({planned_total}=0,0,{reserved}*{planned}/{planned_total})")
+# Whether the bill gives the task's GPU hours and the plan some hours to price them at.
 _BY_HOURS = "AND(ISNUMBER({hours}),ISNUMBER({planned_hours}),N({planned_hours})>0)"
+# The GPU hours the plan buys in the month: a tier priced per card-month bills every card all month, the other tiers
+# the task's GPU-hours; none in a month without planned cost.
 PLANNED_HOURS = Rule("planned_hours", "planned GPU hours", "number",
-                     f'IF({{planned}}=0,0,IF({PER_CARD_MONTH_TIER},{{cards_billed}}*{{hours_per_month}},{{gpu_hours}}))',
-                     _planned_hours)
+                     f'IF({{planned}}=0,0,IF({PER_CARD_MONTH_TIER},{{cards_billed}}*{{hours_per_month}},{{gpu_hours}}))')
+# (actual rate - planned rate) x actual hours = billed - planned rate x actual hours
 RATE_VARIANCE = Rule("rate_variance", "rate variance", "money",
-                     f'IF({_BY_HOURS},{{billed}}-{{planned}}/{{planned_hours}}*{{hours}},"")', _rate_variance)
+                     f'IF({_BY_HOURS},{{billed}}-{{planned}}/{{planned_hours}}*{{hours}},"")')
+# (actual hours - planned hours) x planned rate
 USAGE_VARIANCE = Rule("usage_variance", "usage variance", "money",
-                      f'IF({_BY_HOURS},({{hours}}-{{planned_hours}})*{{planned}}/{{planned_hours}},"")', _usage_variance)
+                      f'IF({_BY_HOURS},({{hours}}-{{planned_hours}})*{{planned}}/{{planned_hours}},"")')
 TASK_RULES = (COMPARED, VARIANCE, VARIANCE_PCT, STATUS, BUFFER_SHARE, PLANNED_HOURS, RATE_VARIANCE, USAGE_VARIANCE)
 
 # Resource rows: the flags cell, the action sentences of its flags, and the saving if acted on.
 FLAGS = Rule("flags", "flags", "text",
-             "TRIM(" + "&".join(f'IF({r.excel},{shown_word(r.key)}&" ","")' for r in FLAG_RULES) + ")",
-             _flags)
+             "TRIM(" + "&".join(f'IF({r.excel},{shown_word(r.key)}&" ","")' for r in FLAG_RULES) + ")")
 ACTION = Rule("action", "action next month", "text",
-              "TRIM(" + "&".join(f'IF({_has_flag(r.key)},{r.action_name}&". ","")' for r in FLAG_RULES) + ")",
-              _actions)
+              "TRIM(" + "&".join(f'IF({_has_flag(r.key)},{r.action_name}&". ","")' for r in FLAG_RULES) + ")")
 RESOURCE_CARDS = Rule("cards", "cards", "int",
-                      'IF({task}="",1,MAX(1,ROUND(N({task_cards})/IF(N({task_rows})>0,{task_rows},1),0)))',
-                      _resource_cards)
+                      'IF({task}="",1,MAX(1,ROUND(N({task_cards})/IF(N({task_rows})>0,{task_rows},1),0)))')
+"""The cards (or replicas) of one resource: its task's cards held shared over the task's resource rows of the month
+(`task_rows`, counted once per task, never per row), rounded (halves up), at least 1 (an unallocated resource
+counts as 1)."""
 IDLE_CARDS = Rule("idle_cards", "idle cards", "number",
                   "IF(AND(OR(" + ",".join(_has_flag(r.key) for r in FLAG_RULES if r.saves_bill)
-                  + "),ISNUMBER({util})),{cards}*(PercentScale-{util})/PercentScale,0)",
-                  _idle_cards)
-SAVING = Rule("saving", "saving if acted on", "money", "IF({cards}>0,{billed}*{idle}/{cards},0)", _saving)
-TO_ATTRIBUTE = Rule("to_attribute", "to attribute or stop", "money", 'IF({task}="",{billed},0)', _to_attribute)
+                  + "),ISNUMBER({util})),{cards}*(PercentScale-{util})/PercentScale,0)")
+"""The cards (or replicas) the utilisation shows idle, cards x (100 - util%) / 100, when the resource is flagged
+low_utilization; else 0. Two replicas at 10 % hold 1.8 idle cards; one card at 3 % holds 0.97 (stop it, or move it
+to a cheaper tier)."""
+SAVING = Rule("saving", "saving if acted on", "money", "IF({cards}>0,{billed}*{idle}/{cards},0)")
+"""The saving if acted on: the idle cards' cost at the resource's billed rate, billed x idle / cards. over_plan saves
+nothing here: its action is to look at the plan, and its share of the task's overrun is not a saving (acting on it
+is a re-forecast). An untagged GPU's whole bill is `to attribute or stop`."""
+TO_ATTRIBUTE = Rule("to_attribute", "to attribute or stop", "money", 'IF({task}="",{billed},0)')
+"""An untagged GPU resource's whole bill, to attribute to a task or stop; 0 for a task's resource."""
 RESOURCE_RULES = (FLAGS, ACTION, RESOURCE_CARDS, IDLE_CARDS, SAVING, TO_ATTRIBUTE)
 
 # The totals block of a Recon tab.
-BUFFER_LEFT = Rule("buffer_left", "buffer left", "money", "{reserved}-{non_gpu}",
-                   lambda v, s: v["reserved"] - v["non_gpu"])
-ALLOCATED_GPU = Rule("allocated_gpu", "GPU billed to tasks", "money", 'SUMPRODUCT(({tasks}<>"")*{billed})',
-                     lambda v, s: _split_billed(v, allocated=True))
-UNALLOCATED_GPU = Rule("unallocated_gpu", "unallocated GPU", "money", 'SUMPRODUCT(({tasks}="")*{billed})',
-                       lambda v, s: _split_billed(v, allocated=False))
+BUFFER_LEFT = Rule("buffer_left", "buffer left", "money", "{reserved}-{non_gpu}")
+ALLOCATED_GPU = Rule("allocated_gpu", "GPU billed to tasks", "money", 'SUMPRODUCT(({tasks}<>"")*{billed})')
+UNALLOCATED_GPU = Rule("unallocated_gpu", "unallocated GPU", "money", 'SUMPRODUCT(({tasks}="")*{billed})')
 BILLED_TOTAL = Rule("billed_total", "billed total", "money",
-                    "{non_gpu}+{allocated}+{unallocated}+{commitments}+{credits}",
-                    lambda v, s: v["non_gpu"] + v["allocated"] + v["unallocated"] + v["commitments"] + v["credits"])
-NOT_PLANNED = Rule("not_planned", "not planned", "money", "MAX(0,{billed}-{planned})",
-                   lambda v, s: max(0.0, v["billed"] - v["planned"]))
+                    "{non_gpu}+{allocated}+{unallocated}+{commitments}+{credits}")
+NOT_PLANNED = Rule("not_planned", "not planned", "money", "MAX(0,{billed}-{planned})")
 """A non-GPU category's bill beyond what the Extras plan for it: only this consumes the hidden-cost buffer."""
-IDLE_SAVING = Rule("idle_saving", "saving from idle cards", "money", 'SUMPRODUCT(({tasks}<>"")*{saving})',
-                   lambda v, s: math.fsum(x for t, x in zip(v["tasks"], v["saving"], strict=True) if t))
+IDLE_SAVING = Rule("idle_saving", "saving from idle cards", "money", 'SUMPRODUCT(({tasks}<>"")*{saving})')
 """The idle cards' cost of the tasks' resources (an untagged resource's whole bill is counted apart)."""
-ACHIEVABLE_SAVING = Rule("achievable_saving", "achievable saving", "money", "{idle_saving}+{unallocated}",
-                         lambda v, s: v["idle_saving"] + v["unallocated"])
+ACHIEVABLE_SAVING = Rule("achievable_saving", "achievable saving", "money", "{idle_saving}+{unallocated}")
 """The month's achievable saving: the tasks' idle cards at their billed rate, plus the untagged GPU's whole bill
 (to attribute or stop): each resource counted once."""
 TOTAL_RULES = (BUFFER_LEFT, ALLOCATED_GPU, UNALLOCATED_GPU, BILLED_TOTAL, NOT_PLANNED, IDLE_SAVING, ACHIEVABLE_SAVING)
 
 
 # The printed summary of a Recon tab: the actions per flag and the counts, over the resource rows' flags cells.
-def _holds(flags: object, word: str) -> bool:
-    """Whether a flags cell holds `word` as a whole word (SEARCH ignores case)."""
-    return word.casefold() in str(flags or "").casefold().split()
-
-
 _HOLDS = 'ISNUMBER(SEARCH(" "&{word}&" "," "&{flags}&" "))'
-FLAG_COUNT = Rule("flag_count", "resources", "int", f"SUMPRODUCT({_HOLDS}*1)",
-                  lambda v, s: sum(_holds(f, v["word"]) for f in v["flags"]))
-"""The resources whose flags cell holds the flag `{word}` (its shown word), over the `{flags}` range."""
-FLAG_AMOUNT = Rule("flag_amount", "their bill", "money", f"SUMPRODUCT({_HOLDS}*{{amounts}})",
-                   lambda v, s: math.fsum(a for f, a in zip(v["flags"], v["amounts"], strict=True)
-                                          if _holds(f, v["word"])))
+FLAG_COUNT = Rule("flag_count", "resources", "int", f"SUMPRODUCT({_HOLDS}*1)")
+"""The resources whose flags cell holds the flag `{word}` (its shown word) as a whole word, ignoring case, over the
+`{flags}` range."""
+FLAG_AMOUNT = Rule("flag_amount", "their bill", "money", f"SUMPRODUCT({_HOLDS}*{{amounts}})")
 """An amount (`{amounts}`: the billed, the saving or the bill to attribute) summed over the resources flagged
 `{word}`."""
-FLAGGED = Rule("flagged", "resources flagged", "int", 'SUMPRODUCT((TRIM({flags})<>"")*1)',
-               lambda v, s: sum(1 for f in v["flags"] if str(f or "").strip()))
-TASKS_OVER = Rule("tasks_over", "tasks over plan", "int", f"SUMPRODUCT(({{statuses}}={shown_word(OVER_PLAN_STATUS)})*1)",
-                  lambda v, s: sum(1 for x in v["statuses"] if x == OVER_PLAN_STATUS))
-NOT_SPLIT = Rule("not_split", "not split (no GPU hours on the bill)", "money", "{variance}-{rate}-{usage}",
-                 lambda v, s: v["variance"] - v["rate"] - v["usage"])
+FLAGGED = Rule("flagged", "resources flagged", "int", 'SUMPRODUCT((TRIM({flags})<>"")*1)')
+TASKS_OVER = Rule("tasks_over", "tasks over plan", "int", f"SUMPRODUCT(({{statuses}}={shown_word(OVER_PLAN_STATUS)})*1)")
+NOT_SPLIT = Rule("not_split", "not split (no GPU hours on the bill)", "money", "{variance}-{rate}-{usage}")
 """The tasks' GPU variance the rate and usage variances do not explain: the tasks whose bill gives no hours."""
 SUMMARY_RULES = (FLAG_COUNT, FLAG_AMOUNT, FLAGGED, TASKS_OVER, NOT_SPLIT)
 
-# The month's coverage, and the re-forecast on Summary.
+# The month's coverage, and the re-forecast on Summary. A month's estimate: the bill when the month is billed in
+# full; the bill so far or the plan, whichever is larger, when it is billed in part; the plan when it has no bill.
 PARTIAL = Rule("partial", "partial month", "flag", "{last}-{first}+1<DAY(DATE(YEAR({first}),MONTH({first})+1,0))",
                _partial)
 REFORECAST = Rule("reforecast", "estimate", "money",
-                  'IF(ISNUMBER({billed}),IF({partial},MAX({billed},{planned}),{billed}),{planned})', _reforecast)
+                  'IF(ISNUMBER({billed}),IF({partial},MAX({billed},{planned}),{billed}),{planned})')
 
 # The daily table: a task's GPU bill per charge day, against the median of its previous SPIKE_DAYS billed days.
 SPIKE_DAYS = 7
@@ -415,15 +296,10 @@ def _trailing_median(v: Values, s: Limits | None) -> float | None:
     return statistics.median(previous) if previous else None
 
 
-def _spike(v: Values, s: Limits | None) -> bool:
-    return _known(v["median"]) and v["median"] > 0 and v["billed"] > _limits(s).spike_factor * v["median"]
-
-
 TRAILING_MEDIAN = Rule("trailing_median", "median of previous days", "money", "MEDIAN({previous})", _trailing_median)
 """{previous}: the task's previous billed days' cells (at most SPIKE_DAYS); a task's first day has none and no
 median (a blank cell)."""
-SPIKE = Rule("spike", "spike", "flag", "AND(ISNUMBER({median}),N({median})>0,{billed}>ReconSpikeFactor*N({median}))",
-             _spike)
+SPIKE = Rule("spike", "spike", "flag", "AND(ISNUMBER({median}),N({median})>0,{billed}>ReconSpikeFactor*N({median}))")
 
 RULES: tuple[Rule, ...] = (*FLAG_RULES, *TASK_RULES, *RESOURCE_RULES, *TOTAL_RULES, *SUMMARY_RULES, PARTIAL,
                            REFORECAST, TRAILING_MEDIAN, SPIKE)
