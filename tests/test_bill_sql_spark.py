@@ -61,15 +61,20 @@ if (REASON := _missing()) is not None:
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory):
-    """One local Spark session for the module (the JVM takes some 30 s to start), its files in a test folder."""
+    """One local Spark session for the module (the JVM takes some 30 s to start), its files in a test folder. Spark
+    installs its own SIGINT handler, which raises once the session is gone: the worker's own is put back after."""
+    import signal
+
     from pyspark.sql import SparkSession
 
+    interrupt = signal.getsignal(signal.SIGINT)
     session = (SparkSession.builder.master("local[1]").appName("budgetgen-bill-sql")
                .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "1")
                .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local"))).getOrCreate())
     yield session
     session.stop()
+    signal.signal(signal.SIGINT, interrupt)
 
 
 def parquet_bill(csv_bill: Path, out: Path) -> Path:
