@@ -200,14 +200,6 @@ def _latency_batch(r: Row, s, g):
         kv_read_efficiency=s.kv_read_efficiency)
 
 
-def _t_mem(r: Row, s, g) -> float:
-    return serving.decode_memory_seconds(
-        weights_b=r["weights_read"], batch=r["batch"], bytes_per_param=r["bytes_per_param"],
-        kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"], output=r["tokens_per_request"],
-        cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs, decode_efficiency=r["bandwidth_share"], tp=r["tp"],
-        kv_read_efficiency=s.kv_read_efficiency)
-
-
 def _peak_tflops(r: Row, s, g) -> float:
     training = _training(r)
     return serving.peak_tflops(r["train_precision"] if training else r["method"], tflops=g.tflops,
@@ -411,13 +403,8 @@ CALCS: tuple[Calc, ...] = (
          '=IF({training}=1,{compute_hours}*{cards_per_run},"")'),
     Calc("tokens_per_day", "output tokens per day (batch: per run)", "tokens", "int",
          _tokens_per_day_excel()),
-    _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL,
-                  lambda r, s, g: serving.tp_factor(r["cards_per_run"], serving.tp_efficiency_of(
-                      g.interconnect, tp_efficiency=s.tp_efficiency, tp_efficiency_nvlink=s.tp_efficiency_nvlink),
-                      params_b=r["params_used"], reference_params_b=s.tp_reference_params_b,
-                      size_exponent=s.tp_size_exponent)),
-    _serving_calc("bandwidth_share", "bandwidth share reached", "share", "percent", serving.BANDWIDTH_SHARE_EXCEL,
-                  lambda r, s, g: serving.bandwidth_share(g.bandwidth_efficiency, s.decode_efficiency)),
+    _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL),
+    _serving_calc("bandwidth_share", "bandwidth share reached", "share", "percent", serving.BANDWIDTH_SHARE_EXCEL),
     _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),
     _serving_calc("batch_mem", "sequences memory holds", "sequences", "int", serving.BATCH_MEM_EXCEL,
                   lambda r, s, g: serving.batch_by_memory(r["free_gb"], r["kv_bytes_per_token"], r["context_used"])),
@@ -431,15 +418,9 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("latency_batch", "sequences the latency targets allow", "sequences", "int",
                   serving.LATENCY_BATCH_EXCEL, _latency_batch),
     _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})", _batch),
-    _serving_calc("weights_read", "weights read per step", "B params", "number", serving.WEIGHTS_READ_EXCEL,
-                  lambda r, s, g: serving.weights_read(
-                      params_b=r["params_used"], active_params_b=r["active_used"], batch=r["batch"],
-                      experts=_model(r, "experts"), experts_per_token=_model(r, "experts_per_token"))),
-    _serving_calc("t_mem", "decode step, memory", "s", "number", serving.T_MEM_EXCEL, _t_mem),
-    _serving_calc("t_cmp", "decode step, compute", "s", "number", serving.T_CMP_EXCEL,
-                  lambda r, s, g: serving.decode_compute_seconds(
-                      active_params_b=r["active_used"], batch=r["batch"], cards=r["cards_per_run"],
-                      peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"])),
+    _serving_calc("weights_read", "weights read per step", "B params", "number", serving.WEIGHTS_READ_EXCEL),
+    _serving_calc("t_mem", "decode step, memory", "s", "number", serving.T_MEM_EXCEL),
+    _serving_calc("t_cmp", "decode step, compute", "s", "number", serving.T_CMP_EXCEL),
     _serving_calc("t_layers", "decode step, per-layer overhead", "s", "number", serving.LAYER_OVERHEAD_EXCEL),
     _serving_calc("t_step", "decode step", "s", "number", serving.T_STEP_EXCEL,
                   lambda r, s, g: serving.step_seconds(r["t_mem"], r["t_cmp"], s.step_overhead_ms, r["t_layers"])),
@@ -448,16 +429,13 @@ CALCS: tuple[Calc, ...] = (
                                                            t_step=r["t_step"], batch=r["batch"],
                                                            tokens_per_sec=r["tokens_per_sec"])),
     _serving_calc("tokens_per_sec_used", "output tokens/s per replica", "tokens/s", "number",
-                  serving.OUTPUT_TOKENS_PER_SEC_EXCEL,
-                  lambda r, s, g: serving.output_tokens_per_sec(r["tokens_per_request"], r["requests_per_sec"])),
+                  serving.OUTPUT_TOKENS_PER_SEC_EXCEL),
     _serving_calc("user_tokens_per_sec", "tokens/s one user sees", "tokens/s", "number",
-                  serving.USER_TOKENS_PER_SEC_EXCEL, lambda r, s, g: serving.user_tokens_per_sec(r["t_step"])),
+                  serving.USER_TOKENS_PER_SEC_EXCEL),
     Calc("card_days", "load in card-days", "card-days", "number",
          '=IF({training}=1,"",{tokens_per_day}/({tokens_per_sec_used}*SecondsPerDay))'),
     Calc("replica_hours", "hours of one replica per run", "h", "number",
-         f'=IF({_OFFLINE_SERVING_KIND},{serving.REPLICA_HOURS_EXCEL.removeprefix("=")},"")',
-         lambda r, s, g: serving.replica_hours(r["batch_requests"], r["requests_per_sec"])
-         if not _training(r) and not _online(r) else None),
+         f'=IF({_OFFLINE_SERVING_KIND},{serving.REPLICA_HOURS_EXCEL.removeprefix("=")},"")'),
     Calc("replicas", "replicas", "replicas", "int",
          f'=IF({{training}}=1,"",IF({_ONLINE_KIND},MAX({_MIN_REPLICAS},CEILING({{requests_per_day}}*PeakFactor'
          '/({serving_hours_per_day}*SecondsPerHour*{requests_per_sec}),1)),'

@@ -430,8 +430,19 @@ _ARRAY_FUNCTIONS: dict[str, Callable[..., object]] = {
     "ISNUMBER": _isnumber,
 }
 _ALWAYS_ARRAY = ("SUMPRODUCT", "MATCH")
+def _log(x: float, base: float = 10) -> float:
+    """LOG(x, base): exact for powers of 2 and 10, as Excel's is (LOG(8,2) is 3, not 2.9999999999999996)."""
+    if base == 2:
+        return math.log2(x)
+    if base == 10:
+        return math.log10(x)
+    return math.log(x) / math.log(base)
+
+
 _SCALAR_FUNCTIONS: dict[str, Callable[..., object]] = {
     "ABS": abs,
+    "LOG": _log,
+    "SQRT": math.sqrt,
     "ROUNDDOWN": _rounddown,
     "PMT": _pmt,
     "NOT": lambda a: not a,
@@ -588,6 +599,8 @@ class _Renderer:
             # flattened by the function), whose operators stay scalar
             inner = ",".join(self.render(a, array or len(args) == 1 or f in _ALWAYS_ARRAY) for a in args)
             return f"{self._bind('f', _ARRAY_FUNCTIONS[f])}({inner})"
+        if f == "POWER" and len(args) == 2:   # x^y
+            return self.render(Binary("^", args[0], args[1]), array)
         if f == "CEILING":
             from .serving import sheet_ceil  # (serving's formulas are built from the schema this module serves)
             inner = ",".join(self.render(a, array) for a in args)
