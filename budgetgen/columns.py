@@ -223,23 +223,6 @@ def _mfu_on_card(r: Row, s) -> float:
                            moe_network_gbs=s.moe_network_gbs, moe_comm_exposed=s.moe_comm_exposed)
 
 
-def _t_layers_fixed(r: Row, s, g) -> float:
-    return serving.layer_fixed_seconds(layers=_model(r, "layers"), moe=r["active_used"] < r["params_used"],
-                                       cards=r["cards_per_run"], interconnect=g.interconnect, s=s)
-
-
-def _t_layers_per_sequence(r: Row, s, g) -> float:
-    return serving.layer_seconds_per_sequence(layers=_model(r, "layers"), hidden=_model(r, "hidden"),
-                                              cards=r["cards_per_run"], interconnect=g.interconnect, s=s)
-
-
-def _t_pre(r: Row, s, g) -> float:
-    return serving.prefill_seconds(active_params_b=r["active_used"], prompt=r["prompt_used"],
-                                   layers=_model(r, "layers"), attn_heads=_model(r, "attn_heads"),
-                                   head_dim=_model(r, "head_dim"), cards=r["cards_per_run"], peak=r["peak_tflops"],
-                                   prefill_mfu=s.prefill_mfu, tp=r["tp"])
-
-
 def _min_replicas(r: Row, s) -> int:
     return r["min_replicas"] if r["min_replicas"] is not None else s.min_replicas
 
@@ -313,38 +296,22 @@ def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str, py=Non
 
 
 CALCS: tuple[Calc, ...] = (
-    Calc("params_used", "parameters used", "B params", "number", serving.PARAMS_USED_EXCEL,
-         lambda r, s, g: serving.params_used(r["model_params_b"], _model(r, "total_params_b"))),
-    Calc("active_used", "active parameters", "B params", "number", serving.ACTIVE_USED_EXCEL,
-         lambda r, s, g: serving.active_used(r["active_params_b"], params=r["params_used"],
-                                             catalog_total=_model(r, "total_params_b"),
-                                             catalog_active=_model(r, "active_params_b"))),
+    Calc("params_used", "parameters used", "B params", "number", serving.PARAMS_USED_EXCEL),
+    Calc("active_used", "active parameters", "B params", "number", serving.ACTIVE_USED_EXCEL),
     Calc("training", "training?", "1 = yes", "int", f"=IF({_TRAINING_KIND},1,0)"),
-    Calc("mfu_used", "MFU used", "share", "percent", serving.MFU_USED_EXCEL,
-         lambda r, s, g: serving.mfu_used(r["mfu"], method=r["method"], params_b=r["params_used"],
-                                          active_params_b=r["active_used"], mfu=s.mfu, moe_mfu=s.moe_mfu,
-                                          lora_mfu=s.lora_mfu, experts=_model(r, "experts"))),
-    _serving_calc("bytes_per_param", "bytes per weight", "bytes", "number", serving.BYTES_PER_PARAM_EXCEL,
-                  lambda r, s, g: serving.bytes_per_param(r["method"])),
+    Calc("mfu_used", "MFU used", "share", "percent", serving.MFU_USED_EXCEL),
+    _serving_calc("bytes_per_param", "bytes per weight", "bytes", "number", serving.BYTES_PER_PARAM_EXCEL),
     Calc("weights_gb", "weights", "GB", "number",
          '=IF({training}=1,IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16),'
          '{bytes_per_param})*{params_used}'),
     _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL,
                   _kv_bytes_per_token),
-    _serving_calc("prompt_used", "prompt used", "tokens", "int", serving.PROMPT_EXCEL,
-                  lambda r, s, g: serving.prompt_used(r["prompt_tokens"], s.default_prompt_tokens)),
-    _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL,
-                  lambda r, s, g: serving.context_used(r["context_tokens"], prompt=r["prompt_used"],
-                                                       output=r["tokens_per_request"])),
+    _serving_calc("prompt_used", "prompt used", "tokens", "int", serving.PROMPT_EXCEL),
+    _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL),
     _serving_calc("routed_b", "parameters a further sequence may add to a step", "B params", "number",
-                  serving.ROUTED_EXCEL,
-                  lambda r, s, g: serving.routed_params(params_b=r["params_used"], active_params_b=r["active_used"],
-                                                        experts=_model(r, "experts"),
-                                                        experts_per_token=_model(r, "experts_per_token"))),
+                  serving.ROUTED_EXCEL),
     Calc("state_bytes", "training state per parameter on a card", "bytes", "number",
-         _training_only(serving.STATE_BYTES_EXCEL),
-         lambda r, s, g: serving.state_bytes(r["optimizer"], adam_state_bytes=s.adam_state_bytes,
-                                             adam_8bit_state_bytes=s.adam_8bit_state_bytes) if _training(r) else None),
+         _training_only(serving.STATE_BYTES_EXCEL)),
     Calc("activations_gb", "activations on every card", "GB", "number", _training_only(serving.ACTIVATIONS_EXCEL),
          lambda r, s, g: serving.activations_gb(
              r["method"], layers=_model(r, "layers"), hidden=_model(r, "hidden"),
@@ -352,35 +319,20 @@ CALCS: tuple[Calc, ...] = (
              checkpointing=serving.checkpointed(r["activation_checkpointing"], s.activation_checkpointing),
              params_b=r["params_used"], layer_activation_bytes=s.layer_activation_bytes,
              qlora_activation_bytes=s.qlora_activation_bytes) if _training(r) else None),
-    Calc("optimizer_slowdown", "optimizer slowdown", "x", "number", _training_only(serving.OPTIMIZER_SLOWDOWN_EXCEL),
-         lambda r, s, g: serving.optimizer_slowdown(r["optimizer"], r["method"],
-                                                    cpu_offload_slowdown=s.cpu_offload_slowdown,
-                                                    lora_trainable=s.lora_trainable) if _training(r) else None),
+    Calc("optimizer_slowdown", "optimizer slowdown", "x", "number", _training_only(serving.OPTIMIZER_SLOWDOWN_EXCEL)),
     Calc("vram_gb", "VRAM needed", "GB", "number",
          f'=IF({{training}}=1,{serving.TRAINING_VRAM_EXCEL.removeprefix("=")},{_SERVING_VRAM})', _vram_gb),
     Calc("flops_per_token_used", "training FLOPs per parameter and token", "FLOP/param/token", "number",
-         _training_only(serving.FLOPS_PER_TOKEN_EXCEL),
-         lambda r, s, g: serving.training_flops_per_token(
-             r["method"], flops_per_token=s.flops_per_token, lora_flops_per_token=s.lora_flops_per_token,
-             qlora_flops_per_token=s.qlora_flops_per_token) if _training(r) else None),
-    Calc("flops_per_run", "FLOPs per run", "FLOP", "sci", _training_only(serving.TRAINING_FLOPS_EXCEL),
-         lambda r, s, g: serving.training_flops(k=r["flops_per_token_used"], active_params_b=r["active_used"],
-                                                train_tokens=r["train_tokens"], epochs=r["epochs"])
-         if _training(r) else None),
+         _training_only(serving.FLOPS_PER_TOKEN_EXCEL)),
+    Calc("flops_per_run", "FLOPs per run", "FLOP", "sci", _training_only(serving.TRAINING_FLOPS_EXCEL)),
     Calc("deadline_used", "deadline per run", "days", "number",
-         f'=IF({_ONLINE_KIND},"",{serving.DEADLINE_DAYS_EXCEL.removeprefix("=")})',
-         lambda r, s, g: None if _online(r) else serving.deadline_days(
-             r["deadline_days"], hours_per_month=s.hours_per_month, runs_per_month=r["runs_per_month"])),
+         f'=IF({_ONLINE_KIND},"",{serving.DEADLINE_DAYS_EXCEL.removeprefix("=")})'),
     Calc("peak_tflops", "matmul peak used", "TFLOP/s", "number", serving.PEAK_TFLOPS_EXCEL, _peak_tflops),
     Calc("mfu_run", "MFU of the run", "share", "percent",
          _training_only(f'({serving.RUN_MFU_EXCEL.removeprefix("=")})/{{optimizer_slowdown}}'), _run_mfu),
     Calc("single_card_hours", "compute hours on one card", "h", "number",
-         _training_only(serving.TRAINING_GPU_HOURS_EXCEL),
-         lambda r, s, g: serving.training_gpu_hours(r["flops_per_run"], tflops=r["peak_tflops"], mfu=r["mfu_run"])
-         if _training(r) else None),
-    Calc("card_gb", "memory a card offers training", "GB", "number", _training_only(serving.CARD_GB_EXCEL),
-         lambda r, s, g: serving.training_card_gb(r["method"], vram_gb=g.vram_gb, hidden=_model(r, "hidden"),
-                                                  usable_vram=s.usable_vram) if _training(r) else None),
+         _training_only(serving.TRAINING_GPU_HOURS_EXCEL)),
+    Calc("card_gb", "memory a card offers training", "GB", "number", _training_only(serving.CARD_GB_EXCEL)),
     # a training run's cards before its shape (1, 2, 4, multiples of 8): a column of its own, so that the shape's
     # formula reads one cell four times instead of repeating the expression
     Calc("cards_for_memory", "cards its memory needs", "cards", "int", _training_only(serving.TRAINING_CARDS_EXCEL),
@@ -394,9 +346,7 @@ CALCS: tuple[Calc, ...] = (
          "=IF({training}=1," + serving.training_shape_excel("{cards_for_deadline}") + ",{cards_min})", _cards_needed),
     Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})'),
     Calc("speedup", "speedup", "x", "number",
-         f"=(1+({{cards_per_run}}-1)*{{gpu.scaling}})*{serving.SCALE_FACTOR_EXCEL.removeprefix('=')}",
-         lambda r, s, g: (1 + (r["cards_per_run"] - 1) * g.scaling) * serving.scale_factor(
-             r["cards_per_run"], scale_free_cards=s.scale_free_cards, scale_efficiency=s.scale_efficiency)),
+         f"=(1+({{cards_per_run}}-1)*{{gpu.scaling}})*{serving.SCALE_FACTOR_EXCEL.removeprefix('=')}"),
     Calc("compute_hours", "compute hours (wall)", "h", "number",
          '=IF({training}=1,{flops_per_run}/({peak_tflops}*Tera*{mfu_run}*{speedup}*SecondsPerHour),"")'),
     Calc("compute_gpu_hours", "compute GPU-hours", "GPU-h", "number",
@@ -406,15 +356,12 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL),
     _serving_calc("bandwidth_share", "bandwidth share reached", "share", "percent", serving.BANDWIDTH_SHARE_EXCEL),
     _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),
-    _serving_calc("batch_mem", "sequences memory holds", "sequences", "int", serving.BATCH_MEM_EXCEL,
-                  lambda r, s, g: serving.batch_by_memory(r["free_gb"], r["kv_bytes_per_token"], r["context_used"])),
-    _serving_calc("t_pre", "prompt reading per request", "s", "number", serving.T_PRE_EXCEL, _t_pre),
-    _serving_calc("t_layers_fixed", "decode step, per-layer fixed time", "s", "number", serving.LAYER_FIXED_EXCEL,
-                  _t_layers_fixed),
+    _serving_calc("batch_mem", "sequences memory holds", "sequences", "int", serving.BATCH_MEM_EXCEL),
+    _serving_calc("t_pre", "prompt reading per request", "s", "number", serving.T_PRE_EXCEL),
+    _serving_calc("t_layers_fixed", "decode step, per-layer fixed time", "s", "number", serving.LAYER_FIXED_EXCEL),
     _serving_calc("t_layers_per_sequence", "decode step, per-layer time a sequence adds", "s", "number",
-                  serving.LAYER_PER_SEQUENCE_EXCEL, _t_layers_per_sequence),
-    _serving_calc("step_target", "decode step the latency targets allow", "s", "number", serving.STEP_TARGET_EXCEL,
-                  lambda r, s, g: serving.step_target(r["ttft_ms"], r["tpot_ms"], t_pre=r["t_pre"])),
+                  serving.LAYER_PER_SEQUENCE_EXCEL),
+    _serving_calc("step_target", "decode step the latency targets allow", "s", "number", serving.STEP_TARGET_EXCEL),
     _serving_calc("latency_batch", "sequences the latency targets allow", "sequences", "int",
                   serving.LATENCY_BATCH_EXCEL, _latency_batch),
     _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})", _batch),
@@ -422,12 +369,8 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("t_mem", "decode step, memory", "s", "number", serving.T_MEM_EXCEL),
     _serving_calc("t_cmp", "decode step, compute", "s", "number", serving.T_CMP_EXCEL),
     _serving_calc("t_layers", "decode step, per-layer overhead", "s", "number", serving.LAYER_OVERHEAD_EXCEL),
-    _serving_calc("t_step", "decode step", "s", "number", serving.T_STEP_EXCEL,
-                  lambda r, s, g: serving.step_seconds(r["t_mem"], r["t_cmp"], s.step_overhead_ms, r["t_layers"])),
-    _serving_calc("requests_per_sec", "requests/s per replica", "requests/s", "number", serving.REQ_S_EXCEL,
-                  lambda r, s, g: serving.requests_per_sec(t_pre=r["t_pre"], output=r["tokens_per_request"],
-                                                           t_step=r["t_step"], batch=r["batch"],
-                                                           tokens_per_sec=r["tokens_per_sec"])),
+    _serving_calc("t_step", "decode step", "s", "number", serving.T_STEP_EXCEL),
+    _serving_calc("requests_per_sec", "requests/s per replica", "requests/s", "number", serving.REQ_S_EXCEL),
     _serving_calc("tokens_per_sec_used", "output tokens/s per replica", "tokens/s", "number",
                   serving.OUTPUT_TOKENS_PER_SEC_EXCEL),
     _serving_calc("user_tokens_per_sec", "tokens/s one user sees", "tokens/s", "number",

@@ -253,8 +253,9 @@ def _sumproduct(*arrays: object) -> float:
 
 def _ceiling_of(sheet_ceil: Callable[[float], int]) -> Callable[[float, float], float]:
     def ceiling(x: float, step: float) -> float:
-        """Excel's CEILING(x, step) for positive step, with the sheet's tolerance of a ratio a hair above a whole
-        number (serving.sheet_ceil: a quotient that is whole in decimal but not in binary is not rounded up)."""
+        """Excel's CEILING(x, step) (or FLOOR, given serving.sheet_floor) for positive step, with the sheet's
+        tolerance of a ratio a hair off a whole number (serving.sheet_ceil: a quotient that is whole in decimal but
+        not in binary is not rounded up)."""
         return sheet_ceil(x / step) * step
     return ceiling
 
@@ -601,10 +602,10 @@ class _Renderer:
             return f"{self._bind('f', _ARRAY_FUNCTIONS[f])}({inner})"
         if f == "POWER" and len(args) == 2:   # x^y
             return self.render(Binary("^", args[0], args[1]), array)
-        if f == "CEILING":
-            from .serving import sheet_ceil  # (serving's formulas are built from the schema this module serves)
+        if f in ("CEILING", "FLOOR"):
+            from .serving import sheet_ceil, sheet_floor  # (serving's formulas are built from the schema it serves)
             inner = ",".join(self.render(a, array) for a in args)
-            return f"{self._bind('f', _ceiling_of(sheet_ceil))}({inner})"
+            return f"{self._bind('f', _ceiling_of(sheet_ceil if f == 'CEILING' else sheet_floor))}({inner})"
         if self.row and not array and f == "ISNUMBER" and len(args) == 1:
             return f"{self._bind('f', _is_number)}({self.render(args[0])})"
         if f in _SCALAR_FUNCTIONS:

@@ -144,12 +144,8 @@ def test_every_calc_has_one_expression_and_the_few_with_their_own_python_say_why
     serving_model = "the serving model's function (serving.py keeps its formula beside it)"
     own = {
         **{key: serving_model for key in (
-            "params_used", "active_used", "mfu_used", "bytes_per_param", "kv_bytes_per_token", "prompt_used",
-            "context_used", "routed_b", "state_bytes", "activations_gb", "optimizer_slowdown", "vram_gb",
-            "flops_per_token_used", "flops_per_run", "deadline_used", "peak_tflops", "mfu_run", "single_card_hours",
-            "card_gb", "cards_for_memory", "cards_min", "cards_for_deadline", "cards_needed", "free_gb", "batch_mem", "t_pre", "t_layers_fixed", "t_layers_per_sequence",
-            "step_target", "latency_batch", "batch", "t_step", "requests_per_sec",
-            "replicas", "speedup")},
+            "kv_bytes_per_token", "activations_gb", "vram_gb", "peak_tflops", "mfu_run", "cards_for_memory",
+            "cards_min", "cards_for_deadline", "cards_needed", "free_gb", "latency_batch", "batch", "replicas")},
         "period_cost": "the formula sums the Monthly sheet's months; the Python is the flat estimate a candidate is "
                        "ranked by, which the engine replaces with the chosen GPU's months",
     }
