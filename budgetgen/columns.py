@@ -21,7 +21,6 @@ from .model import Gpu, Settings
 from .records import excel_is
 from .schema import (
     CONSTANT_VALUES,
-    KIND,
     PER_CARD_MONTH_TIER,
     RERUN_TIER,
     SETTINGS,
@@ -77,10 +76,6 @@ def _training(r: Row) -> bool:
     return r["training"] == 1
 
 
-def _online(r: Row) -> bool:
-    return KIND[r["kind"]].online
-
-
 def _kind_is(names) -> str:
     """An Excel test that the row's kind is one of `names` (the kinds of one sort, from the schema's records)."""
     return excel_is("{kind}", names)
@@ -125,28 +120,6 @@ def _kv_bytes_per_token(r: Row, s, g) -> float:
                                       kv_fallback_bytes=s.kv_fallback_bytes)
 
 
-def _min_batch(r: Row, s) -> float:
-    """Sequences a replica must hold: the concurrency, at most MinBatch; MinBatch when concurrency is blank."""
-    return s.min_batch if r["concurrency"] is None else min(r["concurrency"], s.min_batch)
-
-
-def _vram_gb(r: Row, s, g) -> float:
-    if _training(r):
-        return serving.training_memory_gb(r["method"], params_b=r["params_used"], hidden=_model(r, "hidden"),
-                                          lora_trainable=s.lora_trainable, state_bytes=r["state_bytes"],
-                                          activations_gb=r["activations_gb"],
-                                          activation_gb_per_b=s.activation_gb_per_b)
-    return r["weights_gb"] * (1 + s.inference_overhead) + (r["kv_cache_gb"] or 0) \
-        + _min_batch(r, s) * r["kv_bytes_per_token"] * r["context_used"] / K.Billion
-
-
-def _cards_for_memory(r: Row, s, g) -> int | None:
-    if not _training(r):
-        return None
-    return serving.training_cards(r["vram_gb"], activations_gb=r["activations_gb"], card_gb=r["card_gb"],
-                                  impossible=s.max_cards + 1)
-
-
 def _cards_min(r: Row, s, g) -> int:
     if _training(r):
         return serving.training_shape(r["cards_for_memory"])
@@ -161,34 +134,6 @@ def _cards_min(r: Row, s, g) -> int:
                                                                             * s.usable_vram)))
 
 
-def _cards_for_deadline(r: Row, s, g) -> int | None:
-    if not _training(r):
-        return None
-    needed = serving.cards_for_deadline(r["single_card_hours"], run_overhead=s.run_overhead,
-                                        deadline=r["deadline_used"], setup_hours=s.setup_hours, scaling=g.scaling,
-                                        impossible=s.max_cards + 1)
-    needed = serving.cards_at_scale(needed, scale_free_cards=s.scale_free_cards, scale_efficiency=s.scale_efficiency)
-    return max(r["cards_min"], sheet_ceil(needed))
-
-
-def _cards_needed(r: Row, s, g) -> int:
-    return serving.training_shape(r["cards_for_deadline"]) if _training(r) else r["cards_min"]
-
-
-def _free_gb(r: Row, s, g) -> float:
-    return serving.free_memory_gb(cards=r["cards_per_run"], vram_gb=g.vram_gb, usable_vram=s.usable_vram,
-                                  params_b=r["params_used"], bytes_per_param=r["bytes_per_param"],
-                                  inference_overhead=s.inference_overhead, kv_cache_gb=r["kv_cache_gb"])
-
-
-def _batch(r: Row, s, g) -> float:
-    """The §D batch, at least one sequence: a replica whose memory holds none is excluded by its cards_min, one
-    that misses the latency targets with one sequence is excluded by its latency_batch."""
-    return max(1, serving.batch_size(r["concurrency"], cards=r["cards_per_run"],
-                                     max_batch_per_card=s.max_batch_per_card, batch_mem=r["batch_mem"],
-                                     latency_batch=r["latency_batch"]))
-
-
 def _latency_batch(r: Row, s, g):
     return serving.latency_batch(
         r["step_target"], step_overhead_ms=s.step_overhead_ms, layers_fixed=r["t_layers_fixed"],
@@ -198,43 +143,6 @@ def _latency_batch(r: Row, s, g):
         output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
         decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"],
         kv_read_efficiency=s.kv_read_efficiency)
-
-
-def _peak_tflops(r: Row, s, g) -> float:
-    training = _training(r)
-    return serving.peak_tflops(r["train_precision"] if training else r["method"], tflops=g.tflops,
-                               tflops_fp8=g.tflops_fp8, tflops_fp4=g.tflops_fp4,
-                               fp8_efficiency=s.train_fp8_efficiency if training else s.fp8_efficiency,
-                               matmul_efficiency=g.training_efficiency if training and g.training_efficiency
-                               is not None else g.matmul_efficiency)
-
-
-def _run_mfu(r: Row, s, g):
-    if not _training(r):
-        return None
-    return _mfu_on_card(r, s) / r["optimizer_slowdown"]
-
-
-def _mfu_on_card(r: Row, s) -> float:
-    return serving.run_mfu(r["mfu_used"], task_mfu=r["mfu"], params_b=r["params_used"],
-                           active_params_b=r["active_used"], k=r["flops_per_token_used"],
-                           experts_per_token=_model(r, "experts_per_token"), hidden=_model(r, "hidden"),
-                           layers=_model(r, "layers"), peak_tflops=r["peak_tflops"],
-                           moe_network_gbs=s.moe_network_gbs, moe_comm_exposed=s.moe_comm_exposed)
-
-
-def _min_replicas(r: Row, s) -> int:
-    return r["min_replicas"] if r["min_replicas"] is not None else s.min_replicas
-
-
-def _replicas(r: Row, s, g):
-    if _training(r):
-        return None
-    if _online(r):
-        return serving.inference_replicas(requests_per_day=r["requests_per_day"], peak_factor=s.peak_factor,
-                                          serving_hours_per_day=r["serving_hours_per_day"],
-                                          req_s=r["requests_per_sec"], min_replicas=_min_replicas(r, s))
-    return serving.batch_replicas(r["replica_hours"], deadline=r["deadline_used"], setup_hours=s.setup_hours)
 
 
 _GPU_ROW = "{gpu.row}"  # the row's GPU's position on the GPUs sheet
@@ -312,38 +220,31 @@ CALCS: tuple[Calc, ...] = (
                   serving.ROUTED_EXCEL),
     Calc("state_bytes", "training state per parameter on a card", "bytes", "number",
          _training_only(serving.STATE_BYTES_EXCEL)),
-    Calc("activations_gb", "activations on every card", "GB", "number", _training_only(serving.ACTIVATIONS_EXCEL),
-         lambda r, s, g: serving.activations_gb(
-             r["method"], layers=_model(r, "layers"), hidden=_model(r, "hidden"),
-             micro_batch_tokens=s.micro_batch_tokens, lora_workspace_gb=s.lora_workspace_gb,
-             checkpointing=serving.checkpointed(r["activation_checkpointing"], s.activation_checkpointing),
-             params_b=r["params_used"], layer_activation_bytes=s.layer_activation_bytes,
-             qlora_activation_bytes=s.qlora_activation_bytes) if _training(r) else None),
+    Calc("activations_gb", "activations on every card", "GB", "number", _training_only(serving.ACTIVATIONS_EXCEL)),
     Calc("optimizer_slowdown", "optimizer slowdown", "x", "number", _training_only(serving.OPTIMIZER_SLOWDOWN_EXCEL)),
     Calc("vram_gb", "VRAM needed", "GB", "number",
-         f'=IF({{training}}=1,{serving.TRAINING_VRAM_EXCEL.removeprefix("=")},{_SERVING_VRAM})', _vram_gb),
+         f'=IF({{training}}=1,{serving.TRAINING_VRAM_EXCEL.removeprefix("=")},{_SERVING_VRAM})'),
     Calc("flops_per_token_used", "training FLOPs per parameter and token", "FLOP/param/token", "number",
          _training_only(serving.FLOPS_PER_TOKEN_EXCEL)),
     Calc("flops_per_run", "FLOPs per run", "FLOP", "sci", _training_only(serving.TRAINING_FLOPS_EXCEL)),
     Calc("deadline_used", "deadline per run", "days", "number",
          f'=IF({_ONLINE_KIND},"",{serving.DEADLINE_DAYS_EXCEL.removeprefix("=")})'),
-    Calc("peak_tflops", "matmul peak used", "TFLOP/s", "number", serving.PEAK_TFLOPS_EXCEL, _peak_tflops),
+    Calc("peak_tflops", "matmul peak used", "TFLOP/s", "number", serving.PEAK_TFLOPS_EXCEL),
     Calc("mfu_run", "MFU of the run", "share", "percent",
-         _training_only(f'({serving.RUN_MFU_EXCEL.removeprefix("=")})/{{optimizer_slowdown}}'), _run_mfu),
+         _training_only(f'({serving.RUN_MFU_EXCEL.removeprefix("=")})/{{optimizer_slowdown}}')),
     Calc("single_card_hours", "compute hours on one card", "h", "number",
          _training_only(serving.TRAINING_GPU_HOURS_EXCEL)),
     Calc("card_gb", "memory a card offers training", "GB", "number", _training_only(serving.CARD_GB_EXCEL)),
     # a training run's cards before its shape (1, 2, 4, multiples of 8): a column of its own, so that the shape's
     # formula reads one cell four times instead of repeating the expression
-    Calc("cards_for_memory", "cards its memory needs", "cards", "int", _training_only(serving.TRAINING_CARDS_EXCEL),
-         _cards_for_memory),
+    Calc("cards_for_memory", "cards its memory needs", "cards", "int", _training_only(serving.TRAINING_CARDS_EXCEL)),
     Calc("cards_min", "cards min", "cards", "int",
          "=IF({training}=1," + serving.training_shape_excel("{cards_for_memory}") + f",{_fits_shape_excel()})",
          _cards_min),
     Calc("cards_for_deadline", "cards its deadline needs", "cards", "int",
-         _training_only("MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))"), _cards_for_deadline),
+         _training_only("MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))")),
     Calc("cards_needed", "cards to meet the deadline", "cards", "int",
-         "=IF({training}=1," + serving.training_shape_excel("{cards_for_deadline}") + ",{cards_min})", _cards_needed),
+         "=IF({training}=1," + serving.training_shape_excel("{cards_for_deadline}") + ",{cards_min})"),
     Calc("cards_per_run", "cards per run/replica", "cards", "int", '=IF({cards}="",{cards_needed},{cards})'),
     Calc("speedup", "speedup", "x", "number",
          f"=(1+({{cards_per_run}}-1)*{{gpu.scaling}})*{serving.SCALE_FACTOR_EXCEL.removeprefix('=')}"),
@@ -355,7 +256,7 @@ CALCS: tuple[Calc, ...] = (
          _tokens_per_day_excel()),
     _serving_calc("tp", "tensor-parallel factor", "x", "number", serving.TP_FACTOR_EXCEL),
     _serving_calc("bandwidth_share", "bandwidth share reached", "share", "percent", serving.BANDWIDTH_SHARE_EXCEL),
-    _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL, _free_gb),
+    _serving_calc("free_gb", "memory for KV cache", "GB", "number", serving.FREE_GB_EXCEL),
     _serving_calc("batch_mem", "sequences memory holds", "sequences", "int", serving.BATCH_MEM_EXCEL),
     _serving_calc("t_pre", "prompt reading per request", "s", "number", serving.T_PRE_EXCEL),
     _serving_calc("t_layers_fixed", "decode step, per-layer fixed time", "s", "number", serving.LAYER_FIXED_EXCEL),
@@ -364,7 +265,7 @@ CALCS: tuple[Calc, ...] = (
     _serving_calc("step_target", "decode step the latency targets allow", "s", "number", serving.STEP_TARGET_EXCEL),
     _serving_calc("latency_batch", "sequences the latency targets allow", "sequences", "int",
                   serving.LATENCY_BATCH_EXCEL, _latency_batch),
-    _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})", _batch),
+    _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})"),
     _serving_calc("weights_read", "weights read per step", "B params", "number", serving.WEIGHTS_READ_EXCEL),
     _serving_calc("t_mem", "decode step, memory", "s", "number", serving.T_MEM_EXCEL),
     _serving_calc("t_cmp", "decode step, compute", "s", "number", serving.T_CMP_EXCEL),
@@ -382,7 +283,7 @@ CALCS: tuple[Calc, ...] = (
     Calc("replicas", "replicas", "replicas", "int",
          f'=IF({{training}}=1,"",IF({_ONLINE_KIND},MAX({_MIN_REPLICAS},CEILING({{requests_per_day}}*PeakFactor'
          '/({serving_hours_per_day}*SecondsPerHour*{requests_per_sec}),1)),'
-         + serving.BATCH_REPLICAS_EXCEL.removeprefix("=") + "))", _replicas),
+         + serving.BATCH_REPLICAS_EXCEL.removeprefix("=") + "))"),
     Calc("cards_held", "cards held", "cards", "int",
          '=IF({training}=1,{cards_per_run},{replicas}*{cards_per_run})'),
     Calc("gpu_hours_per_run", "GPU-hours per run", "GPU-h", "number",

@@ -144,8 +144,7 @@ def test_every_calc_has_one_expression_and_the_few_with_their_own_python_say_why
     serving_model = "the serving model's function (serving.py keeps its formula beside it)"
     own = {
         **{key: serving_model for key in (
-            "kv_bytes_per_token", "activations_gb", "vram_gb", "peak_tflops", "mfu_run", "cards_for_memory",
-            "cards_min", "cards_for_deadline", "cards_needed", "free_gb", "latency_batch", "batch", "replicas")},
+            "kv_bytes_per_token", "cards_min", "latency_batch")},
         "period_cost": "the formula sums the Monthly sheet's months; the Python is the flat estimate a candidate is "
                        "ranked by, which the engine replaces with the chosen GPU's months",
     }

@@ -174,7 +174,8 @@ def test_a_cards_training_efficiency_replaces_its_matmul_efficiency_in_training_
                                                           "gpu.training_efficiency": training_efficiency}
     assert _excel_value(serving.PEAK_TFLOPS_EXCEL, row) == pytest.approx(peak, rel=1e-12)
     gpu = dataclasses.replace(g, matmul_efficiency=matmul, training_efficiency=training_efficiency)
-    assert columns._peak_tflops(row | {"training": training}, S, gpu) == pytest.approx(peak, rel=1e-12)
+    calc = next(c for c in columns.CALCS if c.key == "peak_tflops")
+    assert calc.py(row | {"training": training}, S, gpu) == pytest.approx(peak, rel=1e-12)
 
 
 BYTES_PER_PARAM = {"fp16": 2, "bf16": 2, None: 2, "fp8": 1, "int8": 1, "int4": 0.5, "fp4": 0.5}
