@@ -28,7 +28,6 @@ from .schema import (
     TASK_TIERS,
     Value,
 )
-from .serving import sheet_ceil
 
 Row = dict[str, Value]  # a task row: its inputs and calculated columns by name
 CalcFn = Callable[[Row, Settings, Gpu], Value]  # a column's Python view: the row so far, the settings, the row's GPU
@@ -39,10 +38,13 @@ K = SimpleNamespace(**CONSTANT_VALUES)
 TIER_LIST: tuple[str, ...] = tuple(t.name for t in TASK_TIERS)  # the TierList range on Assumptions
 # The workbook's defined names as a column's Python view reads them: the settings by their name on Assumptions, the
 # fixed constants, the names Assumptions derives from the settings, and the ranges a formula looks a value up in.
-NAMES = expr.Names(settings={x.name: x.key for x in SETTINGS}, constants=CONSTANT_VALUES,
-                   derived={"DaysPerMonth": lambda s: s.hours_per_month / K.HoursPerDay,
-                            "PlanMonths": lambda s: s.plan_months,
-                            "TierList": lambda s: TIER_LIST})
+_DERIVED = {"DaysPerMonth": lambda s: s.hours_per_month / K.HoursPerDay, "PlanMonths": lambda s: s.plan_months,
+            "TierList": lambda s: TIER_LIST}
+_SETTING_NAMES = {x.name: x.key for x in SETTINGS}
+# KvBytes: Assumptions' cell, its own formula over the settings
+_KV_BYTES = expr.compile_excel(serving.KV_BYTES_EXCEL.removeprefix("="),
+                               expr.Names(settings=_SETTING_NAMES, constants=CONSTANT_VALUES, derived=_DERIVED))
+NAMES = expr.Names(settings=_SETTING_NAMES, constants=CONSTANT_VALUES, derived=_DERIVED | {"KvBytes": _KV_BYTES})
 # The GPUs sheet's columns a formula reads as INDEX(<name>,{gpu.row}), as Python over the row's GPU `g`.
 GPU_COLUMNS = {t.price_name: f"g.prices.get({t.name!r})" for t in TASK_TIERS}
 
@@ -72,10 +74,6 @@ class Calc:
         return (self.py.__doc__ or "").startswith("The Python view of =")
 
 
-def _training(r: Row) -> bool:
-    return r["training"] == 1
-
-
 def _kind_is(names) -> str:
     """An Excel test that the row's kind is one of `names` (the kinds of one sort, from the schema's records)."""
     return excel_is("{kind}", names)
@@ -94,16 +92,6 @@ def _tokens_per_day_excel() -> str:
     return "=" + formula
 
 
-def _model(r: Row, field: str):
-    """The row's catalog model figure (None: no model, or the catalog lacks it): `{model.field}` in formulas."""
-    return r.get(f"model.{field}")
-
-
-def _serving(py: CalcFn) -> CalcFn:
-    """A serving column's Python view: blank on a training row."""
-    return lambda r, s, g: None if _training(r) else py(r, s, g)
-
-
 def _serving_excel(excel: str) -> str:
     """A serving column's formula: blank on a training row."""
     return f'=IF({{training}}=1,"",{excel.removeprefix("=")})'
@@ -111,38 +99,6 @@ def _serving_excel(excel: str) -> str:
 
 def _training_only(excel: str) -> str:
     return f'=IF({{training}}=1,{excel.removeprefix("=")},"")'
-
-
-def _kv_bytes_per_token(r: Row, s, g) -> float:
-    return serving.kv_bytes_per_token(layers=_model(r, "layers"), kv_heads=_model(r, "kv_heads"),
-                                      head_dim=_model(r, "head_dim"), kv_latent=_model(r, "kv_latent"),
-                                      active_params_b=r["active_used"], kv_bytes=serving.kv_bytes(s.kv_cache_dtype),
-                                      kv_fallback_bytes=s.kv_fallback_bytes)
-
-
-def _cards_min(r: Row, s, g) -> int:
-    if _training(r):
-        return serving.training_shape(r["cards_for_memory"])
-    shape = serving.cards_per_replica(
-        cards=None, attn_heads=_model(r, "attn_heads"), concurrency=r["concurrency"], min_batch=s.min_batch,
-        vram_gb=g.vram_gb, usable_vram=s.usable_vram, params_b=r["params_used"], bytes_per_param=r["bytes_per_param"],
-        inference_overhead=s.inference_overhead, kv_cache_gb=r["kv_cache_gb"], kv_tok=r["kv_bytes_per_token"],
-        context=r["context_used"])
-    if shape is not None:
-        return shape
-    return serving.MAX_REPLICA_SHAPE * max(2, sheet_ceil(r["vram_gb"] / (serving.MAX_REPLICA_SHAPE * g.vram_gb
-                                                                            * s.usable_vram)))
-
-
-def _latency_batch(r: Row, s, g):
-    return serving.latency_batch(
-        r["step_target"], step_overhead_ms=s.step_overhead_ms, layers_fixed=r["t_layers_fixed"],
-        layers_per_sequence=r["t_layers_per_sequence"], params_b=r["params_used"], active_params_b=r["active_used"],
-        routed_b=r["routed_b"],
-        bytes_per_param=r["bytes_per_param"], kv_tok=r["kv_bytes_per_token"], prompt=r["prompt_used"],
-        output=r["tokens_per_request"], cards=r["cards_per_run"], bandwidth_gbs=g.bandwidth_gbs,
-        decode_efficiency=r["bandwidth_share"], peak=r["peak_tflops"], decode_mfu=s.decode_mfu, tp=r["tp"],
-        kv_read_efficiency=s.kv_read_efficiency)
 
 
 _GPU_ROW = "{gpu.row}"  # the row's GPU's position on the GPUs sheet
@@ -196,11 +152,9 @@ _CARDS_FOR_DEADLINE = serving.cards_at_scale_excel(
     f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
 
 
-def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str, py=None) -> Calc:
-    """A serving column: blank on a training row; its Python view compiled from the formula unless `py` is given."""
-    if py is None:
-        return Calc(key, header, unit, fmt, _serving_excel(excel))
-    return Calc(key, header, unit, fmt, _serving_excel(excel), _serving(py))
+def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str) -> Calc:
+    """A serving column: blank on a training row."""
+    return Calc(key, header, unit, fmt, _serving_excel(excel))
 
 
 CALCS: tuple[Calc, ...] = (
@@ -212,8 +166,7 @@ CALCS: tuple[Calc, ...] = (
     Calc("weights_gb", "weights", "GB", "number",
          '=IF({training}=1,IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16),'
          '{bytes_per_param})*{params_used}'),
-    _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL,
-                  _kv_bytes_per_token),
+    _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL),
     _serving_calc("prompt_used", "prompt used", "tokens", "int", serving.PROMPT_EXCEL),
     _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL),
     _serving_calc("routed_b", "parameters a further sequence may add to a step", "B params", "number",
@@ -239,8 +192,7 @@ CALCS: tuple[Calc, ...] = (
     # formula reads one cell four times instead of repeating the expression
     Calc("cards_for_memory", "cards its memory needs", "cards", "int", _training_only(serving.TRAINING_CARDS_EXCEL)),
     Calc("cards_min", "cards min", "cards", "int",
-         "=IF({training}=1," + serving.training_shape_excel("{cards_for_memory}") + f",{_fits_shape_excel()})",
-         _cards_min),
+         "=IF({training}=1," + serving.training_shape_excel("{cards_for_memory}") + f",{_fits_shape_excel()})"),
     Calc("cards_for_deadline", "cards its deadline needs", "cards", "int",
          _training_only("MAX({cards_min},CEILING(" + _CARDS_FOR_DEADLINE + ",1))")),
     Calc("cards_needed", "cards to meet the deadline", "cards", "int",
@@ -264,7 +216,7 @@ CALCS: tuple[Calc, ...] = (
                   serving.LAYER_PER_SEQUENCE_EXCEL),
     _serving_calc("step_target", "decode step the latency targets allow", "s", "number", serving.STEP_TARGET_EXCEL),
     _serving_calc("latency_batch", "sequences the latency targets allow", "sequences", "int",
-                  serving.LATENCY_BATCH_EXCEL, _latency_batch),
+                  serving.LATENCY_BATCH_EXCEL),
     _serving_calc("batch", "sequences batched", "sequences", "int", f"=MAX(1,{serving.BATCH_EXCEL.removeprefix('=')})"),
     _serving_calc("weights_read", "weights read per step", "B params", "number", serving.WEIGHTS_READ_EXCEL),
     _serving_calc("t_mem", "decode step, memory", "s", "number", serving.T_MEM_EXCEL),

@@ -442,6 +442,8 @@ def _log(x: float, base: float = 10) -> float:
 
 _SCALAR_FUNCTIONS: dict[str, Callable[..., object]] = {
     "ABS": abs,
+    "INT": math.floor,
+    "MOD": operator.mod,   # Python's % takes the divisor's sign, as Excel's MOD does
     "LOG": _log,
     "SQRT": math.sqrt,
     "ROUNDDOWN": _rounddown,

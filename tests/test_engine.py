@@ -8,10 +8,10 @@ import math
 import pytest
 from conftest import SAMPLE, TODAY, make_input
 
-from budgetgen.columns import sheet_ceil
 from budgetgen.engine import Exclusion, plan_budget
 from budgetgen.errors import Code, InputError
 from budgetgen.reader import read_inputs
+from budgetgen.serving import sheet_ceil
 
 
 def plan_for(tmp_path, tasks, settings=None, gpus=None, extras=None):

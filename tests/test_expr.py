@@ -141,10 +141,7 @@ def test_a_row_formulas_blanks_comparisons_and_max_follow_excel():
 def test_every_calc_has_one_expression_and_the_few_with_their_own_python_say_why():
     """A calculated column's Python view is compiled from its formula, except where the Python is not the formula
     read literally. Adding a column with a hand-written py fails here until it is named with its reason."""
-    serving_model = "the serving model's function (serving.py keeps its formula beside it)"
     own = {
-        **{key: serving_model for key in (
-            "kv_bytes_per_token", "cards_min", "latency_batch")},
         "period_cost": "the formula sums the Monthly sheet's months; the Python is the flat estimate a candidate is "
                        "ranked by, which the engine replaces with the chosen GPU's months",
     }
