@@ -1,8 +1,8 @@
 """The calculated task columns: header, unit and Excel formula, the Python function compiled from the formula.
 
 The engine evaluates `py` for each column in order; the writer writes `excel` down the same column. `py` is
-compiled from `excel` (`budgetgen.expr.compile_row`) unless the column gives its own: the serving model's columns,
-whose formula and function serving.py keeps side by side, and `period_cost` (tests/test_expr.py names them).
+compiled from `excel` (`budgetgen.expr.compile_row`) unless the column gives its own: only `period_cost`
+(tests/test_expr.py names it with its reason).
 Placeholders in `excel`: `{name}` is the same row's cell of another column, `{gpu.field}` looks the
 row's GPU up on the GPUs sheet (`{gpu.row}`: its position there). Every other word is a workbook-scoped name on
 Assumptions or GPUs.
@@ -53,7 +53,7 @@ GPU_COLUMNS = {t.price_name: f"g.prices.get({t.name!r})" for t in TASK_TIERS}
 class Calc:
     """One calculated column: its formula, and the Python function the engine computes it with, compiled from the
     formula (`budgetgen.expr`) unless the column gives its own `py` (where the Python is not the formula read
-    literally: the serving model's functions, whose formulas serving.py keeps beside them)."""
+    literally)."""
 
     key: str
     header: str
