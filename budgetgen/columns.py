@@ -71,7 +71,7 @@ class Calc:
     @property
     def compiled(self) -> bool:
         """Whether the Python view is the formula itself (no hand-written `py`)."""
-        return (self.py.__doc__ or "").startswith("The Python view of =")
+        return expr.is_compiled(self.py)
 
 
 def _kind_is(names) -> str:

@@ -14,6 +14,7 @@ from .commitments import Commitment, adjustment_in, commitment_rate, plan_commit
 from .errors import Code, InputError, Problem
 from .i18n import Message
 from .model import Gpu, Inputs, Task
+from .order import Order, plan_order
 from .ramp import TaskMonth, task_months
 from .schema import (
     CANDIDATES_ALL_UP_TO,
@@ -203,6 +204,11 @@ class Plan:
     @property
     def period_total(self) -> float:
         return sum(t.total for t in self.month_totals.values())
+
+    @functools.cached_property
+    def order(self) -> Order:
+        """What to order (budgetgen.order), computed once for the Order sheet, its layout and the JSON."""
+        return plan_order(self)
 
 
 def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candidate:

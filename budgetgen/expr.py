@@ -669,6 +669,14 @@ def _iferror(value: Callable[[], object], fallback: Callable[[], object]) -> obj
         return fallback()
 
 
+VIEW_DOC = "The Python view of ="  # how a compiled function's docstring starts (is_compiled)
+
+
+def is_compiled(function: object) -> bool:
+    """Whether `function` was compiled from a formula here (not written by hand beside it)."""
+    return (getattr(function, "__doc__", None) or "").startswith(VIEW_DOC)
+
+
 def compile_excel(text: str, names: Names) -> Callable[..., object]:
     """The Python function `f(settings, **placeholders)` of an Excel formula template."""
     tree = parse(text)
@@ -683,7 +691,7 @@ def compile_excel(text: str, names: Names) -> Callable[..., object]:
         if missing:
             raise KeyError(f"the formula needs {missing}")
         return body(settings, values)
-    function.__doc__ = f"The Python view of ={text}"
+    function.__doc__ = f"{VIEW_DOC}{text}"
     return function
 
 
@@ -695,7 +703,7 @@ def compile_row(text: str, names: Names, gpu_columns: Mapping[str, str]) -> Call
     source = _Renderer(names, env, gpu_columns).render(parse(text.removeprefix("=")))
     code = compile(f"lambda r, s, g: {source}", f"<formula {text[:60]}>", "eval")
     function: Callable[[Any, Any, Any], object] = eval(code, {"__builtins__": {}, **env})  # rendered from a tree
-    function.__doc__ = f"The Python view of ={text.removeprefix('=')}"
+    function.__doc__ = f"{VIEW_DOC}{text.removeprefix('=')}"
     return function
 
 
@@ -750,5 +758,5 @@ def compile_values(text: str, names: Names, *, text_result: bool = False,
     source = _Renderer(names, env, values=True, text=text_result, floats=floats).render(tree)
     code = compile(f"lambda v, s: {source}", f"<formula {text[:60]}>", "eval")
     function: Callable[[Any, Any], Any] = eval(code, {"__builtins__": {}, **env})  # rendered from a parsed tree
-    function.__doc__ = f"The Python view of ={text}"
+    function.__doc__ = f"{VIEW_DOC}{text}"
     return function

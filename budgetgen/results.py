@@ -88,9 +88,7 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
 def order_json(plan: Plan) -> dict:
     """The Order sheet's numbers (budgetgen.order, which the sheet renders): per provider what to reserve and what to
     rent by month, the GPU total (the plan's GPU spend with the commitments) and the plan total (Summary's)."""
-    from .order import plan_order
-
-    order = plan_order(plan)
+    order = plan.order
     months = plan.months
     return {
         "providers": [{"provider": b.provider or None, "regions": list(b.regions),

@@ -4,7 +4,7 @@ import csv
 import json
 
 import pytest
-from conftest import REPO
+from conftest import REPO, SHIPPED_SAMPLE, shipped_catalogs
 
 from budgetgen.reference import input_reference
 
@@ -27,31 +27,18 @@ def test_readme_states_the_two_commands():
     assert "python3 -m pip install '.[test]' && python3 -m pytest -q" in readme
 
 
-SHIPPED_SAMPLE = REPO / "inputs" / "q3.xlsx"  # the sample as shipped: planned with the shipped catalogs
-
-
 @pytest.fixture(scope="module")
 def shipped_build(tmp_path_factory):
     """The shipped sample built by the CLI with the catalogs the package ships (not the tests' fixed copies), as a
     user's `budgetgen build inputs/q3.xlsx` builds it: (output, JSON results)."""
-    from importlib.resources import files
-
     from click.testing import CliRunner
 
-    from budgetgen import catalog, models, prices
     from budgetgen.cli import main
 
     folder = tmp_path_factory.mktemp("shipped")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(catalog, "CATALOG_RESOURCE", files("budgetgen") / "data" / "gpus.csv")
-        patch.setattr(prices, "OFFERS_RESOURCE", files("budgetgen") / "data" / "prices.csv")
-        patch.setattr(models, "MODELS_RESOURCE", files("budgetgen") / "data" / "models.csv")
-        models.builtin_models.cache_clear()
-        try:
-            result = CliRunner().invoke(main, ["build", str(SHIPPED_SAMPLE), "-o", str(folder / "q3-budget.xlsx"),
-                                               "--json", str(folder / "q3.json"), "-q", "--date", "2026-06-15"])
-        finally:
-            models.builtin_models.cache_clear()   # the next test's model catalog is the fixed copy again
+    with shipped_catalogs():
+        result = CliRunner().invoke(main, ["build", str(SHIPPED_SAMPLE), "-o", str(folder / "q3-budget.xlsx"),
+                                           "--json", str(folder / "q3.json"), "-q", "--date", "2026-06-15"])
     assert result.exit_code == 0, result.output
     return result.output, json.loads((folder / "q3.json").read_text(encoding="utf-8"))
 

@@ -13,12 +13,11 @@ from importlib import resources
 
 import openpyxl
 import pytest
-from conftest import make_input
+from conftest import make_input, shipped_catalogs
 from order_sheet import read_order
 from usd_plan import TASKS, make_usd_plan
 
 import budgetgen
-from budgetgen import catalog, models, prices
 from budgetgen.engine import Exclusion, plan_budget
 from budgetgen.reader import read_inputs
 
@@ -29,13 +28,8 @@ HPM = 730  # hours_per_month's default
 @pytest.fixture(scope="module")
 def shipped_catalog():
     """The shipped GPU, offer and model catalogs in force (the suite otherwise fixes a test copy of them)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(catalog, "CATALOG_RESOURCE", DATA / "gpus.csv")
-        patch.setattr(prices, "OFFERS_RESOURCE", DATA / "prices.csv")
-        patch.setattr(models, "MODELS_RESOURCE", DATA / "models.csv")
-        models.builtin_models.cache_clear()
+    with shipped_catalogs():
         yield
-    models.builtin_models.cache_clear()
 
 
 def _csv(name: str) -> list[dict[str, str]]:

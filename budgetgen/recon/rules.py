@@ -119,7 +119,7 @@ class Rule:
     @property
     def compiled(self) -> bool:
         """Whether the Python view is the formula itself (no hand-written `py`)."""
-        return (self.py.__doc__ or "").startswith("The Python view of =")
+        return expr.is_compiled(self.py)
 
     @property
     def placeholders(self) -> tuple[str, ...]:

@@ -19,7 +19,6 @@ from ..engine import Plan, options_listed
 from ..errors import OutputError
 from ..fx import plan_rates
 from ..models import builtin_models
-from ..order import plan_order
 from ..rules import CHECK_TOLERANCE
 from ..safefile import EXCEL_MAX_ROWS, why_not_writable
 from ..schema import TASK_TIERS
@@ -96,7 +95,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         if at.rest_rows and not at.rest_in_csv:
             ws[at.detail_sheet] = wb.add_worksheet(at.detail_sheet, Sheet)
     ws["About"] = wb.add_worksheet("About", Sheet)
-    order = plan_order(plan)
+    order = plan.order
     checks = plan_checks(plan, order) + [recon_check(at, billed_input[m], recon[m].billed_total)
                                   for m, at in layout.recon.items()]
     n = len(plan.tasks)

@@ -13,7 +13,7 @@ from ..columns import CALCS, CANDIDATE_FROM_TASKS, MODEL_FIELDS
 from ..engine import Candidate, Plan
 from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
-from ..order import Order, plan_order
+from ..order import Order
 from ..recon import ACTIONS
 from ..recon.pipeline import tab_resources
 from ..recon.rules import FLAG_RULES, OVER_PLAN_STATUS, PARTIAL_STATUS
@@ -772,7 +772,7 @@ def plan_layout(plan: Plan, recon: Mapping | None = None) -> Layout:
     extras = MonthMatrix(EXTRAS_LEAD, plan.months, 2, 1 + max(1, len(plan.inputs.extras)))
     return Layout(_assumptions(len(plan.months), len(plan_rates(plan.inputs))), tasks, candidates, candidate_rows, monthly, extras,
                   len(TASK_TIERS) * len(plan.months), _summary(plan, tuple(m for m in plan.months if m in (recon or {}))),
-                  order_layout(plan_order(plan), plan.months, tuple(dict.fromkeys(c.gpu for c in plan.commitments))),
+                  order_layout(plan.order, plan.months, tuple(dict.fromkeys(c.gpu for c in plan.commitments))),
                   MappingProxyType({m: _recon(m, mr, plan.inputs.settings.recon_top_resources)
                                     for m, mr in sorted((recon or {}).items())}),
                   CommitmentsLayout(tuple((c.gpu, c.tier) for c in plan.commitments), plan.months),
