@@ -230,8 +230,9 @@ CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_over
 # Fixed factors of calculation model v2, appended to CONSTANTS below.
 SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("BytesFp8", 1, "bytes per parameter of fp8 weights or KV cache"),
-    ("BytesFp4", 0.5625, "bytes per parameter of fp4 (NVFP4) weights: 4 bits and an FP8 (E4M3) scale per block of "
-     "16, 4.5 bits (NVIDIA, 'Introducing NVFP4 for Efficient and Accurate Low-Precision Inference', 2025-06-24)"),
+    ("BytesFp4", 0.5625, ("bytes per parameter of fp4 (NVFP4) weights: 4 bits and an FP8 (E4M3) scale per block "
+                          "of 16, 4.5 bits (NVIDIA, 'Introducing NVFP4 for Efficient and Accurate Low-Precision "
+                          "Inference', 2025-06-24)")),
     ("BytesQloraBase", 0.52, "bytes per parameter of a QLoRA base (4-bit NF4 with double-quantised scales)"),
     ("BytesActivation", 2, "bytes per bf16 activation element"),
     ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),
