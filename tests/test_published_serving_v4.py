@@ -94,7 +94,7 @@ def test_a_70b_model_on_8_cards_loses_more_per_doubling_than_405b(results):
 
 def test_fp8_falcon_180b_on_8_h100_at_batch_1024_is_in_band(results):
     """V26, TensorRT-LLM v0.6.1's Falcon-180B FP8 on 8 H100 at batch 1,024 (128 in / 2,048 out, 724 tokens/s a
-    card): compute-bound, 1.7x fast in model v3 (0.85^3), 1.58x with the loss by model size alone (0.574). Each
+    card): compute-bound, 1.67x fast in model v3 (0.85^3), 1.58x with the loss by model size alone (0.574). Each
     card holds 22.5B: (50 x 8 / 180)^0.4 = 1.376 times 3 doublings, 0.85^4.13 = 0.511. On 4 cards (45B a card, T09
     of published_serving.csv) 1.043 times 2, 0.712."""
     row = results["V26"]
@@ -125,3 +125,16 @@ def test_a_long_context_decode_reads_its_cache_at_the_weights_share(results):
     by_hand = (8.0e9 * 1 + row["batch"] * kv_tok * (20000 + 2000 * 0.5)) / (3350e9 * 0.70)
     assert row["t_mem"] == pytest.approx(by_hand)
     assert 0.67 <= _ratio(next(r for r in ROWS if r["id"] == "V13"), results) <= 1.5
+
+
+def test_the_2_card_fp4_miss_is_a_super_linear_step_no_loss_per_doubling_follows(results):
+    """V10 (Llama 3.3 70B FP4 on 2 B200, 128 / 4,096) stays a known miss: the published series gains 1.38x from 1
+    card to 2 and 2.03x from 2 to 4 at this length, more than the cards doubled; the engine's replica never gains
+    more than twice from a doubling (its tensor-parallel factor only loses), so it cannot meet both steps."""
+    published = {r["id"]: float(r["published"]) for r in ROWS}
+    assert published["V10"] / published["V09"] == pytest.approx(1.38, abs=0.005)
+    assert published["V11"] / published["V10"] == pytest.approx(2.03, abs=0.005)
+    engine = {i: results[i]["tokens_per_sec_used"] for i in ("V09", "V10", "V11")}
+    assert engine["V11"] / engine["V10"] < 2 and engine["V10"] / engine["V09"] < 2
+    assert _ratio(next(r for r in ROWS if r["id"] == "V10"), results) > 1.5 > \
+        _ratio(next(r for r in ROWS if r["id"] == "V11"), results)
