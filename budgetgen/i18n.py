@@ -83,7 +83,8 @@ NAMES_ZH = {
     "activation_checkpointing": "激活检查点", "layer_activation_bytes": "每层激活字节",
     "qlora_activation_bytes": "QLoRA每层额外激活字节",
     "scale_free_cards": "无规模损失卡数", "scale_efficiency": "规模效率",
-    "kv_read_efficiency": "KV读取效率", "tp_reference_params_b": "张量并行参考参数量B", "tp_size_exponent": "张量并行规模指数",
+    "kv_read_efficiency": "KV读取效率", "tp_reference_params_b": "张量并行参考每卡参数量B", "tp_size_exponent": "张量并行规模指数",
+    "train_fp4_efficiency": "训练FP4效率",
 }
 
 # Enumeration values: kinds, tiers, methods, GPU classes, extra categories, gpu_choice. Values without an
@@ -323,14 +324,25 @@ TEXT_ZH = {
     "measured long-context runs":
         "解码读取 KV 缓存（批量 × 上下文字节）达到的权重带宽比例的份额；1：与权重相同（TensorRT-LLM 的长上下文运行，"
         "输入 20,000 / 输出 2,000，不需要更低）；calibrate 按实测长上下文运行拟合",
-    "model size from which a serving replica loses only the interconnect's tensor-parallel efficiency per "
-    "doubling (Llama 3.1 405B on 8 cards); a smaller model loses more":
-        "推理副本每翻一倍卡数只损失互联张量并行效率的模型规模（Llama 3.1 405B 用 8 张卡）；更小的模型损失更多",
-    "how fast the tensor-parallel loss grows for a smaller model: its doublings count (tp_reference_params_b / "
-    "parameters)^this times, at least once (TensorRT-LLM 0.19, Llama 3.3 70B FP4 on 1 to 8 B200: at 0.85 a "
-    "doubling alone the engine over-stated 8 cards 1.18x more than 1 card)":
-        "更小模型的张量并行损失增长速度：其翻倍次数按 (tp_reference_params_b / 参数量)^该值 计，至少一次"
-        "（TensorRT-LLM 0.19，Llama 3.3 70B FP4 在 1 至 8 张 B200 上：仅按每翻一倍 0.85，引擎对 8 张卡的高估比 1 张卡多 1.18 倍）",
+    "parameters each card of a serving replica holds from which the replica loses only the interconnect's "
+    "tensor-parallel efficiency per doubling (Llama 3.1 405B on 8 cards: 50.7, in band); a card holding less "
+    "loses more":
+        "推理副本每张卡承载的参数量达到该值时，每翻一倍卡数只损失互联的张量并行效率（Llama 3.1 405B 用 8 张卡："
+        "50.7，在区间内）；每张卡承载更少时损失更多",
+    "how fast the tensor-parallel loss grows as each card holds less of the model: the doublings count "
+    "(tp_reference_params_b x cards / parameters)^this times, at least once (least squares over the published "
+    "serving runs, among them TensorRT-LLM 0.19's Llama 3.3 70B FP4 on 1 to 8 B200 and v0.6.1's Falcon-180B FP8 "
+    "on 4 and 8 H100 at batch 1,024)":
+        "每张卡承载的模型越少，张量并行损失增长越快：翻倍次数按 (tp_reference_params_b × 卡数 / 参数量)^该值 计，"
+        "至少一次（对已发布推理运行的最小二乘，其中包括 TensorRT-LLM 0.19 的 Llama 3.3 70B FP4 在 1 至 8 张 B200 上，"
+        "以及 v0.6.1 的 Falcon-180B FP8 在 4 和 8 张 H100 上、批量 1,024）",
+    "FP4 training on a card's FP4 unit reaches the MFU this share of the FP4 peak (train_fp8_efficiency on the "
+    "FP8 peak): NVFP4 recipes keep attention and some layers in higher precision; NVIDIA's MaxText NVFP4 runs on "
+    "GB200 (FP4 peak twice FP8) were 1.35x (Llama 3 8B) and 1.43x (Llama 3.1 405B) as fast as FP8, "
+    "0.93 x 1.39 / 2 = 0.65":
+        "在卡的FP4单元上训练时，按FP4峰值的这一比例达到MFU（FP8峰值见train_fp8_efficiency）：NVFP4方案将注意力和部分层"
+        "保持在更高精度；NVIDIA 在 GB200（FP4峰值为FP8的两倍）上的 MaxText NVFP4 运行比 FP8 快 1.35 倍（Llama 3 8B）"
+        "和 1.43 倍（Llama 3.1 405B），0.93 × 1.39 / 2 = 0.65",
     "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
     "Megatron-LM 52% on 3,072 A100)":
         "单次训练运行中每张卡保持其速度的最大卡数（Falcon-180B 在 4,096 张 A100 上达到 0.48 MFU；Megatron-LM 在 3,072 张 A100 上达到 52%）",

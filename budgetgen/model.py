@@ -116,6 +116,7 @@ class Settings:
     kv_read_efficiency: float = _default("kv_read_efficiency")
     tp_reference_params_b: float = _default("tp_reference_params_b")
     tp_size_exponent: float = _default("tp_size_exponent")
+    train_fp4_efficiency: float = _default("train_fp4_efficiency")
     plan_months: tuple[str, ...] = ()  # derived from period_start and period_months
     tier_caps: Mapping[str, float | None] = field(default_factory=_defaults(TIER_CAP_SETTINGS))  # tier_cap_<tier>
     discounts: Mapping[str, float] = field(default_factory=_defaults(COMMITMENT_SETTINGS))  # <commitment>_discount

@@ -208,14 +208,21 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "share of the weights' bandwidth share that decode reads of the KV cache (batch x context bytes) reach; 1: as "
       "the weights (TensorRT-LLM's long-context runs, 20,000 in / 2,000 out, need no less); calibrate fits it to "
       "measured long-context runs", minimum=0.05, maximum=1),
-    S("tp_reference_params_b", "number", 405, "TpReferenceParams",
-      "model size from which a serving replica loses only the interconnect's tensor-parallel efficiency per "
-      "doubling (Llama 3.1 405B on 8 cards); a smaller model loses more", unit="billions of parameters",
-      positive=True),
-    S("tp_size_exponent", "number", 0.16, "TpSizeExponent",
-      "how fast the tensor-parallel loss grows for a smaller model: its doublings count (tp_reference_params_b / "
-      "parameters)^this times, at least once (TensorRT-LLM 0.19, Llama 3.3 70B FP4 on 1 to 8 B200: at 0.85 a "
-      "doubling alone the engine over-stated 8 cards 1.18x more than 1 card)", minimum=0, maximum=2),
+    S("tp_reference_params_b", "number", 50, "TpReferenceParams",
+      "parameters each card of a serving replica holds from which the replica loses only the interconnect's "
+      "tensor-parallel efficiency per doubling (Llama 3.1 405B on 8 cards: 50.7, in band); a card holding less "
+      "loses more", unit="billions of parameters a card", positive=True),
+    S("tp_size_exponent", "number", 0.4, "TpSizeExponent",
+      "how fast the tensor-parallel loss grows as each card holds less of the model: the doublings count "
+      "(tp_reference_params_b x cards / parameters)^this times, at least once (least squares over the published "
+      "serving runs, among them TensorRT-LLM 0.19's Llama 3.3 70B FP4 on 1 to 8 B200 and v0.6.1's Falcon-180B FP8 "
+      "on 4 and 8 H100 at batch 1,024)", minimum=0, maximum=2),
+    # calculation model v4, FP4 training (docs/models.md, "v4 FP4 training")
+    S("train_fp4_efficiency", "percent", 0.65, "TrainFp4Efficiency",
+      "FP4 training on a card's FP4 unit reaches the MFU this share of the FP4 peak (train_fp8_efficiency on the "
+      "FP8 peak): NVFP4 recipes keep attention and some layers in higher precision; NVIDIA's MaxText NVFP4 runs on "
+      "GB200 (FP4 peak twice FP8) were 1.35x (Llama 3 8B) and 1.43x (Llama 3.1 405B) as fast as FP8, "
+      "0.93 x 1.39 / 2 = 0.65", minimum=0.001, maximum=1),
 )
 # Settings whose defaults calculation model v2 recalibrated (SETTINGS below carries them).
 CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_overhead": 0.10}
@@ -223,6 +230,9 @@ CHANGED_DEFAULTS: dict[str, float] = {"decode_efficiency": 0.70, "inference_over
 # Fixed factors of calculation model v2, appended to CONSTANTS below.
 SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("BytesFp8", 1, "bytes per parameter of fp8 weights or KV cache"),
+    ("BytesFp4", 0.5625, ("bytes per parameter of fp4 (NVFP4) weights: 4 bits and an FP8 (E4M3) scale per block "
+                          "of 16, 4.5 bits (NVIDIA, 'Introducing NVFP4 for Efficient and Accurate Low-Precision "
+                          "Inference', 2025-06-24)")),
     ("BytesQloraBase", 0.52, "bytes per parameter of a QLoRA base (4-bit NF4 with double-quantised scales)"),
     ("BytesActivation", 2, "bytes per bf16 activation element"),
     ("KvTensors", 2, "tensors cached per layer and KV head (key and value)"),

@@ -105,8 +105,9 @@ def kv_bytes(kv_cache_dtype: str) -> float:
     return KS.BytesFp8 if kv_cache_dtype == "fp8" else K.BytesFp16
 
 
-BYTES_PER_PARAM_EXCEL = ('=IF(OR({method}="int4",{method}="fp4"),BytesInt4,'
-                         'IF(OR({method}="int8",{method}="fp8"),BytesInt8,BytesFp16))')
+# fp4 weights carry their NVFP4 block scales (BytesFp4); int4 stays at its 4 bits (model v2)
+BYTES_PER_PARAM_EXCEL = ('=IF({method}="fp4",BytesFp4,IF({method}="int4",BytesInt4,'
+                         'IF(OR({method}="int8",{method}="fp8"),BytesInt8,BytesFp16)))')
 
 
 def bytes_per_param(method: str | None) -> float:
@@ -137,17 +138,20 @@ def kv_bytes_per_token(*, layers: float | None, kv_heads: float | None, head_dim
     return kv_fallback_bytes * math.sqrt(active_params_b) * kv_bytes / K.BytesFp16
 
 
-def _peak_excel(precision: str, efficiency: str) -> str:
-    """The datasheet peak a precision (a cell holding fp8, fp4 or another word) uses, at `efficiency` for FP8/FP4."""
-    return (f'IF(AND({precision}="fp4",{{gpu.tflops_fp4}}<>""),{{gpu.tflops_fp4}}*{efficiency},'
+def _peak_excel(precision: str, efficiency: str, fp4_efficiency: str | None = None) -> str:
+    """The datasheet peak a precision (a cell holding fp8, fp4 or another word) uses, at `efficiency` for FP8/FP4
+    (`fp4_efficiency`, where given, on the FP4 unit)."""
+    return (f'IF(AND({precision}="fp4",{{gpu.tflops_fp4}}<>""),{{gpu.tflops_fp4}}*{fp4_efficiency or efficiency},'
             f'IF(AND(OR({precision}="fp8",{precision}="fp4"),{{gpu.tflops_fp8}}<>""),{{gpu.tflops_fp8}}*{efficiency},'
             '{gpu.tflops}))')
 
 
 _MATMUL_EFFICIENCY = 'IF({gpu.matmul_efficiency}<>"",{gpu.matmul_efficiency},1)'
 _TRAINING_EFFICIENCY = f'IF({{gpu.training_efficiency}}<>"",{{gpu.training_efficiency}},{_MATMUL_EFFICIENCY})'
-PEAK_TFLOPS_EXCEL = (f'=IF({{training}}=1,{_peak_excel("{train_precision}", "TrainFp8Efficiency")}*{_TRAINING_EFFICIENCY},'
-                     f'{_peak_excel("{method}", "Fp8Efficiency")}*{_MATMUL_EFFICIENCY})')
+# Training on an FP4 unit at TrainFp4Efficiency: NVFP4 recipes keep attention and some layers in higher precision
+# (docs/models.md, "v4 FP4 training"); an FP4 run on a card without one trains on its FP8 unit as FP8 does.
+PEAK_TFLOPS_EXCEL = (f'=IF({{training}}=1,{_peak_excel("{train_precision}", "TrainFp8Efficiency", "TrainFp4Efficiency")}'
+                     f'*{_TRAINING_EFFICIENCY},{_peak_excel("{method}", "Fp8Efficiency")}*{_MATMUL_EFFICIENCY})')
 
 
 def peak_tflops(precision: str | None, *, tflops: float, tflops_fp8: float | None, tflops_fp4: float | None,
@@ -172,8 +176,11 @@ def bandwidth_share(bandwidth_efficiency: float | None, decode_efficiency: float
     return decode_efficiency if bandwidth_efficiency is None else bandwidth_efficiency
 
 
+# Model v4: the doublings weighted by how little of the model each card holds (TpReferenceParams billions a card
+# and more: 1); docs/models.md, "Tensor parallelism by each card's share of the model and the interconnect".
 TP_FACTOR_EXCEL = ('=POWER(IF({gpu.interconnect}="nvlink",TpEfficiencyNvlink,TpEfficiency),'
-                   'LOG({cards_per_run},TwoCards)*MAX(1,POWER(TpReferenceParams/{params_used},TpSizeExponent)))')
+                   'LOG({cards_per_run},TwoCards)*MAX(1,POWER(TpReferenceParams*{cards_per_run}/{params_used},'
+                   'TpSizeExponent)))')
 
 
 def tp_factor(cards: int, tp_efficiency: float, *, params_b: float | None = None, reference_params_b: float = 1,

@@ -83,7 +83,11 @@ down) and the tensor-parallel factor by model size: ML03 (Llama-3.3-70B fp8 on 2
 tokens/s a replica, still one replica, no cost moved; its L40S candidate needs 20 cards instead of 16. Then the
 GPUs sheet's training_efficiency column (blank in the sample: the columns after it one right); no value moved.
 Then recon_memory_limit's help on Assumptions (D33): blank is 1GB, not a quarter of the machine; no value
-moved."""
+moved. Then model v4's tensor-parallel loss by each card's share of the model (tp_reference_params_b 405 -> 50
+billions a card, tp_size_exponent 0.16 -> 0.4), the BytesFp4 constant (Assumptions A106, the constants below it one
+down) and the train_fp4_efficiency setting (Assumptions and About rows below it one down): ML03 (Llama-3.3-70B fp8
+on 2 A100 80G, 35.3B a card) tp 0.807 -> 0.830, 378.9 -> 389.5 output tokens/s a replica, still one replica, and
+its candidates' speeds with it; no cost moved."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ def serving_by_hand(m: dict) -> dict | None:
         return None
     n = fits[0]
     batch = max(1, min(160 * n, held(n)))
-    tp = 0.8 ** (math.log2(n) * max(1, (405 / total) ** 0.16))   # model v4: a smaller model's doublings count more
+    tp = 0.8 ** (math.log2(n) * max(1, (50 * n / total) ** 0.4))   # model v4: less of the model a card, more a doubling
     t_mem = (min(total, active * batch) * 1e9 * 2 + batch * kv * (1000 + 250 / 2)) / (n * 2000e9 * 0.7 * tp)
     t_cmp = 2 * active * 1e9 * batch / (n * 400e12 * 0.6 * tp)
     # model v3: a mixture of experts pays 25 µs a layer, a replica of n PCIe cards two all-reduces a layer (50 µs and

@@ -143,3 +143,55 @@ def test_libreoffice_recalculates_the_v4_formulas_to_the_engine_values(tmp_path)
     assert rows["BIG"]["cards_per_run"] > 4096 and rows["TP8"]["tp"] < 0.85 ** 3
     out = write_workbook(plan, tmp_path / "out.xlsx")
     assert lo_mismatches(formula_cells(out), recalc_with_libreoffice(out, tmp_path)) == []
+
+
+# ---------------------------------------------------------------- model v4: FP4 training
+
+FP4_ROWS = _rows(DATA / "published_v4_fp4_training.csv")
+
+
+@pytest.fixture(scope="module")
+def fp4_results(tmp_path_factory) -> dict[str, dict]:
+    """Each published FP4 run planned twice on its card: in FP8 and in FP4 (ids suffixed -fp8, -fp4)."""
+    tasks = [{"task_id": f"{r['id']}-{p}", "kind": "pretrain", "model": r["model"], "method": "full",
+              "train_precision": p, "gpu": r["gpu"], "cards": int(r["cards"]), "train_tokens": 1e12,
+              "deadline_days": 3650} for r in FP4_ROWS for p in ("fp8", "fp4")]
+    tasks.append({"task_id": "H100-fp4", "kind": "pretrain", "model": "Llama-3.1-8B", "method": "full",
+                  "train_precision": "fp4", "gpu": "H100 80G", "cards": 8, "train_tokens": 1e12, "deadline_days": 3650})
+    tasks.append(tasks[-1] | {"task_id": "H100-fp8", "train_precision": "fp8"})
+    gpus = _gpu_sheet(sorted({r["gpu"] for r in FP4_ROWS} | {"H100 80G"}))
+    return _rows_by_id(_plan(tmp_path_factory.mktemp("v4fp4"), tasks, gpus=gpus))
+
+
+def test_fp4_training_is_as_much_faster_than_fp8_as_published(fp4_results, capsys):
+    """NVIDIA's MaxText NVFP4 runs on GB200 (FP4 peak 10,000 TFLOP/s, FP8 5,000) were 1.35x (Llama 3 8B: 1,497 ->
+    2,017 TFLOP/s a GPU) and 1.43x (405B: 1,557 -> 2,224) as fast as FP8. The engine's FP4 unit at
+    TrainFp4Efficiency 0.65 against the FP8 unit at TrainFp8Efficiency 0.93: 10,000 x 0.65 / (5,000 x 0.93) =
+    1.398 (model v3, both at the FP8 rule: 2.0, 1.48x and 1.40x the published speed-up)."""
+    low, high = BANDS["train"]
+    by_hand = 10_000 * 0.65 / (5_000 * 0.93)
+    assert by_hand == pytest.approx(1.398, abs=0.001)
+    with capsys.disabled():
+        print("\nrow  published  engine  label")
+        for r in FP4_ROWS:
+            engine = fp4_results[f"{r['id']}-fp8"]["compute_gpu_hours"] / fp4_results[f"{r['id']}-fp4"]["compute_gpu_hours"]
+            print(f"{r['id']:<5}{float(r['published_speedup']):>9.2f}{engine:>8.3f}  {r['label']}")
+    for r in FP4_ROWS:
+        assert float(r["fp4_tflops_per_gpu"]) / float(r["fp8_tflops_per_gpu"]) == pytest.approx(
+            float(r["published_speedup"]), abs=0.015)       # the row's two figures give its speed-up
+        fp8, fp4 = (fp4_results[f"{r['id']}-{p}"] for p in ("fp8", "fp4"))
+        assert fp4["peak_tflops"] == pytest.approx(10_000 * 0.65) and fp8["peak_tflops"] == pytest.approx(5_000 * 0.93)
+        speedup = fp8["compute_gpu_hours"] / fp4["compute_gpu_hours"]
+        assert speedup == pytest.approx(by_hand)
+        # GPU-hours in FP4 against those the published speed-up gives from the same FP8 run: in the training band
+        assert low <= fp4["compute_gpu_hours"] / (fp8["compute_gpu_hours"] / float(r["published_speedup"])) <= high
+
+
+def test_fp4_training_on_a_card_without_an_fp4_unit_is_fp8_training(fp4_results):
+    """H100 has no FP4 unit: an FP4 run trains on its FP8 unit at TrainFp8Efficiency, as FP8 does."""
+    assert fp4_results["H100-fp4"]["peak_tflops"] == pytest.approx(1979 * 0.93)
+    assert fp4_results["H100-fp4"]["compute_gpu_hours"] == pytest.approx(fp4_results["H100-fp8"]["compute_gpu_hours"])
+
+
+def test_the_fp4_rows_are_sourced_and_dated():
+    assert len(FP4_ROWS) == 2 and all(r["source"] and "read 2026-12-04" in r["source"] for r in FP4_ROWS)
