@@ -6,15 +6,20 @@ what it means in a plan. Per GPU, the two efficiencies minimise the sum of squar
 measured) of that GPU's serving runs; a card's matmul efficiency fitted so stays out of training (its
 training_efficiency keeps what training had). Then each setting of FIT_SETTINGS minimises those of its own runs on
 the fitted cards: `kv_read_efficiency` the serving runs, `mfu` bf16 full training, `train_fp8_efficiency` FP8/FP4
-full training, `lora_mfu` LoRA/QLoRA. Coordinate descent over a grid: a figure the runs do not constrain (no
-bandwidth-bound run, say) stays where it was. Every upper bound is a physical limit (all of the bandwidth, all of
-the peak): a fit that reaches one is refused, naming the runs. Each fitted figure comes with its standard error;
-one that rests on a single run is a warning.
+full training, `lora_mfu` LoRA/QLoRA. Memory runs (measured peak GB per card of a fine-tune or training run) fit the
+memory rule's free figures the same way: `lora_workspace_gb` on checkpointed LoRA/QLoRA runs, `layer_activation_bytes`
+on runs without checkpointing, `qlora_activation_bytes` on QLoRA runs without it. Coordinate descent over a grid: a
+figure the runs do not constrain (no bandwidth-bound run, say) stays where it was. Every bound is a physical limit
+(all of the bandwidth, all of the peak, no less memory than nothing kept, no more than the card the run was measured
+on holds): a fit that reaches one is refused, naming the runs. Each fitted figure comes with its standard error;
+one that rests on a single run is a warning. The catalogs and settings are the built-in ones, or an input
+workbook's (its GPUs and Models sheets over the catalogs, its Settings).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,17 +30,28 @@ from .catalog import gpu_record
 from .columns import evaluate, evaluate_task
 from .errors import Code, InputError, Problem, printable
 from .i18n import Message
-from .model import Gpu, Settings
+from .model import Gpu, Inputs, Settings
 from .models import ModelCatalog
 from .price_files import table_rows
-from .reader import Collector, read_rows
+from .reader import Collector, read_inputs, read_rows
 from .records import SERVING_METHODS, TRAINING_METHODS
-from .schema import GPU_COLUMNS, MAX_CARDS, SETTINGS_BY_KEY, TASK_COLUMNS, TRAIN_PRECISIONS, Column, Setting, Value
+from .schema import (
+    CHECKPOINTING,
+    GPU_COLUMNS,
+    MAX_CARDS,
+    SETTINGS_BY_KEY,
+    TASK_COLUMNS,
+    TRAIN_PRECISIONS,
+    Column,
+    Setting,
+    Value,
+)
+from .serving import KS
 from .values import BadValue, parse_number
 
-KINDS = ("serve", "train")
+KINDS = ("serve", "train", "mem")
 MEASURED_COLUMNS = ("kind", "model", "gpu", "cards", "method", "train_precision", "kv_cache_dtype", "prompt",
-                    "output", "concurrency", "tokens", "measured")
+                    "output", "concurrency", "tokens", "measured", "micro_batch_tokens", "activation_checkpointing")
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 _D = TypeVar("_D", bound="DataclassInstance")
@@ -58,7 +74,9 @@ def _replaced(obj: _D, values: Mapping[str, float]) -> _D:
 # the serving matmuls reaching all of the card's peak (gpu_bounds).
 BOUNDS = {c.name: _bounds(c) for c in GPU_COLUMNS if c.name in ("bandwidth_efficiency", "matmul_efficiency")}
 # The bands the published checks hold a run in (tests/test_published_*.py): engine / measured.
-BANDS = {"serve": (0.67, 1.5), "train": (0.75, 1.35)}
+# Memory: never under-stated by more than 5% (a card the plan picks must not run out), over-stated by at most 35%
+# (tests/test_published_memory.py).
+BANDS = {"serve": (0.67, 1.5), "train": (0.75, 1.35), "mem": (0.95, 1.35)}
 _SIZE = next(c for c in TASK_COLUMNS if c.name == "model_params_b")  # a typed size: 405B, 7.5B or 70
 GRID_STEPS = (0.05, 0.01)  # a coarse pass, then a fine one around the best
 NUDGE = 1.1  # a card's figure times this, to see how much its runs respond
@@ -90,6 +108,8 @@ class MeasuredRun:
     measured_cell: str = ""  # where `measured` was read, e.g. L2
     file: str = ""  # the file it was read from (problems name it)
     params_b: float | None = None  # a model typed as its size (405B): no catalog row, architecture unknown
+    micro_batch_tokens: float | None = None  # mem runs: tokens of one micro-batch on a card
+    activation_checkpointing: str | None = None  # mem runs: yes or no; None: the setting's
 
 
 @dataclass(frozen=True)
@@ -126,18 +146,24 @@ RUN_COLUMNS: tuple[Column, ...] = (
     C("output", "number", "tokens", positive=True, help="output tokens per request (serve runs)"),
     C("concurrency", "count", "sequences", positive=True, help="sequences decoded together"),
     C("tokens", "number", "tokens", positive=True, help="tokens trained (train runs)"),
-    C("measured", "number", "tokens/s or hours", required=True, positive=True,
-      help="serve: output tokens/s of the replica; train: wall-clock hours"),
+    C("measured", "number", "tokens/s, hours or GB", required=True, positive=True,
+      help="serve: output tokens/s of the replica; train: wall-clock hours; mem: peak GB on each card"),
+    C("micro_batch_tokens", "count", "tokens", positive=True,
+      help="tokens of one micro-batch on a card (mem runs: micro-batch size x sequence length)"),
+    C("activation_checkpointing", "choice", choices=CHECKPOINTING,
+      help="mem runs: yes or no; blank: the activation_checkpointing setting"),
 )
 assert tuple(c.name for c in RUN_COLUMNS) == MEASURED_COLUMNS
-NEEDS = {"serve": "output", "train": "tokens"}
-METHODS = {"serve": SERVING_METHODS, "train": TRAINING_METHODS}
+NEEDS = {"serve": "output", "train": "tokens", "mem": "micro_batch_tokens"}
+METHODS = {"serve": SERVING_METHODS, "train": TRAINING_METHODS, "mem": TRAINING_METHODS}
 CONTRADICTION = 2.0  # two runs alike in every column but `measured` that differ by more than this factor
 
 
-def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> list[MeasuredRun]:
+def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu], input_name: str | None = None
+                  ) -> list[MeasuredRun]:
     """The runs of a measured-runs CSV or xlsx (columns MEASURED_COLUMNS), parsed as the input sheets are (no NaN,
-    no fraction of a card, no unknown method), every problem collected first and named by file and cell."""
+    no fraction of a card, no unknown method, no peak memory above the card's), every problem collected first and
+    named by file and cell. `models` and `gpus` are the catalogs, with `input_name`'s sheets over them if given."""
     path = Path(path)
     name = path.name
     out = Collector()
@@ -162,16 +188,23 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
                     "run_method", method=v["method"], kind=kind, allowed=METHODS[kind]))
         size = _typed_size(v["model"]) if "model" in v and v["model"] not in models else None
         if "model" in v and v["model"] not in models and size is None:
-            out.add(Code.UNKNOWN_VALUE, name, cell["model"], Message("run_unknown_model", model=v["model"]))
+            out.add(Code.UNKNOWN_VALUE, name, cell["model"], Message("run_unknown_model", model=v["model"])
+                    if input_name is None else Message("run_unknown_model_in", model=v["model"], input=input_name))
         if "gpu" in v and v["gpu"].lower() not in gpus:
-            out.add(Code.UNKNOWN_VALUE, name, cell["gpu"], Message("run_unknown_gpu", gpu=v["gpu"]))
+            out.add(Code.UNKNOWN_VALUE, name, cell["gpu"], Message("run_unknown_gpu", gpu=v["gpu"])
+                    if input_name is None else Message("run_unknown_gpu_in", gpu=v["gpu"], input=input_name))
+        elif kind == "mem" and "measured" in v and v["measured"] > _card_gb(gpus[v["gpu"].lower()]):
+            card = gpus[v["gpu"].lower()]
+            out.add(Code.OUT_OF_RANGE, name, cell["measured"], Message(
+                "run_above_card", value=v["measured"], gpu=card.name, card=round(_card_gb(card), 2)))
         mine = set(cell.values())
         if any(p.cell in mine for p in out.problems) or any(c.required and c.name not in v for c in RUN_COLUMNS):
             continue
         run = MeasuredRun(
             rec.row, kind, v["model"].strip() if size else models.find(v["model"]).name, gpus[v["gpu"].lower()].name,
             v["cards"], v.get("method"), v["measured"], v.get("train_precision"), v.get("kv_cache_dtype"),
-            v.get("prompt"), v.get("output"), v.get("concurrency"), v.get("tokens"), cell["measured"], name, size)
+            v.get("prompt"), v.get("output"), v.get("concurrency"), v.get("tokens"), cell["measured"], name, size,
+            v.get("micro_batch_tokens"), v.get("activation_checkpointing"))
         alike = dataclasses.replace(run, line=0, measured=0.0, measured_cell="")
         first = seen.setdefault(alike, run)
         if first is not run and max(run.measured, first.measured) > CONTRADICTION * min(run.measured, first.measured):
@@ -184,6 +217,22 @@ def read_measured(path: Path, models: ModelCatalog, gpus: dict[str, Gpu]) -> lis
     if out.problems:
         raise InputError(out.problems)
     return runs
+
+
+def read_plan_catalogs(path: Path, today: dt.date | None = None) -> Inputs:
+    """An input workbook read as `build` reads it (every sheet checked): its GPUs and Models sheets over the built-in
+    catalogs and its Settings are what its runs are fitted with. Its problems name the workbook, as
+    [plan.xlsx]Models!B3, beside the runs' file."""
+    try:
+        return read_inputs(path, today=today)
+    except InputError as exc:
+        raise InputError([dataclasses.replace(p, sheet=f"[{Path(path).name}]{p.sheet}") for p in exc.problems]) \
+            from None
+
+
+def _card_gb(gpu: Gpu) -> float:
+    """All of a card's memory in GB (1e9 bytes): its vram_gb is counted in GiB, as vendors count it."""
+    return gpu.vram_gb * KS.GibPerGb
 
 
 def _typed_size(text: str) -> float | None:
@@ -203,6 +252,10 @@ def _task_inputs(run: MeasuredRun) -> dict:
     if run.kind == "serve":
         return row | {"kind": "inference", "method": run.method or "fp16", "prompt_tokens": run.prompt,
                       "tokens_per_request": run.output, "concurrency": run.concurrency, "requests_per_day": 1}
+    if run.kind == "mem":  # its memory: the tokens trained and the deadline do not change it
+        return row | {"kind": "finetune", "method": run.method or "full", "train_precision": run.train_precision,
+                      "activation_checkpointing": run.activation_checkpointing, "train_tokens": 1e8,
+                      "deadline_days": 1e6}
     return row | {"kind": "pretrain" if (run.method or "full") == "full" else "finetune",
                   "method": run.method or "full", "train_precision": run.train_precision,
                   "train_tokens": run.tokens, "deadline_days": 1e6}
@@ -210,16 +263,27 @@ def _task_inputs(run: MeasuredRun) -> dict:
 
 def _row(run: MeasuredRun, gpu: Gpu, settings: Settings, models: ModelCatalog) -> dict:
     s = dataclasses.replace(settings, plan_months=(_MONTH,),
-                            kv_cache_dtype=run.kv_cache_dtype or settings.kv_cache_dtype)
+                            kv_cache_dtype=run.kv_cache_dtype or settings.kv_cache_dtype,
+                            micro_batch_tokens=run.micro_batch_tokens or settings.micro_batch_tokens)
     model = None if run.params_b is not None else models.find(run.model)  # a typed size: as a Tasks row gives it
     inputs = _task_inputs(run)
     return evaluate(inputs, s, gpu, model, evaluate_task(inputs, s, model))
 
 
+def _figure(run: MeasuredRun, row: dict) -> float:
+    """The calculated figure a run's measurement compares with: a serving replica's output tokens/s, a training
+    run's compute hours (wall clock), or a memory run's GB on each card: the states `vram_gb` less the activations
+    sharded over its cards, and the activations every card holds for itself (as `cards_for_memory` shares them)."""
+    if run.kind == "serve":
+        return row["tokens_per_sec_used"]
+    if run.kind == "mem":
+        return (row["vram_gb"] - row["activations_gb"]) / run.cards + row["activations_gb"]
+    return row["compute_hours"]
+
+
 def predict(run: MeasuredRun, gpu: Gpu, settings: Settings, models: ModelCatalog) -> float:
-    """The engine's figure for a run: output tokens/s of the replica, or the run's compute hours (wall clock)."""
-    row = _row(run, gpu, settings, models)
-    return row["tokens_per_sec_used"] if run.kind == "serve" else row["compute_hours"]
+    """The engine's figure for a run (_figure)."""
+    return _figure(run, _row(run, gpu, settings, models))
 
 
 def _ratios(runs, gpu: Gpu, settings: Settings, models: ModelCatalog) -> list[float]:
@@ -227,7 +291,8 @@ def _ratios(runs, gpu: Gpu, settings: Settings, models: ModelCatalog) -> list[fl
 
 
 def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
-             data_error: Callable[[dict[str, float]], float], runs_count: int
+             data_error: Callable[[dict[str, float]], float], runs_count: int,
+             steps: tuple[float, ...] = GRID_STEPS, units: Mapping[str, float] | None = None
              ) -> tuple[dict[str, float], dict[str, float]]:
     """The figures (from `start`, within `bounds`) that minimise `data_error` plus a prior: the squared log distance
     from `start` (the catalog's or the setting's figure) over PRIOR_SPREAD squared, weighted by the runs' own residual
@@ -235,27 +300,32 @@ def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
     engine explains exactly are fitted exactly; a few scattered runs move a figure less than many. Coordinate descent
     over a coarse, then a fine grid; a move must lower the error, so a figure the runs do not constrain stays put.
     Returns the figures that moved with the prior and without it (where the runs alone take them: a bound reached
-    there is the runs' doing)."""
-    free = _grid_descent(start, bounds, data_error)
+    there is the runs' doing). A figure that starts at 0 (no memory kept, say) has no log distance: no prior."""
+    free = _grid_descent(start, bounds, data_error, steps, units)
     variance = data_error(start | free) / max(1, runs_count - len(start))
     if variance <= 0:
         return free, free
     weight = variance / PRIOR_SPREAD ** 2
 
     def error(values):
-        return data_error(values) + weight * math.fsum(math.log(v / start[k]) ** 2 for k, v in values.items())
-    return _grid_descent(start, bounds, error), free
+        return data_error(values) + weight * math.fsum(
+            (math.log(v / start[k]) ** 2 if v > 0 else math.inf) for k, v in values.items() if start[k] > 0)
+    return _grid_descent(start, bounds, error, steps, units), free
 
 
 def _grid_descent(start: dict[str, float], bounds: dict[str, tuple[float, float]],
-                  error: Callable[[dict[str, float]], float]) -> dict[str, float]:
-    """The figures that moved from `start` to minimise `error`, coordinate by coordinate over GRID_STEPS."""
+                  error: Callable[[dict[str, float]], float], steps: tuple[float, ...] = GRID_STEPS,
+                  units: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The figures that moved from `start` to minimise `error`, coordinate by coordinate over `steps` (times each
+    figure's unit, 1 unless `units` gives it): the first across the whole of each figure's bounds, each further one
+    10 of its steps either side of the best."""
     best, best_error = dict(start), error(start)
-    for step in GRID_STEPS:
+    for level in steps:
         for _ in range(3):  # passes: each figure given the others
             moved = False
             for name, (low, high) in bounds.items():
-                span = high - low if step == GRID_STEPS[0] else 10 * step
+                step = level * (units or {}).get(name, 1.0)
+                span = high - low if level == steps[0] else 10 * step
                 reach = round(span / step)
                 for value in sorted({round(min(high, max(low, best[name] + i * step)), 4)
                                      for i in range(-reach, reach + 1)}):
@@ -327,8 +397,9 @@ def _unpredictable(runs, gpus: dict[str, Gpu], settings: Settings, models: Model
     for run in runs:
         try:
             row = _row(run, gpus[run.gpu.lower()], settings, models)
-            value = row["tokens_per_sec_used"] if run.kind == "serve" else row["compute_hours"]
-            fits = (row.get("cards_min") or 0) <= run.cards
+            value = _figure(run, row)
+            # a memory run ran on its cards: what the engine makes of its memory is what the fit is about
+            fits = run.kind == "mem" or (row.get("cards_min") or 0) <= run.cards
         except (ArithmeticError, ValueError):
             value, fits = None, False
         if not fits or value is None or not math.isfinite(value) or value <= 0:
@@ -364,6 +435,18 @@ FIT_SETTINGS: tuple[FitSetting, ...] = (
     FitSetting("train_fp8_efficiency", lambda r: r.kind == "train" and not _lora(r) and _low_precision(r)),
     FitSetting("lora_mfu", lambda r: r.kind == "train" and _lora(r)),
 )
+# The memory rule's figures memory runs fit (_fit_memory): LoRA/QLoRA's fixed costs (the trained share's states and
+# the workspace) and the bytes a layer keeps without checkpointing (QLoRA's on top).
+MEMORY_FIGURES = ("lora_trainable", "lora_workspace_gb", "layer_activation_bytes", "qlora_activation_bytes")
+# The least each can physically be: no share trained, no workspace below none; a layer that does not checkpoint keeps
+# at least the bf16 input a checkpointed one keeps (BytesActivation); QLoRA's 4-bit matmuls keep no less than LoRA's
+# bf16 ones. The most: what takes one of the runs past all of the memory of the card it was measured on.
+MEMORY_FLOORS = {"lora_trainable": 0.0, "lora_workspace_gb": 0.0, "layer_activation_bytes": float(KS.BytesActivation),
+                 "qlora_activation_bytes": 0.0}
+MEMORY_UNITS = {"lora_trainable": 0.01, "lora_workspace_gb": 1.0, "layer_activation_bytes": 1.0,
+                "qlora_activation_bytes": 1.0}  # a change of each that moves a run's GB measurably
+MEMORY_STEPS = (0.05, 0.01, 0.001)  # of the span between a memory figure's bounds: coarse, fine, finer
+UNDER_WEIGHT = 100  # how much more a memory run under-stated beyond the band's floor counts
 
 
 def _setting_bounds(key: str) -> tuple[float, float]:
@@ -401,6 +484,75 @@ def _fit_settings(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelC
     return tuned, rests_on, problems
 
 
+def _fit_memory(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCatalog
+                ) -> tuple[dict[str, float], dict[str, list[MeasuredRun]], list[Problem]]:
+    """The memory rule's MEMORY_FIGURES fitted together to the memory runs, as _fit_gpu fits a card's two figures:
+    only the figures some runs respond to (mean |d ln GB / d ln figure| of those runs at least MIN_ELASTICITY), no
+    more figures than runs, the most responsive first, with _descend's prior. A figure's bounds: MEMORY_FLOORS,
+    and the value that takes one of its runs past all of its card's memory, the others as they were (each run's GB is
+    a straight line a + b x figure, read from the engine at two values); the grid's steps are MEMORY_STEPS of that
+    span. The error counts a run under-stated beyond the memory band's floor (0.95 of its measured peak)
+    UNDER_WEIGHT times: a plan must not pick a card its own runs show running out. Refused where the runs alone
+    take a figure to a bound and ask for more (the error still falls a step past it). Returns the figures that
+    moved, the runs each rests on, and the problems."""
+    mem = [r for r in runs if r.kind == "mem"]
+    if not mem:
+        return {}, {}, []
+
+    def gb(values: dict[str, float]) -> list[float]:
+        s = _replaced(settings, values)
+        return [predict(r, gpus[r.gpu], s, models) for r in mem]
+    start = {f: float(getattr(settings, f)) for f in MEMORY_FIGURES}
+    at_start = gb({})
+    lines: dict[str, list[tuple[MeasuredRun, float, float]]] = {}  # figure -> its runs' (run, a, b), b > 0
+    response: dict[str, float] = {}
+    for figure in MEMORY_FIGURES:
+        unit = MEMORY_UNITS[figure]
+        moved_by = gb({figure: start[figure] + unit})
+        rising = [(r, g - (m - g) / unit * start[figure], (m - g) / unit)
+                  for r, g, m in zip(mem, at_start, moved_by, strict=True) if m - g > 1e-12 * unit]
+        if rising:
+            lines[figure] = rising
+            response[figure] = math.fsum(b * max(start[figure], unit) / (a + b * start[figure])
+                                         for _, a, b in rising) / len(rising)
+    free = sorted((f for f in response if response[f] >= MIN_ELASTICITY), key=lambda f: response[f],
+                  reverse=True)[:len(mem)]
+    if not free:
+        return {}, {}, []
+    bounds, units = {}, {}
+    for figure in free:
+        low, high = MEMORY_FLOORS[figure], SETTINGS_BY_KEY[figure].maximum
+        cap = min((_card_gb(gpus[r.gpu]) - a) / b for r, a, b in lines[figure])
+        high = math.floor(min(cap, high if high is not None else cap) * 1e4) / 1e4
+        if high <= low:  # at the least it can be, the figure already takes a run past its card
+            first = lines[figure][0][0]
+            return {}, {}, [Problem(Code.OUT_OF_RANGE, first.file, first.measured_cell, Message(
+                "fit_at_bound", what="the Settings sheet", figure=figure, side=Message("side_below"), bound=low,
+                rows=", ".join(str(r.line) for r, _, _ in lines[figure])))]
+        bounds[figure], units[figure] = (low, high), high - low
+    floor = BANDS["mem"][0]
+
+    def error(values: dict[str, float]) -> float:
+        ratios = [g / r.measured for r, g in zip(mem, gb(values), strict=True)]
+        return Fit.error(ratios) + (UNDER_WEIGHT - 1) * Fit.error(x / floor for x in ratios if x < floor)
+    begin = {f: start[f] for f in free}
+    moved, unshrunk = _descend(begin, bounds, error, len(mem), MEMORY_STEPS, units)
+    problems = []
+    for figure, value in unshrunk.items():
+        low, high = bounds[figure]
+        if value in (low, high):
+            past = value + (-1 if value == low else 1) * MEMORY_STEPS[-1] * units[figure]
+            try:
+                falls = error(begin | unshrunk | {figure: past}) < error(begin | unshrunk)
+            except ValueError:  # a step past the floor leaves a run no memory at all
+                falls = True
+            if falls:
+                problems += _at_bounds({figure: value}, bounds, [r for r, _, _ in lines[figure]], "the Settings sheet")
+    if problems:
+        return {}, {}, problems
+    return moved, {f: [r for r, _, _ in lines[f]] for f in moved}, []
+
+
 def standard_error(value: float, runs_count: int, fitted_count: int, error: Callable[[float], float]) -> float | None:
     """The standard error of a fitted figure from the curvature of the sum of squared log ratios at its best value
     (u = ln value, s^2 = E / (runs - figures fitted on them), SE(u) = sqrt(2 s^2 / E''(u))), as a plus-or-minus of
@@ -434,8 +586,11 @@ def calibrate(runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings,
             fitted[name] = dataclasses.replace(fit, source=f"{source.format(n=len(served))}; {gpu.source}".strip("; "))
             rests_on |= {f"{name} {figure}": (served, len(moved)) for figure in moved}
     tuned, setting_runs, setting_problems = _fit_settings(runs, fitted, settings, models)
-    problems += setting_problems
+    memory, memory_runs, memory_problems = _fit_memory(runs, fitted, settings, models)
+    problems += setting_problems + memory_problems
     rests_on |= {key: (setting_runs[key], 1) for key in tuned}
+    rests_on |= {key: (memory_runs[key], len(memory)) for key in memory}
+    tuned |= memory
     if problems:
         raise InputError(problems)
     final = _replaced(settings, tuned)
@@ -444,7 +599,7 @@ def calibrate(runs: list[MeasuredRun], gpus: dict[str, Gpu], settings: Settings,
                    for figure, (on, count) in rests_on.items()}
     warnings = tuple(Message("fit_one_run", figure=figure, cell=f"{on[0].file}!{on[0].measured_cell}")
                      for figure, (on, _) in rests_on.items() if len(on) == 1)
-    trained = sum(r.kind == "train" for r in runs)
+    trained = sum(r.kind != "serve" for r in runs)
     return Fit(tuple(fitted.values()), tuple(runs), tuple(before), tuple(after), tuned,
                source.format(n=trained), warnings, uncertainty)
 

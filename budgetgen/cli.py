@@ -21,7 +21,7 @@ import click
 
 from .api import build_budget, default_output, results_json
 from .calibrate import calibrate as fit_runs
-from .calibrate import check_held_out, format_fit, read_measured, write_fit
+from .calibrate import check_held_out, format_fit, read_measured, read_plan_catalogs, write_fit
 from .catalog import CATALOG_CURRENCY, builtin_catalog
 from .engine import plan_budget
 from .errors import BudgetgenError, InputError, OutputError, printable
@@ -346,25 +346,33 @@ def _progress(quiet: bool):
               help="The date the fitted rows' source names (YYYY-MM-DD). Default: today.")
 @click.option("--check", "check", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Runs kept out of the fit (same columns): their ratios before and after it are printed.")
-def calibrate(measured: Path, output: Path | None, build_date, check: Path | None) -> None:
-    """Fit each GPU's bandwidth and matmul efficiency and the settings of each workload and precision to your
-    measured runs (CSV: kind, model, gpu, cards, method, train_precision, kv_cache_dtype, prompt, output,
-    concurrency, tokens, measured)."""
+@click.option("--input", "plan_input", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="An input workbook whose GPUs and Models sheets (over the catalogs) and Settings the runs are "
+                   "fitted with: a card or model only your input names, or your own figures for one.")
+def calibrate(measured: Path, output: Path | None, build_date, check: Path | None, plan_input: Path | None) -> None:
+    """Fit each GPU's bandwidth and matmul efficiency, the settings of each workload and precision and the memory
+    rule's figures to your measured runs (CSV: kind, model, gpu, cards, method, train_precision, kv_cache_dtype,
+    prompt, output, concurrency, tokens, measured, micro_batch_tokens, activation_checkpointing)."""
     with _reported(outputs=(output,)):
-        check_outputs([output], [measured] + ([check] if check else []))
-        gpus = {g.name.lower(): g for g in builtin_catalog()}
-        catalog_models = builtin_models()
-        runs = read_measured(measured, catalog_models, gpus)
-        kept_out = read_measured(check, catalog_models, gpus) if check else None
+        check_outputs([output], [measured] + ([check] if check else []) + ([plan_input] if plan_input else []))
+        if plan_input:
+            inputs = read_plan_catalogs(plan_input, build_date.date() if build_date else None)
+            gpus, catalog_models, settings = inputs.gpus, inputs.models, inputs.settings
+        else:
+            gpus, catalog_models, settings = builtin_catalog(), builtin_models(), Settings()
+        by_name = {g.name.lower(): g for g in gpus}
+        named = plan_input.name if plan_input else None
+        runs = read_measured(measured, catalog_models, by_name, named)
+        kept_out = read_measured(check, catalog_models, by_name, named) if check else None
         day = (build_date or dt.datetime.now()).date().isoformat()
-        fit = fit_runs(runs, gpus, Settings(), catalog_models, f"calibrated from {{n}} runs on {day}")
-        held_out = check_held_out(fit, kept_out, gpus, Settings(), catalog_models) if kept_out else None
+        fit = fit_runs(runs, by_name, settings, catalog_models, f"calibrated from {{n}} runs on {day}")
+        held_out = check_held_out(fit, kept_out, by_name, settings, catalog_models) if kept_out else None
         with staged_outputs([output]) as staging:
             if output:
                 write_fit(fit, staging[output])
     click.echo(format_fit(fit, held_out), nl=False)
     if output:
-        click.echo(f"Wrote {printable(output)}: paste its rows on your input's GPUs sheet")
+        click.echo(f"Wrote {printable(output)}: paste its rows on your input's GPUs and Settings sheets")
 
 
 @main.group(invoke_without_command=True)
