@@ -292,8 +292,8 @@ def _ratios(runs, gpu: Gpu, settings: Settings, models: ModelCatalog) -> list[fl
 
 def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
              data_error: Callable[[dict[str, float]], float], runs_count: int,
-             steps: tuple[float, ...] = GRID_STEPS, units: Mapping[str, float] | None = None
-             ) -> tuple[dict[str, float], dict[str, float]]:
+             steps: tuple[float, ...] = GRID_STEPS, units: Mapping[str, float] | None = None, passes: int = 3,
+             pattern: bool = False, decimals: int = 4) -> tuple[dict[str, float], dict[str, float]]:
     """The figures (from `start`, within `bounds`) that minimise `data_error` plus a prior: the squared log distance
     from `start` (the catalog's or the setting's figure) over PRIOR_SPREAD squared, weighted by the runs' own residual
     variance (their sum of squared log ratios at the best fit without the prior, over runs less figures). Runs the
@@ -301,7 +301,7 @@ def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
     over a coarse, then a fine grid; a move must lower the error, so a figure the runs do not constrain stays put.
     Returns the figures that moved with the prior and without it (where the runs alone take them: a bound reached
     there is the runs' doing). A figure that starts at 0 (no memory kept, say) has no log distance: no prior."""
-    free = _grid_descent(start, bounds, data_error, steps, units)
+    free = _grid_descent(start, bounds, data_error, steps, units, passes, pattern, decimals)
     variance = data_error(start | free) / max(1, runs_count - len(start))
     if variance <= 0:
         return free, free
@@ -310,24 +310,28 @@ def _descend(start: dict[str, float], bounds: dict[str, tuple[float, float]],
     def error(values):
         return data_error(values) + weight * math.fsum(
             (math.log(v / start[k]) ** 2 if v > 0 else math.inf) for k, v in values.items() if start[k] > 0)
-    return _grid_descent(start, bounds, error, steps, units), free
+    return _grid_descent(start, bounds, error, steps, units, passes, pattern, decimals), free
 
 
 def _grid_descent(start: dict[str, float], bounds: dict[str, tuple[float, float]],
                   error: Callable[[dict[str, float]], float], steps: tuple[float, ...] = GRID_STEPS,
-                  units: Mapping[str, float] | None = None) -> dict[str, float]:
+                  units: Mapping[str, float] | None = None, passes: int = 3, pattern: bool = False,
+                  decimals: int = 4) -> dict[str, float]:
     """The figures that moved from `start` to minimise `error`, coordinate by coordinate over `steps` (times each
     figure's unit, 1 unless `units` gives it): the first across the whole of each figure's bounds, each further one
-    10 of its steps either side of the best."""
+    10 of its steps either side of the best (values to `decimals`); at most `passes` over the figures at each step.
+    With `pattern`, a pass that moved is followed along its own direction (Hooke and Jeeves' pattern move), doubling
+    while the error falls: figures that trade off (two fixed costs) lie along a valley that moving one coordinate at
+    a time crosses slowly."""
     best, best_error = dict(start), error(start)
     for level in steps:
-        for _ in range(3):  # passes: each figure given the others
-            moved = False
+        for _ in range(passes):  # each figure given the others
+            moved, before = False, best
             for name, (low, high) in bounds.items():
                 step = level * (units or {}).get(name, 1.0)
                 span = high - low if level == steps[0] else 10 * step
                 reach = round(span / step)
-                for value in sorted({round(min(high, max(low, best[name] + i * step)), 4)
+                for value in sorted({round(min(high, max(low, best[name] + i * step)), decimals)
                                      for i in range(-reach, reach + 1)}):
                     trial = best | {name: value}
                     trial_error = error(trial)
@@ -335,6 +339,14 @@ def _grid_descent(start: dict[str, float], bounds: dict[str, tuple[float, float]
                         best, best_error, moved = trial, trial_error, True
             if not moved:
                 break
+            stride = 1.0
+            while pattern:
+                trial = {n: round(min(high, max(low, best[n] + stride * (best[n] - before[n]))), decimals)
+                         for n, (low, high) in bounds.items()}
+                trial_error = error(trial)
+                if trial_error >= best_error - 1e-12:
+                    break
+                best, best_error, stride = trial, trial_error, 2 * stride
     return {name: value for name, value in best.items() if value != start[name]}
 
 
@@ -445,7 +457,10 @@ MEMORY_FLOORS = {"lora_trainable": 0.0, "lora_workspace_gb": 0.0, "layer_activat
                  "qlora_activation_bytes": 0.0}
 MEMORY_UNITS = {"lora_trainable": 0.01, "lora_workspace_gb": 1.0, "layer_activation_bytes": 1.0,
                 "qlora_activation_bytes": 1.0}  # a change of each that moves a run's GB measurably
-MEMORY_STEPS = (0.05, 0.01, 0.001)  # of the span between a memory figure's bounds: coarse, fine, finer
+MEMORY_STEPS = (0.05, 0.01, 0.001, 1e-4, 1e-5)  # of the span between a memory figure's bounds, coarse to fine
+# Passes over the figures at each step: a run's GB is a sum of the figures' terms, so two of them (the trained
+# share's states and the workspace, both fixed costs) trade off along a valley coordinate descent walks down slowly.
+MEMORY_PASSES = 40
 UNDER_WEIGHT = 100  # how much more a memory run under-stated beyond the band's floor counts
 
 
@@ -493,8 +508,10 @@ def _fit_memory(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCat
     a straight line a + b x figure, read from the engine at two values); the grid's steps are MEMORY_STEPS of that
     span. The error counts a run under-stated beyond the memory band's floor (0.95 of its measured peak)
     UNDER_WEIGHT times: a plan must not pick a card its own runs show running out. Refused where the runs alone
-    take a figure to a bound and ask for more (the error still falls a step past it). Returns the figures that
-    moved, the runs each rests on, and the problems."""
+    take a figure to a bound, ask for more (the error still falls a step past it) and leave one of its runs out of
+    the memory band on that side (over-stated at a floor, under-stated at the card's memory): no value explains it. A figure at its floor with its runs in band stays there (a
+    framework whose LoRA trains a share too small to count, say). Returns the figures that moved, the runs each rests
+    on, and the problems."""
     mem = [r for r in runs if r.kind == "mem"]
     if not mem:
         return {}, {}, []
@@ -536,8 +553,11 @@ def _fit_memory(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCat
         ratios = [g / r.measured for r, g in zip(mem, gb(values), strict=True)]
         return Fit.error(ratios) + (UNDER_WEIGHT - 1) * Fit.error(x / floor for x in ratios if x < floor)
     begin = {f: start[f] for f in free}
-    moved, unshrunk = _descend(begin, bounds, error, len(mem), MEMORY_STEPS, units)
+    moved, unshrunk = _descend(begin, bounds, error, len(mem), MEMORY_STEPS, units, MEMORY_PASSES,
+                              pattern=True, decimals=7)
     problems = []
+    low_band, high_band = BANDS["mem"]
+    at_fit = dict(zip(mem, gb(begin | unshrunk), strict=True))
     for figure, value in unshrunk.items():
         low, high = bounds[figure]
         if value in (low, high):
@@ -546,8 +566,13 @@ def _fit_memory(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCat
                 falls = error(begin | unshrunk | {figure: past}) < error(begin | unshrunk)
             except ValueError:  # a step past the floor leaves a run no memory at all
                 falls = True
-            if falls:
-                problems += _at_bounds({figure: value}, bounds, [r for r, _, _ in lines[figure]], "the Settings sheet")
+            mine = [r for r, _, _ in lines[figure]]
+            # at its floor the figure cannot take more off a run the engine over-states; at the card's memory it
+            # cannot add to one it under-states
+            unexplained = [r for r in mine if (at_fit[r] / r.measured > high_band if value == low
+                                               else at_fit[r] / r.measured < low_band)]
+            if falls and unexplained:
+                problems += _at_bounds({figure: value}, bounds, mine, "the Settings sheet")
     if problems:
         return {}, {}, problems
     return moved, {f: [r for r, _, _ in lines[f]] for f in moved}, []
