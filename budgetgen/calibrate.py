@@ -461,7 +461,7 @@ MEMORY_STEPS = (0.05, 0.01, 0.001, 1e-4, 1e-5)  # of the span between a memory f
 # Passes over the figures at each step: a run's GB is a sum of the figures' terms, so two of them (the trained
 # share's states and the workspace, both fixed costs) trade off along a valley coordinate descent walks down slowly.
 MEMORY_PASSES = 40
-UNDER_WEIGHT = 100  # how much more a memory run under-stated beyond the band's floor counts
+UNDER_WEIGHT = 1000  # how much more a memory run under-stated beyond the band's floor counts
 
 
 def _setting_bounds(key: str) -> tuple[float, float]:

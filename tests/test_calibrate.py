@@ -330,7 +330,10 @@ def test_memory_runs_recover_the_memory_figures_that_made_them():
     runs = [dataclasses.replace(r, measured=calibrate.predict(r, gpus["a100 80g"], made, models.builtin_models()))
             for r in runs]
     fit = calibrate.calibrate(runs, gpus, Settings(), models.builtin_models(), "calibrated from {n} runs")
-    assert fit.settings == {k: pytest.approx(v, rel=0.01) for k, v in MADE_MEMORY.items()}
+    # the two fixed costs trade off (they differ only by the 13B's 6.26B more parameters): found to 3%, the bytes a
+    # layer keeps to 1%
+    assert fit.settings == {k: pytest.approx(v, rel=0.01 if k.endswith("bytes") else 0.03)
+                            for k, v in MADE_MEMORY.items()}
     assert max(abs(math.log(r)) for r in fit.after) < 0.005 < max(abs(math.log(r)) for r in fit.before)
     assert fit.settings_source == "calibrated from 7 runs" and not fit.warnings
 
