@@ -481,3 +481,13 @@ def test_memory_fitted_on_half_the_published_rows_makes_the_other_half_no_worse(
     fitted_lines = result.output.split("held-out runs")[0].splitlines()
     fitted_after = [float(w[-1]) for w in map(str.split, fitted_lines) if len(w) >= 5 and w[0].isdigit()]
     assert len(fitted_after) == len(fit) and min(fitted_after) >= low - 0.01
+
+
+def test_every_runs_column_and_kind_is_in_the_readme_row_of_calibrate():
+    """The runs file's columns (RUN_COLUMNS) and kinds are the command's documentation: its README row names each."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in readme.splitlines() if line.startswith("| `budgetgen calibrate"))
+    missing = [c.name for c in calibrate.RUN_COLUMNS if f"`{c.name}`" not in row]
+    assert missing == [] and all(f" {kind}" in row for kind in calibrate.KINDS)
+    models_md = (Path(__file__).parents[1] / "docs" / "models.md").read_text(encoding="utf-8")
+    assert all(f"`{figure}`" in models_md.split("### Memory runs")[1] for figure in calibrate.MEMORY_FIGURES)
