@@ -6,12 +6,13 @@ what it means in a plan. Per GPU, the two efficiencies minimise the sum of squar
 measured) of that GPU's serving runs; a card's matmul efficiency fitted so stays out of training (its
 training_efficiency keeps what training had). Then each setting of FIT_SETTINGS minimises those of its own runs on
 the fitted cards: `kv_read_efficiency` the serving runs, `mfu` bf16 full training, `train_fp8_efficiency` FP8/FP4
-full training, `lora_mfu` LoRA/QLoRA. Memory runs (measured peak GB per card of a fine-tune or training run) fit the
-memory rule's free figures the same way: `lora_workspace_gb` on checkpointed LoRA/QLoRA runs, `layer_activation_bytes`
-on runs without checkpointing, `qlora_activation_bytes` on QLoRA runs without it. Coordinate descent over a grid: a
-figure the runs do not constrain (no bandwidth-bound run, say) stays where it was. Every bound is a physical limit
-(all of the bandwidth, all of the peak, no less memory than nothing kept, no more than the card the run was measured
-on holds): a fit that reaches one is refused, naming the runs. Each fitted figure comes with its standard error;
+full training, `lora_mfu` LoRA/QLoRA. Memory runs (measured peak GB on each card of a fine-tune or training run) fit
+the memory rule's figures together, as a card's two are (_fit_memory): LoRA/QLoRA's fixed costs (`lora_trainable`,
+`lora_workspace_gb`) and the bytes a layer keeps without checkpointing (`layer_activation_bytes`, QLoRA's
+`qlora_activation_bytes` on top). Coordinate descent over a grid: a figure the runs do not constrain (no
+bandwidth-bound run, say) stays where it was. Every bound is a physical limit (all of the bandwidth, all of the peak,
+no less memory than nothing kept, no more than the card the run was measured on holds): a fit the runs take to one
+and past it is refused, naming the runs. Each fitted figure comes with its standard error;
 one that rests on a single run is a warning. The catalogs and settings are the built-in ones, or an input
 workbook's (its GPUs and Models sheets over the catalogs, its Settings).
 """
@@ -509,9 +510,9 @@ def _fit_memory(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCat
     span. The error counts a run under-stated beyond the memory band's floor (0.95 of its measured peak)
     UNDER_WEIGHT times: a plan must not pick a card its own runs show running out. Refused where the runs alone
     take a figure to a bound, ask for more (the error still falls a step past it) and leave one of its runs out of
-    the memory band on that side (over-stated at a floor, under-stated at the card's memory): no value explains it. A figure at its floor with its runs in band stays there (a
-    framework whose LoRA trains a share too small to count, say). Returns the figures that moved, the runs each rests
-    on, and the problems."""
+    the memory band on that side (over-stated at a floor, under-stated at the card's memory): no value explains it.
+    A figure at its floor with its runs in band stays there (a framework whose LoRA trains a share too small to
+    count, say). Returns the figures that moved, the runs each rests on, and the problems."""
     mem = [r for r in runs if r.kind == "mem"]
     if not mem:
         return {}, {}, []

@@ -1357,13 +1357,16 @@ PROBLEMS = {
                           'model："{model}" 不是目录中的模型（见 `budgetgen models`）'),
     "run_unknown_gpu": ('gpu: "{gpu}" is not a catalog GPU (`budgetgen catalog`)',
                         'gpu："{gpu}" 不是目录中的 GPU（见 `budgetgen catalog`）'),
-    "run_unknown_model_in": ('model: "{model}" is neither a catalog model (`budgetgen models`) nor on {input}\'s Models sheet',
+    "run_unknown_model_in": (('model: "{model}" is neither a catalog model (`budgetgen models`) nor on {input}\'s '
+                              "Models sheet"),
                              'model："{model}" 既不是目录中的模型（见 `budgetgen models`），也不在 {input} 的模型表中'),
-    "run_unknown_gpu_in": ('gpu: "{gpu}" is neither a catalog GPU (`budgetgen catalog`) nor on {input}\'s GPUs sheet',
+    "run_unknown_gpu_in": (('gpu: "{gpu}" is neither a catalog GPU (`budgetgen catalog`) nor on {input}\'s GPUs '
+                            "sheet"),
                            'gpu："{gpu}" 既不是目录中的 GPU（见 `budgetgen catalog`），也不在 {input} 的 GPU 表中'),
     "run_above_card": (("measured: {value:g} GB is more than all of a {gpu}'s memory ({card:g} GB): a memory run's "
                         "measured is its peak on each card"),
-                       "measured：{value:g} GB 超过一张 {gpu} 的全部显存（{card:g} GB）：内存运行的实测值是每张卡上的峰值"),
+                       ("measured：{value:g} GB 超过一张 {gpu} 的全部显存（{card:g} GB）："
+                        "内存运行的实测值是每张卡上的峰值")),
     "run_contradicts": (("measured: {value:g} is more than {factor:g} times the {first:g} of the same run at {cell}: "
                          "one of them is mistyped, or the runs differ in a column the file does not give"),
                         ("measured：{value:g} 与 {cell} 相同运行的 {first:g} 相差超过 {factor:g} 倍："
