@@ -109,7 +109,7 @@ class MeasuredRun:
     measured_cell: str = ""  # where `measured` was read, e.g. L2
     file: str = ""  # the file it was read from (problems name it)
     params_b: float | None = None  # a model typed as its size (405B): no catalog row, architecture unknown
-    micro_batch_tokens: float | None = None  # mem runs: tokens of one micro-batch on a card
+    micro_batch_tokens: int | None = None  # mem runs: tokens of one micro-batch on a card
     activation_checkpointing: str | None = None  # mem runs: yes or no; None: the setting's
 
 
@@ -265,7 +265,7 @@ def _task_inputs(run: MeasuredRun) -> dict:
 def _row(run: MeasuredRun, gpu: Gpu, settings: Settings, models: ModelCatalog) -> dict:
     s = dataclasses.replace(settings, plan_months=(_MONTH,),
                             kv_cache_dtype=run.kv_cache_dtype or settings.kv_cache_dtype,
-                            micro_batch_tokens=run.micro_batch_tokens or settings.micro_batch_tokens)
+                            micro_batch_tokens=int(run.micro_batch_tokens or settings.micro_batch_tokens))
     model = None if run.params_b is not None else models.find(run.model)  # a typed size: as a Tasks row gives it
     inputs = _task_inputs(run)
     return evaluate(inputs, s, gpu, model, evaluate_task(inputs, s, model))

@@ -341,7 +341,7 @@ def _progress(quiet: bool):
 @main.command()
 @click.argument("measured", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the fitted GPUs as a GPUs sheet an input workbook can take.")
+              help="Also write the fitted GPUs and settings as GPUs and Settings sheets an input workbook can take.")
 @click.option("--date", "build_date", type=click.DateTime(formats=["%Y-%m-%d"]),
               help="The date the fitted rows' source names (YYYY-MM-DD). Default: today.")
 @click.option("--check", "check", type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -357,7 +357,7 @@ def calibrate(measured: Path, output: Path | None, build_date, check: Path | Non
         check_outputs([output], [measured] + ([check] if check else []) + ([plan_input] if plan_input else []))
         if plan_input:
             inputs = read_plan_catalogs(plan_input, build_date.date() if build_date else None)
-            gpus, catalog_models, settings = inputs.gpus, inputs.models, inputs.settings
+            gpus, catalog_models, settings = list(inputs.gpus), inputs.models or builtin_models(), inputs.settings
         else:
             gpus, catalog_models, settings = builtin_catalog(), builtin_models(), Settings()
         by_name = {g.name.lower(): g for g in gpus}

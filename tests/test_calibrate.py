@@ -287,7 +287,7 @@ def test_each_fitted_figure_has_its_standard_error_and_one_run_is_a_warning():
 
 # ---------------------------------------------------------------- memory runs (kind mem) and an input's sheets
 
-def _mem(line: int, model: str, method: str, tokens: float, checkpointing: str, cards: int = 1,
+def _mem(line: int, model: str, method: str, tokens: int, checkpointing: str | None, cards: int = 1,
          gpu: str = "A100 80G") -> calibrate.MeasuredRun:
     return calibrate.MeasuredRun(line=line, kind="mem", model=model, gpu=gpu, cards=cards, method=method, measured=1,
                                  micro_batch_tokens=tokens, activation_checkpointing=checkpointing,
