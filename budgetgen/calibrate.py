@@ -135,11 +135,12 @@ class Fit:
 
 C = Column
 RUN_COLUMNS: tuple[Column, ...] = (
-    C("kind", "choice", required=True, choices=KINDS, help="serve or train"),
-    C("model", "text", required=True, help="a catalog model (`budgetgen models`), or a size such as 405B"),
-    C("gpu", "text", required=True, help="a catalog GPU (`budgetgen catalog`)"),
+    C("kind", "choice", required=True, choices=KINDS, help="serve, train or mem (a peak-memory run)"),
+    C("model", "text", required=True,
+      help="a catalog model (`budgetgen models`) or one of --input's Models sheet, or a size such as 405B"),
+    C("gpu", "text", required=True, help="a catalog GPU (`budgetgen catalog`) or one of --input's GPUs sheet"),
     C("cards", "count", "cards", required=True, positive=True, maximum=MAX_CARDS,
-      help="cards of the serving replica or the training run"),
+      help="cards of the serving replica or the training run (mem: the run's cards, `measured` on each)"),
     C("method", "choice", choices=TRAINING_METHODS + SERVING_METHODS, help="serving precision or training method"),
     C("train_precision", "choice", choices=TRAIN_PRECISIONS, help="training matmul precision"),
     C("kv_cache_dtype", "choice", choices=("fp16", "fp8"), help="KV-cache precision"),
