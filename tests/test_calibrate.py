@@ -365,6 +365,20 @@ def test_memory_runs_that_ask_for_less_than_nothing_kept_or_more_than_their_card
     assert [(p.cell, p.code) for p in caught.value.problems] == [("M2", Code.REQUIRED)]
 
 
+def test_one_memory_run_fits_one_figure_with_a_warning():
+    """One run fits no more figures than itself: the one it responds to most (Llama-2-7B LoRA without checkpointing
+    at 2,048 tokens: the 12.3 GB of kept activations, layer_activation_bytes), with no spread to measure and a
+    warning at its cell. Made at 40 bytes: by hand 13.48 + 1.0784 + 1.5 + 2,048 x 32 x 4,096 x 40 / 1e9 GB."""
+    gpus = {g.name.lower(): g for g in catalog.builtin_catalog()}
+    run = dataclasses.replace(_mem(2, "Llama-2-7B", "lora", 2048, "no"),
+                              measured=13.48 + 1.0784 + 1.5 + 2048 * 32 * 4096 * 40 / 1e9)
+    fit = calibrate.calibrate([run], gpus, Settings(), models.builtin_models(), "calibrated from {n} runs")
+    assert fit.settings == {"layer_activation_bytes": pytest.approx(40, abs=0.01)}
+    assert fit.uncertainty == {"layer_activation_bytes": None}
+    assert [(w.key, w.params["figure"], w.params["cell"]) for w in fit.warnings] == [
+        ("fit_one_run", "layer_activation_bytes", "m.csv!L2")]
+
+
 # A model of 3B parameters in 28 layers of 3,072 that only the input's Models sheet names, and the shipped A10 (24 GB)
 # that only its GPUs sheet names (the tests' fixed catalog has neither).
 HOUSE = [["model", "total_params_b", "active_params_b", "layers", "hidden", "attn_heads", "kv_heads", "head_dim",
