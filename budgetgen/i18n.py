@@ -1364,9 +1364,9 @@ PROBLEMS = {
                             "sheet"),
                            'gpu："{gpu}" 既不是目录中的 GPU（见 `budgetgen catalog`），也不在 {input} 的 GPU 表中'),
     "run_above_card": (("measured: {value:g} GB is more than all of a {gpu}'s memory ({card:g} GB): a memory run's "
-                        "measured is its peak on each card"),
+                        "measured is its peak on each card; check gpu, and give the peak of one card, not of all"),
                        ("measured：{value:g} GB 超过一张 {gpu} 的全部显存（{card:g} GB）："
-                        "内存运行的实测值是每张卡上的峰值")),
+                        "内存运行的实测值是每张卡上的峰值；请检查 gpu，并填写单卡峰值而非所有卡之和")),
     "run_contradicts": (("measured: {value:g} is more than {factor:g} times the {first:g} of the same run at {cell}: "
                          "one of them is mistyped, or the runs differ in a column the file does not give"),
                         ("measured：{value:g} 与 {cell} 相同运行的 {first:g} 相差超过 {factor:g} 倍："
