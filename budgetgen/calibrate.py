@@ -5,8 +5,9 @@ A run is pushed through the same calculated columns as a Tasks row (columns.eval
 what it means in a plan. Per GPU, the two efficiencies minimise the sum of squared log ratios (engine /
 measured) of that GPU's serving runs; a card's matmul efficiency fitted so stays out of training (its
 training_efficiency keeps what training had). Then each setting of FIT_SETTINGS minimises those of its own runs on
-the fitted cards: `kv_read_efficiency` the serving runs, `mfu` bf16 full training, `train_fp8_efficiency` FP8/FP4
-full training, `lora_mfu` LoRA/QLoRA. Memory runs (measured peak GB on each card of a fine-tune or training run) fit
+the fitted cards: `kv_read_efficiency` the serving runs, `mfu` bf16 full training, `train_fp8_efficiency` FP8 and
+`train_fp4_efficiency` FP4 full training (an FP4 run on a card without an FP4 unit trains at the FP8 figure, so it
+moves neither), `lora_mfu` LoRA/QLoRA. Memory runs (measured peak GB on each card of a fine-tune or training run) fit
 the memory rule's figures together, as a card's two are (_fit_memory): LoRA/QLoRA's fixed costs (`lora_trainable`,
 `lora_workspace_gb`) and the bytes a layer keeps without checkpointing (`layer_activation_bytes`, QLoRA's
 `qlora_activation_bytes` on top). Coordinate descent over a grid: a figure the runs do not constrain (no
@@ -446,7 +447,8 @@ class FitSetting:
 FIT_SETTINGS: tuple[FitSetting, ...] = (
     FitSetting("kv_read_efficiency", lambda r: r.kind == "serve"),
     FitSetting("mfu", lambda r: r.kind == "train" and not _lora(r) and not _low_precision(r)),
-    FitSetting("train_fp8_efficiency", lambda r: r.kind == "train" and not _lora(r) and _low_precision(r)),
+    FitSetting("train_fp8_efficiency", lambda r: r.kind == "train" and not _lora(r) and r.train_precision == "fp8"),
+    FitSetting("train_fp4_efficiency", lambda r: r.kind == "train" and not _lora(r) and r.train_precision == "fp4"),
     FitSetting("lora_mfu", lambda r: r.kind == "train" and _lora(r)),
 )
 # The memory rule's figures memory runs fit (_fit_memory): LoRA/QLoRA's fixed costs (the trained share's states and

@@ -246,6 +246,23 @@ def test_fp8_and_bf16_training_fit_separate_settings_and_a_serving_matmul_stays_
     assert max(abs(math.log(r)) for r in fit.after) < 0.02
 
 
+def test_fp4_training_fits_its_own_efficiency_on_a_card_with_an_fp4_unit():
+    """bf16, FP8 and FP4 runs on a card with an FP4 unit (the H100 given an FP4 peak twice its FP8 peak, as a B200
+    has) made at MFU 0.45, TrainFp8Efficiency 0.85 and TrainFp4Efficiency 0.6: each figure is found on its own
+    precision's runs."""
+    gpus = {g.name.lower(): g for g in catalog.builtin_catalog()}
+    b200 = dataclasses.replace(gpus["h100 80g"], tflops_fp4=2 * gpus["h100 80g"].tflops_fp8)
+    gpus["h100 80g"] = b200
+    made = dataclasses.replace(Settings(), mfu=0.45, train_fp8_efficiency=0.85, train_fp4_efficiency=0.6)
+    shapes = [{"kind": "train", "method": "full", "train_precision": p, "tokens": t, "cards": 8}
+              for p in ("bf16", "fp8", "fp4") for t in (1e9, 3e9)]
+    runs = _measured_exactly(shapes, b200, made)
+    fit = calibrate.calibrate(runs, gpus, Settings(), models.builtin_models(), "calibrated from {n} runs")
+    assert fit.settings["mfu"] == pytest.approx(0.45, abs=0.011)
+    assert fit.settings["train_fp8_efficiency"] == pytest.approx(0.85, abs=0.011)
+    assert fit.settings["train_fp4_efficiency"] == pytest.approx(0.6, abs=0.011)
+
+
 def test_a_typed_size_is_read_as_a_model_of_that_size(tmp_path):
     """`model` 405.8B: a dense model of that size whose architecture is unknown; a training run's compute hours
     depend on its size alone, so they equal the catalog's Llama-3.1-405B's. A word that is neither is refused."""
