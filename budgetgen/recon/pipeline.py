@@ -605,7 +605,9 @@ def reconcile(
 def plan_task_ids(task_ids: pd.Series, planned: Mapping[str, object]) -> pd.Series:
     """Bill task ids as the plan spells them where they match one ignoring case (`t1` → `T1`); others as they are."""
     spelling = {task.casefold(): task for task in planned}
-    return task_ids.map(lambda t: spelling.get(t.casefold(), t) if t else t).astype("str")
+    texts = task_ids.astype("str")
+    # each distinct id spelled once (a bill's 1.2 million groups name a few dozen tasks)
+    return texts.map({t: spelling.get(t.casefold(), t) if t else t for t in texts.unique().tolist()}).astype("str")
 
 
 def _frame_coverage(sums: pd.DataFrame) -> dict[str, tuple[dt.date, dt.date, None]]:
@@ -905,7 +907,8 @@ def unknown_task_warnings(names: list[str], sums: pd.DataFrame, planned: Mapping
     """One warning per task id of the bills (named together) that matches no task of the plan, even ignoring case."""
     known = {task.casefold() for task in planned}
     return [Message("unknown_bill_task", file=", ".join(names), value=task)
-            for task in sorted(set(sums["task_id"].astype("str")) - {""}) if task.casefold() not in known]
+            for task in sorted(set(sums["task_id"].astype("str").unique().tolist()) - {""})
+            if task.casefold() not in known]
 
 
 def unmatched_usage_warnings(usage_frames: list[tuple[str, pd.DataFrame]], sums: pd.DataFrame) -> list[Message]:
