@@ -218,6 +218,8 @@ class ResourceTable(Sequence):
         return map(_resource, zip(*(self.column(name) for name in RESOURCE_FIELDS), strict=True))
 
     def __eq__(self, other: object) -> bool:
+        if other is self:   # its rows are made anew each time, and a NaN is equal to itself alone
+            return True
         if isinstance(other, Sequence):
             return tuple(self) == tuple(other)
         return NotImplemented
