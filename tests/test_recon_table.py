@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from budgetgen.recon import PlanFacts, reconcile
-from budgetgen.recon.pipeline import ResourceTable, tab_resources
+from budgetgen.recon import PlanFacts, ResourceTable, reconcile
+from budgetgen.recon.pipeline import tab_resources
 
 MONTH = "2026-07"
 # resource, task ("" untagged), BilledCost, average utilisation % (None: no usage)

@@ -376,7 +376,8 @@ class MonthRecon:
     coverage: None when the bills say nothing of their days; duplicates: (lines, amount) counted once, when
     the reader reports them; planned_extras: the Extras of the month (non-GPU is planned as extras + buffer);
     commitments: the commitment lines (unused, purchase), which no task or resource counts; effective_total: the
-    month's EffectiveCost, None unless every line has one.
+    month's EffectiveCost, None unless every line has one; resources: the month's GPU resources, a ResourceTable
+    (a sequence of ResourceRecon, held as columns).
     """
 
     month: str
