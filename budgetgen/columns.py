@@ -164,8 +164,7 @@ CALCS: tuple[Calc, ...] = (
     Calc("mfu_used", "MFU used", "share", "percent", serving.MFU_USED_EXCEL),
     _serving_calc("bytes_per_param", "bytes per weight", "bytes", "number", serving.BYTES_PER_PARAM_EXCEL),
     Calc("weights_gb", "weights", "GB", "number",
-         '=IF({training}=1,IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16),'
-         '{bytes_per_param})*{params_used}'),
+         f'=IF({{training}}=1,{serving.QLORA_BASE_EXCEL},{{bytes_per_param}}*{{params_used}})'),
     _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL),
     _serving_calc("prompt_used", "prompt used", "tokens", "int", serving.PROMPT_EXCEL),
     _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL),
@@ -295,7 +294,7 @@ CANDIDATE_FROM_TASKS = frozenset({"params_used", "active_used", "mfu_used", "tra
 
 
 MODEL_FIELDS = ("total_params_b", "active_params_b", "layers", "hidden", "attn_heads", "kv_heads", "head_dim",
-                "kv_latent", "native_context", "experts", "experts_per_token")  # the Models sheet's named columns a formula may look up
+                "kv_latent", "native_context", "vocab_size", "experts", "experts_per_token")  # the Models sheet's named columns a formula may look up
 
 
 # The leading columns that do not depend on the GPU: worked out once per task, not once per catalog GPU.

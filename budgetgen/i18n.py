@@ -62,7 +62,7 @@ NAMES_ZH = {
     "model": "模型", "active_params_b": "激活参数量B", "deadline_days": "截止天数", "prompt_tokens": "输入token数",
     "context_tokens": "上下文token数", "min_replicas": "最少副本数",
     "total_params_b": "总参数量B", "layers": "层数", "hidden": "隐藏维度", "attn_heads": "注意力头数",
-    "kv_heads": "KV头数", "head_dim": "头维度", "kv_latent": "KV潜在维度", "native_context": "原生上下文长度",
+    "kv_heads": "KV头数", "head_dim": "头维度", "kv_latent": "KV潜在维度", "native_context": "原生上下文长度", "vocab_size": "词表大小",
     "step_overhead_ms": "解码步固定开销毫秒", "decode_mfu": "解码算力利用率", "prefill_mfu": "预填充算力利用率",
     "fp8_efficiency": "FP8效率", "tp_efficiency": "张量并行效率", "max_batch_per_card": "每卡最大批量",
     "min_batch": "最小批量", "kv_cache_dtype": "KV缓存精度", "default_prompt_tokens": "默认输入token数",
@@ -245,7 +245,7 @@ TEXT_ZH = {
     "cards its deadline needs": "工期所需卡数", "its last Candidates row": "在Candidates表的最后一行",
     "row on GPUs": "在GPU表的行号",
     **{f"model: {key}": f"模型：{NAMES_ZH[key]}" for key in ("total_params_b", "active_params_b", "layers", "hidden",
-                                                          "attn_heads", "kv_heads", "head_dim", "kv_latent", "experts",
+                                                          "attn_heads", "kv_heads", "head_dim", "kv_latent", "vocab_size", "experts",
                                                           "experts_per_token")},
     "largest card count the engine proposes for one training run or one serving replica":
         "引擎为一次训练运行或一个推理副本提议的最大卡数",

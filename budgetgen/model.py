@@ -111,6 +111,8 @@ class Settings:
     activation_checkpointing: str = _default("activation_checkpointing")
     layer_activation_bytes: float = _default("layer_activation_bytes")
     qlora_activation_bytes: float = _default("qlora_activation_bytes")
+    logit_bytes: float = _default("logit_bytes")
+    fallback_vocab_size: int = _default("fallback_vocab_size")
     scale_free_cards: int = _default("scale_free_cards")
     scale_efficiency: float = _default("scale_efficiency")
     kv_read_efficiency: float = _default("kv_read_efficiency")

@@ -30,6 +30,7 @@ class ModelSpec:
     head_dim: int | None = None
     kv_latent: int | None = None
     native_context: int | None = None
+    vocab_size: int | None = None  # tokens of the vocabulary (embedding, output head, logits)
     experts: int | None = None  # routed experts per MoE layer
     experts_per_token: int | None = None  # routed experts a token uses
     source: str = ""

@@ -133,7 +133,7 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
     S("micro_batch_tokens", "count", 2048, "MicroBatchTokens",
       "tokens of one training micro-batch on a card, whose activations every card holds (2 bytes a layer and hidden "
       "unit with checkpointing, layer_activation_bytes without)", unit="tokens", minimum=1),
-    S("lora_workspace_gb", "number", 1.5, "LoraWorkspaceGb",
+    S("lora_workspace_gb", "number", 0, "LoraWorkspaceGb",
       "LoRA/QLoRA memory for CUDA workspace, optimizer buffers and fragmentation", unit="GB", minimum=0),
 ) + (
     # calculation model v3 (docs/design.md: design decisions, model v3)
@@ -196,6 +196,15 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "layer_activation_bytes: bitsandbytes before 0.43.3 (July 2024) kept every 4-bit matmul's bf16 input, "
       "which frozen weights need not (litgpt, same LoRA settings: Llama-2-7B 26, Mistral-7B 29 more than LoRA); "
       "0 for bitsandbytes 0.43.3 or later and torchao NF4 (torchtune)", unit="bytes", minimum=0),
+    S("logit_bytes", "number", 2, "LogitBytes",
+      "bytes a training micro-batch holds per token and vocabulary entry for its logits: the output head's bf16 "
+      "logits, 2; the loss's fp32 copy is taken a chunk at a time by torchtune (CEWithChunkedOutputLoss) and litgpt, "
+      "the frameworks of the published rows; 6 where the loss upcasts them whole (Hugging Face transformers' "
+      "ForCausalLMLoss: logits.float())", unit="bytes", minimum=0),
+    S("fallback_vocab_size", "count", 32000, "FallbackVocab",
+      "vocabulary of a model with a known architecture but no vocab_size: Llama 2's and Mistral 7B v0.1's 32,000, "
+      "the smallest of the built-in catalog (so never more memory than a real model of its shape needs)",
+      unit="tokens", minimum=1),
     # calculation model v4, scale (docs/models.md, "v4 training"): per-card speed falls in very large runs
     S("scale_free_cards", "count", 4096, "ScaleFreeCards",
       "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
@@ -253,6 +262,9 @@ SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
      "parameters of a transformer layer per hidden size squared: 4 attention + 8 MLP (arXiv:2001.08361 section 2.1)"),
     ("LayerWidthExponent", 2 / 3,
      "layers x hidden of a fixed-shape model grows as its parameters to this power (hidden cubed as the parameters)"),
+    ("EmbeddingMatrices", 2,
+     "vocabulary-sized matrices of a model: the input embedding and the output head (untied in every catalog model "
+     "but Falcon-180B, whose tied pair is counted twice: 1.4 GB over a 94 GB QLoRA base)"),
     ("HiddenPerLayer", 128,
      "hidden size per layer of an unknown model's shape (Llama 2 7B, 13B, Llama 3.1 8B: 4,096/32, 5,120/40, 4,096/32)"),
 )
@@ -547,6 +559,9 @@ MODEL_COLUMNS: tuple[Column, ...] = (
     C("kv_latent", "count", "elements", positive=True,
       help="MLA models: elements cached per layer per token (e.g. 576); blank otherwise"),
     C("native_context", "count", "tokens", positive=True, help="context length the model was trained for"),
+    C("vocab_size", "count", "tokens", positive=True,
+      help="tokens of the vocabulary (config.json vocab_size): the input embedding and output head, and the logits "
+           "of a training micro-batch; blank: fallback_vocab_size"),
     C("experts", "count", "experts", positive=True,
       help="mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model"),
     C("experts_per_token", "count", "experts", positive=True,

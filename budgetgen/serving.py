@@ -675,10 +675,16 @@ _LORA = 'OR({method}="lora",{method}="qlora")'
 # layer keeps per token and hidden unit (QLoRA's 4-bit matmuls keep their inputs on top)
 _CHECKPOINTED = 'IF({activation_checkpointing}<>"",{activation_checkpointing},ActivationCheckpointing)="yes"'
 _KEPT_BYTES = '(LayerActivationBytes+IF({method}="qlora",QloraActivationBytes,0))'
+# model v4, vocabulary: the model's vocab_size, else a sourced fallback (a known architecture without one)
+VOCAB = 'IF({model.vocab_size}<>"",{model.vocab_size},FallbackVocab)'
+# the logits of a micro-batch (bf16 from the output head, fp32 in the loss), every training method
+_LOGITS_GB = f'MicroBatchTokens*{VOCAB}*LogitBytes/Billion'
 ACTIVATIONS_EXCEL = (f'=IF({{model.hidden}}<>"",MicroBatchTokens*{{model.layers}}*{{model.hidden}}'
-                     f'*IF({_CHECKPOINTED},BytesActivation,{_KEPT_BYTES})/Billion+IF({_LORA},LoraWorkspaceGb,0),'
+                     f'*IF({_CHECKPOINTED},BytesActivation,{_KEPT_BYTES})/Billion+IF({_LORA},LoraWorkspaceGb,0)'
+                     f'+{_LOGITS_GB},'
                      f'IF({_CHECKPOINTED},0,MicroBatchTokens*POWER(HiddenPerLayer*{{params_used}}*Billion'
-                     f'/LayerParamsPerHiddenSq,LayerWidthExponent)/HiddenPerLayer*{_KEPT_BYTES}/Billion))')
+                     f'/LayerParamsPerHiddenSq,LayerWidthExponent)/HiddenPerLayer*{_KEPT_BYTES}/Billion'
+                     f'+{_LOGITS_GB}))')
 
 
 def checkpointed(task_choice: str | None, setting: str) -> bool:
@@ -711,8 +717,11 @@ def activations_gb(method: str | None, *, layers: float | None, hidden: float | 
     return micro_batch_tokens * layers * hidden * per_element / K.Billion + workspace
 
 
-TRAINING_VRAM_EXCEL = (f'=IF({_LORA},'
-                       'IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase,BytesInt4),BytesFp16)*{params_used}'
+# QLoRA quantises the blocks' linear layers only: the input embedding and output head stay bf16 (model v4)
+QLORA_BASE_EXCEL = ('IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase*{params_used}'
+                    f'+(BytesFp16-BytesQloraBase)*EmbeddingMatrices*{VOCAB}*{{model.hidden}}/Billion,'
+                    'BytesInt4*{params_used}),BytesFp16*{params_used})')
+TRAINING_VRAM_EXCEL = (f'=IF({_LORA},{QLORA_BASE_EXCEL}'
                        '+{params_used}*LoraTrainable*{state_bytes},'
                        '{params_used}*{state_bytes})'
                        '+IF({model.hidden}<>"",0,ActivationGbPerB*{params_used})+{activations_gb}')
