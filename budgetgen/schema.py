@@ -263,8 +263,9 @@ SERVING_CONSTANTS: tuple[tuple[str, float, str], ...] = (
     ("LayerWidthExponent", 2 / 3,
      "layers x hidden of a fixed-shape model grows as its parameters to this power (hidden cubed as the parameters)"),
     ("EmbeddingMatrices", 2,
-     "vocabulary-sized matrices of a model: the input embedding and the output head (untied in every catalog model "
-     "but Falcon-180B, whose tied pair is counted twice: 1.4 GB over a 94 GB QLoRA base)"),
+     ("vocabulary-sized matrices of a model: the input embedding and the output head, untied (config.json "
+      "tie_word_embeddings false) in the catalog's Llama, Qwen (7B and up), Mistral and gpt-oss models; a tied pair "
+      "(Falcon) is counted twice, 1.4 GB over Falcon-180B's 94 GB QLoRA base")),
     ("HiddenPerLayer", 128,
      "hidden size per layer of an unknown model's shape (Llama 2 7B, 13B, Llama 3.1 8B: 4,096/32, 5,120/40, 4,096/32)"),
 )

@@ -29,7 +29,18 @@ GIB = 2 ** 30 / 1e9
 # litgpt/config.py's falcon-40b (60 layers, 8,192 hidden, 128 heads, 8 query groups of 64), at the 40B the
 # resource table states: the one model of the published rows the built-in catalog lacks.
 FALCON_40B = {"model": "Falcon-40B", "total_params_b": 40, "active_params_b": 40, "layers": 60, "hidden": 8192,
-              "attn_heads": 128, "kv_heads": 8, "head_dim": 64, "native_context": 2048}
+              "attn_heads": 128, "kv_heads": 8, "head_dim": 64, "native_context": 2048, "vocab_size": 65024}
+# The vocabulary by hand (config.json vocab_size; embedding and output head untied, 2 x vocab x hidden): what a QLoRA
+# base keeps at bf16 (2 bytes) instead of NF4 (0.52), GB, and a micro-batch's bf16 logits, GB per token.
+def embedding_extra_gb(vocab, hidden):
+    return (2 - 0.52) * 2 * vocab * hidden / 1e9
+
+
+def logits_gb(tokens, vocab):
+    return tokens * vocab * 2 / 1e9
+
+
+LLAMA2, LLAMA3 = 32000, 128256
 # The GPU a row is planned on: its memory need does not depend on the card (one card, whole GiB offered).
 PLANNED_ON = "A100 80G"
 
@@ -81,6 +92,9 @@ def test_every_published_memory_row_is_within_tolerance_and_every_bound_holds(en
     ratios |= {r["id"]: engine_gb[r["id"]] / float(r["published"]) for r in FIT_MEMORY if _counted(r)}
     assert len(ratios) == 12 + 3
     assert {k: round(v, 3) for k, v in ratios.items() if not low <= v <= high} == {}
+    # M10, the tightest row before the vocabulary was counted (16.60 GB, 0.95): Llama 3's bf16 embedding and head
+    # and its 128,256-wide logits lift it clear of the floor
+    assert ratios["M10"] == pytest.approx(WORKED["M10"] / 17.41) and ratios["M10"] > 16.60 / 17.41 + 0.015
     # M06: out of memory on a 40 GiB A100 with checkpointing off; F19: the QLoRA paper ran 65B on one 48 GB card
     assert engine_gb["M06"] > 40 * GIB
     assert engine_gb["F19"] <= 48 * GIB
@@ -95,29 +109,38 @@ def test_the_published_rows_are_the_sourced_ones():
     assert [r["id"] for r in FIT_MEMORY] == ["F16", "F17", "F18", "F19"]
 
 
-def test_with_checkpointing_assumed_the_runs_without_it_are_under_stated_up_to_2_4_times(tmp_path):
-    """What the engine said before v4 (every run checkpointed): every row but the shortest (512 tokens) under-stated.
-    By hand, M10: 8.0B x 0.52 + 8.0B x 1% x 16 + 1,024 x 32 x 4,096 x 2 bytes + 1.5 GB = 7.21 GB of 17.41 (0.41)."""
+def test_with_checkpointing_assumed_the_runs_without_it_are_under_stated_up_to_2_6_times(tmp_path):
+    """What the engine says of them if every run checkpointed: every row under-stated, the QLoRA rows most. By hand, M10: 8.0B x 0.52 +
+    the bf16 embedding and head's 1.555 GB + 8.0B x 1% x 16 + 1,024 x 32 x 4,096 x 2 bytes + 1,024 logits of
+    128,256 x 2 bytes = 7.53 GB of 17.41 (0.43)."""
     rows = [r for r in MEMORY if _counted(r)]
     said = _engine_gb(tmp_path, rows, checkpointing=lambda row: "yes")
     ratios = {r["id"]: said[r["id"]] / float(r["published_gb"]) for r in rows}
-    assert {k for k, v in ratios.items() if v < TOLERANCE[0]} == {r["id"] for r in rows} - {"M09"}
-    assert min(ratios, key=ratios.get) == "M10"
-    assert ratios["M10"] == pytest.approx((8.0 * 0.52 + 8.0 * 0.01 * 16 + 1024 * 32 * 4096 * 2 / 1e9 + 1.5) / 17.41)
-    assert 1 / ratios["M10"] == pytest.approx(2.42, abs=0.01)
+    assert {k for k, v in ratios.items() if v < TOLERANCE[0]} == {r["id"] for r in rows}
+    assert min(ratios, key=ratios.get) == "M08"   # Llama-2-7B QLoRA, 1,024 tokens: 2.58 times
+    assert ratios["M10"] == pytest.approx((8.0 * 0.52 + embedding_extra_gb(LLAMA3, 4096) + 8.0 * 0.01 * 16
+                                           + 1024 * 32 * 4096 * 2 / 1e9 + logits_gb(1024, LLAMA3)) / 17.41)
+    assert 1 / ratios["M10"] == pytest.approx(2.31, abs=0.01)
 
 
-# Worked values by hand: weights (bf16 2 bytes; QLoRA's NF4 base 0.52) + 1% of the parameters trained at 16 bytes +
-# micro-batch tokens x layers x hidden x bytes kept (2 with checkpointing; 46 without, 46 + 26 for QLoRA) + 1.5 GB.
+# Worked values by hand: weights (bf16 2 bytes; QLoRA's NF4 base 0.52, its embedding and head at bf16) + 1% of the
+# parameters trained at 16 bytes + micro-batch tokens x layers x hidden x bytes kept (2 with checkpointing; 46
+# without, 46 + 26 for QLoRA) + the micro-batch's bf16 logits (tokens x vocabulary x 2); no LoRA workspace (0 GB).
 WORKED = {
-    # Llama-2-7B (32 x 4,096), 1,304 tokens: 13.48 + 1.0784 + 7.8621 + 1.5
-    "M01": 6.74 * 2 + 6.74 * 0.01 * 16 + 1304 * 32 * 4096 * 46 / 1e9 + 1.5,
-    # the same run in QLoRA: 3.5048 + 1.0784 + 12.306 + 1.5 = 18.39 GB, 1.33x the 13.84 published
-    "M03": 6.74 * 0.52 + 6.74 * 0.01 * 16 + 1304 * 32 * 4096 * 72 / 1e9 + 1.5,
-    # Falcon-40B (60 x 8,192) QLoRA, 1,079 tokens: 20.8 + 6.4 + 38.18 + 1.5 = 66.88 GB, out of a 40 GiB card
-    "M06": 40 * 0.52 + 40 * 0.01 * 16 + 1079 * 60 * 8192 * 72 / 1e9 + 1.5,
-    # torchtune's 8B QLoRA with checkpointing (F17), 4,096 tokens: 4.16 + 1.28 + 1.0737 + 1.5 (unchanged by v4)
-    "F17": 8.0 * 0.52 + 8.0 * 0.01 * 16 + 4096 * 32 * 4096 * 2 / 1e9 + 1.5,
+    # Llama-2-7B (32 x 4,096), 1,304 tokens: 13.48 + 1.0784 + 7.8621 + 0.0835
+    "M01": 6.74 * 2 + 6.74 * 0.01 * 16 + 1304 * 32 * 4096 * 46 / 1e9 + logits_gb(1304, LLAMA2),
+    # the same run in QLoRA: 3.5048 + 0.388 + 1.0784 + 12.306 + 0.0835 = 17.36 GB, 1.25x the 13.84 published
+    "M03": 6.74 * 0.52 + embedding_extra_gb(LLAMA2, 4096) + 6.74 * 0.01 * 16 + 1304 * 32 * 4096 * 72 / 1e9
+    + logits_gb(1304, LLAMA2),
+    # Falcon-40B (60 x 8,192, 65,024 words) QLoRA, 1,079 tokens: 20.8 + 1.577 + 6.4 + 38.18 + 0.14 = 67.1 GB
+    "M06": 40 * 0.52 + embedding_extra_gb(65024, 8192) + 40 * 0.01 * 16 + 1079 * 60 * 8192 * 72 / 1e9
+    + logits_gb(1079, 65024),
+    # litgpt's Llama-3.1-8B QLoRA (M10), 1,024 tokens: 4.16 + 1.555 + 1.28 + 9.664 + 0.263 = 16.92 GB of 17.41
+    "M10": 8.0 * 0.52 + embedding_extra_gb(LLAMA3, 4096) + 8.0 * 0.01 * 16 + 1024 * 32 * 4096 * 72 / 1e9
+    + logits_gb(1024, LLAMA3),
+    # torchtune's 8B QLoRA with checkpointing (F17), 4,096 tokens: 4.16 + 1.555 + 1.28 + 1.0737 + 1.0507 = 9.12
+    "F17": 8.0 * 0.52 + embedding_extra_gb(LLAMA3, 4096) + 8.0 * 0.01 * 16 + 4096 * 32 * 4096 * 2 / 1e9
+    + logits_gb(4096, LLAMA3),
 }
 
 
@@ -138,16 +161,17 @@ def _finetune(tid, **values):
 
 def test_an_unknown_architecture_without_checkpointing_is_given_a_shape_from_its_size(tmp_path):
     # 7B: hidden = (128 x 7e9 / 12)^(1/3) = 4,210.9 and 33 layers of it (hidden / 128), layers x hidden =
-    # hidden^2 / 128 = 138,529 (Llama-2-7B has 32 x 4,096 = 131,072); 2,048 tokens x 72 bytes (QLoRA) = 20.43 GB
+    # hidden^2 / 128 = 138,529 (Llama-2-7B has 32 x 4,096 = 131,072); 2,048 tokens x 72 bytes (QLoRA) = 20.43 GB,
+    # and the logits of the fallback vocabulary (32,000, Llama 2's): 2,048 x 32,000 x 2 bytes = 0.13 GB
     hidden = (128 * 7e9 / 12) ** (1 / 3)
     assert hidden == pytest.approx(4210.9, abs=0.1)
-    kept = 2048 * hidden ** 2 / 128 * 72 / 1e9
+    kept = 2048 * hidden ** 2 / 128 * 72 / 1e9 + logits_gb(2048, 32000)
     rows = _plan(tmp_path, [_finetune("ON", model_params_b=7), _finetune("OFF", model_params_b=7,
                                                                           activation_checkpointing="no")])
     # with checkpointing: SPEC.md 3.1's 4-bit base, 1% trained at 16 bytes and 0.6 GB a billion parameters
     assert rows["ON"]["activations_gb"] == 0
     assert rows["ON"]["vram_gb"] == pytest.approx(7 * 0.5 + 7 * 0.01 * 16 + 0.6 * 7)
-    assert rows["OFF"]["activations_gb"] == pytest.approx(kept) == pytest.approx(20.43, abs=0.01)
+    assert rows["OFF"]["activations_gb"] == pytest.approx(kept) == pytest.approx(20.56, abs=0.01)
     assert rows["OFF"]["vram_gb"] == pytest.approx(7 * 0.5 + 7 * 0.01 * 16 + 0.6 * 7 + kept)
 
 
@@ -155,7 +179,8 @@ def test_the_setting_is_the_default_and_a_task_overrides_it(tmp_path):
     tasks = [_finetune("BLANK", model="Llama-2-7B"),
              _finetune("YES", model="Llama-2-7B", activation_checkpointing="yes"),
              _finetune("NO", model="Llama-2-7B", activation_checkpointing="no")]
-    on, off = 2048 * 32 * 4096 * 2 / 1e9 + 1.5, 2048 * 32 * 4096 * 72 / 1e9 + 1.5   # 2.04 and 20.82 GB
+    logits = logits_gb(2048, LLAMA2)
+    on, off = 2048 * 32 * 4096 * 2 / 1e9 + logits, 2048 * 32 * 4096 * 72 / 1e9 + logits   # 0.67 and 19.46 GB
     default = _plan(tmp_path, tasks)
     assert [default[t]["activations_gb"] for t in ("BLANK", "YES", "NO")] == pytest.approx([on, on, off])
     litgpt_shop = _plan(tmp_path, tasks, settings={"activation_checkpointing": "no"})
@@ -167,15 +192,17 @@ def test_full_training_and_lora_keep_the_layer_bytes_and_qlora_more(tmp_path):
              for m in ("full", "lora", "qlora")]
     rows = _plan(tmp_path, tasks)
     per_layer_byte = 2048 * 32 * 4096 / 1e9    # 0.2684 GB a byte a layer and hidden unit keeps
-    assert rows["full"]["activations_gb"] == pytest.approx(46 * per_layer_byte)
-    assert rows["lora"]["activations_gb"] == pytest.approx(46 * per_layer_byte + 1.5)
-    assert rows["qlora"]["activations_gb"] == pytest.approx(72 * per_layer_byte + 1.5)
+    logits = 2048 * 32000 * 2 / 1e9             # every method's bf16 logits, 0.131 GB
+    assert rows["full"]["activations_gb"] == pytest.approx(46 * per_layer_byte + logits)
+    assert rows["lora"]["activations_gb"] == pytest.approx(46 * per_layer_byte + logits)
+    assert rows["qlora"]["activations_gb"] == pytest.approx(72 * per_layer_byte + logits)
 
 
 def test_a_run_without_checkpointing_takes_more_cards(tmp_path):
     """Llama-3.1-70B LoRA on H100s: a bf16 base and 1% trained at 16 bytes (152.5 GB) sharded, plus each card's own
-    micro-batch and workspace. Kept activations (2,048 x 80 x 8,192 x 46 bytes = 61.7 GB, + 1.5) leave 85.9 - 63.2 =
-    22.7 GB a card: 7 cards, whole nodes of 8: 8. Checkpointed (2.68 + 1.5 GB) it is 2 cards."""
+    micro-batch and its logits (2,048 x 128,256 x 2 bytes = 0.53 GB). Kept activations (2,048 x 80 x 8,192 x 46
+    bytes = 61.7 GB) leave 85.9 - 62.3 = 23.6 GB a card: 7 cards, whole nodes of 8: 8. Checkpointed (2.68 GB) it is
+    2 cards."""
     def cards(checkpointing):
         path = make_input(tmp_path / f"{checkpointing}.xlsx",
                           [_finetune("T", model="Llama-3.1-70B", method="lora", gpu="H100 80G",
@@ -183,8 +210,9 @@ def test_a_run_without_checkpointing_takes_more_cards(tmp_path):
         return plan_budget(read_inputs(path, today=TODAY)).tasks[0].row["cards_min"]
 
     states = 70.6 * 2 + 70.6 * 0.01 * 16
-    assert math.ceil(states / (80 * GIB - 2048 * 80 * 8192 * 46 / 1e9 - 1.5)) == 7
-    assert math.ceil(states / (80 * GIB - 2048 * 80 * 8192 * 2 / 1e9 - 1.5)) == 2
+    logits = logits_gb(2048, LLAMA3)
+    assert math.ceil(states / (80 * GIB - 2048 * 80 * 8192 * 46 / 1e9 - logits)) == 7
+    assert math.ceil(states / (80 * GIB - 2048 * 80 * 8192 * 2 / 1e9 - logits)) == 2
     assert (cards("no"), cards("yes")) == (8, 2)
 
 
@@ -192,9 +220,10 @@ def test_a_70b_qlora_run_without_checkpointing_needs_two_h100_where_checkpointed
     """Llama-3.1-70B QLoRA, one 1,024-token sequence a micro-batch. No published peak of such a run was found; two
     published figures bound it: bitsandbytes' maintainers put what its 4-bit matmuls kept before 0.43.3 at 10.1 GB a
     1,024-token sequence of a 70B model (georgian-io/LLM-Finetuning-Toolkit issue 189), and the QLoRA paper ran 65B
-    checkpointed on one 48 GB card (F19). By hand: states 70.6 x 0.52 + 70.6 x 1% x 16 = 36.71 + 11.30 = 48.01 GB;
-    kept activations 1,024 x 80 x 8,192 x (46 + 26) bytes = 48.32 GB + 1.5: 97.8 GB, over one H100's 85.9, so two
-    cards (48.01 / 2 + 49.82 = 73.8 GB each); checkpointed 1,024 x 80 x 8,192 x 2 = 1.34 GB: 50.9 GB on one card."""
+    checkpointed on one 48 GB card (F19). By hand: states 70.6 x 0.52 + the bf16 embedding and head (2 x 128,256 x
+    8,192 x 1.48 bytes = 3.11 GB) + 70.6 x 1% x 16 = 36.71 + 3.11 + 11.30 = 51.12 GB; kept activations 1,024 x 80 x
+    8,192 x (46 + 26) bytes = 48.32 GB + 0.26 GB of logits: 99.7 GB, over one H100's 85.9, so two cards (51.12 / 2 +
+    48.58 = 74.1 GB each); checkpointed 1,024 x 80 x 8,192 x 2 = 1.34 GB: 52.7 GB on one card."""
     def plan(checkpointing):
         path = make_input(tmp_path / f"{checkpointing}.xlsx",
                           [_finetune("Q", model="Llama-3.1-70B", gpu="H100 80G",
@@ -203,9 +232,10 @@ def test_a_70b_qlora_run_without_checkpointing_needs_two_h100_where_checkpointed
         return plan_budget(read_inputs(path, today=TODAY)).tasks[0].row
 
     kept, checkpointed = plan("no"), plan("yes")
-    states = 70.6 * 0.52 + 70.6 * 0.01 * 16
-    assert kept["vram_gb"] == pytest.approx(states + 1024 * 80 * 8192 * 72 / 1e9 + 1.5)      # 97.83 GB
-    assert checkpointed["vram_gb"] == pytest.approx(states + 1024 * 80 * 8192 * 2 / 1e9 + 1.5)  # 50.85 GB
+    states = 70.6 * 0.52 + embedding_extra_gb(LLAMA3, 8192) + 70.6 * 0.01 * 16
+    logits = logits_gb(1024, LLAMA3)
+    assert kept["vram_gb"] == pytest.approx(states + 1024 * 80 * 8192 * 72 / 1e9 + logits)      # 99.70 GB
+    assert checkpointed["vram_gb"] == pytest.approx(states + 1024 * 80 * 8192 * 2 / 1e9 + logits)  # 52.72 GB
     assert (kept["cards_min"], checkpointed["cards_min"]) == (2, 1)
     # the 4-bit path's share of a sequence (17.4 GB) covers what bitsandbytes' maintainers published (10.1 GB)
     assert 1024 * 80 * 8192 * 26 / 1e9 >= 10.1
@@ -245,7 +275,8 @@ def test_libreoffice_recalculates_runs_without_checkpointing_to_the_engines_memo
     path = make_input(tmp_path / "in.xlsx", tasks, settings={"activation_checkpointing": "no"},
                       gpus=_gpu_sheet([PLANNED_ON]))
     plan = plan_budget(read_inputs(path, today=TODAY))
-    assert plan.tasks[0].row["activations_gb"] == pytest.approx(1.5 + 2048 * 32 * 4096 * 46 / 1e9)  # not 2.04
-    assert plan.tasks[2].row["activations_gb"] == pytest.approx(1.5 + 2048 * 40 * 5120 * 2 / 1e9)
+    logits = logits_gb(2048, LLAMA2)
+    assert plan.tasks[0].row["activations_gb"] == pytest.approx(logits + 2048 * 32 * 4096 * 46 / 1e9)  # not 0.67
+    assert plan.tasks[2].row["activations_gb"] == pytest.approx(logits + 2048 * 40 * 5120 * 2 / 1e9)
     out = write_workbook(plan, tmp_path / "out.xlsx")
     assert lo_mismatches(formula_cells(out), recalc_with_libreoffice(out, tmp_path)) == []
