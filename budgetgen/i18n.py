@@ -81,6 +81,7 @@ NAMES_ZH = {
     "adam_state_bytes": "AdamW状态字节", "adam_8bit_state_bytes": "8位AdamW状态字节",
     "cpu_offload_slowdown": "CPU卸载减速倍数",
     "activation_checkpointing": "激活检查点", "layer_activation_bytes": "每层激活字节",
+    "logit_bytes": "每logit字节", "fallback_vocab_size": "后备词表大小",
     "qlora_activation_bytes": "QLoRA每层额外激活字节",
     "scale_free_cards": "无规模损失卡数", "scale_efficiency": "规模效率",
     "kv_read_efficiency": "KV读取效率", "tp_reference_params_b": "张量并行参考每卡参数量B", "tp_size_exponent": "张量并行规模指数",
@@ -211,6 +212,14 @@ TEXT_ZH = {
     "no (kept: layer_activation_bytes, e.g. litgpt on one card); blank: the activation_checkpointing setting (yes)":
         "训练：yes（在反向传播中重算激活：一个微批每层每隐藏单元保留 2 字节），no（保留激活：layer_activation_bytes，例如单卡 litgpt）；为空：使用 activation_checkpointing "
         "设置（yes）",
+    "bytes a training micro-batch holds per token and vocabulary entry for its logits: the output head's bf16 logits, 2; the loss's fp32 copy is taken a chunk at a time by torchtune (CEWithChunkedOutputLoss) and litgpt, the frameworks of the published rows; 6 where the loss upcasts them whole (Hugging Face transformers' ForCausalLMLoss: logits.float())":
+        '训练微批每 token、每词表项为 logits 保留的字节数：输出头的 bf16 logits 为 2；本仓库所收录数据的框架 torchtune（CEWithChunkedOutputLoss）与 litgpt 逐块把损失的 fp32 副本转出；整体上转时（Hugging Face transformers 的 ForCausalLMLoss：logits.float()）为 6',
+    "vocabulary of a model whose row gives no vocab_size: the largest of the built-in catalog (Llama 4's 202,048), so that a model without the figure is not under-stated":
+        '模型行未给出 vocab_size 时使用的词表大小：内置目录中最大的（Llama 4 的 202,048），使缺少该数字的模型不被低估',
+    'tokens of the vocabulary (config.json vocab_size): the input embedding and output head, and the logits of a training micro-batch; blank: fallback_vocab_size':
+        '词表的 token 数（config.json 的 vocab_size）：输入嵌入和输出头，以及训练微批的 logits；为空：使用 fallback_vocab_size',
+    "vocabulary-sized matrices of a model: the input embedding and the output head, untied (config.json tie_word_embeddings false) in the catalog's Llama, Qwen (7B and up), Mistral and gpt-oss models; a tied pair (Falcon) is counted twice, 1.4 GB over Falcon-180B's 94 GB QLoRA base":
+        '模型中与词表同大小的矩阵数：输入嵌入与输出头；目录中的 Llama、Qwen（7B 及以上）、Mistral 与 gpt-oss 模型不共享二者（config.json 的 tie_word_embeddings 为 false）；共享的一对（Falcon）按两份计，Falcon-180B 的 94 GB QLoRA 基座上多算 1.4 GB',
     "parameters of a transformer layer per hidden size squared: 4 attention + 8 MLP (arXiv:2001.08361 section 2.1)":
         "transformer 层的参数量与隐藏维度平方之比：注意力 4 + MLP 8（arXiv:2001.08361 第2.1节）",
     "layers x hidden of a fixed-shape model grows as its parameters to this power (hidden cubed as the parameters)":

@@ -201,10 +201,9 @@ SERVING_SETTINGS: tuple[Setting, ...] = (
       "logits, 2; the loss's fp32 copy is taken a chunk at a time by torchtune (CEWithChunkedOutputLoss) and litgpt, "
       "the frameworks of the published rows; 6 where the loss upcasts them whole (Hugging Face transformers' "
       "ForCausalLMLoss: logits.float())", unit="bytes", minimum=0),
-    S("fallback_vocab_size", "count", 32000, "FallbackVocab",
-      "vocabulary of a model with a known architecture but no vocab_size: Llama 2's and Mistral 7B v0.1's 32,000, "
-      "the smallest of the built-in catalog (so never more memory than a real model of its shape needs)",
-      unit="tokens", minimum=1),
+    S("fallback_vocab_size", "count", 202048, "FallbackVocab",
+      "vocabulary of a model whose row gives no vocab_size: the largest of the built-in catalog (Llama 4's 202,048), "
+      "so that a model without the figure is not under-stated", unit="tokens", minimum=1),
     # calculation model v4, scale (docs/models.md, "v4 training"): per-card speed falls in very large runs
     S("scale_free_cards", "count", 4096, "ScaleFreeCards",
       "cards of one training run up to which each card keeps its speed (Falcon-180B on 4,096 A100 reached 0.48 MFU; "
@@ -560,13 +559,13 @@ MODEL_COLUMNS: tuple[Column, ...] = (
     C("kv_latent", "count", "elements", positive=True,
       help="MLA models: elements cached per layer per token (e.g. 576); blank otherwise"),
     C("native_context", "count", "tokens", positive=True, help="context length the model was trained for"),
-    C("vocab_size", "count", "tokens", positive=True,
-      help="tokens of the vocabulary (config.json vocab_size): the input embedding and output head, and the logits "
-           "of a training micro-batch; blank: fallback_vocab_size"),
     C("experts", "count", "experts", positive=True,
       help="mixture of experts: routed experts per MoE layer (shared experts not counted); blank for a dense model"),
     C("experts_per_token", "count", "experts", positive=True,
       help="mixture of experts: routed experts each token uses (top-k), fewer than experts"),
+    C("vocab_size", "count", "tokens", positive=True,
+      help="tokens of the vocabulary (config.json vocab_size): the input embedding and output head, and the logits "
+           "of a training micro-batch; blank: fallback_vocab_size"),
     C("source", "text", help="where the figures came from"),
 )
 

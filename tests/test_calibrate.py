@@ -414,14 +414,14 @@ def _house_input(tmp_path: Path, models_sheet=HOUSE) -> Path:
 def test_calibrate_reads_the_models_and_gpus_of_an_input(tmp_path):
     """House-3B LoRA on one A10 without checkpointing, measured by a framework that keeps 40 bytes a layer and hidden
     unit: by hand 3 x 2 (bf16 weights) + 3 x 1% x 16 + T x 28 x 3,072 x 40 / 1e9 GB + T x 32,000 x 2 / 1e9 GB of
-    logits (its row gives no vocab_size: the fallback, Llama 2's 32,000) (10.07, 13.66 and 20.84 GB at 1,024, 2,048
-    and 4,096 tokens). With --input the model and card are read from the input's sheets and the fit finds 40;
-    without it neither is known."""
+    logits (its row gives no vocab_size: the fallback, Llama 4's 202,048, the catalog's largest) (10.42, 14.35 and
+    22.23 GB at 1,024, 2,048 and 4,096 tokens). With --input the model and card are read from the input's sheets
+    and the fit finds 40; without it neither is known."""
     runs = [{"kind": "mem", "model": "House-3B", "gpu": "A10", "cards": 1, "method": "lora",
              "activation_checkpointing": "no", "micro_batch_tokens": tokens,
-             "measured": 3 * 2 + 3 * 0.01 * 16 + tokens * 28 * 3072 * 40 / 1e9 + tokens * 32000 * 2 / 1e9}
+             "measured": 3 * 2 + 3 * 0.01 * 16 + tokens * 28 * 3072 * 40 / 1e9 + tokens * 202048 * 2 / 1e9}
             for tokens in (1024, 2048, 4096)]
-    assert [round(r["measured"], 2) for r in runs] == [10.07, 13.66, 20.84]
+    assert [round(r["measured"], 2) for r in runs] == [10.42, 14.35, 22.23]
     measured = _write_csv(tmp_path / "m.csv", runs)
     plan = _house_input(tmp_path)
     out = tmp_path / "fit.xlsx"
