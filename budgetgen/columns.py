@@ -164,7 +164,7 @@ CALCS: tuple[Calc, ...] = (
     Calc("mfu_used", "MFU used", "share", "percent", serving.MFU_USED_EXCEL),
     _serving_calc("bytes_per_param", "bytes per weight", "bytes", "number", serving.BYTES_PER_PARAM_EXCEL),
     Calc("weights_gb", "weights", "GB", "number",
-         f'=IF({{training}}=1,{serving.QLORA_BASE_EXCEL},{{bytes_per_param}}*{{params_used}})'),
+         f'=IF({{training}}=1,{serving.TRAINING_WEIGHTS_TERM},{{bytes_per_param}}*{{params_used}})'),
     _serving_calc("kv_bytes_per_token", "KV cache per token", "bytes", "int", serving.KV_BYTES_PER_TOKEN_EXCEL),
     _serving_calc("prompt_used", "prompt used", "tokens", "int", serving.PROMPT_EXCEL),
     _serving_calc("context_used", "context used", "tokens", "int", serving.CONTEXT_EXCEL),

@@ -718,10 +718,10 @@ def activations_gb(method: str | None, *, layers: float | None, hidden: float | 
 
 
 # QLoRA quantises the blocks' linear layers only: the input embedding and output head stay bf16 (model v4)
-QLORA_BASE_EXCEL = ('IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase*{params_used}'
+TRAINING_WEIGHTS_TERM = ('IF({method}="qlora",IF({model.hidden}<>"",BytesQloraBase*{params_used}'
                     f'+(BytesFp16-BytesQloraBase)*EmbeddingMatrices*{VOCAB}*{{model.hidden}}/Billion,'
                     'BytesInt4*{params_used}),BytesFp16*{params_used})')
-TRAINING_VRAM_EXCEL = (f'=IF({_LORA},{QLORA_BASE_EXCEL}'
+TRAINING_VRAM_EXCEL = (f'=IF({_LORA},{TRAINING_WEIGHTS_TERM}'
                        '+{params_used}*LoraTrainable*{state_bytes},'
                        '{params_used}*{state_bytes})'
                        '+IF({model.hidden}<>"",0,ActivationGbPerB*{params_used})+{activations_gb}')
