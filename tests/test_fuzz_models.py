@@ -132,7 +132,8 @@ def training_by_hand(m: dict) -> dict | None:
     holds the model or finishes within the month."""
     total, active = m["total_params_b"], min(m["total_params_b"], m["active_params_b"] or m["total_params_b"])
     if m["hidden"] is not None:  # frozen bf16 base, 1% trained with 16 bytes of state, one checkpointed micro-batch
-        vram = 2 * total + total * 0.01 * 16 + 2048 * m["layers"] * m["hidden"] * 2 / 1e9 + 1.5
+        # and its bf16 logits: the row gives no vocab_size, so the fallback's 202,048 words (Llama 4's)
+        vram = 2 * total + total * 0.01 * 16 + 2048 * m["layers"] * m["hidden"] * 2 / 1e9 + 2048 * 202048 * 2 / 1e9
         card = 80 * 2 ** 30 / 1e9
     else:
         vram = 2 * total + total * 0.01 * 16 + 0.6 * total

@@ -49,23 +49,25 @@ def test_a_sharded_full_fine_tune_holds_one_micro_batch_of_activations_on_every_
     plan = _plan(tmp_path, [_full("T", "Llama-3.1-70B", gpu="H100 80G")])
     row = plan.tasks[0].row
     states = 70.6 * 16                          # 1,129.6 GB of weights, gradients and AdamW state, sharded
-    own = 2048 * 80 * 8192 * 2 / 1e9            # 2.68 GB: one checkpointed micro-batch, on every card
+    # 2.68 GB: one checkpointed micro-batch, and 0.53 GB: its bf16 logits (2,048 x 128,256 x 2 bytes), on every card
+    own = 2048 * 80 * 8192 * 2 / 1e9 + 2048 * 128256 * 2 / 1e9
     assert row["activations_gb"] == pytest.approx(own)
     assert row["vram_gb"] == pytest.approx(states + own)
-    # (1,132.3 - 2.68) / (72 - 2.68) = 16.3 -> 17 cards -> whole nodes: 24. One micro-batch for all cards would have
-    # made it CEILING(1,132.3 / 72) = 16, and each of the 16 cards would hold 70.6 + 2.68 GB over its 72.
-    assert (states + own - own) / (80 * 0.9 - own) == pytest.approx(16.30, abs=0.01)
+    # (1,132.8 - 3.21) / (72 - 3.21) = 16.4 -> 17 cards -> whole nodes: 24. One micro-batch for all cards would have
+    # made it CEILING(1,132.8 / 72) = 16, and each of the 16 cards would hold 70.6 + 3.21 GB over its 72.
+    assert (states + own - own) / (80 * 0.9 - own) == pytest.approx(16.42, abs=0.01)
     assert row["cards_min"] == 24
 
 
 def test_a_card_its_own_activations_fill_is_not_a_candidate_at_any_card_count(tmp_path):
-    # 400,000 tokens x 32 layers x 4,096 x 2 bytes = 104.9 GB a card: more than an 80 GB card offers (72), less
-    # than an H200's 141 x 0.90 = 126.9
-    plan = _plan(tmp_path, [_full("T", "Llama-3.1-8B")], settings={"micro_batch_tokens": 400_000},
+    # 200,000 tokens x 32 layers x 4,096 x 2 bytes + 200,000 x 128,256 bf16 logits x 2 bytes = 52.4 + 51.3 = 103.7
+    # GB a card: more than an 80 GB card offers (72), less than an H200's 141 x 0.90 = 126.9
+    assert 200_000 * (32 * 4096 + 128256) * 2 / 1e9 == pytest.approx(103.7, abs=0.05)
+    plan = _plan(tmp_path, [_full("T", "Llama-3.1-8B")], settings={"micro_batch_tokens": 200_000},
                  gpus=["H100 80G", "H200"])
     h100 = _candidate(plan, "T", "H100 80G")
     assert h100.exclusion is Exclusion.ACTIVATIONS
-    assert "104.9 GB" in h100.excluded and "72.0 GB" in h100.excluded
+    assert "103.7 GB" in h100.excluded and "72.0 GB" in h100.excluded
     assert plan.tasks[0].row["gpu"] == "H200"
 
 
@@ -86,11 +88,11 @@ def test_the_optimizer_sets_the_state_bytes_a_trained_parameter_holds_on_the_car
                             _task("L", kind="finetune", model="Llama-3.1-8B", method="lora", train_tokens=1e8,
                                   optimizer="cpu_offload")])
     rows = {t.task.task_id: t.row for t in plan.tasks}
-    own = 2048 * 32 * 4096 * 2 / 1e9            # 0.54 GB on every card
-    assert rows["A"]["vram_gb"] == pytest.approx(8.0 * (2 + 2 + 4 + 4 + 4) + own)   # 128.5 GB
-    assert rows["B"]["vram_gb"] == pytest.approx(8.0 * (2 + 2 + 4 + 1 + 1) + own)   # 80.5 GB
-    assert rows["C"]["vram_gb"] == pytest.approx(8.0 * (2 + 2) + own)               # 32.5 GB
-    assert rows["L"]["vram_gb"] == pytest.approx(8.0 * 2 + 8.0 * 0.01 * 4 + own + 1.5)
+    own = 2048 * 32 * 4096 * 2 / 1e9 + 2048 * 128256 * 2 / 1e9   # 0.54 GB and 0.53 GB of logits on every card
+    assert rows["A"]["vram_gb"] == pytest.approx(8.0 * (2 + 2 + 4 + 4 + 4) + own)   # 129.1 GB
+    assert rows["B"]["vram_gb"] == pytest.approx(8.0 * (2 + 2 + 4 + 1 + 1) + own)   # 81.1 GB
+    assert rows["C"]["vram_gb"] == pytest.approx(8.0 * (2 + 2) + own)               # 33.1 GB
+    assert rows["L"]["vram_gb"] == pytest.approx(8.0 * 2 + 8.0 * 0.01 * 4 + own)
     assert rows["A"]["cards_per_run"] == 2 and rows["C"]["cards_per_run"] == 1   # 80 GB cards offer 72 GB
 
 

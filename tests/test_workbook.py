@@ -52,9 +52,9 @@ def test_sample_every_formula_recalculates_to_the_cached_value(sample):
     per_sheet = {}
     for sheet, _ in cells:
         per_sheet[sheet] = per_sheet.get(sheet, 0) + 1
-    # and the live choice's cheaper GPU and its saving, the GPU's row on GPUs, and the ten catalog-model figures the
+    # and the live choice's cheaper GPU and its saving, the GPU's row on GPUs, and the eleven catalog-model figures the
     # formulas read (every Models column but the name, native_context and the source)
-    assert per_sheet["TASKS"] == tasks * (len(CALCS) + 2 + 1 + 10)
+    assert per_sheet["TASKS"] == tasks * (len(CALCS) + 2 + 1 + 11)
     assert per_sheet["MONTHLY"] == tasks * (8 + len(plan.months))  # 7 links, the plan total, the months
 
 
