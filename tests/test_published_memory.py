@@ -159,6 +159,31 @@ def _finetune(tid, **values):
             "tier": "on_demand", **values}
 
 
+def test_a_models_row_without_vocab_size_takes_the_largest_catalog_vocabulary(tmp_path):
+    """Two Models rows of Llama-3.1-8B's shape, one giving its 128,256 words, one none: QLoRA, checkpointed, 2,048
+    tokens. The second takes fallback_vocab_size (Llama 4's 202,048) in both vocabulary terms: its bf16 embedding
+    and head (1.48 bytes more than NF4 a parameter, 2 x V x 4,096) and its logits (2,048 x V x 2 bytes)."""
+    header = ["model", "total_params_b", "active_params_b", "layers", "hidden", "attn_heads", "kv_heads", "head_dim",
+              "vocab_size"]
+    sheet = [header, ["Given-8B", 8.0, 8.0, 32, 4096, 32, 8, 128, 128256], ["Blank-8B", 8.0, 8.0, 32, 4096, 32, 8, 128]]
+    path = make_input(tmp_path / "in.xlsx", [_finetune("G", model="Given-8B"), _finetune("B", model="Blank-8B")],
+                      gpus=_gpu_sheet([PLANNED_ON]), extra_sheets={"Models": sheet})
+    rows = {tp.task.task_id: tp.row for tp in plan_budget(read_inputs(path, today=TODAY)).tasks}
+    by_hand = {v: 8.0 * 0.52 + embedding_extra_gb(v, 4096) + 8.0 * 0.01 * 16 + 2048 * 32 * 4096 * 2 / 1e9
+               + logits_gb(2048, v) for v in (LLAMA3, 202048)}
+    assert rows["G"]["vram_gb"] == pytest.approx(by_hand[LLAMA3])      # 4.16 + 1.555 + 1.28 + 0.537 + 0.525
+    assert rows["B"]["vram_gb"] == pytest.approx(by_hand[202048])      # 4.16 + 2.450 + 1.28 + 0.537 + 0.828
+    assert rows["G"]["weights_gb"] == pytest.approx(8.0 * 0.52 + embedding_extra_gb(LLAMA3, 4096))
+    # a vocabulary that is no count is refused at its cell
+    sheet[1][-1] = "lots"
+    path = make_input(tmp_path / "bad.xlsx", [_finetune("G", model="Given-8B")], gpus=_gpu_sheet([PLANNED_ON]),
+                      extra_sheets={"Models": sheet})
+    with pytest.raises(InputError) as caught:
+        read_inputs(path, today=TODAY)
+    assert [(p.sheet, p.cell) for p in caught.value.problems] == [("Models", "I2")]
+    assert "vocab_size" in str(caught.value)
+
+
 def test_an_unknown_architecture_without_checkpointing_is_given_a_shape_from_its_size(tmp_path):
     # 7B: hidden = (128 x 7e9 / 12)^(1/3) = 4,210.9 and 33 layers of it (hidden / 128), layers x hidden =
     # hidden^2 / 128 = 138,529 (Llama-2-7B has 32 x 4,096 = 131,072); 2,048 tokens x 72 bytes (QLoRA) = 20.43 GB,
