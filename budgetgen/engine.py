@@ -7,9 +7,9 @@ import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from . import rules, scenarios, serving
+from . import expr, rules, scenarios, serving
 from .budgets import plan_budgets
-from .columns import K, evaluate, evaluate_task
+from .columns import NAMES, RUN_WINDOW, K, evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
 from .i18n import Message
@@ -36,6 +36,7 @@ SLOW_STREAM = 10  # tokens/s one user sees, under which a service is warned abou
 DEADLINE_TOLERANCE = 1e-9  # a run ending on its deadline, up to rounding, is in time
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
 MILLI = CONSTANT_VALUES["Milli"]
+_RUN_WINDOW = expr.compile_excel(RUN_WINDOW, NAMES)  # the hours a run has for its work, as the Tasks formulas say
 
 
 class Exclusion(Enum):
@@ -382,7 +383,7 @@ def _deadline_problem(task: Task, deadline: float | None, s) -> Problem | None:
     """A training or batch run whose deadline is no longer than the setup every run starts with: no GPU and no
     number of cards or replicas finishes it. Named at deadline_days, or at runs_per_month when the deadline is the
     run's share of the month."""
-    if deadline is None or serving.run_window(deadline, s.setup_hours) > 0:
+    if deadline is None or _RUN_WINDOW(s, deadline_used=deadline) > 0:
         return None
     hours = deadline * HOURS_PER_DAY
     if task.values["deadline_days"] is not None:
