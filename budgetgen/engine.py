@@ -6,6 +6,7 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import cast
 
 from . import expr, rules, scenarios, serving
 from .budgets import plan_budgets
@@ -383,7 +384,7 @@ def _deadline_problem(task: Task, deadline: float | None, s) -> Problem | None:
     """A training or batch run whose deadline is no longer than the setup every run starts with: no GPU and no
     number of cards or replicas finishes it. Named at deadline_days, or at runs_per_month when the deadline is the
     run's share of the month."""
-    if deadline is None or _RUN_WINDOW(s, deadline_used=deadline) > 0:
+    if deadline is None or cast(float, _RUN_WINDOW(s, deadline_used=deadline)) > 0:
         return None
     hours = deadline * HOURS_PER_DAY
     if task.values["deadline_days"] is not None:
