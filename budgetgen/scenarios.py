@@ -69,18 +69,21 @@ def task_multipliers(rows, levels, task_id: str, training: bool, tier: str, fore
     Scenarios row's chosen name its value at `levels[i]` (a driver not given counts 1; an efficiency divides)."""
     chosen = tuple(r.value(lv) for r, lv in zip(rows, levels, strict=True))
     cells = {"training": 1 if training else 0, "tier": tier, "foreign": 1 if foreign else 0}
-    demand, price = (float(_compiled(multiplier_excel(rows, effect, task_id=task_id, **_PLACEHOLDERS), len(rows))(
-        chosen, **cells)) for effect in (DEMAND, PRICE))
+    demand, price = (float(f(chosen, **cells)) for f in _compiled(rows, task_id))
     return demand, price
 
 
-_PLACEHOLDERS = {"training": "{training}", "tier": "{tier}", "foreign": "{foreign}"}
+@functools.lru_cache(maxsize=4096)
+def _compiled(rows, task_id: str) -> tuple:
+    """The task's demand and price formulas as functions of the rows' chosen values (a tuple) and its cells."""
+    placeholders = {"training": "{training}", "tier": "{tier}", "foreign": "{foreign}"}
+    return tuple(_compile(multiplier_excel(rows, effect, task_id=task_id, **placeholders), len(rows))
+                 for effect in (DEMAND, PRICE))
 
 
 @functools.lru_cache(maxsize=256)
-def _compiled(text: str, n_rows: int):
-    """A multiplier formula as a function of the rows' chosen values (a tuple) and the task's cells: the tasks
-    without rows of their own share one text, so one compilation."""
+def _compile(text: str, n_rows: int):
+    """One multiplier formula compiled: the tasks without rows of their own share one text, so one compilation."""
     chosen = {chosen_name(i): operator.itemgetter(i) for i in range(n_rows)}
     return expr.compile_excel(text, expr.Names(settings={}, constants={}, derived=chosen))
 
