@@ -258,7 +258,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
                               lang=lang, build_date=build_date and build_date.date(), progress=_progress(quiet))
     plan, recon = result.plan, result.recon
     if to_stdout:
-        click.echo(results_json(plan, recon))
+        click.echo(results_json(plan, recon, result.billed_input))
     echo = functools.partial(click.echo, err=to_stdout)
     cur = plan.inputs.settings.currency
     echo(f"{tr('Wrote', lang)} {printable(result.workbook)}")

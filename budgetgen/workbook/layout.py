@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ..checks import recon_sheet
 from ..columns import CALCS, CANDIDATE_FROM_TASKS, MODEL_FIELDS
 from ..engine import Candidate, Plan
 from ..fx import plan_rates
@@ -596,7 +597,7 @@ class ReconLayout:
 
     @property
     def sheet(self) -> str:
-        return f"Recon {self.month}"
+        return recon_sheet(self.month)
 
     @property
     def rest_row(self) -> int:

@@ -13,11 +13,12 @@ import math
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 
+from ..checks import Check
 from ..i18n import word
 from ..recon import rules as R
 from ..recon.pipeline import CREDIT_KINDS, tab_resources
 from .book import Book, ColumnBlock
-from .checks import Check
+from .checks import CheckRow
 from .layout import (
     EXTRAS_CATEGORY,
     ReconLayout,
@@ -54,10 +55,10 @@ FLAGS_COL, ACTION_COL = 9, 10
 TITLE_HEIGHT = 21.0    # one line of the 14 pt title (a height of its own: no reader resizes it)
 
 
-def recon_check(at: ReconLayout, billed_input: float, billed_total: float) -> Check:
-    """The Checks row of one month: the tab's billed total equals the BilledCost of the month's input lines."""
-    return Check("billed total = BilledCost of the month", recon_billed_total(at.month),
-                 recon_billed_input(at.month), billed_total, billed_input, sheet=at.sheet)
+def recon_check(at: ReconLayout, check: Check) -> CheckRow:
+    """The Checks row of one month (budgetgen.checks.recon_checks): the tab's billed total equals the BilledCost of
+    the month's input lines."""
+    return CheckRow(check, recon_billed_total(at.month), recon_billed_input(at.month))
 
 
 def write_recon(book: Book, ws, plan, mr, at: ReconLayout, billed_input: float, stem: str = "") -> None:
