@@ -515,6 +515,10 @@ class Columns:
     def __len__(self) -> int:
         return len(self.names)
 
+    def header_row(self, **words: str) -> list[str]:
+        """The headers in column order, a column's replaced where `words` names it (a block's title in the first)."""
+        return [words.get(name, header) for name, header in zip(self.names, self.headers, strict=True)]
+
     def __getitem__(self, name: str) -> int:
         """The 0-based column of `name`."""
         return self._index[name]

@@ -152,7 +152,7 @@ def _usage(book: Book, ws, mr, at: ReconLayout, limits: R.Limits) -> None:
                     R.FLAGGED.py({"flags": flags}, limits), "int"),
         "saving": ("saving if the actions are taken", value(at.total("saving")), mr.achievable_saving, "money"),
     }
-    book.header(ws, at.usage_header, ["usage and variance", at.VALUES.headers[at.VALUES["value"]]])
+    book.header(ws, at.usage_header, at.VALUES.header_row(label="usage and variance"))
     for key in at.USAGE:
         label, formula, amount, fmt = rows[key]
         ws.write_string(at.usage(key), at.VALUES["label"], book.t(label), book.f.bold)
@@ -192,8 +192,8 @@ def _currencies(book: Book, ws, mr, at: ReconLayout) -> dict[int, float]:
     if not mr.currencies:
         return {}
     col = at.CURRENCIES
-    units = {"rate": f" ({book.currency} per 1)", "converted": f" ({book.currency})"}
-    book.header(ws, at.currency_header, [h + units.get(name, "") for name, h in zip(col.names, col.headers, strict=True)])
+    book.header(ws, at.currency_header, col.header_row(rate=f"rate ({book.currency} per 1)",
+                                                       converted=f"billed ({book.currency})"))
     heights = {at.currency_header: 30.0}
     ws.set_row(at.currency_header, 30.0)
     for i, c in enumerate(mr.currencies):
@@ -546,7 +546,7 @@ def _coverage(book: Book, ws, mr, at: ReconLayout) -> None:
     Written row by row, label and value together (the workbook is written in constant-memory mode)."""
     r, v = at.coverage_header, at.VALUES
     col = v["value"]
-    book.header(ws, r, ["bill coverage", v.headers[col]])
+    book.header(ws, r, v.header_row(label="bill coverage"))
     cov = mr.coverage
     unknown = (lambda row: ws.write_string(row, col, book.t("not known"), book.f.note))
     not_reported = (lambda row: ws.write_string(row, col, book.t("not reported"), book.f.note))
