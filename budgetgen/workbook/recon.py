@@ -331,13 +331,12 @@ def _resources(book: Book, ws, mr, at: ReconLayout, limits: R.Limits, stem: str)
     for key, (part, name) in _TASK_CELLS.items():
         book.define_range(recon_task_column(at.month, part), at.sheet, at.task_first, at.task_last, at.TASKS[name])
     row = at.rest_row
-    flagged = sum(1 for r in rest if r.flags)
     ws.write_string(row, rc["resource"], f"{len(rest):,} {book.t('more resources, listed on')} {at.detail_sheet}",
                     book.f.bold)
-    ws.write_string(row, rc["flags"], f"{flagged:,} {book.t('flagged')}")
-    for key, value in (("Lines", sum(r.lines for r in rest)), ("Billed", math.fsum(r.billed for r in rest)),
-                       ("Saving", math.fsum(r.saving for r in rest)),
-                       ("Attribute", math.fsum(r.to_attribute for r in rest))):
+    ws.write_string(row, rc["flags"], f"{rest.flagged():,} {book.t('flagged')}")
+    for key, value in (("Lines", sum(rest.column("lines"))), ("Billed", math.fsum(rest.column("billed"))),
+                       ("Saving", math.fsum(rest.column("saving"))),
+                       ("Attribute", math.fsum(rest.column("to_attribute")))):
         book.formula(ws, row, rc[_REST_COLUMNS[key]], f"SUM({recon_rest(at.month, key)})", value,
                      "int" if key == "Lines" else "money", "link")
 
@@ -348,14 +347,14 @@ def _csv_lines(book: Book, ws, rest, at: ReconLayout, stem: str) -> None:
     rc = at.RESOURCES
     for row, tagged, words in ((at.rest_row, True, "more resources of tasks, listed in"),
                                (at.rest_row + 1, False, "more untagged resources, listed in")):
-        part = [r for r in rest if (r.task_id is not None) is tagged]
+        part = rest.tagged(tagged)
         ws.write_string(row, rc["resource"], f"{len(part):,} {book.t(words)} {at.csv_name(stem)}", book.f.bold)
         ws.write_string(row, rc["task"], "*" if tagged else "")
-        ws.write_string(row, rc["flags"], f"{sum(1 for r in part if r.flags):,} {book.t('flagged')}")
-        for name, value, fmt in (("lines", sum(r.lines for r in part), "int"),
-                                 ("billed", math.fsum(r.billed for r in part), "money"),
-                                 ("saving", math.fsum(r.saving for r in part), "money"),
-                                 ("to_attribute", math.fsum(r.to_attribute for r in part), "money")):
+        ws.write_string(row, rc["flags"], f"{part.flagged():,} {book.t('flagged')}")
+        for name, value, fmt in (("lines", sum(part.column("lines")), "int"),
+                                 ("billed", math.fsum(part.column("billed")), "money"),
+                                 ("saving", math.fsum(part.column("saving")), "money"),
+                                 ("to_attribute", math.fsum(part.column("to_attribute")), "money")):
             book.value(ws, row, rc[name], value, "input", fmt)
 
 
@@ -364,11 +363,16 @@ CSV_COLUMNS = ("resource_id", "task_id", "services", "lines", "billed", "hours",
 
 
 def write_resources_csv(path, mr, at: ReconLayout) -> None:
-    """The resources a Recon tab does not list, one line each (the Resources sheet's columns but the action)."""
+    """The resources a Recon tab does not list, one line each (the Resources sheet's columns but the action), from
+    the month's resource table's columns (ResourceRecon.to_json's values; services and flags as words)."""
     _, rest = _split(mr, at)
-    frame = pd.DataFrame([{**r.to_json(), "services": ", ".join(r.services), "flags": " ".join(r.flags),
-                           "pricing": r.pricing} for r in rest]).reindex(columns=list(CSV_COLUMNS))
-    frame.to_csv(path, index=False)
+    values = {name: rest.column(name) for name in CSV_COLUMNS}
+    values["resource_id"] = [r or None for r in values["resource_id"]]
+    for name in ("hours", "avg_util_pct", "mem_peak_share", "oom_events"):
+        values[name] = [None if math.isnan(v) else v for v in values[name]]
+    values["services"] = [", ".join(s) for s in values["services"]]
+    values["flags"] = [" ".join(f) for f in values["flags"]]
+    pd.DataFrame(values, columns=list(CSV_COLUMNS)).to_csv(path, index=False)
 
 
 def _split(mr, at: ReconLayout) -> tuple[tuple, tuple]:
@@ -494,8 +498,8 @@ def _totals(book: Book, ws, mr, at: ReconLayout, billed_input: float, in_plan: b
         return rule.formula(cells) + (f"+{rule.formula(rest)}" if at.rest_rows and not at.rest_in_csv else "")
 
     values = {"reserved": mr.buffer_reserved, "non_gpu": mr.non_gpu_not_planned,
-              "tasks": [r.task_id or "" for r in mr.resources], "billed": [r.billed for r in mr.resources],
-              "saving": [r.saving for r in mr.resources]}
+              "tasks": [t or "" for t in mr.resources.column("task_id")], "billed": mr.resources.column("billed"),
+              "saving": mr.resources.column("saving")}
     rows = {
         "non_gpu": ("non-GPU billed", f"SUM({ng.range('billed', first, last)})",
                     mr.non_gpu_billed, "calc"),
