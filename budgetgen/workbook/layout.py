@@ -18,7 +18,6 @@ from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import Order
 from ..recon import ACTIONS
-from ..recon.pipeline import tab_resources
 from ..recon.rules import FLAG_RULES, OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
@@ -818,7 +817,7 @@ def _recon(month: str, mr, top: int) -> ReconLayout:
     task_header = ReconLayout.summary_rows(currencies)
     task_last = task_header + max(1, len(mr.tasks))
     resource_header = task_last + 3
-    shown, rest = tab_resources(mr.resources, top)
+    shown, rest = mr.resources.split(top)
     in_csv = len(rest) > RESOURCES_SHEET_MAX
     resource_last = resource_header + max(1, len(shown)) + (2 if in_csv else 0)
     non_gpu_header = resource_last + (1 if rest and not in_csv else 0) + 3

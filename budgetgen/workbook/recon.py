@@ -16,7 +16,7 @@ from xlsxwriter.utility import xl_col_to_name
 from ..checks import Check
 from ..i18n import word
 from ..recon import rules as R
-from ..recon.pipeline import CREDIT_KINDS, tab_resources
+from ..recon.pipeline import CREDIT_KINDS, ResourceRecon, ResourceTable
 from .book import Book, ColumnBlock
 from .checks import CheckRow
 from .layout import (
@@ -375,9 +375,9 @@ def write_resources_csv(path, mr, at: ReconLayout) -> None:
     pd.DataFrame(values, columns=list(CSV_COLUMNS)).to_csv(path, index=False)
 
 
-def _split(mr, at: ReconLayout) -> tuple[tuple, tuple]:
+def _split(mr, at: ReconLayout) -> tuple[tuple[ResourceRecon, ...], ResourceTable]:
     """The resources the tab lists and those its Resources sheet lists, as the layout counted them."""
-    return tab_resources(mr.resources, len(mr.resources) - at.rest_rows)
+    return mr.resources.split(len(mr.resources) - at.rest_rows)
 
 
 def _resource_row(book: Book, ws, at: ReconLayout, row: int, res, task: dict[str, str], limits: R.Limits) -> None:
