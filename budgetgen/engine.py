@@ -10,6 +10,7 @@ from typing import cast
 
 from . import expr, rules, scenarios, serving
 from .budgets import plan_budgets
+from .checks import Check, plan_checks
 from .columns import NAMES, RUN_WINDOW, K, evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
@@ -211,6 +212,11 @@ class Plan:
     def order(self) -> Order:
         """What to order (budgetgen.order), computed once for the Order sheet, its layout and the JSON."""
         return plan_order(self)
+
+    @functools.cached_property
+    def checks(self) -> tuple[Check, ...]:
+        """The tie-outs (budgetgen.checks), computed once for the Checks sheet, the Summary banner and the JSON."""
+        return plan_checks(self)
 
 
 def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candidate:

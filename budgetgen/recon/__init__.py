@@ -3,7 +3,7 @@
 Modules: `columns` (what bill and usage files contain), `table` (a file or sheet read by those
 declarations), `bill_sums` (bills of any size read and summed by DuckDB), `bills` and `usage` (the readers),
 `rules` (flags, actions, saving, over plan, variances and totals, each with its Excel and Python view),
-`pipeline` (reconcile: MonthRecon, TaskRecon, ResourceRecon).
+`pipeline` (reconcile: MonthRecon, TaskRecon, ResourceRecon, ResourceTable).
 """
 
 import importlib
@@ -15,7 +15,7 @@ _FROM = {
     "DEFAULT_GPU_LINE_PATTERN": "bills", "OUTPUT_COLUMNS": "bills", "gpu_matcher": "bills", "read_bills": "bills",
     "BILL_INPUT_COLUMNS": "columns", "USAGE_INPUT_COLUMNS": "columns", "FileColumn": "columns",
     "Action": "pipeline", "Coverage": "pipeline", "MonthRecon": "pipeline", "PlanFacts": "pipeline",
-    "PlanRecon": "pipeline", "ResourceRecon": "pipeline", "TaskRecon": "pipeline", "aggregate_lines": "pipeline",
+    "PlanRecon": "pipeline", "ResourceRecon": "pipeline", "ResourceTable": "pipeline", "TaskRecon": "pipeline", "aggregate_lines": "pipeline",
     "is_hours_unit": "pipeline", "next_month_actions": "pipeline", "plan_facts": "pipeline",
     "plan_targets": "pipeline", "reconcile": "pipeline", "reconcile_plan": "pipeline",
     "unknown_task_warnings": "pipeline", "unmatched_usage_warnings": "pipeline",
@@ -38,7 +38,7 @@ __all__ = [
     "ACTIONS", "BILL_INPUT_COLUMNS", "DATA_STARVED", "DEFAULT_GPU_LINE_PATTERN", "FLAG_RULES", "LOW_UTILIZATION",
     "MAX_ROW_PROBLEMS", "OOM", "OUTPUT_COLUMNS", "OVER_PLAN", "RULES", "UNTAGGED_GPU", "USAGE_COLUMNS",
     "USAGE_INPUT_COLUMNS", "Action", "BillSource", "BillSums", "Coverage", "FileColumn", "FlagRule", "Limits",
-    "MonthRecon", "PlanFacts", "PlanRecon", "ResourceRecon", "Rule", "TaskRecon", "aggregate_lines", "gpu_matcher",
+    "MonthRecon", "PlanFacts", "PlanRecon", "ResourceRecon", "ResourceTable", "Rule", "TaskRecon", "aggregate_lines", "gpu_matcher",
     "is_hours_unit", "next_month_actions", "plan_facts", "plan_targets", "read_bills", "read_usage", "reconcile",
     "reconcile_plan", "resource_flags", "sum_bills", "unknown_task_warnings", "unmatched_usage_warnings",
 ]

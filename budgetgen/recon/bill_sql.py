@@ -186,15 +186,20 @@ _SUMS_ROWS = f"""SELECT month, TRY_CAST(CAST(day AS VARCHAR) AS DATE) AS day,
     1::UHUGEINT << least(greatest(TRY_CAST(CAST(day AS VARCHAR) AS DATE)
         - strptime(month || '-01', '%Y-%m-%d')::DATE + {DAYS_BEFORE}, 0), 127)::UHUGEINT AS days
     FROM sums_file"""
-_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE all_groups AS SELECT month, day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row,
-    grouping(day) = 0 AS daily, fsum(billed) AS billed, sum(quantity) AS quantity, sum(lines)::BIGINT AS lines,
+_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE all_groups AS
+    WITH keyed AS NOT MATERIALIZED (SELECT *, hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({_SUMS_ROWS}))
+    SELECT month, NULL::DATE AS day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, false AS daily,
+    fsum(billed) AS billed, sum(quantity) AS quantity, sum(lines)::BIGINT AS lines,
     min(first_charge) AS first_charge, max(last_charge) AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed,
     fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing, bit_or(days) AS days,
     0::BIGINT AS problems
-    FROM (SELECT *, hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({_SUMS_ROWS}))
-    GROUP BY GROUPING SETS ((month, {_TEXT_KEYS}, line_key), (month, day, line_key))"""
-"""The result's rows grouped as sum_bills groups the lines, in one pass: by month and texts (the groups every rule
-reads, once per resource and month rather than once per day), and by month, day and line_key (the daily sums)."""
+    FROM keyed GROUP BY month, {_TEXT_KEYS}, line_key
+    UNION ALL BY NAME SELECT month, day, line_key, true AS daily, fsum(billed) AS billed, sum(lines)::BIGINT AS lines
+    FROM keyed GROUP BY month, day, line_key"""
+"""The result's rows grouped as sum_bills groups the lines (bill_sums._GROUPS_APART): by month and texts (the groups
+every rule reads, once per resource and month rather than once per day), and apart, by month, day and line_key
+(the daily sums: BilledCost and the lines alone)."""
+
 
 def _amount(column: str, required: bool) -> str:
     """SQL true where a sums file's amount cannot be read: not a finite number of at most LARGEST (1e308 twice

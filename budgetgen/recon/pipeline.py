@@ -6,13 +6,12 @@ import datetime as dt
 import functools
 import math
 import re
-from collections import namedtuple
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..engine import Plan
@@ -179,6 +178,101 @@ class ResourceRecon:
         }
 
 
+RESOURCE_FIELDS = ("resource_id", "task_id", "services", "lines", "billed", "hours", "avg_util_pct", "mem_peak_share",
+                   "oom_events", "flags", "cards", "idle_cards", "saving", "pricing")
+"""ResourceRecon's fields: the columns of a ResourceTable, which also holds each row's to_attribute and at_stake."""
+
+
+def _resource(values: tuple) -> ResourceRecon:
+    """A ResourceRecon of one table row's values (RESOURCE_FIELDS' order), without the frozen dataclass's checks of
+    each field (a row's values are the table's, already the fields' types)."""
+    recon = object.__new__(ResourceRecon)
+    recon.__dict__.update(zip(RESOURCE_FIELDS, values, strict=True))
+    return recon
+
+
+class ResourceTable(Sequence):
+    """A month's GPU resources as columns (numpy arrays: RESOURCE_FIELDS, `to_attribute`, `at_stake`), in the month's
+    order; `rows` picks and orders the rows a view shows. A ResourceRecon is made only for a row that is read one
+    by one (a Recon tab's top resources, a Resources sheet's rows); the ranking, the sums, the Resources CSV file
+    and the JSON read the columns."""
+
+    def __init__(self, columns: Mapping[str, np.ndarray], rows: np.ndarray | None = None) -> None:
+        self.columns = columns
+        self.rows = np.arange(len(columns["billed"])) if rows is None else rows
+        self._splits: dict[int, tuple] = {}
+
+    @classmethod
+    def empty(cls) -> ResourceTable:
+        return cls({name: np.empty(0, dtype=object) for name in (*RESOURCE_FIELDS, "to_attribute", "at_stake")})
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return ResourceTable(self.columns, self.rows[index])
+        return next(iter(self.view(np.array([range(len(self))[index]]))))
+
+    def __iter__(self) -> Iterator[ResourceRecon]:
+        return map(_resource, zip(*(self.column(name) for name in RESOURCE_FIELDS), strict=True))
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:   # its rows are made anew each time, and a NaN is equal to itself alone
+            return True
+        if isinstance(other, Sequence):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to a tuple of its rows, so not hashed
+
+    def __repr__(self) -> str:
+        return f"ResourceTable({len(self)} resources)"
+
+    def column(self, name: str) -> list:
+        """One column of the rows shown, as Python values (floats, ints, texts, tuples, None)."""
+        return self.columns[name][self.rows].tolist()
+
+    def view(self, rows: np.ndarray) -> ResourceTable:
+        """The rows at positions `rows` of this view, in that order."""
+        return ResourceTable(self.columns, self.rows[rows])
+
+    def tagged(self, tagged: bool) -> ResourceTable:
+        """The resources of a task (True), or the untagged ones (False)."""
+        task = self.columns["task_id"][self.rows]
+        return self.view(np.flatnonzero([(t is not None) is tagged for t in task]))
+
+    def flagged(self) -> int:
+        """How many resources have a flag."""
+        return int(sum(map(bool, self.columns["flags"][self.rows])))
+
+    def split(self, top: int) -> tuple[tuple[ResourceRecon, ...], ResourceTable]:
+        """The resources a Recon tab lists and those its Resources sheet lists: the `top` resources of the ranking
+        (the flagged ones first, by the money at stake, then by billed) as ResourceRecons, the others as a view in
+        the month's order. One sort; worked out once per `top`."""
+        if top not in self._splits:
+            n = len(self.rows)
+            flags = self.columns["flags"][self.rows]
+            unflagged = np.fromiter((not f for f in flags), dtype=bool, count=n)
+            at_stake = self.columns["at_stake"][self.rows].astype("float64")
+            billed = self.columns["billed"][self.rows].astype("float64")
+            ranked = np.lexsort((np.arange(n), -billed, -at_stake, unflagged))   # the last key sorts first
+            shown = self.view(ranked[:max(top, 0)])
+            self._splits[top] = (tuple(shown), self.view(np.sort(ranked[max(top, 0):])))
+        return self._splits[top]
+
+    def to_json(self) -> list[dict]:
+        """Each row's ResourceRecon.to_json, from the columns."""
+        names = ("resource_id", "task_id", "billed", "hours", "avg_util_pct", "mem_peak_share", "oom_events", "flags",
+                 "cards", "idle_cards", "saving", "to_attribute", "pricing")
+        return [{"resource_id": resource or None, "task_id": task, "billed": billed, "hours": _json_number(hours),
+                 "avg_util_pct": _json_number(util), "mem_peak_share": _json_number(mem),
+                 "oom_events": _json_number(oom), "flags": list(flags), "cards": cards, "idle_cards": idle,
+                 "saving": saving, "to_attribute": attribute, "pricing": pricing or None}
+                for resource, task, billed, hours, util, mem, oom, flags, cards, idle, saving, attribute, pricing
+                in zip(*(self.column(name) for name in names), strict=True)]
+
+
 @dataclass(frozen=True)
 class Action:
     """What to do next month about one flag of one resource, and the change of next month's bill if it is
@@ -283,12 +377,13 @@ class MonthRecon:
     coverage: None when the bills say nothing of their days; duplicates: (lines, amount) counted once, when
     the reader reports them; planned_extras: the Extras of the month (non-GPU is planned as extras + buffer);
     commitments: the commitment lines (unused, purchase), which no task or resource counts; effective_total: the
-    month's EffectiveCost, None unless every line has one.
+    month's EffectiveCost, None unless every line has one; resources: the month's GPU resources, a ResourceTable
+    (a sequence of ResourceRecon, held as columns).
     """
 
     month: str
     tasks: tuple[TaskRecon, ...]
-    resources: tuple[ResourceRecon, ...]
+    resources: ResourceTable
     non_gpu: Mapping[str, float]
     billed_total: float
     gpu_billed: float
@@ -329,7 +424,7 @@ class MonthRecon:
     @property
     def idle_saving(self) -> float:
         """The idle cards' cost of the tasks' resources (rules.IDLE_SAVING)."""
-        return math.fsum(r.saving for r in self.resources if r.task_id is not None)
+        return math.fsum(self.resources.tagged(True).column("saving"))
 
     @property
     def achievable_saving(self) -> float:
@@ -381,7 +476,7 @@ class MonthRecon:
             "planned_total": self.planned_total,
             "buffer_reserved": self.buffer_reserved,
             "tasks": [t.to_json() for t in self.tasks],
-            "resources": [r.to_json() for r in self.resources],
+            "resources": self.resources.to_json(),
             "planned_extras": self.planned_extras,
             "partial": self.partial,
             "coverage": None if self.coverage is None else {
@@ -490,10 +585,7 @@ def reconcile(
         result[month] = MonthRecon(
             month=month,
             tasks=tasks,
-            resources=tuple(
-                _resource_recon(row, status, cards, facts.pricing, task_rows, limits)
-                for row in _rows(month_resources)
-            ),
+            resources=_resource_table(month_resources, status, cards, facts.pricing, task_rows, limits),
             non_gpu={c: float(non_gpu.get((month, c), 0.0)) for c in NON_GPU_CATEGORIES},
             billed_total=float(totals[month]),
             gpu_billed=float(gpu_totals.get(month, 0.0)),
@@ -514,17 +606,12 @@ def reconcile(
     return result
 
 
-def _rows(frame: pd.DataFrame):
-    """A frame's rows as named tuples, read from each column as a Python list: itertuples iterates an
-    Arrow-backed text column one element at a time (most of a 400,000-resource month's reconciliation)."""
-    row = namedtuple("Row", list(frame.columns), rename=True)  # type: ignore[misc]  # the columns are the frame's
-    return map(row._make, zip(*(frame[c].tolist() for c in frame.columns), strict=True))
-
-
 def plan_task_ids(task_ids: pd.Series, planned: Mapping[str, object]) -> pd.Series:
     """Bill task ids as the plan spells them where they match one ignoring case (`t1` → `T1`); others as they are."""
     spelling = {task.casefold(): task for task in planned}
-    return task_ids.map(lambda t: spelling.get(t.casefold(), t) if t else t).astype("str")
+    texts = task_ids.astype("str")
+    # each distinct id spelled once (a bill's 1.2 million groups name a few dozen tasks)
+    return texts.map({t: spelling.get(t.casefold(), t) if t else t for t in texts.unique().tolist()}).astype("str")
 
 
 def _frame_coverage(sums: pd.DataFrame) -> dict[str, tuple[dt.date, dt.date, None]]:
@@ -650,47 +737,49 @@ def is_hours_unit(unit: str) -> bool:
     return bool(counts_hours) and not re.search(r"\bper\b|/|byte|\bgb|\bgib|\btb", text)
 
 
-def _resource_recon(row: Any, status: Mapping[str, str], cards: Mapping[str, float | None],
-                    pricing: Mapping[str, str], task_rows: Mapping[str, int], limits: Limits) -> ResourceRecon:
-    """One row of the resource frame as a ResourceRecon with its flags, its cards and its idle cards."""
-    task_id = row.task_id or None
-    flags = resource_flags({
-        "util": row.avg_util_pct, "mem_share": row.mem_peak_share, "oom": row.oom_events,
-        "task": row.task_id, "task_status": status.get(row.task_id, ""), "pricing": row.pricing,
-        "planned_pricing": pricing.get(row.task_id, ""),
-    }, limits)
-    values = {"task": row.task_id, "task_cards": cards.get(row.task_id), "task_rows": task_rows.get(row.task_id, 0),
-              "flags": " ".join(flags), "util": row.avg_util_pct, "billed": float(row.billed)}
-    values["cards"] = RESOURCE_CARDS.py(values, limits)
-    values["idle"] = IDLE_CARDS.py(values, limits)
-    return ResourceRecon(
-        resource_id=row.resource_id,
-        task_id=task_id,
-        services=row.services,
-        lines=int(row.lines),
-        billed=float(row.billed),
-        hours=float(row.hours),
-        avg_util_pct=float(row.avg_util_pct),
-        mem_peak_share=float(row.mem_peak_share),
-        oom_events=float(row.oom_events),
-        flags=flags,
-        cards=values["cards"],
-        idle_cards=values["idle"],
-        saving=SAVING.py(values, limits),
-        pricing=row.pricing,
-    )
+def _resource_table(frame: pd.DataFrame, status: Mapping[str, str], cards: Mapping[str, float | None],
+                    pricing: Mapping[str, str], task_rows: Mapping[str, int], limits: Limits) -> ResourceTable:
+    """The month's rows of the resource frame as a ResourceTable with their flags, cards, idle cards, saving and
+    money at stake. A resource's flags, cards and idle cards follow from its task, usage and PricingCategories
+    alone, so the rules run once per distinct set of those (with no usage, a few per task), not once per resource;
+    the saving and the bill to attribute, which read its bill, once per resource."""
+    task = frame["task_id"].tolist()
+    inputs = {"task": task, "util": frame["avg_util_pct"].to_numpy("float64"),
+              "mem_share": frame["mem_peak_share"].to_numpy("float64"), "oom": frame["oom_events"].to_numpy("float64"),
+              "pricing": frame["pricing"].tolist()}
+    codes = pd.DataFrame(inputs).groupby(list(inputs), sort=False, dropna=False).ngroup().to_numpy()
+    _, first = np.unique(codes, return_index=True)
+    flags, cards_of, idle = (np.empty(len(first), dtype=object) for _ in range(3))
+    for code, i in enumerate(first):
+        t, util = task[i], float(inputs["util"][i])
+        flags[code] = resource_flags({
+            "util": util, "mem_share": float(inputs["mem_share"][i]), "oom": float(inputs["oom"][i]), "task": t,
+            "task_status": status.get(t, ""), "pricing": inputs["pricing"][i], "planned_pricing": pricing.get(t, ""),
+        }, limits)
+        values = {"task": t, "task_cards": cards.get(t), "task_rows": task_rows.get(t, 0), "flags": " ".join(flags[code]),
+                  "util": util}
+        cards_of[code] = values["cards"] = RESOURCE_CARDS.py(values, limits)
+        idle[code] = IDLE_CARDS.py(values, limits)
+    billed = frame["billed"].to_numpy("float64")
+    columns = {"resource_id": frame["resource_id"].to_numpy(object), "task_id": _objects([t or None for t in task]),
+               "services": frame["services"].to_numpy(object), "lines": frame["lines"].to_numpy("int64"),
+               "billed": billed, "hours": frame["hours"].to_numpy("float64"), "avg_util_pct": inputs["util"],
+               "mem_peak_share": inputs["mem_share"], "oom_events": inputs["oom"], "flags": flags[codes],
+               "cards": cards_of[codes], "idle_cards": idle[codes], "pricing": frame["pricing"].to_numpy(object)}
+    saving, attribute = [], []
+    for t, b, c, i in zip(task, billed.tolist(), columns["cards"].tolist(), columns["idle_cards"].tolist(), strict=True):
+        saving.append(SAVING.py({"billed": b, "cards": c, "idle": i}, limits))
+        attribute.append(TO_ATTRIBUTE.py({"task": t, "billed": b}, None))
+    columns.update(saving=_objects(saving), to_attribute=_objects(attribute),
+                   at_stake=_objects(list(map(max, saving, attribute))))
+    return ResourceTable(columns)
 
 
-def tab_resources(resources: tuple[ResourceRecon, ...], top: int
-                  ) -> tuple[tuple[ResourceRecon, ...], tuple[ResourceRecon, ...]]:
-    """The resources a Recon tab lists (at most `top`: the flagged ones first, by the money at stake, then by
-    billed) and the others, in the month's order, for its Resources sheet. Linear in the resources but for the
-    sort."""
-    ranked = sorted(range(len(resources)), key=lambda i: (not resources[i].flags, -resources[i].at_stake,
-                                                          -resources[i].billed, i))
-    shown = set(ranked[:top])
-    return (tuple(resources[i] for i in ranked[:top]),
-            tuple(r for i, r in enumerate(resources) if i not in shown))
+def _objects(values: list) -> np.ndarray:
+    """A list as a one-dimensional array of its Python objects (tuples stay elements)."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
 
 
 def next_month_actions(recon: MonthRecon) -> tuple[Action, ...]:
@@ -808,7 +897,8 @@ def unknown_task_warnings(names: list[str], sums: pd.DataFrame, planned: Mapping
     """One warning per task id of the bills (named together) that matches no task of the plan, even ignoring case."""
     known = {task.casefold() for task in planned}
     return [Message("unknown_bill_task", file=", ".join(names), value=task)
-            for task in sorted(set(sums["task_id"].astype("str")) - {""}) if task.casefold() not in known]
+            for task in sorted(set(sums["task_id"].astype("str").unique().tolist()) - {""})
+            if task.casefold() not in known]
 
 
 def unmatched_usage_warnings(usage_frames: list[tuple[str, pd.DataFrame]], sums: pd.DataFrame) -> list[Message]:
