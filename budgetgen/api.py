@@ -32,6 +32,7 @@ class Result:
     workbook: Path
     json: Path | None = None
     warnings: tuple[str, ...] = ()  # about the bills and usage, one per finding (grouped in plan.warnings)
+    billed_input: Mapping[str, float] = dataclasses.field(default_factory=dict)  # BilledCost of each month's lines
 
 
 def default_output(input_path: StrPath) -> Path:
@@ -39,11 +40,15 @@ def default_output(input_path: StrPath) -> Path:
     return Path("outputs") / f"{Path(input_path).stem}-budget.xlsx"
 
 
-def results_json(plan, recon: Mapping) -> str:
-    """The engine's results (and the reconciliation months) as the JSON text `--json` writes."""
+def results_json(plan, recon: Mapping, billed_input: Mapping[str, float] | None = None) -> str:
+    """The engine's results (and the reconciliation months, with `billed_input` the BilledCost of each month's
+    input lines for their checks) as the JSON text `--json` writes."""
+    from .checks import recon_checks
     from .results import plan_json
 
-    return json.dumps(plan_json(plan, {month: r.to_json() for month, r in recon.items()}), indent=2, ensure_ascii=False)
+    checks = recon_checks(plan.inputs.settings, recon, billed_input or {})
+    return json.dumps(plan_json(plan, {month: r.to_json() for month, r in recon.items()}, checks), indent=2,
+                      ensure_ascii=False)
 
 
 def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: Iterable[StrPath] = (),
@@ -95,7 +100,7 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
         warnings = reconciled.warnings + months_outside_plan(recon, plan.months)
         plan = dataclasses.replace(plan, warnings=group_warnings(plan.warnings + warnings, plan.inputs.settings.currency))
         if json_path is not None:
-            staging[json_path].write_text(results_json(plan, recon), encoding="utf-8")
+            staging[json_path].write_text(results_json(plan, recon, billed), encoding="utf-8")
         # xlsxwriter's temporary files go beside the file it writes, inside the staging folder.
         write_workbook(plan, staging[output], recon=recon, billed_input=billed, progress=progress, lang=lang,
                        tmpdir=staging[output].parent)
@@ -103,7 +108,7 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
         # beside the workbook: staged with it, so it is renamed into place with the other outputs.
         for target in resources_csv_paths(plan, recon, output):
             staging.paths[target] = staging[output].with_name(target.name)
-    return Result(plan, recon, output, json_path, warnings)
+    return Result(plan, recon, output, json_path, warnings, billed)
 
 
 def months_outside_plan(recon: Mapping[str, object], months: tuple[str, ...]) -> tuple[Message, ...]:

@@ -30,6 +30,7 @@ class BudgetLine:
     budget: Budget
     planned: tuple[float, ...]
     over: tuple[bool, ...]
+    over_by: tuple[float, ...]  # each month's plan above the budget (rules.OVER_BUDGET_BY; 0: within)
 
     @property
     def label(self) -> str:
@@ -38,7 +39,7 @@ class BudgetLine:
     @property
     def overrun(self) -> float:
         """The months' planned amounts above the budget, summed (0: within budget every month)."""
-        return math.fsum(max(0.0, p - self.budget.monthly_budget) for p in self.planned)
+        return math.fsum(self.over_by)
 
 
 def plan_budgets(plan) -> tuple[BudgetLine, ...]:
@@ -53,7 +54,8 @@ def plan_budgets(plan) -> tuple[BudgetLine, ...]:
         else:
             planned = tuple(plan.month_totals[m].total for m in plan.months)
         out.append(BudgetLine(b, planned, tuple(rules.OVER_BUDGET(s, planned=p, budget=b.monthly_budget)
-                                                for p in planned)))
+                                                for p in planned),
+                              tuple(float(rules.OVER_BUDGET_BY(s, planned=p, budget=b.monthly_budget)) for p in planned)))
     return tuple(out)
 
 

@@ -552,9 +552,10 @@ def _fit_memory(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCat
                 rows=", ".join(str(r.line) for r, _, _ in lines[figure])))]
         bounds[figure], units[figure] = (low, high), high - low
     floor = BANDS["mem"][0]
+    fast = _affine(mem, at_start, {f: lines[f] for f in free}, start, bounds, gb)
 
     def error(values: dict[str, float]) -> float:
-        ratios = [g / r.measured for r, g in zip(mem, gb(values), strict=True)]
+        ratios = [g / r.measured for r, g in zip(mem, fast(values), strict=True)]
         return Fit.error(ratios) + (UNDER_WEIGHT - 1) * Fit.error(x / floor for x in ratios if x < floor)
     begin = {f: start[f] for f in free}
     moved, unshrunk = _descend(begin, bounds, error, len(mem), MEMORY_STEPS, units, MEMORY_PASSES,
@@ -580,6 +581,27 @@ def _fit_memory(runs, gpus: dict[str, Gpu], settings: Settings, models: ModelCat
     if problems:
         return {}, {}, problems
     return moved, {f: [r for r, _, _ in lines[f]] for f in moved}, []
+
+
+def _affine(mem: list[MeasuredRun], at_start: list[float], lines: dict[str, list[tuple[MeasuredRun, float, float]]],
+            start: dict[str, float], bounds: dict[str, tuple[float, float]],
+            gb: Callable[[dict[str, float]], list[float]]) -> Callable[[dict[str, float]], list[float]]:
+    """The memory runs' GB as a function of the fitted figures: each run's straight lines in each figure (read from
+    the engine, `lines`) added up, where the engine agrees with that sum (to 1e-9) at the bounds' two corners and at
+    each figure's far bound alone (the memory rule adds its fixed costs and multiplies no figure by another); else
+    the engine itself. The descent's thousands of trial values then cost no engine call each."""
+    slopes = [{f: b for f, rising in lines.items() for r, _, b in rising if r is run} for run in mem]
+
+    def summed(values: dict[str, float]) -> list[float]:
+        return [g + math.fsum(b * (values.get(f, start[f]) - start[f]) for f, b in slope.items())
+                for g, slope in zip(at_start, slopes, strict=True)]
+    probes = [{f: low for f, (low, _) in bounds.items()}, {f: high for f, (_, high) in bounds.items()}]
+    probes += [{f: high} for f, (_, high) in bounds.items()]
+    for probe in probes:
+        if any(not math.isclose(e, s, rel_tol=1e-9, abs_tol=1e-9) for e, s in zip(gb(probe), summed(probe),
+                                                                                   strict=True)):
+            return gb
+    return summed
 
 
 def standard_error(value: float, runs_count: int, fitted_count: int, error: Callable[[float], float]) -> float | None:

@@ -258,7 +258,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
                               lang=lang, build_date=build_date and build_date.date(), progress=_progress(quiet))
     plan, recon = result.plan, result.recon
     if to_stdout:
-        click.echo(results_json(plan, recon))
+        click.echo(results_json(plan, recon, result.billed_input))
     echo = functools.partial(click.echo, err=to_stdout)
     cur = plan.inputs.settings.currency
     echo(f"{tr('Wrote', lang)} {printable(result.workbook)}")
@@ -274,7 +274,7 @@ def build(path: Path, output: Path | None, bills: tuple[Path, ...], bill_sums: P
                 "against planned {planned_all}; {flagged} flagged resource(s)", lang).format(
             month=printable(month), gpu=_cents(r.billed_gpu_all, cur), planned=_cents(r.planned_gpu_all, cur),
             billed=_cents(r.billed_total, cur), planned_all=_cents(r.planned_all, cur),
-            flagged=sum(bool(x.flags) for x in r.resources)) + (tr(" (partial month)", lang) if r.partial else "")
+            flagged=r.resources.flagged()) + (tr(" (partial month)", lang) if r.partial else "")
             + "".join(tr("; {billed} billed in {code} converted at {rate} {currency} per 1 {code} ({as_of})",
                          lang).format(billed=_cents(c.billed, c.currency), code=c.currency, rate=f"{c.rate:g}",
                                       currency=cur, as_of=c.as_of) for c in r.currencies))

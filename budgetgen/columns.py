@@ -144,12 +144,14 @@ def _fits_shape_excel() -> str:
 _SERVING_VRAM = ('{weights_gb}*(1+InferenceOverhead)+{kv_cache_gb}+IF({concurrency}="",MinBatch,'
                  'MIN({concurrency},MinBatch))*{kv_bytes_per_token}*{context_used}/Billion')
 _MIN_REPLICAS = 'IF({min_replicas}="",MinReplicas,{min_replicas})'
+# Hours a training or batch run has for its work: its deadline less the setup every run starts with (the engine
+# refuses a run whose window is not positive).
+RUN_WINDOW = "({deadline_used}*HoursPerDay-SetupHours)"
 # §F's n_needed: 1 when one card meets the deadline, MaxCards + 1 when no number of cards can.
-_RUN_WINDOW = "({deadline_used}*HoursPerDay-SetupHours)"
 _CARDS_FOR_DEADLINE = serving.cards_at_scale_excel(
-    f"IF({{single_card_hours}}*(1+RunOverhead)<={_RUN_WINDOW},1,"
-    f"IF(OR({_RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
-    f"1+({{single_card_hours}}*(1+RunOverhead)/{_RUN_WINDOW}-1)/{{gpu.scaling}}))")
+    f"IF({{single_card_hours}}*(1+RunOverhead)<={RUN_WINDOW},1,"
+    f"IF(OR({RUN_WINDOW}<=0,{{gpu.scaling}}<=0),MaxCards+1,"
+    f"1+({{single_card_hours}}*(1+RunOverhead)/{RUN_WINDOW}-1)/{{gpu.scaling}}))")
 
 
 def _serving_calc(key: str, header: str, unit: str, fmt: str, excel: str) -> Calc:

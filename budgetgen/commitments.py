@@ -46,11 +46,7 @@ class Commitment:
     term_total: float
     months_after_plan: int
     after_plan_cost: float
-
-    @property
-    def monthly_cost(self) -> float:
-        """What the commitment bills a month of its term."""
-        return self.term_total / self.term_months
+    monthly_cost: float  # what it bills a month of its term: rules.COMMITTED_COST of its first month
 
 
 def commitment_rate(gpu, tier, settings) -> float | None:
@@ -117,7 +113,8 @@ def _commitment(s, gpu, tier, rate, on_demand, demand, rent, left, months, held=
     return Commitment(gpu, tier.name, term, rate, on_demand, replaced, break_even, demand, rent, left, candidates, proposed,
                       cards, committed, covered, unused, unused_cost, displaced, adjustment,
                       rules.TERM_TOTAL(s, cards=cards, rate=rate, term=term), after,
-                      rules.AFTER_PLAN_COST(s, cards=cards, rate=rate, after=after))
+                      rules.AFTER_PLAN_COST(s, cards=cards, rate=rate, after=after),
+                      rules.COMMITTED_COST(s, month=1, term=term, cards=cards, rate=rate))
 
 
 def adjustment_in(commitments: tuple[Commitment, ...], month_index: int) -> float:

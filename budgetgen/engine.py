@@ -6,10 +6,12 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from typing import cast
 
-from . import rules, scenarios, serving
+from . import expr, rules, scenarios, serving
 from .budgets import plan_budgets
-from .columns import K, evaluate, evaluate_task
+from .checks import Check, plan_checks
+from .columns import NAMES, RUN_WINDOW, K, evaluate, evaluate_task
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .errors import Code, InputError, Problem
 from .i18n import Message
@@ -36,6 +38,7 @@ SLOW_STREAM = 10  # tokens/s one user sees, under which a service is warned abou
 DEADLINE_TOLERANCE = 1e-9  # a run ending on its deadline, up to rounding, is in time
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
 MILLI = CONSTANT_VALUES["Milli"]
+_RUN_WINDOW = expr.compile_excel(RUN_WINDOW, NAMES)  # the hours a run has for its work, as the Tasks formulas say
 
 
 class Exclusion(Enum):
@@ -210,6 +213,11 @@ class Plan:
         """What to order (budgetgen.order), computed once for the Order sheet, its layout and the JSON."""
         return plan_order(self)
 
+    @functools.cached_property
+    def checks(self) -> tuple[Check, ...]:
+        """The tie-outs (budgetgen.checks), computed once for the Checks sheet, the Summary banner and the JSON."""
+        return plan_checks(self)
+
 
 def _candidate(task: Task, gpu: Gpu, inputs: Inputs, task_rows: dict) -> Candidate:
     """`task_rows`: evaluate_task's rows of this task so far, by the card count given and the tier (they differ in
@@ -382,7 +390,7 @@ def _deadline_problem(task: Task, deadline: float | None, s) -> Problem | None:
     """A training or batch run whose deadline is no longer than the setup every run starts with: no GPU and no
     number of cards or replicas finishes it. Named at deadline_days, or at runs_per_month when the deadline is the
     run's share of the month."""
-    if deadline is None or serving.run_window(deadline, s.setup_hours) > 0:
+    if deadline is None or cast(float, _RUN_WINDOW(s, deadline_used=deadline)) > 0:
         return None
     hours = deadline * HOURS_PER_DAY
     if task.values["deadline_days"] is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .checks import Check
 from .engine import Plan, TaskPlan
 from .model import Gpu
 from .schema import CONSTANT_VALUES, TIER_NAMES
@@ -43,8 +44,8 @@ def task_json(tp: TaskPlan, months: tuple[str, ...], gpu: Gpu) -> dict:
     return out
 
 
-def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
-    """The whole §6 document."""
+def plan_json(plan: Plan, reconciliation: dict | None = None, recon_checks: tuple[Check, ...] = ()) -> dict:
+    """The whole §6 document; `recon_checks` the reconciled months' checks (budgetgen.checks.recon_checks)."""
     s = plan.inputs.settings
     return {
         "currency": s.currency,
@@ -80,6 +81,7 @@ def plan_json(plan: Plan, reconciliation: dict | None = None) -> dict:
                      "planned": dict(zip(plan.months, line.planned, strict=True)),
                      "over": [m for m, over in zip(plan.months, line.over, strict=True) if over],
                      "overrun": line.overrun} for line in plan.budgets],
+        "checks": checks_json(plan, (*plan.checks, *recon_checks)),
         "warnings": list(plan.warnings),
         "reconciliation": reconciliation or {},
     }
@@ -108,3 +110,12 @@ def order_json(plan: Plan) -> dict:
         "buffer": math.fsum(t.buffer for t in plan.month_totals.values()),
         "plan_total": plan.period_total,
     }
+
+
+def checks_json(plan: Plan, checks: tuple[Check, ...]) -> list[dict]:
+    """The Checks sheet's rows (budgetgen.checks, which the sheet renders): each check's label, the sheet it is
+    about (null: the budget's), its computed and expected values, their currency (null for a count) and whether it
+    passes."""
+    currency = plan.inputs.settings.currency
+    return [{"label": c.label, "sheet": c.sheet or None, "computed": c.computed, "expected": c.expected,
+             "currency": currency if c.unit == "money" else None, "passes": c.passes} for c in checks]

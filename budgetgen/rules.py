@@ -221,6 +221,8 @@ BEST_COMMIT_RATE = Rule("best_commit_rate", "the lowest commitment rate offered 
 
 # --------------------------------------------------------------- budgets (Budgets)
 OVER_BUDGET = Rule("over_budget", "a month's plan above its budget", "{planned}>{budget}")
+OVER_BUDGET_BY = Rule("over_budget_by", "how far a month's plan is above its budget (0: within it)",
+                      "MAX(0,{planned}-{budget})")
 OVER_BUDGET_MONTHS = Rule("over_budget_months", "months over budget, over every budget line",
                           "SUMPRODUCT(({planned}>{budgets})*1)")
 
@@ -251,7 +253,7 @@ RULES: tuple[Rule, ...] = (BUFFER, MONTH_TOTAL, BREAK_EVEN_SHARE, DEMAND_FACTOR,
                            VERDICT, COMMIT_RATE, COMMIT_DEMAND, COMMIT_RENT, REPLACED_PRICE, BREAK_EVEN_UTILISATION, COMMIT_CANDIDATE,
                            COMMIT_PROPOSAL, COMMITTED_COST, COVERED_HOURS, UNUSED_HOURS, UNUSED_COST, RENT_DISPLACED,
                            DEMAND_LEFT, COMMIT_ADJUSTMENT, TERM_TOTAL, MONTHS_AFTER_PLAN, AFTER_PLAN_COST,
-                           BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_MONTHS, ORDER_IN_MONTH, RENT_LEFT, RENTED, ORDER_PEAK, ORDER_SUM,
+                           BEST_COMMIT_RATE, OVER_BUDGET, OVER_BUDGET_BY, OVER_BUDGET_MONTHS, ORDER_IN_MONTH, RENT_LEFT, RENTED, ORDER_PEAK, ORDER_SUM,
                            ORDER_UNIT_PRICE, RESERVED_CARDS, RESERVED_HOURS, RESERVED_COST, OVER_CAP_MONTHS, CHEAPER_ELSEWHERE, WHOLE, BANNER, GPUS_IN_CATALOG, TASK_COUNT,
                            TIES_OUT, ALL_CHECKS, PRICED_NOW)
 

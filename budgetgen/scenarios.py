@@ -9,9 +9,12 @@ cell Scenario) picks the column live; the build plans all three and the tornado 
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass
 
-from .records import BUFFER, PRICE
+from . import expr
+from .records import DEMAND, PRICE
 from .schema import DRIVERS, SCENARIO_LEVELS
 
 LEVELS = SCENARIO_LEVELS
@@ -62,22 +65,27 @@ def driver_value(rows: tuple[ScenarioRow, ...], levels: tuple[str, ...], driver:
 
 
 def task_multipliers(rows, levels, task_id: str, training: bool, tier: str, foreign: bool) -> tuple[float, float]:
-    """The task's demand and price multipliers: the product of every applying driver's value in DRIVERS order (a
-    driver not given counts 1; an efficiency divides). The Python view of `multiplier_excel`."""
-    demand = price = 1.0
-    for d in DRIVERS:
-        if d.effect == BUFFER or not d.applies(training, tier, foreign):
-            continue
-        v = driver_value(rows, levels, d.name, task_id)
-        if v is None:
-            continue
-        if d.effect == PRICE:
-            price *= v
-        elif d.divides:
-            demand /= v
-        else:
-            demand *= v
+    """The task's demand and price multipliers: `multiplier_excel`'s two formulas compiled (budgetgen.expr), each
+    Scenarios row's chosen name its value at `levels[i]` (a driver not given counts 1; an efficiency divides)."""
+    chosen = tuple(r.value(lv) for r, lv in zip(rows, levels, strict=True))
+    cells = {"training": 1 if training else 0, "tier": tier, "foreign": 1 if foreign else 0}
+    demand, price = (float(f(chosen, **cells)) for f in _compiled(rows, task_id))
     return demand, price
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(rows, task_id: str) -> tuple:
+    """The task's demand and price formulas as functions of the rows' chosen values (a tuple) and its cells."""
+    placeholders = {"training": "{training}", "tier": "{tier}", "foreign": "{foreign}"}
+    return tuple(_compile(multiplier_excel(rows, effect, task_id=task_id, **placeholders), len(rows))
+                 for effect in (DEMAND, PRICE))
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(text: str, n_rows: int):
+    """One multiplier formula compiled: the tasks without rows of their own share one text, so one compilation."""
+    chosen = {chosen_name(i): operator.itemgetter(i) for i in range(n_rows)}
+    return expr.compile_excel(text, expr.Names(settings={}, constants={}, derived=chosen))
 
 
 def foreign_prices(gpu, currency: str) -> bool:
@@ -117,7 +125,7 @@ def _row_for(rows, driver: str, task_id: str) -> int | None:
 
 
 def multiplier_excel(rows, effect: str, *, task_id: str, training: str, tier: str, foreign: str) -> str:
-    """The task's demand or price multiplier, the Excel view of `task_multipliers`: `training` (1/0), `tier` and
+    """The task's demand or price multiplier (`task_multipliers` computes it compiled): `training` (1/0), `tier` and
     `foreign` (1/0) are cells, so an edited tier moves it live."""
     out = "1"
     for d in DRIVERS:

@@ -87,7 +87,9 @@ moved. Then model v4's tensor-parallel loss by each card's share of the model (t
 billions a card, tp_size_exponent 0.16 -> 0.4), the BytesFp4 constant (Assumptions A106, the constants below it one
 down) and the train_fp4_efficiency setting (Assumptions and About rows below it one down): ML03 (Llama-3.3-70B fp8
 on 2 A100 80G, 35.3B a card) tp 0.807 -> 0.830, 378.9 -> 389.5 output tokens/s a replica, still one replica, and
-its candidates' speeds with it; no cost moved. Then model v4's vocabulary (issue 31): the Models vocab_size column
+its candidates' speeds with it; no cost moved. Then the checks computed once from the plan (issue 32): the JSON's
+new `checks` (the Checks sheet's rows, the Recon tie-outs last, each with its computed and expected value, currency
+and whether it passes); no cell changed. Then model v4's vocabulary (issue 31): the Models vocab_size column
 (Tasks: model: vocab_size before the experts columns, the columns after it one right; Models M, source to N), the
 logit_bytes and fallback_vocab_size settings (Assumptions and About rows below them two down), the
 EmbeddingMatrices constant and lora_workspace_gb 1.5 -> 0: the training rows' VRAM counts a micro-batch's bf16

@@ -531,3 +531,19 @@ def test_every_runs_column_and_kind_is_in_the_readme_row_of_calibrate():
     assert missing == [] and all(f" {kind}" in row for kind in calibrate.KINDS)
     models_md = (Path(__file__).parents[1] / "docs" / "models.md").read_text(encoding="utf-8")
     assert all(f"`{figure}`" in models_md.split("### Memory runs")[1] for figure in calibrate.MEMORY_FIGURES)
+
+
+def test_the_memory_fit_sums_straight_lines_only_where_the_engine_agrees():
+    """GB = 8 + 2x: the sum of the lines read at x = 1 (slope 2) is used, and gives 8 + 2 x 4 = 16 at x = 4 without
+    the engine; GB = 9 + x^2 (the same line at x = 1, but curved): the engine itself is used."""
+    run = object()
+    lines = {"x": [(run, 8.0, 2.0)]}
+
+    def straight(values):
+        return [8 + 2 * values.get("x", 1.0)]
+
+    def curved(values):
+        return [9 + values.get("x", 1.0) ** 2]
+    fast = calibrate._affine([run], [10.0], lines, {"x": 1.0}, {"x": (0.0, 5.0)}, straight)
+    assert fast is not straight and fast({"x": 4.0}) == [16.0]
+    assert calibrate._affine([run], [10.0], lines, {"x": 1.0}, {"x": (0.0, 5.0)}, curved) is curved

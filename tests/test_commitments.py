@@ -14,7 +14,7 @@ from order_sheet import read_order
 
 import budgetgen
 from budgetgen import expr, rules
-from budgetgen.serving import default_settings
+from budgetgen.model import Settings
 from budgetgen.workbook.layout import SummaryLayout
 
 ON_DEMAND = 2.0  # USD per card-hour, typed on the GPUs row
@@ -170,7 +170,7 @@ def test_a_three_month_plan_commits_nothing_on_a_twelve_month_term(tmp_path):
 def test_card_hours_clamp_each_month_to_one_card(hours, months, term, card, expected):
     """The card-hours piece of the proposal's formula, compiled as the engine compiles it."""
     card_hours = expr.compile_excel(rules._card_hours_excel(str(card)), rules.NAMES)
-    assert card_hours(default_settings(), hours=hours, months=months, term=term) == pytest.approx(expected)
+    assert card_hours(Settings(), hours=hours, months=months, term=term) == pytest.approx(expected)
 
 
 def _busy_hours(demand: list[float], card: int) -> float:
@@ -186,7 +186,7 @@ def _busy_hours(demand: list[float], card: int) -> float:
     ([16 * 730.0 + 300] * 12, 0.5, 16),
 ])
 def test_the_proposal_is_the_largest_card_busy_the_break_even_share(demand, be, expected):
-    s = default_settings()
+    s = Settings()
     months = list(range(1, 13))
     candidates = [rules.COMMIT_CANDIDATE(s, hours=demand, months=months, term=12, break_even=be, demand=h)
                   for h in demand]

@@ -3,7 +3,9 @@ worked by hand from Excel's rules (precedence, blanks, array formulas), not take
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -230,3 +232,41 @@ def test_every_recon_rule_has_one_expression_and_the_few_with_their_own_python_s
                            "cells is #NUM!), the engine's median is blank",
     }
     assert {r.key for r in recon_rules.RULES if not r.compiled} == set(own)
+
+
+# --------------------------------------------------------------------------------------------- no Python twins
+
+# What serving.py may define beside its formula texts: builders that write a text for a card shape or an
+# expression, and the spreadsheet rounding the compiled FLOOR and CEILING use. A quantity's Python is compiled from
+# its text (columns.Calc), never written again here.
+SERVING_FUNCTIONS = {"fits_excel", "training_shape_excel", "cards_at_scale_excel", "_peak_excel", "sheet_ceil",
+                     "sheet_floor"}
+
+
+def _defined(source: str) -> set[str]:
+    """Every function and class a module's source defines, at any depth (methods, nested functions and lambdas too,
+    a lambda as "<lambda>")."""
+    nodes = list(ast.walk(ast.parse(source)))
+    return {n.name for n in nodes if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)} | \
+        {"<lambda>" for n in nodes if isinstance(n, ast.Lambda)}
+
+
+def _serving_source() -> str:
+    from budgetgen import serving
+
+    return Path(serving.__file__).read_text(encoding="utf-8")
+
+
+def test_serving_defines_no_function_beside_its_formula_texts_but_the_builders_and_rounding():
+    """A function that computed a quantity beside its formula (params_used, batch_size, estimate_replica, ...) is a
+    second expression of it: the engine would not call it and the two could drift apart unnoticed."""
+    from budgetgen import serving
+
+    assert _defined(_serving_source()) == SERVING_FUNCTIONS
+    texts = [k for k in vars(serving) if k.endswith("_EXCEL")]
+    assert len(texts) >= 40 and all(isinstance(getattr(serving, k), str) for k in texts)
+
+
+def test_the_check_catches_a_function_grown_beside_the_texts():
+    planted = _serving_source() + "\n\ndef batch_size(concurrency, batch_mem):\n    return min(concurrency, batch_mem)\n"
+    assert _defined(planted) - SERVING_FUNCTIONS == {"batch_size"}

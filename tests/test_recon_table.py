@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 
 from budgetgen.recon import PlanFacts, ResourceTable, reconcile
-from budgetgen.recon.pipeline import tab_resources
 
 MONTH = "2026-07"
 # resource, task ("" untagged), BilledCost, average utilisation % (None: no usage)
@@ -65,10 +64,10 @@ def test_money_at_stake_by_hand(month):
 def test_the_tab_lists_the_flagged_by_money_at_stake_then_the_rest_by_bill(month):
     # flagged: r-c 160, u-1 120, r-a 90, u-2 40; then unflagged by bill: r-b 300, then r-d and r-e (50 each) in
     # the month's order
-    shown, rest = tab_resources(month.resources, 10)
+    shown, rest = month.resources.split(10)
     assert [r.resource_id for r in shown] == ["r-c", "u-1", "r-a", "u-2", "r-b", "r-d", "r-e"]
     assert len(rest) == 0
-    shown, rest = tab_resources(month.resources, 3)
+    shown, rest = month.resources.split(3)
     assert [r.resource_id for r in shown] == ["r-c", "u-1", "r-a"]
     assert [r.resource_id for r in rest] == ["r-b", "r-d", "r-e", "u-2"]   # the rest in the month's order
     assert rest.flagged() == 1

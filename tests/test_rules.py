@@ -44,6 +44,8 @@ CASES = [
                         "hours_row": 300, "price": 1}, 900),                    # 600 x 450 / 300
     (rules.PRICE_TREND, {"change": -0.19, "month": 7}, 0.9),                 # 0.81^(6/12)
     (rules.OVER_BUDGET, {"planned": 10_950, "budget": 10_800}, True),
+    (rules.OVER_BUDGET_BY, {"planned": 10_950, "budget": 10_800}, 150),   # 10,950 - 10,800
+    (rules.OVER_BUDGET_BY, {"planned": 10_700, "budget": 10_800}, 0),     # within: nothing over, not -100
     (rules.BREAK_EVEN_SHARE, {"hours": 6}, 0.25),         # the buffer is on the GPU cost incl. commitments
     (rules.MONTH_TOTAL, {"gpu": 100, "commitments": 0, "extras": 20, "buffer": 25}, 145),
     (rules.MONTH_TOTAL, {"gpu": 100, "commitments": -30, "extras": 20, "buffer": 25}, 115),

@@ -145,6 +145,28 @@ def test_the_json_order_is_what_procurement_buys_and_totals_the_plan(year):
     assert results["budgets"] == []   # no Budgets sheet
 
 
+def test_the_json_checks_pass_with_the_commitments_and_the_bill(year):
+    """The JSON's checks (the Checks sheet's rows, computed once from the plan) hold the totals worked out by hand:
+    the task x month matrix 12 x 11,680 = 140,160 GPU, the Order's GPU total 12 x (11,680 - 2,336) = 112,128, the
+    commitments' adjustment 12 x -2,336 = -28,032, and the July Recon tab's billed total 11,854 against the bill's
+    BilledCost; every check passes and the sheet shows the same values."""
+    _, out, results = year
+    checks = {(c["sheet"], c["label"]): c for c in results["checks"]}
+    expected = {(None, "task x month matrix = Summary GPU total"): (12 * GPU, 12 * GPU),
+                (None, "Order GPU total = Summary GPU + commitments total"): (12 * (GPU + COMMITMENTS),) * 2,
+                (None, "Order plan total = Summary period total"): (PERIOD, PERIOD),
+                (None, "Commitments sheet adjustment = Summary commitments total"): (12 * COMMITMENTS,) * 2,
+                (None, "buffer = rate x (GPU + commitments) total"): (12 * BUFFER,) * 2,
+                ("Recon 2026-07", "billed total = BilledCost of the month"): (BILLED, BILLED)}
+    for key, (computed, wanted) in expected.items():
+        assert (checks[key]["computed"], checks[key]["expected"]) == pytest.approx((computed, wanted), abs=0.005), key
+        assert checks[key]["currency"] == "USD"
+    assert all(c["passes"] for c in results["checks"])
+    ws = openpyxl.load_workbook(out, data_only=True)["Checks"]
+    shown = [(ws.cell(r, 2).value, ws.cell(r, 3).value, ws.cell(r, 4).value) for r in range(3, ws.max_row + 1)]
+    assert shown == [(pytest.approx(c["computed"]), pytest.approx(c["expected"]), True) for c in results["checks"]]
+
+
 def test_the_reservation_fee_is_billed_against_the_commitments_planned(year):
     output, out, results = year
     assert (f"Recon 2026-07: GPU and commitments billed {BILLED_GPU_ALL:,.2f} USD against planned "

@@ -247,8 +247,9 @@ class ResourceTable(Sequence):
         return int(sum(map(bool, self.columns["flags"][self.rows])))
 
     def split(self, top: int) -> tuple[tuple[ResourceRecon, ...], ResourceTable]:
-        """tab_resources of this table: the `top` resources of the ranking as ResourceRecons, the others as a view
-        in the month's order. Worked out once per `top`."""
+        """The resources a Recon tab lists and those its Resources sheet lists: the `top` resources of the ranking
+        (the flagged ones first, by the money at stake, then by billed) as ResourceRecons, the others as a view in
+        the month's order. One sort; worked out once per `top`."""
         if top not in self._splits:
             n = len(self.rows)
             flags = self.columns["flags"][self.rows]
@@ -779,20 +780,6 @@ def _objects(values: list) -> np.ndarray:
     array = np.empty(len(values), dtype=object)
     array[:] = values
     return array
-
-
-def tab_resources(resources: tuple[ResourceRecon, ...], top: int
-                  ) -> tuple[tuple[ResourceRecon, ...], tuple[ResourceRecon, ...]]:
-    """The resources a Recon tab lists (at most `top`: the flagged ones first, by the money at stake, then by
-    billed) and the others, in the month's order, for its Resources sheet. Linear in the resources but for the
-    sort."""
-    if isinstance(resources, ResourceTable):
-        return resources.split(top)
-    ranked = sorted(range(len(resources)), key=lambda i: (not resources[i].flags, -resources[i].at_stake,
-                                                          -resources[i].billed, i))
-    shown = set(ranked[:top])
-    return (tuple(resources[i] for i in ranked[:top]),
-            tuple(r for i, r in enumerate(resources) if i not in shown))
 
 
 def next_month_actions(recon: MonthRecon) -> tuple[Action, ...]:

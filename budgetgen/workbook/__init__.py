@@ -14,7 +14,8 @@ from pathlib import Path
 
 import xlsxwriter
 
-from .. import __version__, rules
+from .. import __version__
+from ..checks import recon_checks
 from ..engine import Plan, options_listed
 from ..errors import OutputError
 from ..fx import plan_rates
@@ -28,7 +29,7 @@ from .book import SAFE_FUNCTIONS, Book, Sheet
 from .budgets import write_budgets
 from .buy_vs_rent import write_buy_vs_rent
 from .candidates import write_candidates
-from .checks import plan_checks, tie_outs, write_checks
+from .checks import all_pass, plan_check_rows, write_checks
 from .commitments import write_commitments
 from .demand import write_demand
 from .extras import write_extras
@@ -96,8 +97,9 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
             ws[at.detail_sheet] = wb.add_worksheet(at.detail_sheet, Sheet)
     ws["About"] = wb.add_worksheet("About", Sheet)
     order = plan.order
-    checks = plan_checks(plan, order) + [recon_check(at, billed_input[m], recon[m].billed_total)
-                                  for m, at in layout.recon.items()]
+    months = recon_checks(plan.inputs.settings, {m: recon[m] for m in layout.recon}, billed_input)
+    checks = plan_check_rows(plan) + [recon_check(at, check)
+                                      for at, check in zip(layout.recon.values(), months, strict=True)]
     n = len(plan.tasks)
     stages = [
         ("Assumptions", lambda: write_assumptions(book, ws["Assumptions"], plan.inputs.settings, plan.months,
@@ -115,7 +117,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         ("BuyVsRent", lambda: write_buy_vs_rent(book, ws["BuyVsRent"], plan)),
         ("Commitments", lambda: write_commitments(book, ws["Commitments"], plan, layout.commitments)),
         ("Summary", lambda: write_summary(book, ws["Summary"], plan, layout.summary,
-                                          rules.ALL_CHECKS(None, checks=tie_outs(plan, checks)))),
+                                          all_pass(checks))),
         ("Scenarios", lambda: write_scenarios(book, ws["Scenarios"], plan)),
         ("Budgets", lambda: write_budgets(book, ws["Budgets"], plan)),
         ("Order", lambda: write_order(book, ws["Order"], plan, order, layout.order)),
@@ -127,7 +129,7 @@ def _write(plan: Plan, path: Path, recon: Mapping, billed_input: Mapping[str, fl
         *((f"Resources {m} ({at.rest_rows:,} rows)",
            lambda m=m, at=at: write_resources_detail(book, ws[at.detail_sheet], plan, recon[m], at))
           for m, at in layout.recon.items() if at.rest_rows and not at.rest_in_csv),
-        ("Checks", lambda: write_checks(book, ws["Checks"], plan, checks)),
+        ("Checks", lambda: write_checks(book, ws["Checks"], checks)),
         ("About", lambda: write_about(book, ws["About"], plan)),
     ]
     for label, write in stages:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import serving
+from ..columns import NAMES
 from ..fx import Rate
 from ..i18n import name as input_name
 from ..i18n import word
@@ -42,7 +43,7 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
     book.define("DaysPerMonth", SHEET, row, 1)
     row = at.kv_bytes_row
     ws.write_string(row, 0, "kv_bytes")
-    book.formula(ws, row, 1, serving.KV_BYTES_EXCEL.removeprefix("="), serving.kv_bytes(s.kv_cache_dtype))
+    book.formula(ws, row, 1, serving.KV_BYTES_EXCEL.removeprefix("="), NAMES.derived["KvBytes"](s))
     ws.write_string(row, 2, t("bytes"))
     ws.write_string(row, 3, t("bytes of one cached KV element = 1 when kv_cache_dtype is fp8, else 2"))
     ws.write_string(row, 4, "KvBytes")

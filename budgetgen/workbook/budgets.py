@@ -40,7 +40,7 @@ def write_budgets(book: Book, ws, plan: Plan) -> None:
             ws.write_string(r, 1, month)
             book.formula(ws, r, 2, _planned(line, month), line.planned[j], "money")
             book.value(ws, r, 3, line.budget.monthly_budget, "input", "money")
-            book.formula(ws, r, 4, f"MAX(0,C{n}-D{n})", max(0.0, line.planned[j] - line.budget.monthly_budget),
+            book.formula(ws, r, 4, rules.OVER_BUDGET_BY.formula(planned=f"C{n}", budget=f"D{n}"), line.over_by[j],
                          "money")
             book.formula(ws, r, 5, shown(f'IF({rules.OVER_BUDGET.formula(planned=f"C{n}", budget=f"D{n}")},"OVER","ok")'),
                          word("OVER" if line.over[j] else "ok", book.lang), "text")

@@ -9,13 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from xlsxwriter.utility import xl_col_to_name
+
+from ..checks import recon_sheet
 from ..columns import CALCS, CANDIDATE_FROM_TASKS, MODEL_FIELDS
 from ..engine import Candidate, Plan
 from ..fx import plan_rates
 from ..models import MODEL_COLUMNS
 from ..order import Order
 from ..recon import ACTIONS
-from ..recon.pipeline import tab_resources
 from ..recon.rules import FLAG_RULES, OVER_PLAN_STATUS, PARTIAL_STATUS
 from ..records import camel
 from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
@@ -500,6 +502,46 @@ def commit_adjustment(month: str) -> str:
 COMMIT_TOTAL = "CommitmentsTotal"   # the commitments' adjustment over the plan
 
 
+class Columns:
+    """A table's columns declared once, in order, by name (with the header each shows): a column's position, its
+    letter and its cell references follow from the order, so moving or adding a column is one change here."""
+
+    def __init__(self, *columns: tuple[str, str]):
+        self.names = tuple(name for name, _ in columns)
+        self.headers = [header for _, header in columns]
+        self._index = {name: i for i, name in enumerate(self.names)}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def header_row(self, **words: str) -> list[str]:
+        """The headers in column order, a column's replaced where `words` names it (a block's title in the first)."""
+        return [words.get(name, header) for name, header in zip(self.names, self.headers, strict=True)]
+
+    def __getitem__(self, name: str) -> int:
+        """The 0-based column of `name`."""
+        return self._index[name]
+
+    def letter(self, name: str) -> str:
+        return xl_col_to_name(self._index[name])
+
+    def cell(self, name: str, row: int | str) -> str:
+        """`name`'s cell in the 1-based `row` (or a row placeholder such as "{r}"): `E12`."""
+        return f"{self.letter(name)}{row}"
+
+    def fixed(self, name: str, row: int) -> str:
+        """`name`'s cell in the 1-based `row`, absolute: `$F$7`."""
+        return f"${self.letter(name)}${row}"
+
+    def range(self, name: str, first: int, last: int) -> str:
+        """`name`'s cells from 1-based row `first` to `last`: `F7:F19`."""
+        return f"{self.cell(name, first)}:{self.cell(name, last)}"
+
+    def span(self, name: str, first: int, last: int) -> str:
+        """`name`'s cells from 1-based row `first` to `last`, absolute: `$F$7:$F$19`."""
+        return f"{self.fixed(name, first)}:{self.fixed(name, last)}"
+
+
 @dataclass(frozen=True)
 class ReconLayout:
     """One `Recon YYYY-MM` tab: first the one-page summary its print area holds (the title, like for like, the bill's
@@ -523,6 +565,37 @@ class ReconLayout:
     daily_rows: int = 0   # the daily table: one row per task and charge day of its GPU lines
     currency_rows: int = 0   # the bill's currencies other than the plan's, converted: one row each
 
+    TASKS = Columns(("task_id", "task id"), ("planned", "planned"), ("billed", "billed"), ("variance", "variance"),
+                    ("variance_pct", "variance %"), ("status", "status"), ("non_gpu", "non-GPU billed"),
+                    ("buffer_share", "buffer share"), ("buffer_left", "buffer left"), ("cards", "cards held"),
+                    ("planned_hours", "planned GPU hours"), ("hours", "GPU hours billed"),
+                    ("rate_variance", "rate variance"), ("usage_variance", "usage variance"),
+                    ("effective", "EffectiveCost"), ("compared", "compared with plan"),
+                    ("planned_pricing", "planned PricingCategory"), ("resources", "GPU resources"))
+    """The task block's columns: per task billed in the month, its plan, bill, variances and buffer."""
+    RESOURCES = Columns(("resource", "resource"), ("task", "task id"), ("services", "services"), ("lines", "lines"),
+                        ("billed", "billed"), ("hours", "hours"), ("util", "avg util %"),
+                        ("mem_share", "peak memory share"), ("oom", "OOM events"), ("flags", "flags"),
+                        ("action", "action next month"), ("cards", "cards"), ("idle", "idle cards"),
+                        ("saving", "saving if acted on"), ("pricing", "PricingCategory"),
+                        ("to_attribute", "to attribute or stop"))
+    """The resource block's columns (and the month's Resources sheet's, with the task's position after them)."""
+    DAILY = Columns(("task_id", "daily GPU bill, task id"), ("day", "day"), ("billed", "billed"),
+                    ("median", "median of previous days"), ("spike", "spike"))
+    """The daily GPU bill's columns: per task and charge day."""
+    LIKE = Columns(("label", "like for like"), ("planned", "planned"), ("billed", "billed"), ("variance", "variance"))
+    """Like for like: planned against billed, per part of the month."""
+    CURRENCIES = Columns(("label", "billed in another currency"), ("billed", "billed in its currency"),
+                         ("rate", "rate"), ("converted", "billed"))
+    """The bill's other currencies: its BilledCost, the rate (plan currency per 1) and the amount converted."""
+    NON_GPU = Columns(("category", "non-GPU lines"), ("billed", "billed"), ("planned", "planned (Extras)"),
+                      ("not_planned", "not planned"))
+    """The non-GPU lines by category against the Extras."""
+    VALUES = Columns(("label", ""), ("value", "value"))
+    """The usage block's, the coverage's and the totals' columns: a label and its value."""
+    COMMITMENTS = Columns(("kind", "commitment lines"), ("billed", "billed"), ("effective", "EffectiveCost"),
+                          ("commitment_id", "commitment id"), ("commitment_type", "commitment type"))
+    """The commitment lines apart from the tasks."""
     TOTALS = ("non_gpu", "reserved", "buffer_left", "allocated", "unallocated", "billed", "planned",
               "commitments", "input", "not_planned", "credit", "refund", "idle_saving", "saving")
     """The totals block's rows in order: non-GPU billed, buffer reserved and left, GPU billed to tasks, unallocated,
@@ -596,7 +669,7 @@ class ReconLayout:
 
     @property
     def sheet(self) -> str:
-        return f"Recon {self.month}"
+        return recon_sheet(self.month)
 
     @property
     def rest_row(self) -> int:
@@ -744,7 +817,7 @@ def _recon(month: str, mr, top: int) -> ReconLayout:
     task_header = ReconLayout.summary_rows(currencies)
     task_last = task_header + max(1, len(mr.tasks))
     resource_header = task_last + 3
-    shown, rest = tab_resources(mr.resources, top)
+    shown, rest = mr.resources.split(top)
     in_csv = len(rest) > RESOURCES_SHEET_MAX
     resource_last = resource_header + max(1, len(shown)) + (2 if in_csv else 0)
     non_gpu_header = resource_last + (1 if rest and not in_csv else 0) + 3
