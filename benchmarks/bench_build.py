@@ -37,8 +37,8 @@ import xlsxwriter
 from focus_bills import floor
 
 from budgetgen.api import build_budget
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
 from budgetgen.recon.bill_sums import BillSource, sum_bills
 from budgetgen.workbook import write_workbook

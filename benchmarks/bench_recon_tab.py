@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from budgetgen.cli import main as cli
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.recon import plan_facts, plan_targets, reconcile
 from budgetgen.recon.bill_sums import SUM_KEYS
 from budgetgen.workbook import write_workbook

@@ -9,10 +9,11 @@ From Python:
 
 __version__ = "0.1.0"
 
-# The public names load on first use (PEP 562), so that `budgetgen.records` can be imported, and a record added,
+# The public names load on first use (PEP 562), so that `budgetgen.core.records` can be imported, and a record added,
 # before the modules that derive from the records are imported.
-_PUBLIC = {"Result": "api", "build_budget": "api", "Plan": "engine", "plan_budget": "engine",
-           "BudgetgenError": "errors", "InputError": "errors", "OutputError": "errors", "read_inputs": "reader"}
+_PUBLIC = {"Result": "api", "build_budget": "api", "Plan": "plan.engine", "plan_budget": "plan.engine",
+           "BudgetgenError": "core.errors", "InputError": "core.errors", "OutputError": "core.errors",
+           "read_inputs": "io.reader"}
 
 __all__ = ["BudgetgenError", "InputError", "OutputError", "Plan", "Result", "__version__", "build_budget",
            "plan_budget", "read_inputs"]

@@ -14,10 +14,10 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .i18n import Message
+from .core.i18n import Message
 
 if TYPE_CHECKING:
-    from .engine import Plan
+    from .plan.engine import Plan
     from .recon import MonthRecon
 
 StrPath = str | PathLike[str]
@@ -43,8 +43,8 @@ def default_output(input_path: StrPath) -> Path:
 def results_json(plan, recon: Mapping, billed_input: Mapping[str, float] | None = None) -> str:
     """The engine's results (and the reconciliation months, with `billed_input` the BilledCost of each month's
     input lines for their checks) as the JSON text `--json` writes."""
-    from .checks import recon_checks
-    from .results import plan_json
+    from .io.results import plan_json
+    from .plan.checks import recon_checks
 
     checks = recon_checks(plan.inputs.settings, recon, billed_input or {})
     return json.dumps(plan_json(plan, {month: r.to_json() for month, r in recon.items()}, checks), indent=2,
@@ -64,12 +64,12 @@ def build_budget(input_path: StrPath, output: StrPath | None = None, *, bills: I
     cannot be written; in either case no output file is created or changed.
     """
     # Loaded here, not when the CLI starts: the bill engine (DuckDB, pandas) and the writers (`budgetgen --help`)
-    from .engine import plan_budget
-    from .reader import read_inputs
+    from .core.warnings import group_warnings
+    from .io.reader import read_inputs
+    from .io.safefile import check_outputs, staged_outputs
+    from .plan.engine import plan_budget
     from .recon import reconcile_plan
     from .recon.bill_sums import expand_bill_path
-    from .safefile import check_outputs, staged_outputs
-    from .warnings import group_warnings
     from .workbook import resources_csv_paths, write_workbook
 
     input_path, output = Path(input_path), Path(output) if output is not None else default_output(input_path)

@@ -20,22 +20,22 @@ from pathlib import Path
 import click
 
 from .api import build_budget, default_output, results_json
-from .calibrate import calibrate as fit_runs
-from .calibrate import check_held_out, format_fit, read_measured, read_plan_catalogs, write_fit
-from .catalog import CATALOG_CURRENCY, builtin_catalog
-from .engine import plan_budget
-from .errors import BudgetgenError, InputError, OutputError, printable
-from .i18n import LANGS, say, tr
-from .model import Settings
-from .models import builtin_models, format_models_table, models_json
-from .price_import import SUFFIX, import_prices
-from .prices import builtin_offers
-from .reader import read_inputs
+from .catalog.gpus import CATALOG_CURRENCY, builtin_catalog
+from .catalog.models import builtin_models, format_models_table, models_json
+from .catalog.price_import import SUFFIX, import_prices
+from .catalog.prices import builtin_offers
+from .core.errors import BudgetgenError, InputError, OutputError, printable
+from .core.i18n import LANGS, say, tr
+from .core.inputs import Settings
+from .core.schema import TIER_NAMES
+from .core.warnings import warning_count
+from .io.reader import read_inputs
+from .io.safefile import check_outputs, staged_outputs
+from .io.template import write_template
+from .model.calibrate import calibrate as fit_runs
+from .model.calibrate import check_held_out, format_fit, read_measured, read_plan_catalogs, write_fit
+from .plan.engine import plan_budget
 from .recon.dialects import DEFAULT_TABLE, DIALECTS
-from .safefile import check_outputs, staged_outputs
-from .schema import TIER_NAMES
-from .template import write_template
-from .warnings import warning_count
 
 STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -315,7 +315,7 @@ def models(as_json: bool) -> None:
 @DATE_OPTION
 def diff(old: Path, new: Path, output: Path | None, build_date) -> None:
     """Show what changed from OLD to NEW (input or budget workbooks) and what each change costs."""
-    from .diff import diff_files, format_table, write_diff_workbook  # the writers load for this command only
+    from .plan.diff import diff_files, format_table, write_diff_workbook  # the writers load for this command only
 
     with _reported(outputs=(output,)):
         check_outputs([output], [old, new])

@@ -15,8 +15,8 @@ from pathlib import Path
 import openpyxl
 from openpyxl.styles import Font, PatternFill
 
-from budgetgen.i18n import name, sheet_name, word
-from budgetgen.schema import SETTINGS_BY_KEY, TASK_COLUMNS
+from budgetgen.core.i18n import name, sheet_name, word
+from budgetgen.core.schema import SETTINGS_BY_KEY, TASK_COLUMNS
 
 SETTINGS = [
     ("currency", "CNY", "plan currency"),

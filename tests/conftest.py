@@ -22,7 +22,8 @@ import pytest
 from formula_proof import local_recalc, prove  # noqa: F401  (the tests' way to check formulas, see formula_proof)
 
 import budgetgen
-from budgetgen import catalog, models, prices
+from budgetgen.catalog import gpus as catalog
+from budgetgen.catalog import models, prices
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -88,8 +89,8 @@ def shipped_catalogs() -> Iterator[None]:
 def sample_book(tmp_path_factory: pytest.TempPathFactory, fixed_catalog: Path):
     """inputs/q3.xlsx planned and written once per session (once per xdist worker) for every module that reads it:
     (plan, workbook path). A test that changes the file works on a copy."""
-    from budgetgen.engine import plan_budget
-    from budgetgen.reader import read_inputs
+    from budgetgen.io.reader import read_inputs
+    from budgetgen.plan.engine import plan_budget
     from budgetgen.workbook import write_workbook
 
     plan = plan_budget(read_inputs(SAMPLE, today=TODAY))
@@ -99,8 +100,8 @@ def sample_book(tmp_path_factory: pytest.TempPathFactory, fixed_catalog: Path):
 @pytest.fixture(scope="session")
 def sample_book_zh(tmp_path_factory: pytest.TempPathFactory, fixed_catalog: Path):
     """The sample's workbook in Chinese (`lang="zh"`), once per session: (plan, workbook path)."""
-    from budgetgen.engine import plan_budget
-    from budgetgen.reader import read_inputs
+    from budgetgen.io.reader import read_inputs
+    from budgetgen.plan.engine import plan_budget
     from budgetgen.workbook import write_workbook
 
     plan = plan_budget(read_inputs(SAMPLE, today=TODAY))

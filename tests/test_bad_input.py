@@ -23,7 +23,7 @@ from conftest import REPO, TEST_CATALOG, local_recalc, make_input, prove
 from defusedxml import ElementTree
 
 from budgetgen.cli import main
-from budgetgen.reader import MAX_TABLE_ROWS
+from budgetgen.io.reader import MAX_TABLE_ROWS
 
 SERVICE = {"task_id": "T1", "task": "chat", "kind": "inference", "model_params_b": 7, "requests_per_day": 1000,
            "tokens_per_request": 200, "cost_center": "kb"}
@@ -461,7 +461,7 @@ def test_cost_centers_are_matched_exactly_after_recalculation(tmp_path):
 ISOLATED = """
 import json, pathlib, resource, sys, time
 from click.testing import CliRunner
-from budgetgen import catalog, models, prices
+from budgetgen.catalog import gpus as catalog, models, prices
 from budgetgen.cli import main
 catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])  # the tests' fixed catalogs, as in conftest
 prices.OFFERS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("prices.csv")
@@ -654,7 +654,7 @@ def test_too_many_shared_strings_are_refused_before_openpyxl_loads_them(tmp_path
     def never(*args, **kwargs):
         raise AssertionError("openpyxl loaded a workbook the bound should have refused")
 
-    monkeypatch.setattr("budgetgen.safefile.MAX_SHARED_STRINGS", 1000)
+    monkeypatch.setattr("budgetgen.io.safefile.MAX_SHARED_STRINGS", 1000)
     (tmp_path / "small").mkdir()
     small = _many_strings(tmp_path / "small" / "q3.xlsx", 900)
     assert build(small, "-o", tmp_path / "small" / "budget.xlsx").exit_code == 0
@@ -666,7 +666,7 @@ def test_too_many_shared_strings_are_refused_before_openpyxl_loads_them(tmp_path
 
 
 def test_shared_strings_larger_than_the_bound_are_refused_by_their_declared_size(tmp_path, monkeypatch):
-    monkeypatch.setattr("budgetgen.safefile.MAX_SHARED_STRINGS_SIZE", 64 * 1024)
+    monkeypatch.setattr("budgetgen.io.safefile.MAX_SHARED_STRINGS_SIZE", 64 * 1024)
     book = _many_strings(tmp_path / "q3.xlsx", 0)
     replace_text(book, "<t>chat</t>", "<t>" + "x" * 100_000 + "</t>")
     with zipfile.ZipFile(book) as z:

@@ -14,9 +14,9 @@ import pytest
 from conftest import TODAY, make_input
 from test_bad_input import SERVICE, TRAINING, refused
 
-from budgetgen.errors import Code, InputError
-from budgetgen.prices import name_key, split_names
-from budgetgen.reader import read_inputs
+from budgetgen.catalog.prices import name_key, split_names
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
 
 
 def problems(book) -> set[tuple[Code, str, str]]:
@@ -267,7 +267,7 @@ def quotes_csv(path, *rows):
 
 
 def quote_problems(path) -> list[tuple[Code, str]]:
-    from budgetgen.price_files import read_price_file
+    from budgetgen.catalog.price_files import read_price_file
 
     with pytest.raises(InputError) as caught:
         read_price_file(path, CLASSES, today=TODAY)
@@ -353,7 +353,7 @@ TRAIN_RUN = {"kind": "train", "model": "Llama-3.1-8B", "gpu": "H100 80G", "cards
 
 
 def runs_csv(path, *runs):
-    from budgetgen.calibrate import MEASURED_COLUMNS
+    from budgetgen.model.calibrate import MEASURED_COLUMNS
 
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=MEASURED_COLUMNS)
@@ -364,8 +364,10 @@ def runs_csv(path, *runs):
 
 def calibrate_problems(path) -> list[tuple[Code, str]]:
     """Read and fit the runs as `budgetgen calibrate` does: the problems' codes and places (file!cell)."""
-    from budgetgen import calibrate, catalog, models
-    from budgetgen.model import Settings
+    from budgetgen.catalog import gpus as catalog
+    from budgetgen.catalog import models
+    from budgetgen.core.inputs import Settings
+    from budgetgen.model import calibrate
 
     gpus = {g.name.lower(): g for g in catalog.builtin_catalog()}
     with pytest.raises(InputError) as caught:
@@ -444,8 +446,10 @@ def test_the_calibrate_command_prints_errors_only_and_writes_nothing(tmp_path):
 
 
 def test_sensible_runs_still_fit(tmp_path):
-    from budgetgen import calibrate, catalog, models
-    from budgetgen.model import Settings
+    from budgetgen.catalog import gpus as catalog
+    from budgetgen.catalog import models
+    from budgetgen.core.inputs import Settings
+    from budgetgen.model import calibrate
 
     gpus = {g.name.lower(): g for g in catalog.builtin_catalog()}
     shapes = [RUN, {**RUN, "concurrency": 64}, TRAIN_RUN]
@@ -561,7 +565,7 @@ def test_a_price_of_zero_is_refused_a_negative_one_named_negative(tmp_path, colu
 def test_a_cheap_three_year_commitment_on_a_one_month_plan_shows_what_it_bills_after_the_plan(tmp_path):
     """A 3-year term on a 1-month plan: proposed only where it pays within the plan's month (months after it count
     no demand), and its 35 months after the plan are counted, not dropped."""
-    from budgetgen.engine import plan_budget
+    from budgetgen.plan.engine import plan_budget
 
     task = {"task_id": "T1", "kind": "finetune", "model_params_b": 7, "method": "full", "train_tokens": "4B",
             "runs_per_month": 4, "gpu": "H100 80G"}
@@ -594,7 +598,7 @@ def test_a_scenario_value_that_cannot_be_read_is_not_also_out_of_order(tmp_path)
 
 
 def plan_of(book):
-    from budgetgen.engine import plan_budget
+    from budgetgen.plan.engine import plan_budget
 
     return plan_budget(read_inputs(book, today=TODAY))
 
@@ -695,7 +699,7 @@ def test_an_xlsm_with_macros_and_an_external_link_builds_from_cached_values_and_
 def test_a_quote_file_of_a_million_rows_stops_at_the_row_cap(tmp_path, monkeypatch):
     """A CSV price file had no bound on its rows (an xlsx one stops at 100,000): a million quotes were parsed one
     by one before anything was said. The cap is lowered here to keep the test fast; the rule is the same."""
-    from budgetgen import price_files
+    from budgetgen.catalog import price_files
 
     monkeypatch.setattr(price_files, "MAX_ROWS", 50)
     path = quotes_csv(tmp_path / "q.csv", *(["H100 80G", f"acme{i}", "", "on_demand", 2, "USD", "2026-06-01"]

@@ -13,8 +13,8 @@ import pytest
 from conftest import make_input
 from test_bills import CATALOG, bills
 
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
 from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN, read_usage
 from budgetgen.recon.bill_sums import BillSource, sum_bills
 from budgetgen.recon.table import sheet_frame

@@ -21,7 +21,7 @@ from conftest import FOCUS_SAMPLE, make_input
 
 from budgetgen import api
 from budgetgen.cli import main
-from budgetgen.errors import InputError
+from budgetgen.core.errors import InputError
 from budgetgen.recon.bill_sql import _TEXT_COLUMNS, DIALECTS
 
 pytestmark = pytest.mark.xdist_group("bill_sql")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from test_bills import write_csv
 
-from budgetgen.errors import Code, InputError
+from budgetgen.core.errors import Code, InputError
 from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
 from budgetgen.recon.bill_sums import BillSource, sum_bills
 

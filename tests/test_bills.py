@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 from conftest import FOCUS_SAMPLE, make_input
 
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
 from budgetgen.recon import (
     DEFAULT_GPU_LINE_PATTERN,
     MAX_ROW_PROBLEMS,

@@ -11,7 +11,7 @@ from conftest import TODAY, disagreements, local_recalc, make_input, recalc_form
 from lo_recalc import recalc_many, soffice_path
 
 import budgetgen
-from budgetgen import i18n
+from budgetgen.core import i18n
 
 # Owning settings spelled out, so that every number below is derived from them by hand.
 OWNING = {"electricity_per_kwh": 1.0, "depreciation_years": 3, "upkeep_per_year": 2000}

@@ -16,12 +16,14 @@ from conftest import TODAY, make_input
 from test_published_v3 import FIT
 from test_serving_engine import PUBLISHED, _gpu_sheet, _rows
 
-from budgetgen import calibrate, catalog, models
+from budgetgen.catalog import gpus as catalog
+from budgetgen.catalog import models
 from budgetgen.cli import main
-from budgetgen.engine import plan_budget
-from budgetgen.errors import Code, InputError
-from budgetgen.model import Settings
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import Code, InputError
+from budgetgen.core.inputs import Settings
+from budgetgen.io.reader import read_inputs
+from budgetgen.model import calibrate
+from budgetgen.plan.engine import plan_budget
 
 DATA = Path(__file__).parent / "data"
 

@@ -10,9 +10,9 @@ import openpyxl
 import pytest
 from conftest import TODAY, formula_cells, make_input, prove
 
-from budgetgen.engine import options_listed, plan_budget
-from budgetgen.reader import read_inputs
-from budgetgen.results import plan_json
+from budgetgen.io.reader import read_inputs
+from budgetgen.io.results import plan_json
+from budgetgen.plan.engine import options_listed, plan_budget
 from budgetgen.workbook import write_workbook
 
 TASKS = [

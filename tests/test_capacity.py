@@ -14,9 +14,9 @@ from conftest import TODAY, disagreements, local_recalc, make_input, recalc_form
 from lo_recalc import recalc_with_libreoffice, soffice_path
 
 from budgetgen.api import build_budget
-from budgetgen.engine import Exclusion, plan_budget
-from budgetgen.errors import InputError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import InputError
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import Exclusion, plan_budget
 
 SHAPES = (1, 2, 4, 8)
 

@@ -11,9 +11,10 @@ from click.testing import CliRunner
 from conftest import REPO, TEST_CATALOG, TEST_PRICES
 
 import budgetgen
-from budgetgen import catalog, prices
+from budgetgen.catalog import gpus as catalog
+from budgetgen.catalog import prices
 from budgetgen.cli import main
-from budgetgen.schema import GPU_COLUMNS, TIER_NAMES
+from budgetgen.core.schema import GPU_COLUMNS, TIER_NAMES
 
 SHIPPED = resources.files("budgetgen") / "data" / "gpus.csv"
 SHIPPED_PRICES = resources.files("budgetgen") / "data" / "prices.csv"

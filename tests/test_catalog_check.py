@@ -10,10 +10,11 @@ from importlib import resources
 import pytest
 from conftest import TODAY, make_input
 
-from budgetgen import catalog, prices
-from budgetgen.catalog import catalog_warnings
-from budgetgen.model import Gpu, Settings
-from budgetgen.reader import read_inputs
+from budgetgen.catalog import gpus as catalog
+from budgetgen.catalog import prices
+from budgetgen.catalog.gpus import catalog_warnings
+from budgetgen.core.inputs import Gpu, Settings
+from budgetgen.io.reader import read_inputs
 
 SHIPPED = resources.files("budgetgen") / "data" / "gpus.csv"
 BATCH = {"task_id": "T", "kind": "batch", "model_params_b": 1, "batch_requests": 10, "tokens_per_request": 10}
@@ -233,7 +234,7 @@ def test_prices_age_up_to_the_plan_month_they_pay_for():
 def test_gpus_that_would_run_a_task_but_have_no_price_for_its_tier_are_named_once(tmp_path):
     """Card X (48 GB) holds a 1B batch job but has no idle price (the batch default tier): it can never be chosen,
     which one warning says, naming the tasks it was left out of; once priced, it is no longer named."""
-    from budgetgen.engine import plan_budget
+    from budgetgen.plan.engine import plan_budget
 
     def unpriced(gpu_row: dict, name: str) -> list:
         inputs = read_inputs(make_input(tmp_path / name, [BATCH, {**BATCH, "task_id": "U"}], gpus=[gpu_row]),

@@ -17,12 +17,13 @@ import pytest
 from click.testing import CliRunner
 from conftest import DATA, REPO, SAMPLE, TODAY, make_input
 
-from budgetgen import catalog, prices
+from budgetgen.catalog import gpus as catalog
+from budgetgen.catalog import prices
+from budgetgen.catalog.price_files import read_price_file
+from budgetgen.catalog.prices import ListedPrice, Offer, choose_offer, derive_offers
 from budgetgen.cli import main
-from budgetgen.errors import Code, InputError
-from budgetgen.price_files import read_price_file
-from budgetgen.prices import ListedPrice, Offer, choose_offer, derive_offers
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
 
 SNAPSHOT = DATA / "prices" / "gpu_prices.csv"  # a copy of the dated snapshot (see tests/data/prices/README.md)
 SUMMARY = DATA / "prices" / "gpu_price_summary.csv"

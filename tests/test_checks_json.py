@@ -15,9 +15,9 @@ import openpyxl
 import pytest
 from conftest import make_input, prove
 
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
-from budgetgen.results import plan_json
+from budgetgen.io.reader import read_inputs
+from budgetgen.io.results import plan_json
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 
 MONTH_GPU = 730 * 2.00

@@ -16,7 +16,7 @@ from conftest import local_recalc, make_input, prove
 from lo_recalc import recalc_with_libreoffice, soffice_path
 
 import budgetgen
-from budgetgen.engine import Exclusion
+from budgetgen.plan.engine import Exclusion
 
 FT = {"task_id": "FT", "kind": "finetune", "model_params_b": 7, "method": "lora", "train_tokens": "50M", "tier": "idle"}
 LABEL = "GPUs priced on GPUs since the build for a task they fit = 0 (if not: rebuild to weigh them)"

@@ -206,7 +206,7 @@ def test_a_file_name_and_a_quoted_cell_reach_the_terminal_escaped(tmp_path):
 
 
 def test_every_message_is_one_line_however_the_value_breaks():
-    from budgetgen.errors import printable
+    from budgetgen.core.errors import printable
 
     assert printable("a\nb\r\u2028c\u2029d\x85e") == "a\\nb\\r\\u2028c\\u2029d\\x85e"
     assert printable("\u202e\u2066\u200b\ufeff") == "\\u202e\\u2066\\u200b\\ufeff"  # bidi and zero-width

@@ -13,8 +13,8 @@ from lo_recalc import recalc_with_libreoffice, soffice_path
 from order_sheet import read_order
 
 import budgetgen
-from budgetgen import expr, rules
-from budgetgen.model import Settings
+from budgetgen.core.inputs import Settings
+from budgetgen.model import expr, rules
 from budgetgen.workbook.layout import SummaryLayout
 
 ON_DEMAND = 2.0  # USD per card-hour, typed on the GPUs row
@@ -197,7 +197,7 @@ def test_the_proposal_is_the_largest_card_busy_the_break_even_share(demand, be, 
 
 
 def test_commitment_tiers_are_not_task_tiers():
-    from budgetgen.schema import KIND, TASK_COLUMNS, TIER
+    from budgetgen.core.schema import KIND, TASK_COLUMNS, TIER
 
     tier_column = next(c for c in TASK_COLUMNS if c.name == "tier")
     assert "reserved_1y" not in tier_column.choices and "reserved_3y" not in tier_column.choices

@@ -12,10 +12,10 @@ import openpyxl
 import pytest
 from conftest import SAMPLE, TODAY, local_recalc, make_input, prove
 
-from budgetgen.diff import diff_files, format_table, read_version, write_diff_workbook
-from budgetgen.engine import plan_budget
-from budgetgen.errors import InputError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import InputError
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.diff import diff_files, format_table, read_version, write_diff_workbook
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 
 NEW_TASK = {"task_id": "KB04", "task": "FAQ bot", "kind": "inference", "model_params_b": "7B", "method": "int8",
@@ -246,7 +246,7 @@ def test_a_removed_gpu_still_named_by_an_old_task_waits_for_that_task(tmp_path):
 def test_many_added_tasks_plan_each_task_once_and_attribute_exactly(tmp_path, monkeypatch):
     # 40 tasks added and the hidden-cost buffer changed: the work is one plan of each task per task step and
     # one re-plan of the old tasks for the setting, not a re-plan of everything after each of the 41 steps.
-    import budgetgen.diff as diff_module
+    import budgetgen.plan.diff as diff_module
 
     tasks = [{**NEW_TASK, "task_id": f"N{i:03d}", "requests_per_day": 1000 + 37 * i} for i in range(41)]
     old = read_inputs(make_input(tmp_path / "old.xlsx", tasks[:1], settings={"hidden_cost_buffer": 0.25}), TODAY)
@@ -273,7 +273,7 @@ def test_many_added_tasks_plan_each_task_once_and_attribute_exactly(tmp_path, mo
 def test_a_detail_longer_than_a_cell_is_cut_with_a_note_not_silently():
     """The note for 40,000 characters, " [... 40,000 more characters cut: `budgetgen diff` prints all]", is 62
     long, so 32,767 - 62 = 32,705 are kept and 7,295 cut; its final form names 7,295 (61 long): 32,766 in all."""
-    from budgetgen.diff import cell_text
+    from budgetgen.plan.diff import cell_text
 
     assert cell_text("x" * 40_000) == "x" * 32_705 + " [... 7,295 more characters cut: `budgetgen diff` prints all]"
     assert cell_text("x" * 32_767) == "x" * 32_767

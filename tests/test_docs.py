@@ -10,11 +10,11 @@ import click
 import pytest
 from conftest import REPO
 
+from budgetgen.catalog.models import MODEL_COLUMNS
 from budgetgen.cli import main
-from budgetgen.models import MODEL_COLUMNS
-from budgetgen.reader import ASSIGNMENT_COLUMNS
+from budgetgen.core.schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_COLUMNS, SHEETS, TASK_COLUMNS
+from budgetgen.io.reader import ASSIGNMENT_COLUMNS
 from budgetgen.recon.columns import BILL_INPUT_COLUMNS, USAGE_INPUT_COLUMNS
-from budgetgen.schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_COLUMNS, SHEETS, TASK_COLUMNS
 
 PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
 DOCS = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)

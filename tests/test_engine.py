@@ -8,10 +8,10 @@ import math
 import pytest
 from conftest import SAMPLE, TODAY, make_input
 
-from budgetgen.engine import Exclusion, plan_budget
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
-from budgetgen.serving import sheet_ceil
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
+from budgetgen.model.serving import sheet_ceil
+from budgetgen.plan.engine import Exclusion, plan_budget
 
 
 def plan_for(tmp_path, tasks, settings=None, gpus=None, extras=None):

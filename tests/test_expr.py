@@ -1,4 +1,4 @@
-"""budgetgen.expr: an Excel formula template compiled into its Python view, with Excel's semantics. Expected values are
+"""budgetgen.model.expr: an Excel formula template compiled into its Python view, with Excel's semantics. Expected values are
 worked by hand from Excel's rules (precedence, blanks, array formulas), not taken from the code."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from budgetgen import columns, expr, rules
+from budgetgen.model import columns, expr, rules
 
 NAMES = expr.Names(settings={"PeakFactor": "peak_factor"}, constants={"HoursPerDay": 24},
                    derived={"Twice": lambda s: 2 * s.peak_factor})
@@ -252,7 +252,7 @@ def _defined(source: str) -> set[str]:
 
 
 def _serving_source() -> str:
-    from budgetgen import serving
+    from budgetgen.model import serving
 
     return Path(serving.__file__).read_text(encoding="utf-8")
 
@@ -260,7 +260,7 @@ def _serving_source() -> str:
 def test_serving_defines_no_function_beside_its_formula_texts_but_the_builders_and_rounding():
     """A function that computed a quantity beside its formula (params_used, batch_size, estimate_replica, ...) is a
     second expression of it: the engine would not call it and the two could drift apart unnoticed."""
-    from budgetgen import serving
+    from budgetgen.model import serving
 
     assert _defined(_serving_source()) == SERVING_FUNCTIONS
     texts = [k for k in vars(serving) if k.endswith("_EXCEL")]

@@ -16,9 +16,9 @@ import xlsxwriter
 import xlsxwriter.workbook
 from conftest import SAMPLE, TODAY
 
-from budgetgen.columns import TASK_CALCS, evaluate, evaluate_task
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.model.columns import TASK_CALCS, evaluate, evaluate_task
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import ZIP_LEVEL, write_workbook
 from budgetgen.workbook.book import ColumnBlock, Sheet, store_formula
 from budgetgen.workbook.formats import cached

@@ -15,8 +15,8 @@ from conftest import TODAY, make_input
 from formula_proof import Proof, proof_of, prove, split_formula
 from test_workbook import BASE_SETTINGS, BASE_TASKS
 
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 
 # ------------------------------------------------------------------ editing a built workbook's XML

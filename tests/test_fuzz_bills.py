@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from openpyxl.utils import get_column_letter
 from test_bills import CATALOG
 
-from budgetgen.errors import Code, InputError
+from budgetgen.core.errors import Code, InputError
 from budgetgen.recon import DEFAULT_GPU_LINE_PATTERN
 from budgetgen.recon.bill_sums import BillSource, sum_bills
 from budgetgen.recon.table import sheet_frame

@@ -14,9 +14,9 @@ from conftest import DATA, TODAY, make_input
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from budgetgen.engine import plan_budget
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 
 FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

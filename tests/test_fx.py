@@ -18,7 +18,7 @@ from currency_converter import CurrencyConverter
 from budgetgen import InputError, read_inputs
 from budgetgen.api import build_budget
 from budgetgen.cli import main
-from budgetgen.errors import Code
+from budgetgen.core.errors import Code
 
 A100_CNY = 12.0  # the A100 80G's cn-market on-demand price per card-hour, in CNY
 A100_MONTHLY_CNY = 8250.0

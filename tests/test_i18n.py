@@ -13,11 +13,8 @@ from click.testing import CliRunner
 from conftest import REPO, SAMPLE, TODAY, formula_cells, make_input
 
 from budgetgen.cli import main
-from budgetgen.columns import CALCS
-from budgetgen.i18n import MESSAGES, NAMES_ZH, PROBLEMS, SHEETS_ZH, TEMPLATES, TEXT_ZH, VALUES_ZH, Message
-from budgetgen.reader import read_inputs
-from budgetgen.recon import ACTIONS
-from budgetgen.schema import (
+from budgetgen.core.i18n import MESSAGES, NAMES_ZH, PROBLEMS, SHEETS_ZH, TEMPLATES, TEXT_ZH, VALUES_ZH, Message
+from budgetgen.core.schema import (
     EXTRA_CATEGORIES,
     GPU_CHOICES,
     GPU_CLASSES,
@@ -26,6 +23,9 @@ from budgetgen.schema import (
     SHEETS,
     TIER_NAMES,
 )
+from budgetgen.io.reader import read_inputs
+from budgetgen.model.columns import CALCS
+from budgetgen.recon import ACTIONS
 
 SAMPLE_ZH = REPO / "tests" / "data" / "q3-zh.xlsx"
 DATE = ("--date", TODAY.isoformat())

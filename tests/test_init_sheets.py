@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import REPO, shipped_catalogs
 
+from budgetgen.catalog.models import builtin_models
 from budgetgen.cli import main
-from budgetgen.models import builtin_models
-from budgetgen.reader import read_inputs
-from budgetgen.schema import SHEETS
+from budgetgen.core.schema import SHEETS
+from budgetgen.io.reader import read_inputs
 
 DATE = "2026-12-01"  # init and build on one day: the plan is 2027-01 to 2027-03
 EMPTY = ("Models", "FX", "Ramp", "Scenarios", "Budgets")  # the sheets init leaves without rows

@@ -18,9 +18,9 @@ from test_order_providers import ACME_REQUOTED, ZETA, formulas_by_label, quoted,
 from test_workbook import BASE_SETTINGS, BASE_TASKS
 
 from budgetgen.cli import main
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
-from budgetgen.template import write_template
+from budgetgen.io.reader import read_inputs
+from budgetgen.io.template import write_template
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 
 SKIP_REASON = "LibreOffice (soffice) not installed: apt-get install libreoffice-calc-nogui"

@@ -8,11 +8,11 @@ import pytest
 from conftest import TODAY, make_input
 from test_serving_engine import SHIPPED_GPUS, _gpu_sheet, _models_sheet, _rows
 
-from budgetgen.columns import CALCS
-from budgetgen.engine import Exclusion, plan_budget
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
-from budgetgen.schema import SETTINGS_BY_KEY
+from budgetgen.core.errors import Code, InputError
+from budgetgen.core.schema import SETTINGS_BY_KEY
+from budgetgen.io.reader import read_inputs
+from budgetgen.model.columns import CALCS
+from budgetgen.plan.engine import Exclusion, plan_budget
 
 GPUS = ["H100 80G", "A100 80G", "L40S", "H20", "RTX 4090", "H200"]
 MODELS = ["Llama-3.1-8B", "Llama-3.1-70B", "Qwen3-30B-A3B", "DeepSeek-V3"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from budgetgen.models import (
+from budgetgen.catalog.models import (
     MODEL_COLUMNS,
     ModelCatalog,
     ModelRecordError,

@@ -11,7 +11,7 @@ import pytest
 from conftest import TEST_PRICES, local_recalc, prove
 from order_sheet import read_order
 
-from budgetgen.order import plan_order
+from budgetgen.plan.order import plan_order
 
 
 def catalog_price(gpu: str, column: str) -> float:

@@ -26,10 +26,10 @@ from click.testing import CliRunner
 from conftest import REPO, SAMPLE, SHIPPED_SAMPLE, listing, make_input
 
 import budgetgen
-from budgetgen import safefile
 from budgetgen.cli import main
-from budgetgen.errors import Code, InputError, OutputError
-from budgetgen.safefile import STAGE_PREFIX, check_outputs, staged_outputs
+from budgetgen.core.errors import Code, InputError, OutputError
+from budgetgen.io import safefile
+from budgetgen.io.safefile import STAGE_PREFIX, check_outputs, staged_outputs
 
 EARLIER = b"an earlier output, which a failed command must leave as it was"
 SERVICE = {"task_id": "S1", "task": "chat", "kind": "inference", "model_params_b": 7, "method": "int4",

@@ -17,7 +17,7 @@ from openpyxl.utils import get_column_letter
 
 import budgetgen
 from budgetgen.cli import main
-from budgetgen.errors import InputError
+from budgetgen.core.errors import InputError
 
 # One worker builds the module's plans and runs LibreOffice once (the fixtures are per module, per worker).
 pytestmark = pytest.mark.xdist_group("planning")

@@ -31,8 +31,8 @@ from test_recon_workbook import built  # noqa: F401  (a build with bills and usa
 from usd_plan import make_usd_plan
 
 from budgetgen.cli import main
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.recon import ACTIONS
 from budgetgen.workbook import write_workbook
 

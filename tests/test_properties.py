@@ -15,12 +15,12 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from lo_recalc import is_error, recalc_many, soffice_path
 
-from budgetgen.engine import Plan, plan_budget, plan_task
-from budgetgen.errors import Code, InputError
-from budgetgen.model import Inputs
-from budgetgen.reader import read_inputs
-from budgetgen.schema import KINDS, SERVING_METHODS, TIER_NAMES, TRAINING_KINDS, TRAINING_METHODS
-from budgetgen.values import add_months
+from budgetgen.core.errors import Code, InputError
+from budgetgen.core.inputs import Inputs
+from budgetgen.core.schema import KINDS, SERVING_METHODS, TIER_NAMES, TRAINING_KINDS, TRAINING_METHODS
+from budgetgen.core.values import add_months
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import Plan, plan_budget, plan_task
 from budgetgen.workbook import write_workbook
 
 CI = os.environ.get("CI") == "true"

@@ -16,9 +16,9 @@ import pytest
 from conftest import TODAY, formula_cells, make_input
 from test_serving_engine import _gpu_sheet, _models_sheet, _rows
 
-from budgetgen.engine import plan_budget
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 
 DATA = Path(__file__).parent / "data"

@@ -104,7 +104,7 @@ def test_the_engine_picks_enough_cards_above_4096_for_a_deadline(tmp_path):
 
 
 def test_cards_up_to_100000_are_accepted_and_more_refused(tmp_path):
-    from budgetgen.errors import InputError
+    from budgetgen.core.errors import InputError
     task = {"task_id": "T", "kind": "pretrain", "model_params_b": 7, "gpu": "H100 80G", "train_tokens": 1e12,
             "cards": 100_000}
     row = _rows_by_id(_plan(tmp_path, [task], gpus=_gpu_sheet(["H100 80G"])))["T"]
@@ -123,8 +123,8 @@ def test_libreoffice_recalculates_the_v4_formulas_to_the_engine_values(tmp_path)
     from conftest import TODAY, formula_cells, make_input
     from lo_recalc import recalc_with_libreoffice, soffice_path
 
-    from budgetgen.engine import plan_budget
-    from budgetgen.reader import read_inputs
+    from budgetgen.io.reader import read_inputs
+    from budgetgen.plan.engine import plan_budget
     from budgetgen.workbook import write_workbook
 
     if soffice_path() is None:

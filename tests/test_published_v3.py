@@ -12,8 +12,8 @@ import pytest
 from conftest import TODAY, formula_cells, make_input
 from test_serving_engine import _gpu_sheet, _models_sheet, _plan, _rows, _rows_by_id
 
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 
 DATA = Path(__file__).parent / "data"

@@ -11,13 +11,13 @@ import pytest
 import xlsxwriter
 from conftest import TODAY, make_input
 
-from budgetgen import reader
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
-from budgetgen.safefile import formulas_without_result
-from budgetgen.schema import KINDS, TASK_COLUMNS, TASK_KINDS, TIER_NAMES, Column
-from budgetgen.template import EXAMPLE_TASKS
-from budgetgen.values import BadValue, parse_number
+from budgetgen.core.errors import Code, InputError
+from budgetgen.core.schema import KINDS, TASK_COLUMNS, TASK_KINDS, TIER_NAMES, Column
+from budgetgen.core.values import BadValue, parse_number
+from budgetgen.io import reader
+from budgetgen.io.reader import read_inputs
+from budgetgen.io.safefile import formulas_without_result
+from budgetgen.io.template import EXAMPLE_TASKS
 
 EXAMPLE_KINDS = {t["kind"] for t in EXAMPLE_TASKS}
 

@@ -7,8 +7,8 @@ import openpyxl
 import pytest
 from conftest import make_input
 
-from budgetgen.errors import Code, InputError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import Code, InputError
+from budgetgen.io.reader import read_inputs
 
 pytestmark = pytest.mark.filterwarnings("error")
 

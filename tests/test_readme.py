@@ -6,12 +6,12 @@ import json
 import pytest
 from conftest import REPO, SHIPPED_SAMPLE, shipped_catalogs
 
-from budgetgen.reference import input_reference
+from budgetgen.io.reference import input_reference
 
 
 def test_input_reference_is_generated_from_the_schema():
     page = (REPO / "docs" / "input-reference.md").read_text(encoding="utf-8")
-    assert input_reference() in page, "regenerate it: python -m budgetgen.reference"
+    assert input_reference() in page, "regenerate it: python -m budgetgen.io.reference"
 
 
 def test_readme_is_at_most_400_lines():

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from budgetgen.errors import Code, InputError
+from budgetgen.core.errors import Code, InputError
 from budgetgen.recon import (
     ACTIONS,
     DATA_STARVED,

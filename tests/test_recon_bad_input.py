@@ -15,7 +15,7 @@ from conftest import make_input
 from test_bills import bills, write_csv
 
 from budgetgen.cli import main
-from budgetgen.errors import Code, InputError
+from budgetgen.core.errors import Code, InputError
 from budgetgen.recon import bills as bills_module
 from budgetgen.recon import read_usage
 

@@ -187,7 +187,7 @@ def test_bad_focus_values_name_file_row_and_column(tmp_path, column, value, expe
 
 
 def test_every_tier_carries_a_focus_pricing_category():
+    from budgetgen.core.records import TIERS
     from budgetgen.recon.columns import PRICING_CATEGORIES
-    from budgetgen.records import TIERS
 
     assert {t.focus_category for t in TIERS} <= set(PRICING_CATEGORIES)

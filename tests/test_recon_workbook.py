@@ -15,8 +15,8 @@ from conftest import disagreements, formula_cells, local_recalc, make_input, pro
 from lo_recalc import recalc_many, soffice_path
 
 from budgetgen.cli import main
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.recon import (
     DEFAULT_GPU_LINE_PATTERN,
     OUTPUT_COLUMNS,

@@ -1,7 +1,7 @@
 """Tiers and kinds are records: a fifth tier and a fifth kind, one record each, build a whole plan.
 
 The records are added in a fresh interpreter before anything derives from them (as a record added to
-`budgetgen/records.py` would be), then the plan is built; this process reads what came out.
+`budgetgen/core/records.py` would be), then the plan is built; this process reads what came out.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ import openpyxl
 import pytest
 from conftest import TEST_CATALOG, make_input, recalc_formulas, same
 
-from budgetgen.records import TASK_KINDS, TIERS, excel_is
-from budgetgen.schema import KIND, TIER
+from budgetgen.core.records import TASK_KINDS, TIERS, excel_is
+from budgetgen.core.schema import KIND, TIER
 
 pytestmark = pytest.mark.slow
 
 ADD_RECORDS = """
 import json, pathlib, sys
-from budgetgen import records
-from budgetgen.records import SERVING_METHODS, TaskKind, Tier
+from budgetgen.core import records
+from budgetgen.core.records import SERVING_METHODS, TaskKind, Tier
 records.TIERS += (Tier("flex", "flex_per_hour", per_card_month=False, for_online=True, reruns=False,
                        focus_category="Committed", zh="弹性预留", meaning="flexible reserved rate; blank: not offered",
                        meaning_zh="弹性预留价格；空白：不提供"),)
@@ -34,7 +34,7 @@ records.TASK_KINDS += (TaskKind("evaluation", training=False, online=False, meth
                                 ignores=("train_tokens", "epochs", "requests_per_day", "serving_hours_per_day",
                                          "min_replicas"),
                                 zh="评测", requests="batch_requests", meaning="offline model evaluation"),)
-from budgetgen import catalog, models, prices
+from budgetgen.catalog import gpus as catalog, models, prices
 catalog.CATALOG_RESOURCE = pathlib.Path(sys.argv[1])
 prices.OFFERS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("prices.csv")
 models.MODELS_RESOURCE = pathlib.Path(sys.argv[1]).with_name("models.csv")

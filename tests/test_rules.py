@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 from conftest import _patched_formulas, _plain
 
-from budgetgen import rules
-from budgetgen.schema import CONSTANT_VALUES, SETTINGS
+from budgetgen.core.schema import CONSTANT_VALUES, SETTINGS
+from budgetgen.model import rules
 from budgetgen.workbook import SAFE_FUNCTIONS
 
 SETTINGS_USED = SimpleNamespace(hidden_cost_buffer=0.25, depreciation_years=5, upkeep_per_year=730,

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 
-from budgetgen.errors import BudgetgenError, Code, InputError, Problem
-from budgetgen.safefile import (
+from budgetgen.core.errors import BudgetgenError, Code, InputError, Problem
+from budgetgen.io.safefile import (
     MB,
     OLE_MAGIC,
     SAVE_AS_XLSX,

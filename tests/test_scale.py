@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import pytest
 from conftest import REPO, TODAY, make_input
 
-from budgetgen import reader
-from budgetgen.errors import InputError
-from budgetgen.i18n import tr
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import InputError
+from budgetgen.core.i18n import tr
+from budgetgen.io import reader
+from budgetgen.io.reader import read_inputs
 from budgetgen.workbook.order import tasks_served
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from budgetgen import columns, expr, serving
-from budgetgen.catalog import builtin_catalog
-from budgetgen.columns import CALCS
-from budgetgen.model import Settings
-from budgetgen.models import ModelSpec, builtin_models
-from budgetgen.schema import CONSTANTS, SETTINGS, TASK_COLUMNS, Setting
+from budgetgen.catalog.gpus import builtin_catalog
+from budgetgen.catalog.models import ModelSpec, builtin_models
+from budgetgen.core.inputs import Settings
+from budgetgen.core.schema import CONSTANTS, SETTINGS, TASK_COLUMNS, Setting
+from budgetgen.model import columns, expr, serving
+from budgetgen.model.columns import CALCS
 
 DATA = Path(__file__).parent / "data"
 MONTH = "2027-01"  # any plan month: a row's month does not change its speed
@@ -612,7 +612,7 @@ FORMULA_COLUMNS = {
 
 @pytest.mark.parametrize("scenario", SCENARIOS.values(), ids=SCENARIOS)
 def test_excel_formulas_compute_what_the_compiled_columns_compute(scenario):
-    """`formulas` evaluates each text apart from budgetgen.expr; the column's compiled value must be its value."""
+    """`formulas` evaluates each text apart from budgetgen.model.expr; the column's compiled value must be its value."""
     name, gpu_name, method, prompt, output, concurrency, cards = scenario
     model = MODELS.find(name) if name else ModelSpec("unknown 12B", 12.0, 12.0)
     gpu = GPUS[gpu_name]

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from conftest import TODAY, make_input
 
 from budgetgen.cli import main
-from budgetgen.engine import plan_budget
-from budgetgen.errors import InputError
-from budgetgen.reader import read_inputs
-from budgetgen.results import plan_json
+from budgetgen.core.errors import InputError
+from budgetgen.io.reader import read_inputs
+from budgetgen.io.results import plan_json
+from budgetgen.plan.engine import plan_budget
 
 DATA = Path(__file__).parent / "data"
 SHIPPED_GPUS = Path(__file__).resolve().parents[1] / "budgetgen" / "data" / "gpus.csv"

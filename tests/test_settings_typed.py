@@ -7,9 +7,9 @@ import dataclasses
 import pytest
 from conftest import TODAY, make_input
 
-from budgetgen.model import Settings
-from budgetgen.reader import read_inputs
-from budgetgen.schema import COMMITMENT_SETTINGS, SETTINGS, TIER, TIER_CAP_SETTINGS
+from budgetgen.core.inputs import Settings
+from budgetgen.core.schema import COMMITMENT_SETTINGS, SETTINGS, TIER, TIER_CAP_SETTINGS
+from budgetgen.io.reader import read_inputs
 
 # The Python type a setting of each schema type holds once read (values.parse_cell: a count is a whole int, a
 # month YYYY-MM text, a date YYYY-MM-DD text); a setting without a default may also be None.

@@ -18,8 +18,8 @@ from order_sheet import read_order
 from usd_plan import TASKS, make_usd_plan
 
 import budgetgen
-from budgetgen.engine import Exclusion, plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import Exclusion, plan_budget
 
 DATA = resources.files("budgetgen") / "data"
 HPM = 730  # hours_per_month's default

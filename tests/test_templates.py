@@ -11,7 +11,7 @@ import openpyxl
 import pytest
 from conftest import REPO, shipped_catalogs
 
-from budgetgen.template import TEMPLATES, write_templates
+from budgetgen.io.template import TEMPLATES, write_templates
 
 
 def content(path: Path) -> dict:

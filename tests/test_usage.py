@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from budgetgen.errors import Code, InputError
+from budgetgen.core.errors import Code, InputError
 from budgetgen.recon import USAGE_COLUMNS, read_usage
 
 pytestmark = pytest.mark.filterwarnings("error")

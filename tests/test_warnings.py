@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from conftest import make_input
 
 from budgetgen.cli import main
-from budgetgen.i18n import Message
-from budgetgen.reader import read_inputs
-from budgetgen.warnings import ITEMS_SHOWN, group_warnings, kind_of
+from budgetgen.core.i18n import Message
+from budgetgen.core.warnings import ITEMS_SHOWN, group_warnings, kind_of
+from budgetgen.io.reader import read_inputs
 
 WHEN = Message("catalog_age_build_date", build_date="2027-06-01")
 OLD = [Message("catalog_prices_old", gpu=f"G{i}", as_of="2026-07", months=6, when=WHEN, place=Message("catalog_builtin"))

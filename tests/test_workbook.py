@@ -19,9 +19,9 @@ from conftest import (
 )
 from openpyxl.utils import get_column_letter
 
-from budgetgen.columns import CALCS
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.model.columns import CALCS
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 from budgetgen.workbook.layout import plan_layout
 
@@ -182,7 +182,7 @@ def test_formulas_use_only_functions_every_spreadsheet_has(sample):
 def test_a_sheet_past_excels_rows_is_refused_before_writing(tmp_path):
     from types import SimpleNamespace
 
-    from budgetgen.errors import OutputError
+    from budgetgen.core.errors import OutputError
     from budgetgen.workbook import check_excel_limits
     every_card = SimpleNamespace(candidates_per_task=60)   # at least the catalog's 53 cards: every card listed
     plan = SimpleNamespace(tasks=[None] * 20_000, months=("2026-07",),

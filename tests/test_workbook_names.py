@@ -10,8 +10,8 @@ from conftest import SAMPLE, TODAY, formula_cells
 from openpyxl.utils.cell import range_boundaries
 from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
 
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import SAFE_FUNCTIONS, write_workbook
 
 

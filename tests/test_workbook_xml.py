@@ -19,8 +19,8 @@ import pytest
 from conftest import SAMPLE, TODAY
 from test_recon_workbook import built  # noqa: F401  (a build with bills and usage, by the CLI)
 
-from budgetgen.engine import plan_budget
-from budgetgen.reader import read_inputs
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import write_workbook
 
 NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",

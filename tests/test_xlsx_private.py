@@ -19,9 +19,9 @@ from click.testing import CliRunner
 from conftest import REPO, SAMPLE, TODAY
 
 from budgetgen.cli import main
-from budgetgen.engine import plan_budget
-from budgetgen.errors import BudgetgenError, CellWriteError
-from budgetgen.reader import read_inputs
+from budgetgen.core.errors import BudgetgenError, CellWriteError
+from budgetgen.io.reader import read_inputs
+from budgetgen.plan.engine import plan_budget
 from budgetgen.workbook import book as book_module
 from budgetgen.workbook import write_workbook
 from budgetgen.workbook.book import ColumnBlock, Sheet, store_formula

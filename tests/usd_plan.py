@@ -14,7 +14,7 @@ from pathlib import Path
 
 import openpyxl
 
-from budgetgen.template import write_template
+from budgetgen.io.template import write_template
 
 BUILD_DATE = "2026-12-04"
 SETTINGS = {"build_date": BUILD_DATE, "period_start": "2027-01", "period_months": 12}

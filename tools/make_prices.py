@@ -16,8 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from budgetgen import catalog, prices
-from budgetgen.price_files import read_price_file
+from budgetgen.catalog import gpus as catalog
+from budgetgen.catalog import prices
+from budgetgen.catalog.price_files import read_price_file
 
 
 def main() -> None:

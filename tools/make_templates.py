@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from budgetgen.template import write_templates
+from budgetgen.io.template import write_templates
 
 if __name__ == "__main__":
     for path in write_templates(ROOT / "templates"):

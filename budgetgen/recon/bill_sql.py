@@ -18,10 +18,10 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import Code, InputError, Problem
-from ..fx import Rate
-from ..i18n import Message
-from ..values import LARGEST
+from ..catalog.fx import Rate
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import Message
+from ..core.values import LARGEST
 from .bill_sums import (
     _BAD_CHOICES,
     _COVERAGE,

@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 from openpyxl.utils import get_column_letter
 
-from ..errors import Code, InputError, Problem
-from ..fx import Rate
-from ..i18n import Message
-from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
-from ..values import LARGEST, SPREADSHEET_ERRORS
+from ..catalog.fx import Rate
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import Message
+from ..core.values import LARGEST, SPREADSHEET_ERRORS
+from ..io.safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .columns import BILL_INPUT_COLUMNS, PRICING_CATEGORIES, duplicate_headers, match_headers
 from .table import MAX_ROW_PROBLEMS, csv_header, listed_problems, parquet_headers, sheet_frame, shown
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import Code, InputError, Problem
-from ..i18n import Message
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import Message
 from .bill_sums import gpu_regex, read_bill_lines
 
 DEFAULT_GPU_LINE_PATTERN = (

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..i18n import canonical_name
-from ..schema import Column, normalise_header
+from ..core.i18n import canonical_name
+from ..core.schema import Column, normalise_header
 
 _UNIT_SUFFIX = re.compile(r"\[([^\]]*)\]")
 GB_PER_UNIT = {"b": 1e-9, "kib": 1024 / 1e9, "mib": 1048576 / 1e9, "gib": 2**30 / 1e9, "mb": 1e-3, "gb": 1.0}

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..engine import Plan
-from ..errors import Code, InputError, Problem
-from ..fx import bill_rate
-from ..i18n import Message
-from ..schema import EXTRA_CATEGORIES, TIER
+from ..catalog.fx import bill_rate
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import Message
+from ..core.schema import EXTRA_CATEGORIES, TIER
+from ..plan.engine import Plan
 from .bill_sql import read_bill_sums
 from .bill_sums import BillSource, BillSums, machine_memory_limit, sum_bills, sum_lines
 from .bills import DEFAULT_GPU_LINE_PATTERN

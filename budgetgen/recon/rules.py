@@ -45,8 +45,8 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .. import expr
-from ..schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, Value
+from ..core.schema import CONSTANT_VALUES, PER_CARD_MONTH_TIER, Value
+from ..model import expr
 
 Values = Mapping[str, Value]  # a row's placeholders' values
 

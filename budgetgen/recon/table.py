@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 from openpyxl.utils import get_column_letter
 
-from ..errors import Code, InputError, Problem
-from ..i18n import Message
-from ..safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
-from ..values import LARGEST, BadValue, parse_month
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import Message
+from ..core.values import LARGEST, BadValue, parse_month
+from ..io.safefile import EXCEL_MAX_ROWS, iter_rows, load_input_workbook
 from .columns import FileColumn, duplicate_headers, match_headers
 
 MAX_ROW_PROBLEMS = 20

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import Code, InputError
-from ..i18n import Message
+from ..core.errors import Code, InputError
+from ..core.i18n import Message
 from .columns import GB_PER_UNIT, USAGE_INPUT_COLUMNS, gb_per_unit
 from .table import Table, read_table
 

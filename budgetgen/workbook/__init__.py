@@ -15,14 +15,14 @@ from pathlib import Path
 import xlsxwriter
 
 from .. import __version__
-from ..checks import recon_checks
-from ..engine import Plan, options_listed
-from ..errors import OutputError
-from ..fx import plan_rates
-from ..models import builtin_models
-from ..rules import CHECK_TOLERANCE
-from ..safefile import EXCEL_MAX_ROWS, why_not_writable
-from ..schema import TASK_TIERS
+from ..catalog.fx import plan_rates
+from ..catalog.models import builtin_models
+from ..core.errors import OutputError
+from ..core.schema import TASK_TIERS
+from ..io.safefile import EXCEL_MAX_ROWS, why_not_writable
+from ..model.rules import CHECK_TOLERANCE
+from ..plan.checks import recon_checks
+from ..plan.engine import Plan, options_listed
 from .about import write_about
 from .assumptions import write_assumptions
 from .book import SAFE_FUNCTIONS, Book, Sheet

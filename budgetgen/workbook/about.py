@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .. import __version__
-from ..engine import Plan
-from ..i18n import name as input_name
-from ..i18n import word
-from ..schema import SETTINGS
+from ..core.i18n import name as input_name
+from ..core.i18n import word
+from ..core.schema import SETTINGS
+from ..plan.engine import Plan
 from .book import Book
 from .layout import SENTENCES, SHOWN_WORDS, WORD_KEYS, WORD_SHOWN, sentence_texts
 from .printing import print_setup

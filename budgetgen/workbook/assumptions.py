@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .. import serving
-from ..columns import NAMES
-from ..fx import Rate
-from ..i18n import name as input_name
-from ..i18n import word
+from ..catalog.fx import Rate
+from ..core.i18n import name as input_name
+from ..core.i18n import word
+from ..core.schema import CONSTANTS, SETTINGS_BY_KEY, TASK_TIERS
+from ..model import serving
+from ..model.columns import NAMES
+from ..model.rules import CHECK_TOLERANCE
 from ..recon import ACTIONS
-from ..rules import CHECK_TOLERANCE
-from ..schema import CONSTANTS, SETTINGS_BY_KEY, TASK_TIERS
 from .book import Book
 from .layout import FX_CURRENCY, FX_HEADER, FX_RATE, AssumptionsLayout, camel
 from .printing import print_setup

@@ -13,9 +13,9 @@ from xlsxwriter.utility import xl_cell_to_rowcol, xl_col_to_name, xl_rowcol_to_c
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
-from ..errors import CellWriteError
-from ..i18n import name, tr, word
-from ..safefile import EXCEL_MAX_ROWS
+from ..core.errors import CellWriteError
+from ..core.i18n import name, tr, word
+from ..io.safefile import EXCEL_MAX_ROWS
 from .formats import Formats, cached
 from .xlsx_private import (
     RowCells,

@@ -1,11 +1,11 @@
 """Budgets: per budget line (the whole plan, a cost center) and plan month the plan against the budget, OVER
-flagged, as live formulas over Summary's and Monthly's months (budgetgen/budgets.py is the Python view)."""
+flagged, as live formulas over Summary's and Monthly's months (budgetgen/plan/budgets.py is the Python view)."""
 
 from __future__ import annotations
 
-from .. import rules
-from ..engine import Plan
-from ..i18n import word
+from ..core.i18n import word
+from ..model import rules
+from ..plan.engine import Plan
 from .book import Book
 from .layout import commit_adjustment, extras_cost, gpu_cost, month_buffer, shown
 from .printing import print_setup

@@ -4,10 +4,10 @@ typed on GPUs."""
 
 from __future__ import annotations
 
-from .. import rules
-from ..engine import Plan
-from ..i18n import word
-from ..schema import COMMITMENT_TIERS
+from ..core.i18n import word
+from ..core.schema import COMMITMENT_TIERS
+from ..model import rules
+from ..plan.engine import Plan
 from .book import Book
 from .layout import shown
 from .printing import print_setup

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name
 
-from ..columns import CALCS, CANDIDATE_FROM_TASKS
-from ..engine import Plan
-from ..i18n import say
-from ..prices import ANY_REGION, OFFER_SEPARATOR
-from ..schema import TASK_TIERS
+from ..catalog.prices import ANY_REGION, OFFER_SEPARATOR
+from ..core.i18n import say
+from ..core.schema import TASK_TIERS
+from ..model.columns import CALCS, CANDIDATE_FROM_TASKS
+from ..plan.engine import Plan
 from .book import BlockColumn, Book, ColumnBlock
 from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
 from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table, listed_candidates

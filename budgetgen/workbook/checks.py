@@ -1,16 +1,16 @@
 """Checks: every total tied out to its parts through the names of the sheets it reads, with one master check.
 
-The values are the plan's (Plan.checks, budgetgen.checks); this module renders each check's formulas beside them."""
+The values are the plan's (Plan.checks, budgetgen.plan.checks); this module renders each check's formulas beside them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import rules
-from ..checks import Check, no_price_pairs
-from ..engine import Plan
-from ..scenarios import SCENARIO_BUFFER
-from ..schema import TIER
+from ..core.schema import TIER
+from ..model import rules
+from ..plan.checks import Check, no_price_pairs
+from ..plan.engine import Plan
+from ..plan.scenarios import SCENARIO_BUFFER
 from .book import Book
 from .layout import (
     ALL_CHECKS,

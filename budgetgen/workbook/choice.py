@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name
 
-from .. import rules
-from ..engine import Plan
+from ..model import rules
+from ..plan.engine import Plan
 from .layout import Table, listed_candidates, task_name
 
 CANDIDATE_HEADERS = {"gpu_saving": ("saving against the chosen GPU", "currency/month"),

@@ -1,6 +1,6 @@
 """Commitments: per GPU type the plan uses and commitment tier, the proposed and committed cards, and each plan month's
 committed cost, covered and unused hours, rent displaced and adjustment, as live formulas over Tasks and GPUs
-(budgetgen/commitments.py is the Python view)."""
+(budgetgen/plan/commitments.py is the Python view)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import math
 
 from xlsxwriter.utility import xl_col_to_name
 
-from .. import rules
-from ..commitments import Commitment
-from ..engine import Plan
-from ..i18n import word
-from ..schema import REFERENCE_TIER, TIER
+from ..core.i18n import word
+from ..core.schema import REFERENCE_TIER, TIER
+from ..model import rules
+from ..plan.commitments import Commitment
+from ..plan.engine import Plan
 from .book import Book
 from .layout import COMMIT_TOTAL, CommitmentsLayout, commit_adjustment, commit_name, demand_name, gpu_cost
 from .printing import print_setup

@@ -1,16 +1,16 @@
 """Demand: per task and plan month the demand factor, the cards held and billed and the GPU-hours, as live formulas
-over Tasks (budgetgen/ramp.py is the Python view). Monthly prices each month from these; Commitments, Order, Tiers
+over Tasks (budgetgen/plan/ramp.py is the Python view). Monthly prices each month from these; Commitments, Order, Tiers
 and BuyVsRent read them by name (DemandCardsBilled_2026_07, ...)."""
 
 from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 
-from .. import rules
-from ..engine import Plan
-from ..records import DEMAND, PRICE, excel_is
-from ..scenarios import foreign_prices, multiplier_excel, task_multipliers
-from ..schema import KIND, TASK_KINDS, TASK_TIERS
+from ..core.records import DEMAND, PRICE, excel_is
+from ..core.schema import KIND, TASK_KINDS, TASK_TIERS
+from ..model import rules
+from ..plan.engine import Plan
+from ..plan.scenarios import foreign_prices, multiplier_excel, task_multipliers
 from .book import Book
 from .layout import DEMAND_BLOCKS, GPU_NAMES, DemandMatrix, demand_name, task_name
 from .printing import print_setup

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..engine import Plan
-from ..schema import EXTRA_CATEGORIES
+from ..core.schema import EXTRA_CATEGORIES
+from ..plan.engine import Plan
 from .book import Book
 from .layout import EXTRAS_CATEGORY, EXTRAS_COST_MATRIX, MonthMatrix, extras_cost
 from .monthly import month_number, name_month_columns, write_matrix_header

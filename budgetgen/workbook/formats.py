@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..i18n import tr
+from ..core.i18n import tr
 
 CURRENCY_SYMBOL = {"CNY": "¥", "USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "KRW": "₩"}
 

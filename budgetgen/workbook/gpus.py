@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name
 
-from .. import rules
-from ..catalog import gpu_record
-from ..commitments import commitment_rate
-from ..i18n import name as input_name
-from ..schema import GPU_COLUMNS, REFERENCE_TIER, TIER, TIERS
+from ..catalog.gpus import gpu_record
+from ..core.i18n import name as input_name
+from ..core.schema import GPU_COLUMNS, REFERENCE_TIER, TIER, TIERS
+from ..model import rules
+from ..plan.commitments import commitment_rate
 from .book import Book
 from .layout import FX_CURRENCY, FX_RATE, GPU_NAMES
 from .printing import print_setup

@@ -11,17 +11,17 @@ from types import MappingProxyType
 
 from xlsxwriter.utility import xl_col_to_name
 
-from ..checks import recon_sheet
-from ..columns import CALCS, CANDIDATE_FROM_TASKS, MODEL_FIELDS
-from ..engine import Candidate, Plan
-from ..fx import plan_rates
-from ..models import MODEL_COLUMNS
-from ..order import Order
+from ..catalog.fx import plan_rates
+from ..catalog.models import MODEL_COLUMNS
+from ..core.records import camel
+from ..core.schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
+from ..core.warnings import kind_of
+from ..model.columns import CALCS, CANDIDATE_FROM_TASKS, MODEL_FIELDS
+from ..plan.checks import recon_sheet
+from ..plan.engine import Candidate, Plan
+from ..plan.order import Order
 from ..recon import ACTIONS
 from ..recon.rules import FLAG_RULES, OVER_PLAN_STATUS, PARTIAL_STATUS
-from ..records import camel
-from ..schema import CONSTANTS, GPU_CLASSES, KINDS, SETTINGS, TASK_COLUMNS, TASK_TIERS, TIER_NAMES
-from ..warnings import kind_of
 
 # ------------------------------------------------------------------ defined names
 GPU_NAMES = {"gpu": "GpuName", "class": "GpuClass", "vram_gb": "GpuVramGb", "bandwidth_gbs": "GpuBandwidthGbs",

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ..i18n import name as input_name
-from ..models import MODEL_COLUMNS, ModelCatalog
+from ..catalog.models import MODEL_COLUMNS, ModelCatalog
+from ..core.i18n import name as input_name
 from .book import Book
 from .layout import MODEL_NAMES
 from .printing import print_setup

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 
-from .. import rules
-from ..engine import Plan
+from ..model import rules
+from ..plan.engine import Plan
 from .book import Book
 from .layout import GPU_COST_MATRIX, MONTHLY_TIER, MonthMatrix, demand_name, gpu_cost, task_name
 from .printing import print_setup

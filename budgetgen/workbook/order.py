@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell
 
-from .. import __version__, rules
-from ..engine import Plan
-from ..i18n import word
-from ..order import Order, OrderLine, Reservation, rent_left
-from ..schema import TIER
+from .. import __version__
+from ..core.i18n import word
+from ..core.schema import TIER
+from ..model import rules
+from ..plan.engine import Plan
+from ..plan.order import Order, OrderLine, Reservation, rent_left
 from .book import Book
 from .layout import (
     BUFFER_TOTAL,

@@ -13,8 +13,8 @@ import math
 import pandas as pd
 from xlsxwriter.utility import xl_col_to_name
 
-from ..checks import Check
-from ..i18n import word
+from ..core.i18n import word
+from ..plan.checks import Check
 from ..recon import rules as R
 from ..recon.pipeline import CREDIT_KINDS, ResourceRecon, ResourceTable
 from .book import Book, ColumnBlock
@@ -60,7 +60,7 @@ TITLE_HEIGHT = 21.0    # one line of the 14 pt title (a height of its own: no re
 
 
 def recon_check(at: ReconLayout, check: Check) -> CheckRow:
-    """The Checks row of one month (budgetgen.checks.recon_checks): the tab's billed total equals the BilledCost of
+    """The Checks row of one month (budgetgen.plan.checks.recon_checks): the tab's billed total equals the BilledCost of
     the month's input lines."""
     return CheckRow(check, recon_billed_total(at.month), recon_billed_input(at.month))
 

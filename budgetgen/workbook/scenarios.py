@@ -1,14 +1,14 @@
 """Scenarios: the drivers' low, base and high values (inputs), the value the selector chooses (live), the period total
-of each level side by side and the tornado of each row moved alone, with its chart (budgetgen/scenarios.py and
+of each level side by side and the tornado of each row moved alone, with its chart (budgetgen/plan/scenarios.py and
 engine.plan_budget are the Python view)."""
 
 from __future__ import annotations
 
 from xlsxwriter.utility import xl_rowcol_to_cell
 
-from ..engine import Plan
-from ..scenarios import SCENARIO_BUFFER, SELECTOR, buffer_excel, chosen_name
-from ..schema import SCENARIO_LEVELS
+from ..core.schema import SCENARIO_LEVELS
+from ..plan.engine import Plan
+from ..plan.scenarios import SCENARIO_BUFFER, SELECTOR, buffer_excel, chosen_name
 from .book import Book
 from .layout import PERIOD_TOTAL
 from .printing import print_setup

@@ -7,12 +7,12 @@ import math
 
 from xlsxwriter.utility import xl_col_to_name
 
-from .. import rules
-from ..engine import Plan
-from ..i18n import say, word
+from ..core.i18n import say, word
+from ..core.schema import TASK_TIERS, TIER, TIER_NAMES
+from ..model import rules
+from ..plan.engine import Plan
+from ..plan.scenarios import SCENARIO_BUFFER
 from ..recon.rules import REFORECAST, VARIANCE, VARIANCE_PCT
-from ..scenarios import SCENARIO_BUFFER
-from ..schema import TASK_TIERS, TIER, TIER_NAMES
 from .book import Book
 from .budgets import write_budget_line
 from .layout import (

@@ -6,9 +6,9 @@ scattered columns, so the printable view is a sheet of its own that follows ever
 
 from __future__ import annotations
 
-from ..engine import Plan
-from ..i18n import word
-from ..schema import Value
+from ..core.i18n import word
+from ..core.schema import Value
+from ..plan.engine import Plan
 from .book import Book
 from .layout import Table, shown, task_name
 from .printing import ROW_PT, print_setup

@@ -9,11 +9,11 @@ import re
 
 from xlsxwriter.utility import xl_col_to_name
 
-from ..columns import CALCS
-from ..engine import Plan
-from ..i18n import name as input_name
-from ..models import MODEL_COLUMNS
-from ..schema import TASK_COLUMNS, Value
+from ..catalog.models import MODEL_COLUMNS
+from ..core.i18n import name as input_name
+from ..core.schema import TASK_COLUMNS, Value
+from ..model.columns import CALCS
+from ..plan.engine import Plan
 from .book import BlockColumn, Book, ColumnBlock
 from .choice import NAMED, TASK_HEADERS, live_choice, task_formulas
 from .layout import GPU_NAMES, MODEL_FIGURES, MODEL_NAMES, Table, task_name

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from ..engine import Plan
-from ..i18n import word
-from ..schema import TASK_TIERS
+from ..core.i18n import word
+from ..core.schema import TASK_TIERS
+from ..plan.engine import Plan
 from .book import Book
 from .layout import TIERS_COST, demand_name, gpu_cost, shown
 from .printing import print_setup

@@ -17,7 +17,9 @@ import openpyxl
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from budgetgen import api, catalog, models, prices
+from budgetgen import api
+from budgetgen.catalog import gpus as catalog
+from budgetgen.catalog import models, prices
 
 BUILD_DATE = dt.date(2026, 6, 15)
 HERE = Path(__file__).parent

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import rules
-from .schema import KIND, TIER
+from ..core.schema import KIND, TIER
+from ..model import rules
 
 
 @dataclass(frozen=True)

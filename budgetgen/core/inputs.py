@@ -7,17 +7,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .prices import offer_label, offer_provider
+from ..catalog.prices import offer_label, offer_provider
 from .records import Tier
 from .schema import COMMITMENT_SETTINGS, SETTINGS_BY_KEY, TIER_CAP_SETTINGS, Setting, Value
 
 if TYPE_CHECKING:
     from pandas import DataFrame
 
-    from .budgets import Budget
-    from .fx import FxTable
-    from .models import ModelCatalog, ModelSpec
-    from .scenarios import ScenarioRow
+    from ..catalog.fx import FxTable
+    from ..catalog.models import ModelCatalog, ModelSpec
+    from ..plan.budgets import Budget
+    from ..plan.scenarios import ScenarioRow
 
 
 def _default(key: str) -> Any:

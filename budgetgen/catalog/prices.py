@@ -25,8 +25,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from .records import TIERS
-from .schema import Value
+from ..core.records import TIERS
+from ..core.schema import Value
 
 DATA = resources.files("budgetgen") / "data"
 OFFERS_RESOURCE = DATA / "prices.csv"

@@ -8,17 +8,10 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import cast
 
-from . import expr, rules, scenarios, serving
-from .budgets import plan_budgets
-from .checks import Check, plan_checks
-from .columns import NAMES, RUN_WINDOW, K, evaluate, evaluate_task
-from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
-from .errors import Code, InputError, Problem
-from .i18n import Message
-from .model import Gpu, Inputs, Task
-from .order import Order, plan_order
-from .ramp import TaskMonth, task_months
-from .schema import (
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import Message
+from ..core.inputs import Gpu, Inputs, Task
+from ..core.schema import (
     CANDIDATES_ALL_UP_TO,
     CANDIDATES_LARGE,
     COMMITMENT_TIERS,
@@ -29,7 +22,15 @@ from .schema import (
     TIER,
     TIER_NAMES,
 )
-from .warnings import group_warnings
+from ..core.warnings import group_warnings
+from ..model import expr, rules, serving
+from ..model.columns import NAMES, RUN_WINDOW, K, evaluate, evaluate_task
+from . import scenarios
+from .budgets import plan_budgets
+from .checks import Check, plan_checks
+from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
+from .order import Order, plan_order
+from .ramp import TaskMonth, task_months
 
 CONSUMER_TRAINING_HOURS = 200  # GPU-hours a month of training above which consumer cards are warned against
 CONSUMER_SERVING_HOURS = 12  # hours a day of serving above which consumer cards are warned against
@@ -210,12 +211,12 @@ class Plan:
 
     @functools.cached_property
     def order(self) -> Order:
-        """What to order (budgetgen.order), computed once for the Order sheet, its layout and the JSON."""
+        """What to order (budgetgen.plan.order), computed once for the Order sheet, its layout and the JSON."""
         return plan_order(self)
 
     @functools.cached_property
     def checks(self) -> tuple[Check, ...]:
-        """The tie-outs (budgetgen.checks), computed once for the Checks sheet, the Summary banner and the JSON."""
+        """The tie-outs (budgetgen.plan.checks), computed once for the Checks sheet, the Summary banner and the JSON."""
         return plan_checks(self)
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import rules
-from .schema import COMMITMENT_TIERS, REFERENCE_TIER
+from ..core.schema import COMMITMENT_TIERS, REFERENCE_TIER
+from ..model import rules
 
 
 @dataclass(frozen=True)

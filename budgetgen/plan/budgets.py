@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import rules
+from ..model import rules
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each `Rule` is one idea, as `columns.Calc` is for a Tasks column. `excel` is a formula (without the leading `=`)
 over `{placeholders}` the workbook fills with cell references or defined names; every other word in it is a
-workbook-scoped name on Assumptions. The Python view is compiled from that same text (`budgetgen.expr`): the engine
+workbook-scoped name on Assumptions. The Python view is compiled from that same text (`budgetgen.model.expr`): the engine
 computes with it, the workbook writes the text with its result as the cached value, so the two cannot disagree. A
 rule keeps a hand-written `py` only where its Python view is not the formula read literally: a text the sheet
 formats (FIXED), a lookup the engine already holds the answer of (INDEX), or an algorithm the engine runs on values
@@ -16,10 +16,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..core.records import TIERS
+from ..core.schema import CONSTANT_VALUES, SETTINGS
 from . import expr
 from .columns import K
-from .records import TIERS
-from .schema import CONSTANT_VALUES, SETTINGS
 
 TIER_RECORDS = {t.name: t for t in TIERS}
 

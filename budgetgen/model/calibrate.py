@@ -28,16 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from .catalog import gpu_record
-from .columns import evaluate, evaluate_task
-from .errors import Code, InputError, Problem, printable
-from .i18n import Message
-from .model import Gpu, Inputs, Settings
-from .models import ModelCatalog
-from .price_files import table_rows
-from .reader import Collector, read_inputs, read_rows
-from .records import SERVING_METHODS, TRAINING_METHODS
-from .schema import (
+from ..catalog.gpus import gpu_record
+from ..catalog.models import ModelCatalog
+from ..catalog.price_files import table_rows
+from ..core.errors import Code, InputError, Problem, printable
+from ..core.i18n import Message
+from ..core.inputs import Gpu, Inputs, Settings
+from ..core.records import SERVING_METHODS, TRAINING_METHODS
+from ..core.schema import (
     CHECKPOINTING,
     GPU_COLUMNS,
     MAX_CARDS,
@@ -48,8 +46,10 @@ from .schema import (
     Setting,
     Value,
 )
+from ..core.values import BadValue, parse_number
+from ..io.reader import Collector, read_inputs, read_rows
+from .columns import evaluate, evaluate_task
 from .serving import KS
-from .values import BadValue, parse_number
 
 KINDS = ("serve", "train", "mem")
 MEASURED_COLUMNS = ("kind", "model", "gpu", "cards", "method", "train_precision", "kv_cache_dtype", "prompt",

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from xlsxwriter.utility import xl_col_to_name
 
-from .budgets import Budget
-from .catalog import (
+from ..catalog.fx import FxTable, Rate, fx_table, money_default
+from ..catalog.gpus import (
     CATALOG_CURRENCY,
     TIER_OFFER_COLUMNS,
     builtin_records,
@@ -25,12 +25,8 @@ from .catalog import (
     in_plan_currency,
     is_catalog_price,
 )
-from .errors import Code, InputError, Problem
-from .fx import FxTable, Rate, fx_table, money_default
-from .i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
-from .model import Extra, Gpu, Inputs, Settings, Task
-from .models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
-from .prices import (
+from ..catalog.models import MODEL_COLUMNS, ModelCatalog, ModelRecordError, UnknownModelError, builtin_models
+from ..catalog.prices import (
     ANY_REGION,
     OFFER_FIELDS,
     builtin_offers,
@@ -40,10 +36,11 @@ from .prices import (
     read_as_of,
     split_names,
 )
-from .records import BUFFER
-from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
-from .scenarios import DRIVER, ScenarioRow
-from .schema import (
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import SHEETS_ZH, Message, canonical_name, canonical_sheet
+from ..core.inputs import Extra, Gpu, Inputs, Settings, Task
+from ..core.records import BUFFER
+from ..core.schema import (
     BUDGET_COLUMNS,
     EXTRA_COLUMNS,
     FX_COLUMNS,
@@ -62,8 +59,11 @@ from .schema import (
     Value,
     normalise_header,
 )
+from ..core.values import BadValue, add_months, is_blank, parse_cell, parse_month, text_length
+from ..plan.budgets import Budget
+from ..plan.scenarios import DRIVER, ScenarioRow
+from .safefile import MAX_TEXT, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .template import example_rows_left
-from .values import BadValue, add_months, is_blank, parse_cell, parse_month, text_length
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -890,7 +890,7 @@ ASSIGNMENT_COLUMNS = (Column("resource_id", "text", required=True, help="billed 
 
 def _table_sheet(ws) -> pd.DataFrame | None:
     """A Bills or Usage sheet as recon reads a bill file (its header on row 1), or None for an empty one."""
-    from .recon.table import sheet_frame  # pandas, loaded only for an inventory with bills or usage
+    from ..recon.table import sheet_frame  # pandas, loaded only for an inventory with bills or usage
 
     rows = list(iter_rows(ws))
     return sheet_frame(rows) if rows and rows[0][0] == 1 else None

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .models import MODEL_COLUMNS
-from .schema import (
+from ..catalog.models import MODEL_COLUMNS
+from ..core.schema import (
     BUDGET_COLUMNS,
     EXTRA_COLUMNS,
     FX_COLUMNS,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 
-from .schema import MODEL_COLUMNS, Value
+from ..core.schema import MODEL_COLUMNS, Value
 
 MODELS_RESOURCE = resources.files("budgetgen") / "data" / "models.csv"
 

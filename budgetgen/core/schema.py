@@ -585,7 +585,7 @@ SETTINGS_COLUMNS: tuple[Column, ...] = (
     C("note", "text", help="what the setting means (init writes it; the reader ignores it)"),
 )
 
-# The scenario drivers (budgetgen/scenarios.py applies them) and the Scenarios sheet that gives their values.
+# The scenario drivers (budgetgen/plan/scenarios.py applies them) and the Scenarios sheet that gives their values.
 SCENARIO_LEVELS = ("low", "base", "high")
 DRIVERS: tuple[Driver, ...] = (
     Driver("requests", DEMAND, "requests per day (batch: requests per run): serving tasks' demand",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from .checks import Check
-from .engine import Plan, TaskPlan
-from .model import Gpu
-from .schema import CONSTANT_VALUES, TIER_NAMES
+from ..core.inputs import Gpu
+from ..core.schema import CONSTANT_VALUES, TIER_NAMES
+from ..plan.checks import Check
+from ..plan.engine import Plan, TaskPlan
 
 HOURS_PER_DAY = CONSTANT_VALUES["HoursPerDay"]
 
@@ -45,7 +45,7 @@ def task_json(tp: TaskPlan, months: tuple[str, ...], gpu: Gpu) -> dict:
 
 
 def plan_json(plan: Plan, reconciliation: dict | None = None, recon_checks: tuple[Check, ...] = ()) -> dict:
-    """The whole §6 document; `recon_checks` the reconciled months' checks (budgetgen.checks.recon_checks)."""
+    """The whole §6 document; `recon_checks` the reconciled months' checks (budgetgen.plan.checks.recon_checks)."""
     s = plan.inputs.settings
     return {
         "currency": s.currency,
@@ -88,7 +88,7 @@ def plan_json(plan: Plan, reconciliation: dict | None = None, recon_checks: tupl
 
 
 def order_json(plan: Plan) -> dict:
-    """The Order sheet's numbers (budgetgen.order, which the sheet renders): per provider what to reserve and what to
+    """The Order sheet's numbers (budgetgen.plan.order, which the sheet renders): per provider what to reserve and what to
     rent by month, the GPU total (the plan's GPU spend with the commitments) and the plan total (Summary's)."""
     order = plan.order
     months = plan.months
@@ -113,7 +113,7 @@ def order_json(plan: Plan) -> dict:
 
 
 def checks_json(plan: Plan, checks: tuple[Check, ...]) -> list[dict]:
-    """The Checks sheet's rows (budgetgen.checks, which the sheet renders): each check's label, the sheet it is
+    """The Checks sheet's rows (budgetgen.plan.checks, which the sheet renders): each check's label, the sheet it is
     about (null: the budget's), its computed and expected values, their currency (null for a count) and whether it
     passes."""
     currency = plan.inputs.settings.currency

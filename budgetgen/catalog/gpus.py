@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from dataclasses import replace
 from importlib import resources
 
+from ..core.i18n import Message
+from ..core.inputs import Gpu, Settings
+from ..core.schema import GPU_COLUMNS, REFERENCE_TIER, TASK_TIERS, TIERS, Value
+from ..core.values import add_months
 from . import prices
 from .fx import FxTable, reference_rate
-from .i18n import Message
-from .model import Gpu, Settings
 from .prices import OFFER_FIELDS
-from .schema import GPU_COLUMNS, REFERENCE_TIER, TASK_TIERS, TIERS, Value
-from .values import add_months
 
 CATALOG_RESOURCE = resources.files("budgetgen") / "data" / "gpus.csv"
 CATALOG_CURRENCY = "CNY"  # the currency `catalog_fx` sets the rate of, and money defaults are declared in

@@ -21,20 +21,21 @@ from pathlib import Path
 
 import xlsxwriter
 
-from . import rules, scenarios
-from .catalog import gpu_record
+from ..catalog.gpus import gpu_record
+from ..core.errors import Code, InputError, OutputError, Problem, printable
+from ..core.i18n import LANGS, canonical_name, tr
+from ..core.inputs import Inputs, Settings
+from ..core.schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER, Value
+from ..core.values import add_months, text_length
+from ..io.reader import read_inputs
+from ..io.safefile import iter_rows, load_input_workbook
+from ..model import rules
+from ..workbook import CHECK_TOLERANCE, Formats
+from ..workbook.book import XLS_STRMAX, Sheet
+from ..workbook.layout import FX_HEADER
+from . import scenarios
 from .commitments import adjustment_in, plan_commitments
 from .engine import MonthTotals, Plan, TaskPlan, apply_scenario, plan_budget, plan_task
-from .errors import Code, InputError, OutputError, Problem, printable
-from .i18n import LANGS, canonical_name, tr
-from .model import Inputs, Settings
-from .reader import read_inputs
-from .safefile import iter_rows, load_input_workbook
-from .schema import EXTRA_COLUMNS, GPU_COLUMNS, SETTINGS, SETTINGS_BY_KEY, TASK_COLUMNS, TIER, Value
-from .values import add_months, text_length
-from .workbook import CHECK_TOLERANCE, Formats
-from .workbook.book import XLS_STRMAX, Sheet
-from .workbook.layout import FX_HEADER
 
 BUILT_SHEETS = ("assumptions", "checks")  # a built budget has both; an input workbook neither
 BUILT_PLACES = {"Settings": "Assumptions"}  # where a built budget keeps what an input keeps on Settings

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from budgetgen.errors import BudgetgenError, Code, InputError, OutputError, Problem
+from budgetgen.core.errors import BudgetgenError, Code, InputError, OutputError, Problem
 
 if TYPE_CHECKING:  # openpyxl itself loads when a workbook is read, not when the CLI starts
     import openpyxl

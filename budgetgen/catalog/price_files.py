@@ -18,8 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import Code, InputError, Problem
-from .i18n import Message
+from ..core.errors import Code, InputError, Problem
+from ..core.i18n import Message
+from ..core.records import TIERS
+from ..core.schema import Column, normalise_header
+from ..io.reader import Collector, Record, read_rows
+from ..io.safefile import MAX_FILE, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
 from .prices import (
     ANY_REGION,
     UNTOLD_CARD,
@@ -33,10 +37,6 @@ from .prices import (
     resolve_label,
     retrieved,
 )
-from .reader import Collector, Record, read_rows
-from .records import TIERS
-from .safefile import MAX_FILE, iter_rows, load_input_workbook, read_input_file, unsaved_formulas
-from .schema import Column, normalise_header
 
 C = Column
 # A listed price of 0 is a missing price, not a free GPU (a median with it, or a quote of it, plans a zero budget).

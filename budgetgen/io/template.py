@@ -7,11 +7,11 @@ from pathlib import Path
 
 import xlsxwriter
 
-from .catalog import CATALOG_CURRENCY, builtin_records
-from .errors import OutputError
-from .fx import money_default, reference_rate
-from .i18n import Message, describe, name, sheet_name, tr, word
-from .schema import PRICE_COLUMNS, RAMP_COLUMNS, SETTINGS, SHEETS, Column, Value
+from ..catalog.fx import money_default, reference_rate
+from ..catalog.gpus import CATALOG_CURRENCY, builtin_records
+from ..core.errors import OutputError
+from ..core.i18n import Message, describe, name, sheet_name, tr, word
+from ..core.schema import PRICE_COLUMNS, RAMP_COLUMNS, SETTINGS, SHEETS, Column, Value
 
 # The example rows' task ids start with this: `build` warns while any is left in the inventory.
 EXAMPLE_PREFIX = "EXAMPLE-"
@@ -109,7 +109,7 @@ def write_template(path: Path, lang: str = "en", currency: str = CATALOG_CURRENC
     in `lang`, for a plan in `currency` (catalog prices, money defaults and the example extras converted into it).
     Models, FX, Ramp, Scenarios and Budgets are written empty under their headers: a row there changes the plan,
     so their notes carry the examples."""
-    from .workbook.book import Sheet  # the writer package, loaded only to write (the reader imports this module)
+    from ..workbook.book import Sheet  # the writer package, loaded only to write (the reader imports this module)
 
     path = Path(path)
     today = today or dt.date.today()

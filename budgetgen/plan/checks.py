@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from . import rules
-from .model import Settings
-from .schema import KINDS, TIER_NAMES
+from ..core.inputs import Settings
+from ..core.schema import KINDS, TIER_NAMES
+from ..model import rules
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def no_price_pairs(plan) -> list[tuple[str, str]]:
 def _cheaper_now(plan) -> int:
     """The tasks whose GPU the build chose and a cheaper listed GPU could run (the live choice's count)."""
     # The live choice is computed over the Candidates sheet's listing (budgetgen.workbook.choice).
-    from .workbook.choice import live_choice
+    from ..workbook.choice import live_choice
     best = live_choice(plan)[1]
     return rules.CHEAPER_TASKS(plan.inputs.settings, cheaper=[b["cheaper_gpu"] for b in best],
                                named=[b["gpu_named"] for b in best])

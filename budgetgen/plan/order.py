@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import rules
+from ..catalog.prices import OFFER_SEPARATOR
+from ..core.schema import REFERENCE_TIER, TIER, TIER_NAMES
+from ..model import rules
 from .commitments import Commitment
-from .prices import OFFER_SEPARATOR
-from .schema import REFERENCE_TIER, TIER, TIER_NAMES
 
 
 @dataclass(frozen=True)

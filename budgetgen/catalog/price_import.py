@@ -7,12 +7,12 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import catalog_classes
-from .i18n import canonical_name, canonical_sheet
+from ..core.i18n import canonical_name, canonical_sheet
+from ..core.schema import normalise_header
+from ..io.safefile import check_outputs, load_input_workbook, read_input_file, staged_outputs
+from .gpus import catalog_classes
 from .price_files import PriceFile, read_price_file
 from .prices import OFFER_FIELDS, Offer, choose_offer
-from .safefile import check_outputs, load_input_workbook, read_input_file, staged_outputs
-from .schema import normalise_header
 
 SUFFIX = "-priced"  # the default output: the input's name with this before its extension
 

@@ -1,7 +1,7 @@
 """The calculated task columns: header, unit and Excel formula, the Python function compiled from the formula.
 
 The engine evaluates `py` for each column in order; the writer writes `excel` down the same column. `py` is
-compiled from `excel` (`budgetgen.expr.compile_row`) unless the column gives its own: only `period_cost`
+compiled from `excel` (`budgetgen.model.expr.compile_row`) unless the column gives its own: only `period_cost`
 (tests/test_expr.py names it with its reason).
 Placeholders in `excel`: `{name}` is the same row's cell of another column, `{gpu.field}` looks the
 row's GPU up on the GPUs sheet (`{gpu.row}`: its position there). Every other word is a workbook-scoped name on
@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import cast
 
-from . import expr, serving
-from .model import Gpu, Settings
-from .records import excel_is
-from .schema import (
+from ..core.inputs import Gpu, Settings
+from ..core.records import excel_is
+from ..core.schema import (
     CONSTANT_VALUES,
     PER_CARD_MONTH_TIER,
     RERUN_TIER,
@@ -28,6 +27,7 @@ from .schema import (
     TASK_TIERS,
     Value,
 )
+from . import expr, serving
 
 Row = dict[str, Value]  # a task row: its inputs and calculated columns by name
 CalcFn = Callable[[Row, Settings, Gpu], Value]  # a column's Python view: the row so far, the settings, the row's GPU
@@ -52,7 +52,7 @@ GPU_COLUMNS = {t.price_name: f"g.prices.get({t.name!r})" for t in TASK_TIERS}
 @dataclass(frozen=True)
 class Calc:
     """One calculated column: its formula, and the Python function the engine computes it with, compiled from the
-    formula (`budgetgen.expr`) unless the column gives its own `py` (where the Python is not the formula read
+    formula (`budgetgen.model.expr`) unless the column gives its own `py` (where the Python is not the formula read
     literally)."""
 
     key: str

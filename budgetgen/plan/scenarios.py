@@ -13,9 +13,9 @@ import functools
 import operator
 from dataclasses import dataclass
 
-from . import expr
-from .records import DEMAND, PRICE
-from .schema import DRIVERS, SCENARIO_LEVELS
+from ..core.records import DEMAND, PRICE
+from ..core.schema import DRIVERS, SCENARIO_LEVELS
+from ..model import expr
 
 LEVELS = SCENARIO_LEVELS
 
@@ -65,7 +65,7 @@ def driver_value(rows: tuple[ScenarioRow, ...], levels: tuple[str, ...], driver:
 
 
 def task_multipliers(rows, levels, task_id: str, training: bool, tier: str, foreign: bool) -> tuple[float, float]:
-    """The task's demand and price multipliers: `multiplier_excel`'s two formulas compiled (budgetgen.expr), each
+    """The task's demand and price multipliers: `multiplier_excel`'s two formulas compiled (budgetgen.model.expr), each
     Scenarios row's chosen name its value at `levels[i]` (a driver not given counts 1; an efficiency divides)."""
     chosen = tuple(r.value(lv) for r, lv in zip(rows, levels, strict=True))
     cells = {"training": 1 if training else 0, "tier": tier, "foreign": 1 if foreign else 0}

@@ -3,7 +3,7 @@
 Each `*_EXCEL` text is a calculated column's formula (or a part of one) in the placeholder style of columns.py:
 `{name}` is the same row's cell of another column, `{gpu.field}` the row's GPU on the GPUs sheet and `{model.field}`
 the row's model on the Models sheet (blank when the task names no model or the catalog lacks the figure); every other
-word is a named cell on Assumptions. The Python value of each is compiled from the text itself (budgetgen.expr, through
+word is a named cell on Assumptions. The Python value of each is compiled from the text itself (budgetgen.model.expr, through
 columns.Calc): nothing here computes a quantity a second way. Beside the texts stay only the builders that write a
 text for a card shape or an expression (`fits_excel`, `training_shape_excel`, `cards_at_scale_excel`, `_peak_excel`),
 the shape constants, and `sheet_floor`/`sheet_ceil`: spreadsheets round to 15 significant digits before FLOOR and
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from .schema import (  # noqa: F401  (SERVING_* re-exported: the v2 declarations live in the schema)
+from ..core.schema import (  # noqa: F401  (SERVING_* re-exported: the v2 declarations live in the schema)
     CHANGED_DEFAULTS,
     SERVING_CONSTANTS,
     SERVING_METHODS,
