@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from ..catalog.models import MODEL_COLUMNS
 from ..core.schema import (
     BUDGET_COLUMNS,
@@ -53,5 +56,15 @@ def input_reference() -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    print(input_reference())
+def rewrite(path: str) -> None:
+    """Replace the generated block (BEGIN to END) of the page at `path` with the schema's."""
+    page = Path(path).read_text(encoding="utf-8")
+    start, end = page.index(BEGIN), page.index(END) + len(END)
+    Path(path).write_text(page[:start] + input_reference() + page[end:], encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m budgetgen.io.reference [PAGE]: rewrite PAGE's block, or print the block
+    if len(sys.argv) > 1:
+        rewrite(sys.argv[1])
+    else:
+        print(input_reference())
