@@ -171,7 +171,8 @@ def sum_bills(
             effective = any("EffectiveCost" in match_headers(p.columns, BILL_INPUT_COLUMNS) for _, p in parts)
             groups = _GROUPS if len(sources) > 1 else _GROUPS_APART
             grouped = groups.format(lines=_local_lines(keyed, billing_timezone),
-                                    effective=_EFFECTIVE[effective, len(sources) > 1])
+                                    effective=_EFFECTIVE[effective, len(sources) > 1],
+                                    **_group_texts(p for _, p in parts))
             con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {grouped}", options))
             con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _raise_problems(con, parts, options)
@@ -784,13 +785,40 @@ _DAY_SUMS = ("SELECT month, day, line_key, true AS daily, fsum(cost) AS billed, 
 day and line_key; the other columns of all_groups are NULL in these rows."""
 _GROUPS_APART = f"""WITH keyed AS NOT MATERIALIZED (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day,
     hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({{lines}}))
-    SELECT month, NULL::DATE AS day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, false AS daily, {_measures(False)}
-    FROM keyed GROUP BY month, {_TEXT_KEYS}, line_key
+    SELECT month, NULL::DATE AS day, {{texts}}, line_key, NULL::BIGINT AS row, false AS daily, {_measures(False)}
+    FROM keyed GROUP BY month, {{keys}}line_key
     UNION ALL BY NAME {_DAY_SUMS}"""
 """_GROUPS' two groupings as two aggregations over two scans of the lines: the daily one sums BilledCost alone (in a
 grouping set every grouping computes every measure: at 400,000 resources a month its 6 million resource-days
 carried a dozen measures each and spilled). 10M lines, 2026-12-04: 37 -> 26 CPU s at 400,000 resources a month,
-13 -> 11 at 40,000, 6 -> 7 at 100 (the second scan)."""
+13 -> 11 at 40,000, 6 -> 7 at 100 (the second scan). {texts}: the texts, {keys}: those the lines hold (_constant_texts)."""
+_TEXT_HEADERS = {"resource_id": "ResourceId", "resource_name": "ResourceName", "resource_type": "ResourceType",
+                 "service_name": "ServiceName", "service_category": "ServiceCategory", "description": "ChargeDescription",
+                 "sku": "SkuId", "consumed_unit": "ConsumedUnit", "tags": "Tags", "currency": "BillingCurrency",
+                 "charge_category": "ChargeCategory", "commitment_id": "CommitmentDiscountId",
+                 "commitment_status": "CommitmentDiscountStatus", "commitment_type": "CommitmentDiscountType",
+                 "pricing_category": "PricingCategory"}
+"""_TEXTS: the declared column each is read from (_line_select)."""
+
+
+def _constant_texts(parts: Iterable[_Part]) -> dict[str, str]:
+    """{text: its SQL value} of the texts no part holds (its column absent from every part: NULL; extra_text
+    without an x_ column: ''). They are left out of the grouping's key (a constant splits no group) and written
+    back as constants: at 400,000 resources a month each text in the key costs the hash table tens of MB and the
+    grouping spilled (10M lines with 7 of the 16 texts absent, 2026-12-04)."""
+    held = [set(match_headers(p.columns, BILL_INPUT_COLUMNS)) for p in parts]
+    constant = {name: "NULL::VARCHAR" for name, header in _TEXT_HEADERS.items() if all(header not in h for h in held)}
+    if not any(c.lower().startswith("x_") for p in parts for c in p.columns):
+        constant["extra_text"] = "''"
+    return constant
+
+
+def _group_texts(parts: Iterable[_Part]) -> dict[str, str]:
+    """_GROUPS_APART's {texts} and {keys} for these parts (see _constant_texts)."""
+    constant = _constant_texts(parts)
+    names = (*_TEXTS, "extra_text")
+    return {"texts": ", ".join(f"{constant[n]} AS {n}" if n in constant else n for n in names),
+            "keys": "".join(f"{n}, " for n in names if n not in constant)}
 _LINES = f"""SELECT {_MONTH} AS month, {_DAY} AS day, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
     start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, effective,
     (effective IS NULL)::BIGINT AS effective_missing, 0::UHUGEINT AS days,
