@@ -119,3 +119,25 @@ def test_a_bill_larger_than_the_memory_limit_allows_is_a_clear_error(tmp_path):
         sum_bills([BillSource(folder, "big")], "USD", DEFAULT_GPU_LINE_PATTERN, {}, [], memory_limit="4MB")
     problem, = caught.value.problems
     assert problem.sheet == "Settings" and "recon_memory_limit" in problem.message
+
+
+def test_only_texts_no_part_holds_leave_the_grouping_key():
+    """A text is left out of the one-source grouping's key only when no part of the bill has its column (then it is
+    NULL on every line, extra_text '' without an x_ column); a column in one part of two keeps it in the key."""
+    from budgetgen.recon.bill_sums import _constant_texts, _group_texts, _Part
+
+    def part(*columns):
+        return _Part("bill", "t", False, columns, dict.fromkeys(columns, "VARCHAR"), None)
+
+    a = part("ResourceId", "BilledCost", "ChargePeriodStart", "BillingCurrency")
+    b = part("ResourceId", "ResourceName", "x_team")
+    held = {"resource_id", "resource_name", "currency"}
+    all_texts = {"resource_id", "resource_name", "resource_type", "service_name", "service_category", "description",
+                 "sku", "consumed_unit", "tags", "currency", "charge_category", "commitment_id",
+                 "commitment_status", "commitment_type", "pricing_category"}
+    assert _constant_texts([a, b]) == dict.fromkeys(all_texts - held, "NULL::VARCHAR")
+    assert _constant_texts([a]) == {**dict.fromkeys(all_texts - {"resource_id", "currency"}, "NULL::VARCHAR"),
+                                    "extra_text": "''"}
+    grouping = _group_texts([a])
+    assert grouping["keys"] == "resource_id, currency, "
+    assert "NULL::VARCHAR AS resource_name" in grouping["texts"] and "'' AS extra_text" in grouping["texts"]

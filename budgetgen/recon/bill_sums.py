@@ -170,7 +170,9 @@ def sum_bills(
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
             effective = any("EffectiveCost" in match_headers(p.columns, BILL_INPUT_COLUMNS) for _, p in parts)
             groups = _GROUPS if len(sources) > 1 else _GROUPS_APART
-            grouped = groups.format(lines=_local_lines(keyed, billing_timezone), effective=_EFFECTIVE[effective])
+            grouped = groups.format(lines=_local_lines(keyed, billing_timezone),
+                                    effective=_EFFECTIVE[effective, len(sources) > 1],
+                                    **_group_texts(p for _, p in parts))
             con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {grouped}", options))
             con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _raise_problems(con, parts, options)
@@ -733,19 +735,28 @@ _DAY_BIT = ("1::UHUGEINT << least(greatest(local_start::DATE - date_trunc('month
             "local_start))::DATE + "
             f"{DAYS_BEFORE}, 0), 127)::UHUGEINT")
 """A line's charge day as one bit of 128, from DAYS_BEFORE days before its invoice month's first day."""
-_MEASURES = (
-    "fsum(cost) FILTER (WHERE NOT dup) AS billed, sum(quantity) FILTER (WHERE NOT dup) AS quantity, "
-    "count(*) FILTER (WHERE NOT dup) AS lines, min(start) FILTER (WHERE NOT dup) AS first_charge, "
-    "max(start) FILTER (WHERE NOT dup) AS last_charge, count(*) FILTER (WHERE dup) AS dup_lines, "
-    "fsum(cost) FILTER (WHERE dup) AS dup_billed, {effective}, bit_or(" + _DAY_BIT + ") FILTER (WHERE NOT dup) AS days, bit_or("
-    + " | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))
-    + ") AS problems"
-)
+_PROBLEMS = " | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))
+
+
+def _measures(dup: bool) -> str:
+    """SQL of a group's measures over the lines; with dup (several sources) each measure counts the lines that are
+    no copy, and dup_lines and dup_billed the copies; without (one source, no copy) no FILTER and no copy's sums:
+    at 400,000 resources a month the copies' two empty states made the grouping spill (10M lines, 2026-12-04)."""
+    kept = " FILTER (WHERE NOT dup)" if dup else ""
+    copies = ("count(*) FILTER (WHERE dup) AS dup_lines, fsum(cost) FILTER (WHERE dup) AS dup_billed" if dup else
+              "0::BIGINT AS dup_lines, NULL::DOUBLE AS dup_billed")  # (fsum over no line is NULL)
+    return (f"fsum(cost){kept} AS billed, sum(quantity){kept} AS quantity, count(*){kept} AS lines, "
+            f"min(start){kept} AS first_charge, max(start){kept} AS last_charge, {copies}, {{effective}}, "
+            f"bit_or({_DAY_BIT}){kept} AS days, bit_or({_PROBLEMS}) AS problems")
+
+
 _EFFECTIVE = {
-    # whether any part has an EffectiveCost column: its sums, else nothing to sum (every line lacks one)
-    True: "fsum(effective) FILTER (WHERE NOT dup) AS effective, "
-          "count(*) FILTER (WHERE NOT dup AND effective IS NULL) AS effective_missing",
-    False: "NULL::DOUBLE AS effective, count(*) FILTER (WHERE NOT dup) AS effective_missing",
+    # (whether any part has an EffectiveCost column, whether there are copies): its sums, else nothing to sum
+    (True, True): "fsum(effective) FILTER (WHERE NOT dup) AS effective, "
+                  "count(*) FILTER (WHERE NOT dup AND effective IS NULL) AS effective_missing",
+    (True, False): "fsum(effective) AS effective, count(*) - count(effective) AS effective_missing",
+    (False, True): "NULL::DOUBLE AS effective, count(*) FILTER (WHERE NOT dup) AS effective_missing",
+    (False, False): "NULL::DOUBLE AS effective, count(*) AS effective_missing",
 }
 _MONTH = "strftime(coalesce(local_invoice, local_start), '%Y-%m')"
 _TEXTS = ("resource_id", "resource_name", "resource_type", "service_name", "service_category", "description", "sku",
@@ -763,28 +774,55 @@ _GPU_DAY = (f"CASE WHEN lower(trim(coalesce(service_category, ''))) NOT IN ('sto
 """A line's charge day where it may be a GPU line (storage, networking, credits and adjustments never are): the
 others share one day-less row per key, so the daily grouping holds few more rows than GPU resource-days."""
 _GROUPS = f"""SELECT month, day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, grouping(day) = 0 AS daily,
-    {_MEASURES} FROM (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
+    {_measures(True)} FROM (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
     FROM ({{lines}})) GROUP BY GROUPING SETS ((month, {_TEXT_KEYS}, line_key), (month, day, line_key))"""
 """One scan, two groupings: the lines by month and texts (the groups every rule reads), and by month, charge day
 and line_key (the daily sums, narrow). Used where the lines are de-duplicated (several sources: the window that
 finds copies runs once); one source is grouped by _GROUPS_APART."""
-_DAY_SUMS = ("SELECT month, day, line_key, true AS daily, fsum(cost) FILTER (WHERE NOT dup) AS billed, "
-             "count(*) FILTER (WHERE NOT dup) AS lines FROM keyed WHERE day IS NOT NULL GROUP BY month, day, line_key")
+_DAY_SUMS = ("SELECT month, day, line_key, true AS daily, fsum(cost) AS billed, "
+             "count(*) AS lines FROM keyed WHERE day IS NOT NULL GROUP BY month, day, line_key")
 """The daily sums of keyed lines: only what the daily view reads (BilledCost and the lines counted), by month, charge
 day and line_key; the other columns of all_groups are NULL in these rows."""
 _GROUPS_APART = f"""WITH keyed AS NOT MATERIALIZED (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day,
     hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({{lines}}))
-    SELECT month, NULL::DATE AS day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, false AS daily, {_MEASURES}
-    FROM keyed GROUP BY month, {_TEXT_KEYS}, line_key
+    SELECT month, NULL::DATE AS day, {{texts}}, line_key, NULL::BIGINT AS row, false AS daily, {_measures(False)}
+    FROM keyed GROUP BY month, {{keys}}line_key
     UNION ALL BY NAME {_DAY_SUMS}"""
 """_GROUPS' two groupings as two aggregations over two scans of the lines: the daily one sums BilledCost alone (in a
 grouping set every grouping computes every measure: at 400,000 resources a month its 6 million resource-days
 carried a dozen measures each and spilled). 10M lines, 2026-12-04: 37 -> 26 CPU s at 400,000 resources a month,
-13 -> 11 at 40,000, 6 -> 7 at 100 (the second scan)."""
+13 -> 11 at 40,000, 6 -> 7 at 100 (the second scan). {texts}: the texts, {keys}: those the lines hold (_constant_texts)."""
+_TEXT_HEADERS = {"resource_id": "ResourceId", "resource_name": "ResourceName", "resource_type": "ResourceType",
+                 "service_name": "ServiceName", "service_category": "ServiceCategory", "description": "ChargeDescription",
+                 "sku": "SkuId", "consumed_unit": "ConsumedUnit", "tags": "Tags", "currency": "BillingCurrency",
+                 "charge_category": "ChargeCategory", "commitment_id": "CommitmentDiscountId",
+                 "commitment_status": "CommitmentDiscountStatus", "commitment_type": "CommitmentDiscountType",
+                 "pricing_category": "PricingCategory"}
+"""_TEXTS: the declared column each is read from (_line_select)."""
+
+
+def _constant_texts(parts: Iterable[_Part]) -> dict[str, str]:
+    """{text: its SQL value} of the texts no part holds (its column absent from every part: NULL; extra_text
+    without an x_ column: ''). They are left out of the grouping's key (a constant splits no group) and written
+    back as constants: at 400,000 resources a month each text in the key costs the hash table tens of MB and the
+    grouping spilled (10M lines with 7 of the 16 texts absent, 2026-12-04)."""
+    held = [set(match_headers(p.columns, BILL_INPUT_COLUMNS)) for p in parts]
+    constant = {name: "NULL::VARCHAR" for name, header in _TEXT_HEADERS.items() if all(header not in h for h in held)}
+    if not any(c.lower().startswith("x_") for p in parts for c in p.columns):
+        constant["extra_text"] = "''"
+    return constant
+
+
+def _group_texts(parts: Iterable[_Part]) -> dict[str, str]:
+    """_GROUPS_APART's {texts} and {keys} for these parts (see _constant_texts)."""
+    constant = _constant_texts(parts)
+    names = (*_TEXTS, "extra_text")
+    return {"texts": ", ".join(f"{constant[n]} AS {n}" if n in constant else n for n in names),
+            "keys": "".join(f"{n}, " for n in names if n not in constant)}
 _LINES = f"""SELECT {_MONTH} AS month, {_DAY} AS day, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
     start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, effective,
     (effective IS NULL)::BIGINT AS effective_missing, 0::UHUGEINT AS days,
-    {" | ".join(f"((({sql}) IS TRUE)::BIGINT << {i})" for i, sql in enumerate(_CHECKS.values()))} AS problems
+    {_PROBLEMS} AS problems
     FROM ({{lines}})"""
 _COVERAGE = """SELECT month, min(first_charge)::DATE, max(last_charge)::DATE, bit_or(days) FROM groups
     WHERE lines > 0 GROUP BY 1 ORDER BY 1"""
