@@ -96,9 +96,7 @@ def no_price_pairs(plan) -> list[tuple[str, str]]:
 
 def _cheaper_now(plan) -> int:
     """The tasks whose GPU the build chose and a cheaper listed GPU could run (the live choice's count)."""
-    # The live choice is computed over the Candidates sheet's listing (budgetgen.workbook.choice).
-    from ..workbook.choice import live_choice
-    best = live_choice(plan)[1]
+    best = plan.live_choice.tasks
     return rules.CHEAPER_TASKS(plan.inputs.settings, cheaper=[b["cheaper_gpu"] for b in best],
                                named=[b["gpu_named"] for b in best])
 

@@ -28,6 +28,7 @@ from ..model.columns import NAMES, RUN_WINDOW, K, evaluate, evaluate_task
 from . import scenarios
 from .budgets import plan_budgets
 from .checks import Check, plan_checks
+from .choice import LiveChoice, live_choice
 from .commitments import Commitment, adjustment_in, commitment_rate, plan_commitments
 from .order import Order, plan_order
 from .ramp import TaskMonth, task_months
@@ -213,6 +214,11 @@ class Plan:
     def order(self) -> Order:
         """What to order (budgetgen.plan.order), computed once for the Order sheet, its layout and the JSON."""
         return plan_order(self)
+
+    @functools.cached_property
+    def live_choice(self) -> LiveChoice:
+        """The live choice's values (budgetgen.plan.choice), computed once for Candidates, Tasks and Checks."""
+        return live_choice(self)
 
     @functools.cached_property
     def checks(self) -> tuple[Check, ...]:

@@ -14,7 +14,7 @@ from ..core.schema import TASK_TIERS
 from ..model.columns import CALCS, CANDIDATE_FROM_TASKS
 from ..plan.engine import Plan
 from .book import BlockColumn, Book, ColumnBlock
-from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas, live_choice
+from .choice import CANDIDATE_HEADERS, CANDIDATE_NAMES, candidate_formulas
 from .layout import CANDIDATE_LEAD, CANDIDATE_OFFER, Table, listed_candidates
 from .printing import print_setup
 from .tasks import GPU_ROW_HEADER, column_headers, compile_formula, gpu_row_formula, gpu_rows
@@ -44,7 +44,7 @@ def write_candidates(book: Book, ws, plan: Plan, table: Table) -> None:
     chosen = book.t("chosen")
     reasons: dict = {}
     r = table.first
-    for i, (tp, listed, live) in enumerate(zip(plan.tasks, listed_candidates(plan), live_choice(plan)[0],
+    for i, (tp, listed, live) in enumerate(zip(plan.tasks, listed_candidates(plan), plan.live_choice.candidates,
                                                strict=True), start=1):
         for c, own in zip(listed, live, strict=True):
             if c.excluded not in reasons:   # one rendering per distinct reason (they repeat by the thousand)

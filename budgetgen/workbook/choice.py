@@ -1,43 +1,20 @@
 """The live choice: after a price or an input is edited in the workbook, a GPU cheaper than the task's chosen one
 shows on Candidates (what each GPU saves against the chosen one), on Tasks (the task's cheapest GPU now and its
 saving) and on Checks (how many tasks a rebuild would move), so that the workbook and a rebuild never silently
-disagree. The choice itself stays a value: a rebuild makes it, with everything the choice weighs."""
+disagree. The choice itself stays a value: a rebuild makes it, with everything the choice weighs. The values are
+the plan's (Plan.live_choice, budgetgen.plan.choice); this module writes their formulas."""
 
 from __future__ import annotations
 
 from xlsxwriter.utility import xl_col_to_name
 
 from ..model import rules
-from ..plan.engine import Plan
-from .layout import Table, listed_candidates, task_name
+from .layout import Table, task_name
 
 CANDIDATE_HEADERS = {"gpu_saving": ("saving against the chosen GPU", "currency/month"),
                   "best_saving": ("task's best saving so far", "currency/month"),
                   "best_gpu": ("task's cheaper GPU so far", "")}
 CANDIDATE_NAMES = {"task_row": "CandidateTaskRow", "best_saving": "CandidateBestSaving", "best_gpu": "CandidateBestGpu"}
-
-
-def live_choice(plan: Plan) -> tuple[list[list[dict]], list[dict]]:
-    """The live-choice columns' values (the Python view of their rules): per task, each listed candidate's saving
-    and the running best; per task, its best (its last Candidates row's, and that row's position), which Tasks
-    shows."""
-    s = plan.inputs.settings
-    rows, best, last = [], [], 0
-    for tp, listed in zip(plan.tasks, listed_candidates(plan), strict=True):
-        chosen = tp.row["monthly_cost"]
-        task_rows, top, gpu = [], 0.0, ""
-        last += len(listed)
-        for i, c in enumerate(listed):
-            saving = rules.GPU_SAVING(s, excluded=c.excluded, cost=c.row["monthly_cost"], chosen=chosen)
-            previous = i > 0
-            gpu = rules.BEST_GPU(s, task=1, previous_task=1 if previous else 0, previous_best=top, previous_gpu=gpu,
-                                 saving=saving, gpu=c.gpu)
-            top = rules.BEST_SAVING(s, task=1, previous_task=1 if previous else 0, previous_best=top, saving=saving)
-            task_rows.append({"gpu_saving": saving, "best_saving": top, "best_gpu": gpu})
-        rows.append(task_rows)
-        best.append({"gpu_named": NAMED if tp.task.values["gpu"] else "", "cheaper_gpu": gpu,
-                     "cheaper_gpu_saving": top, "candidate_last": last})
-    return rows, best
 
 
 def candidate_formulas(table: Table) -> dict[str, str]:
@@ -56,7 +33,6 @@ def candidate_formulas(table: Table) -> dict[str, str]:
 TASK_HEADERS = {"gpu_named": ("gpu named in the input", ""), "cheaper_gpu": ("cheaper GPU now", ""),
                 "cheaper_gpu_saving": ("saving on it", "currency/month"),
                 "candidate_last": ("its last Candidates row", "#")}
-NAMED = "named"   # the gpu_named cell of a task whose input names its GPU (blank: the build chose it)
 
 
 def task_formulas(table: Table) -> dict[str, str]:

@@ -13,9 +13,10 @@ from ..catalog.models import MODEL_COLUMNS
 from ..core.i18n import name as input_name
 from ..core.schema import TASK_COLUMNS, Value
 from ..model.columns import CALCS
+from ..plan.choice import NAMED
 from ..plan.engine import Plan
 from .book import BlockColumn, Book, ColumnBlock
-from .choice import NAMED, TASK_HEADERS, live_choice, task_formulas
+from .choice import TASK_HEADERS, task_formulas
 from .layout import GPU_NAMES, MODEL_FIGURES, MODEL_NAMES, Table, task_name
 from .printing import print_setup
 
@@ -123,7 +124,7 @@ def write_tasks(book: Book, ws, plan: Plan, table: Table) -> None:
     block = ColumnBlock(sorted(inputs + formulas + choice + figures, key=lambda column: column[0]))
     blank = dict.fromkeys(c.name for c in TASK_COLUMNS)
     named = book.t(NAMED)
-    best = [{**b, "gpu_named": named if b["gpu_named"] else ""} for b in live_choice(plan)[1]]
+    best = [{**b, "gpu_named": named if b["gpu_named"] else ""} for b in plan.live_choice.tasks]
     for i, tp in enumerate(plan.tasks):
         r = table.first + i
         block.store(ws, r, {**blank, **tp.task.values, **tp.row, **best[i], "gpu_row": gpu_row[tp.row["gpu"]]})
