@@ -141,3 +141,22 @@ def test_only_texts_no_part_holds_leave_the_grouping_key():
     grouping = _group_texts([a])
     assert grouping["keys"] == "resource_id, currency, "
     assert "NULL::VARCHAR AS resource_name" in grouping["texts"] and "'' AS extra_text" in grouping["texts"]
+
+
+def test_texts_empty_on_every_row_of_a_warehouse_result_leave_its_grouping_key():
+    """The warehouse result's grouping (bill_sql._sums_texts): a text NULL on all three rows (sku) and extra_text
+    ('' always) leave the key and are written back; a text NULL on one row of three (tags) stays in it."""
+    import duckdb
+
+    from budgetgen.recon.bill_sql import _sums_texts
+    from budgetgen.recon.bill_sums import _TEXTS
+
+    con = duckdb.connect()
+    columns = ", ".join(f"{value} AS {name}" for name, value in
+                        [(n, "'x'") for n in _TEXTS if n not in ("sku", "tags")]
+                        + [("sku", "NULL::VARCHAR"), ("tags", "CASE WHEN i = 2 THEN NULL ELSE 'team' END")])
+    con.execute(f"CREATE TEMP VIEW sums_file AS SELECT {columns} FROM range(3) t(i)")
+    grouping = _sums_texts(con)
+    assert "CAST(NULL AS VARCHAR) AS sku" in grouping["texts"] and "'' AS extra_text" in grouping["texts"]
+    keys = grouping["keys"].rstrip(", ").split(", ")
+    assert "sku" not in keys and "extra_text" not in keys and "tags" in keys and len(keys) == len(_TEXTS) - 1

@@ -150,7 +150,7 @@ def read_bill_sums(
         row = "file_row_number + 2" if kind == ".parquet" else "row_number() OVER () + 1"
         con.execute(f"CREATE TEMP {relation} sums_file AS SELECT {row} AS row, {rows} FROM {reader}")
         _check_sums(con, name, options)
-        con.execute(_GROUPS_FROM_SUMS)
+        con.execute(_GROUPS_FROM_SUMS.format(**_sums_texts(con)))
         con.execute(f"DROP {relation} sums_file")
         con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         currencies = _convert(con, options, "all_groups", daily=True)
@@ -162,6 +162,21 @@ def read_bill_sums(
     billed = {m: float(g.sum()) for m, g in sums.groupby("month", sort=True)["billed"]}
     return BillSums(sums, billed, {m: (first, last, days.bit_count()) for m, first, last, days in coverage}, {}, (),
                     daily, currencies)
+
+
+def _sums_texts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """_GROUPS_FROM_SUMS' {texts} and {keys}, as bill_sums._group_texts gives the lines' grouping: a text empty on
+    every row of the result (a FOCUS column the bill lacks: the query writes NULL) and `extra_text` (always '') are
+    constants, left out of the key (a constant splits no group) and written back (at 400,000 resources a month each
+    text in the key costs the hash table tens of MB). One pass over the result, the texts' counts only."""
+    names = [n for n in _TEXT_KEYS.split(", ") if n != "extra_text"]
+    counts = con.execute("SELECT " + ", ".join(f"count({n})" for n in names) + " FROM sums_file").fetchone() or ()
+    types = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE sums_file)").fetchall())
+    constant = {n: f"CAST(NULL AS {types[n]})" for n, count in zip(names, counts, strict=True) if count == 0}
+    constant["extra_text"] = "''"
+    every = [*names, "extra_text"]
+    return {"texts": ", ".join(f"{constant[n]} AS {n}" if n in constant else n for n in every),
+            "keys": "".join(f"{n}, " for n in every if n not in constant)}
 
 
 def _result_column(header: str, name: str, kind: str) -> str:
@@ -188,12 +203,12 @@ _SUMS_ROWS = f"""SELECT month, TRY_CAST(CAST(day AS VARCHAR) AS DATE) AS day,
     FROM sums_file"""
 _GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE all_groups AS
     WITH keyed AS NOT MATERIALIZED (SELECT *, hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({_SUMS_ROWS}))
-    SELECT month, NULL::DATE AS day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, false AS daily,
+    SELECT month, NULL::DATE AS day, {{texts}}, line_key, NULL::BIGINT AS row, false AS daily,
     fsum(billed) AS billed, sum(quantity) AS quantity, sum(lines)::BIGINT AS lines,
     min(first_charge) AS first_charge, max(last_charge) AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed,
     fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing, bit_or(days) AS days,
     0::BIGINT AS problems
-    FROM keyed GROUP BY month, {_TEXT_KEYS}, line_key
+    FROM keyed GROUP BY month, {{keys}}line_key
     UNION ALL BY NAME SELECT month, day, line_key, true AS daily, fsum(billed) AS billed, sum(lines)::BIGINT AS lines
     FROM keyed GROUP BY month, day, line_key"""
 """The result's rows grouped as sum_bills groups the lines (bill_sums._GROUPS_APART): by month and texts (the groups
