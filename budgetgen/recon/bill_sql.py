@@ -29,7 +29,7 @@ from .bill_sums import (
     _KEY_TEXTS,
     _SUM_TEXTS,
     _SUMS,
-    _TEXT_KEYS,
+    _TEXTS,
     DAYS_BEFORE,
     DEFAULT_MEMORY_LIMIT,
     FIRST_DATE,
@@ -48,6 +48,7 @@ from .bill_sums import (
     _sql,
     _tags_problem,
     gpu_regex,
+    grouping_texts,
     no_rate,
 )
 from .dialects import DEFAULT_TABLE, DIALECTS
@@ -169,14 +170,10 @@ def _sums_texts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     every row of the result (a FOCUS column the bill lacks: the query writes NULL) and `extra_text` (always '') are
     constants, left out of the key (a constant splits no group) and written back (at 400,000 resources a month each
     text in the key costs the hash table tens of MB). One pass over the result, the texts' counts only."""
-    names = [n for n in _TEXT_KEYS.split(", ") if n != "extra_text"]
-    counts = con.execute("SELECT " + ", ".join(f"count({n})" for n in names) + " FROM sums_file").fetchone() or ()
+    counts = con.execute("SELECT " + ", ".join(f"count({n})" for n in _TEXTS) + " FROM sums_file").fetchone() or ()
     types = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE sums_file)").fetchall())
-    constant = {n: f"CAST(NULL AS {types[n]})" for n, count in zip(names, counts, strict=True) if count == 0}
-    constant["extra_text"] = "''"
-    every = [*names, "extra_text"]
-    return {"texts": ", ".join(f"{constant[n]} AS {n}" if n in constant else n for n in every),
-            "keys": "".join(f"{n}, " for n in every if n not in constant)}
+    constant = {n: f"CAST(NULL AS {types[n]})" for n, count in zip(_TEXTS, counts, strict=True) if count == 0}
+    return grouping_texts(constant | {"extra_text": "''"})
 
 
 def _result_column(header: str, name: str, kind: str) -> str:

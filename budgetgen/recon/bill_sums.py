@@ -815,10 +815,17 @@ def _constant_texts(parts: Iterable[_Part]) -> dict[str, str]:
 
 def _group_texts(parts: Iterable[_Part]) -> dict[str, str]:
     """_GROUPS_APART's {texts} and {keys} for these parts (see _constant_texts)."""
-    constant = _constant_texts(parts)
+    return grouping_texts(_constant_texts(parts))
+
+
+def grouping_texts(constant: Mapping[str, str]) -> dict[str, str]:
+    """A grouping's {texts} (each text, or its constant's SQL value written back) and {keys} (the texts that are not
+    constant, each followed by ', '), over _TEXTS and extra_text."""
     names = (*_TEXTS, "extra_text")
     return {"texts": ", ".join(f"{constant[n]} AS {n}" if n in constant else n for n in names),
             "keys": "".join(f"{n}, " for n in names if n not in constant)}
+
+
 _LINES = f"""SELECT {_MONTH} AS month, {_DAY} AS day, {_TEXT_KEYS}, row, cost AS billed, quantity, 1 AS lines,
     start AS first_charge, start AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed, effective,
     (effective IS NULL)::BIGINT AS effective_missing, 0::UHUGEINT AS days,
