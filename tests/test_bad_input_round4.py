@@ -521,6 +521,26 @@ def test_a_sums_file_appended_twice_is_refused_not_counted_twice(tmp_path, bill_
     assert sums_build(tmp_path, plan, [*rows, rows[0]]) == [(Code.DUPLICATE_FILE, f"sums.csv!row {len(rows) + 2}")]
 
 
+def test_a_repeated_group_written_with_other_spaces_and_case_is_refused(tmp_path, bill_sums_rows):
+    """The first group again with its resource id and service name spaced and cased otherwise: read alike (txt), it
+    is the same group; counted, July's 6,000 would be 11,200."""
+    rows, plan = bill_sums_rows
+    again = {**rows[0], "resource_id": f" {rows[0]['resource_id']} ", "service_name": rows[0]["service_name"] + " "}
+    assert sums_build(tmp_path, plan, [*rows, again]) == [(Code.DUPLICATE_FILE, f"sums.csv!row {len(rows) + 2}")]
+
+
+def test_the_same_group_on_another_day_is_no_repeat(tmp_path, bill_sums_rows):
+    """The first group (5,200 CNY on 2026-07-05) again on 2026-07-06 with 10 CNY: a second day of the same resource,
+    counted: July 6,000 + 10."""
+    rows, plan = bill_sums_rows
+    first = rows[0]
+    assert first["day"] == "2026-07-05"
+    other_day = {**first, "day": "2026-07-06", "billed": "10", "first_charge": "2026-07-06 00:00:00+00",
+                 "last_charge": "2026-07-06 00:00:00+00"}
+    assert sums_build(tmp_path, plan, [*rows, other_day]) == {"2026-07": pytest.approx(6010),
+                                                              "2026-08": pytest.approx(100)}
+
+
 @pytest.mark.parametrize(("column", "value"), [
     ("quantity", "lots"),  # was read as no quantity
     ("effective", "lots"),

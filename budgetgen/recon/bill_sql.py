@@ -33,6 +33,7 @@ from .bill_sums import (
     DAYS_BEFORE,
     DEFAULT_MEMORY_LIMIT,
     FIRST_DATE,
+    GPU_LINE,
     LAST_DATE,
     BillSums,
     _bill_rates,
@@ -47,8 +48,8 @@ from .bill_sums import (
     _quiet,
     _sql,
     _tags_problem,
+    create_all_groups,
     gpu_regex,
-    grouping_texts,
     no_rate,
 )
 from .dialects import DEFAULT_TABLE, DIALECTS
@@ -145,15 +146,22 @@ def read_bill_sums(
                               for c in missing])
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {reader})").fetchall())
         rows = ", ".join(_result_column(lowered[c], c, types[lowered[c]]) for c in RESULT_COLUMNS)
+        read = ", ".join(_read_value(c, target, types[lowered[c]]) for c, target in _READ.items())
         # A Parquet file is read where it lies (its rows numbered by the reader: no copy, no window); a CSV file,
         # read as text, is numbered in one copy.
         relation = "VIEW" if kind == ".parquet" else "TABLE"
         row = "file_row_number + 2" if kind == ".parquet" else "row_number() OVER () + 1"
-        con.execute(f"CREATE TEMP {relation} sums_file AS SELECT {row} AS row, {rows} FROM {reader}")
-        _check_sums(con, name, options)
-        con.execute(_GROUPS_FROM_SUMS.format(**_sums_texts(con)))
+        con.execute(f"CREATE TEMP {relation} sums_file AS SELECT *, {read} FROM (SELECT {row} AS row, {rows} "
+                    f"FROM {reader})")
+        problems = _check_sums(con, name, options)
+        constant = _sums_constants(con)
+        create_all_groups(con, _KEYED_SUMS, _SUMS_MEASURES, _SUMS_DAY_SUMS, constant, keep_texts=True)
+        problems += _repeated_keys(con, name, constant)
+        if problems:
+            raise InputError(problems)
         con.execute(f"DROP {relation} sums_file")
-        con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
+        con.execute("DROP TABLE IF EXISTS text_keys")
+        con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily, result_rows) FROM all_groups WHERE NOT daily")
         currencies = _convert(con, options, "all_groups", daily=True)
         _classify(con, options)
         sums = con.execute(_SUMS).df()
@@ -165,15 +173,15 @@ def read_bill_sums(
                     daily, currencies)
 
 
-def _sums_texts(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """_GROUPS_FROM_SUMS' {texts} and {keys}, as bill_sums._group_texts gives the lines' grouping: a text empty on
-    every row of the result (a FOCUS column the bill lacks: the query writes NULL) and `extra_text` (always '') are
-    constants, left out of the key (a constant splits no group) and written back (at 400,000 resources a month each
-    text in the key costs the hash table tens of MB). One pass over the result, the texts' counts only."""
+def _sums_constants(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The constant texts of the result's grouping (create_all_groups), as bill_sums._constant_texts gives the lines':
+    a text empty on every row of the result (a FOCUS column the bill lacks: the query writes NULL) and `extra_text`
+    (always ''), left out of every key (a constant splits no group) and written back. One pass over the result, the
+    texts' counts only."""
     counts = con.execute("SELECT " + ", ".join(f"count({n})" for n in _TEXTS) + " FROM sums_file").fetchone() or ()
     types = dict(con.execute("SELECT column_name, column_type FROM (DESCRIBE sums_file)").fetchall())
     constant = {n: f"CAST(NULL AS {types[n]})" for n, count in zip(_TEXTS, counts, strict=True) if count == 0}
-    return grouping_texts(constant | {"extra_text": "''"})
+    return constant | {"extra_text": "''"}
 
 
 def _result_column(header: str, name: str, kind: str) -> str:
@@ -186,31 +194,43 @@ def _result_column(header: str, name: str, kind: str) -> str:
     return f"{column} AS {name}"
 
 
+_READ = {"first_charge": "first_ts", "last_charge": "last_ts", "day": "day_date"}
+"""The result's columns read as instants and a date once, as sums_file's columns of these names (_read_value)."""
+
+
+def _read_value(name: str, target: str, kind: str) -> str:
+    """SQL of sums_file's column `target` (_READ) over the result's column `name` as _result_column gives it (of type
+    `kind` in the file): a time or day as an instant (first_ts, last_ts) or a date (day_date), NULL where it cannot be
+    read. A column of that type (Parquet's) is taken as it is; a text (CSV) is parsed, once per row (at 5.5 million
+    rows a parse per check and per use cost seconds)."""
+    if target == "day_date":
+        return f"{name} AS {target}" if kind == "DATE" else f"TRY_CAST(CAST({name} AS VARCHAR) AS DATE) AS {target}"
+    if kind.startswith("TIMESTAMP"):  # an instant (_result_column reads a time without a zone in UTC)
+        return f"{name} AS {target}"
+    return f"ts(txt(CAST({name} AS VARCHAR))) AS {target}"
+
+
 _NUMBER = "TRY_CAST({0} AS DOUBLE)"
-_SUMS_ROWS = f"""SELECT month, TRY_CAST(CAST(day AS VARCHAR) AS DATE) AS day,
+_SUMS_ROWS = f"""SELECT month, day_date AS day,
     resource_id, resource_name, resource_type,
     service_name, service_category, description, sku, consumed_unit, tags, currency, charge_category, commitment_id,
     commitment_status, commitment_type, pricing_category, '' AS extra_text,
     {_NUMBER.format('billed')} AS billed, {_NUMBER.format('quantity')} AS quantity,
-    TRY_CAST(lines AS BIGINT) AS lines, ts(txt(CAST(first_charge AS VARCHAR))) AS first_charge,
-    ts(txt(CAST(last_charge AS VARCHAR))) AS last_charge,
+    TRY_CAST(lines AS BIGINT) AS lines, first_ts AS first_charge, last_ts AS last_charge,
     {_NUMBER.format('effective')} AS effective, TRY_CAST(effective_missing AS BIGINT) AS effective_missing,
-    1::UHUGEINT << least(greatest(TRY_CAST(CAST(day AS VARCHAR) AS DATE)
+    1::UHUGEINT << least(greatest(day_date
         - strptime(month || '-01', '%Y-%m-%d')::DATE + {DAYS_BEFORE}, 0), 127)::UHUGEINT AS days
     FROM sums_file"""
-_GROUPS_FROM_SUMS = f"""CREATE TEMP TABLE all_groups AS
-    WITH keyed AS NOT MATERIALIZED (SELECT *, hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({_SUMS_ROWS}))
-    SELECT month, NULL::DATE AS day, {{texts}}, line_key, NULL::BIGINT AS row, false AS daily,
-    fsum(billed) AS billed, sum(quantity) AS quantity, sum(lines)::BIGINT AS lines,
+_KEYED_SUMS = f"SELECT *, hash({', '.join(_KEY_TEXTS)}) AS line_key FROM ({_SUMS_ROWS})"
+_SUMS_MEASURES = """fsum(billed) AS billed, sum(quantity) AS quantity, sum(lines)::BIGINT AS lines,
     min(first_charge) AS first_charge, max(last_charge) AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed,
     fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing, bit_or(days) AS days,
-    0::BIGINT AS problems
-    FROM keyed GROUP BY month, {{keys}}line_key
-    UNION ALL BY NAME SELECT month, day, line_key, true AS daily, fsum(billed) AS billed, sum(lines)::BIGINT AS lines
-    FROM keyed GROUP BY month, day, line_key"""
-"""The result's rows grouped as sum_bills groups the lines (bill_sums._GROUPS_APART): by month and texts (the groups
-every rule reads, once per resource and month rather than once per day), and apart, by month, day and line_key
-(the daily sums: BilledCost and the lines alone)."""
+    0::BIGINT AS problems, count(*) AS result_rows"""
+_SUMS_DAY_SUMS = f"""SELECT month, day, line_key, true AS daily, fsum(billed) AS billed, sum(lines)::BIGINT AS lines
+    FROM keyed WHERE {GPU_LINE} GROUP BY month, day, line_key"""
+"""The result's rows grouped as sum_bills groups the lines (bill_sums.create_all_groups): by month and texts (the
+groups every rule reads, once per resource and month rather than once per day), and apart, by month, day and
+line_key (the daily sums: BilledCost and the lines alone, of the rows that may be GPU lines)."""
 
 
 def _amount(column: str, required: bool) -> str:
@@ -228,12 +248,12 @@ def _whole(column: str, least: int) -> str:
             f"OR TRY_CAST({column} AS DOUBLE) <> floor(TRY_CAST({column} AS DOUBLE))")
 
 
-_FIRST, _LAST = "ts(txt(CAST(first_charge AS VARCHAR)))", "ts(txt(CAST(last_charge AS VARCHAR)))"
+_FIRST, _LAST = "first_ts", "last_ts"
 _SUMS_CHECKS = (
     # SQL over a row of the sums file, true where it cannot be read; the column the problem names
     ("billing_timezone", "billing_timezone IS DISTINCT FROM $zone"),
     ("month", r"NOT regexp_full_match(coalesce(CAST(month AS VARCHAR), ''), '\d{4}-(0[1-9]|1[0-2])')"),
-    ("day", "TRY_CAST(CAST(day AS VARCHAR) AS DATE) IS NULL"),
+    ("day", "day_date IS NULL"),
     ("billed", _amount("billed", required=True)),
     ("quantity", _amount("quantity", required=False)),
     ("effective", _amount("effective", required=False)),
@@ -251,15 +271,14 @@ _SUMS_KEYS = ("billing_timezone", "month", "day", *(name for _, name in _TEXT_CO
 results put together), and every amount of it would be counted twice."""
 
 
-def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) -> None:
-    """Every row of the sums file readable, in the plan's currency and billing time zone, with readable Tags and
-    choices: else InputError naming the file, the row and the column (the first rows of each kind)."""
+def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) -> list[Problem]:
+    """The problems of the sums file's rows (none where every row is readable, in the plan's currency and billing
+    time zone, with readable Tags and choices), each naming the file, the row and the column (the first rows of
+    each kind)."""
     problems = []
     checks = [_sql(bad, options).replace("$zone", _literal(options.timezone)) for _, bad in _SUMS_CHECKS]
     checks += list(_BAD_CHOICES.values())
-    keys = ", ".join(f"txt(CAST({k} AS VARCHAR))" for k in _SUMS_KEYS)
-    # One scan finds which checks fail anywhere (and a grouping whether any key repeats); only those are looked
-    # up row by row.
+    # One scan finds which checks fail anywhere; only those are looked up row by row.
     found_any = _first(con.execute("SELECT bit_or(" + " | ".join(f"((({where}) IS TRUE)::BIGINT << {i})" for i, where in
                                                       enumerate(checks)) + ") FROM sums_file").fetchone()) or 0
     for i, (column, _) in enumerate(_SUMS_CHECKS):
@@ -270,13 +289,6 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
         problems += [Problem(Code.WRONG_FORMAT, name, f"row {row}", Message(
             "bill_sums_bad_value", column=column, raw="" if raw is None else raw, zone=options.timezone))
             for row, raw in found]
-    # a key's hash found twice (the same key, or once in billions of rows two keys of one hash): then the keys
-    if _first(con.execute(f"SELECT EXISTS (SELECT 1 FROM sums_file GROUP BY hash({keys}) HAVING count(*) > 1)"
-                          ).fetchone()):
-        again = con.execute(f"SELECT row, first FROM (SELECT row, min(row) OVER (PARTITION BY {keys}) AS first "
-                            f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
-        problems += [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))
-                     for row, first in again]
     _bill_rates(con, options, "sums_file")
     if options.missing:
         codes = ", ".join(_literal(code) for code in options.missing)
@@ -297,6 +309,30 @@ def _check_sums(con: duckdb.DuckDBPyConnection, name: str, options: _Options) ->
                        "'task') OR NOT json_valid(t) OR json_type(t) <> 'OBJECT') GROUP BY t ORDER BY 2").fetchall()
     problems += [Problem(Code.WRONG_FORMAT, name, f"row {row}", problem)
                  for text, row in tags if (problem := _tags_problem(text)) is not None][:MAX_ROW_PROBLEMS]
-    if problems:
-        raise InputError(problems)
+    return problems
+
+
+def _repeated_keys(con: duckdb.DuckDBPyConnection, name: str, constant: Mapping[str, str]) -> list[Problem]:
+    """The rows of the sums file that repeat an earlier row's key (_SUMS_KEYS, each text as txt reads it): the
+    file appended twice, or two results put together, whose every amount would count twice.
+
+    Found from the groups (create_all_groups, with text_keys kept): where no two distinct texts of text_keys read
+    alike, a key repeats only where a group (a month and its texts) holds two rows of one day, that is fewer charge
+    days (its `days` bits) than rows. Only where either test finds something are the rows compared key by key
+    (a scan and a window over every row: 5 CPU s at 5.5 million rows)."""
+    keys = [n for n in (*_TEXTS, "extra_text") if n not in constant]
+    alike = bool(keys) and bool(_first(con.execute(
+        "SELECT count(DISTINCT hash(" + ", ".join(f"txt(CAST({k} AS VARCHAR))" for k in keys) + ")) < count(*) "
+        "FROM text_keys"
+    ).fetchone()))
+    days = ("bit_count((days >> 64)::UBIGINT) + bit_count((days & 18446744073709551615::UHUGEINT)::UBIGINT)")
+    # (DuckDB counts the bits of 64 at most: the days' 128 as two halves)
+    if not alike and not _first(con.execute(f"SELECT EXISTS (SELECT 1 FROM all_groups WHERE NOT daily AND "
+                                            f"{days} < result_rows)").fetchone()):
+        return []
+    keys_sql = ", ".join(f"txt(CAST({k} AS VARCHAR))" for k in _SUMS_KEYS)
+    again = con.execute(f"SELECT row, first FROM (SELECT row, min(row) OVER (PARTITION BY {keys_sql}) AS first "
+                        f"FROM sums_file) WHERE row <> first ORDER BY row LIMIT {MAX_ROW_PROBLEMS}").fetchall()
+    return [Problem(Code.DUPLICATE_FILE, name, f"row {row}", Message("bill_sums_repeated", first=first))
+            for row, first in again]
 

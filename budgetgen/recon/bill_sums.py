@@ -169,11 +169,14 @@ def sum_bills(
         # (a constant false dup folds away: one source costs no de-duplication)
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
             effective = any("EffectiveCost" in match_headers(p.columns, BILL_INPUT_COLUMNS) for _, p in parts)
-            groups = _GROUPS if len(sources) > 1 else _GROUPS_APART
-            grouped = groups.format(lines=_local_lines(keyed, billing_timezone),
-                                    effective=_EFFECTIVE[effective, len(sources) > 1],
-                                    **_group_texts(p for _, p in parts))
-            con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {grouped}", options))
+            local = _local_lines(keyed, billing_timezone)
+            measures = _measures(len(sources) > 1).format(effective=_EFFECTIVE[effective, len(sources) > 1])
+            if len(sources) > 1:
+                con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {_GROUPS.format(lines=local, measures=measures)}",
+                                 options))
+            else:
+                create_all_groups(con, _KEYED.format(lines=local), measures, _DAY_SUMS,
+                                  _constant_texts(p for _, p in parts))
             con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _raise_problems(con, parts, options)
         notes = _part_warnings(con, [p for _, p in parts], plan_currency)
@@ -769,29 +772,71 @@ _KEY_TEXTS = ("resource_id", "tags", "description", "sku", "resource_type", "ser
               "service_category", "charge_category", "commitment_status", "commitment_id", "extra_text", "currency")
 """The texts that decide a line's task, GPU class, commitment kind and currency: their hash (`line_key`) ties a
 day's sums to the classified group (and to the rate that converts it)."""
-_GPU_DAY = (f"CASE WHEN lower(trim(coalesce(service_category, ''))) NOT IN ('storage', 'networking') AND "
-            f"lower(trim(coalesce(charge_category, ''))) NOT IN ('credit', 'adjustment') THEN {_DAY} END")
-"""A line's charge day where it may be a GPU line (storage, networking, credits and adjustments never are): the
-others share one day-less row per key, so the daily grouping holds few more rows than GPU resource-days."""
+GPU_LINE = ("lower(trim(coalesce(service_category, ''))) NOT IN ('storage', 'networking') AND "
+            "lower(trim(coalesce(charge_category, ''))) NOT IN ('credit', 'adjustment')")
+"""SQL true where a line (or a group of lines) may be a GPU line: storage, networking, credits and adjustments never
+are, so the daily grouping leaves them out and holds few more rows than GPU resource-days."""
+_GPU_DAY = f"CASE WHEN {GPU_LINE} THEN {_DAY} END"
+"""A line's charge day where it may be a GPU line (GPU_LINE), else NULL."""
 _GROUPS = f"""SELECT month, day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, grouping(day) = 0 AS daily,
-    {_measures(True)} FROM (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
+    {{measures}} FROM (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
     FROM ({{lines}})) GROUP BY GROUPING SETS ((month, {_TEXT_KEYS}, line_key), (month, day, line_key))"""
 """One scan, two groupings: the lines by month and texts (the groups every rule reads), and by month, charge day
 and line_key (the daily sums, narrow). Used where the lines are de-duplicated (several sources: the window that
-finds copies runs once); one source is grouped by _GROUPS_APART."""
+finds copies runs once); one source is grouped by create_all_groups."""
+_KEYED = f"""SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
+    FROM ({{lines}})"""
+"""One source's lines with their month, charge day (where it may be a GPU line) and line_key."""
 _DAY_SUMS = ("SELECT month, day, line_key, true AS daily, fsum(cost) AS billed, "
              "count(*) AS lines FROM keyed WHERE day IS NOT NULL GROUP BY month, day, line_key")
 """The daily sums of keyed lines: only what the daily view reads (BilledCost and the lines counted), by month, charge
 day and line_key; the other columns of all_groups are NULL in these rows."""
-_GROUPS_APART = f"""WITH keyed AS NOT MATERIALIZED (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day,
-    hash({", ".join(_KEY_TEXTS)}) AS line_key FROM ({{lines}}))
-    SELECT month, NULL::DATE AS day, {{texts}}, line_key, NULL::BIGINT AS row, false AS daily, {_measures(False)}
-    FROM keyed GROUP BY month, {{keys}}line_key
-    UNION ALL BY NAME {_DAY_SUMS}"""
-"""_GROUPS' two groupings as two aggregations over two scans of the lines: the daily one sums BilledCost alone (in a
-grouping set every grouping computes every measure: at 400,000 resources a month its 6 million resource-days
-carried a dozen measures each and spilled). 10M lines, 2026-12-04: 37 -> 26 CPU s at 400,000 resources a month,
-13 -> 11 at 40,000, 6 -> 7 at 100 (the second scan). {texts}: the texts, {keys}: those the lines hold (_constant_texts)."""
+
+
+def create_all_groups(con: duckdb.DuckDBPyConnection, keyed: str, measures: str, day_sums: str,
+                      constant: Mapping[str, str], *, keep_texts: bool = False) -> None:
+    """Table all_groups of one source: a row per month and texts with `measures` over its lines (the groups every
+    rule reads), then day_sums' rows (the daily view's sums, a second scan summing BilledCost alone: in a grouping
+    set every grouping computes every measure, and 6 million resource-days of a dozen measures spilled).
+
+    keyed: SQL of the lines (or a warehouse result's rows) with month, day, the texts and line_key, read as `keyed`;
+    constant: {text: its SQL value} of the texts no line holds (_constant_texts), left out of every key.
+    The texts are grouped by their hash: first the distinct texts (a row per resource and charge kind, not per
+    month), then the lines by month and that hash alone, a narrow key, joined to their texts. Grouping by the nine
+    texts themselves held every measure in a hash table of nine texts a group and spilled at 1 GB (10M lines of
+    400,000 resources a month, 2026-12-04: the grouping 20.5 CPU s; the distinct texts 4.9 and the narrow grouping
+    4.9). The hash is checked: where two distinct texts share one (about once in 10^8 bills of a million texts),
+    the lines are grouped by the texts themselves. keep_texts: the distinct texts stay as table text_keys (for
+    the caller to drop), where the bill holds any text.
+    """
+    names = (*_TEXTS, "extra_text")
+    keys = ", ".join(n for n in names if n not in constant)
+    lines = f"WITH keyed AS NOT MATERIALIZED ({keyed})"
+    if keys:
+        con.execute(f"CREATE TEMP TABLE text_keys AS {lines} SELECT *, {text_hash(keys)} AS text_key "
+                    f"FROM (SELECT DISTINCT {keys}, line_key FROM keyed)")
+        unique = _first(con.execute("SELECT count(*) = count(DISTINCT text_key) FROM text_keys").fetchone())
+    if keys and unique:
+        texts = ", ".join(f"{constant[n]} AS {n}" if n in constant else f"t.{n}" for n in names)
+        con.execute(f"""CREATE TEMP TABLE all_groups AS {lines}, narrow AS (SELECT month, {text_hash(keys)} AS
+            text_key, {measures} FROM keyed GROUP BY month, text_key)
+            SELECT n.month, NULL::DATE AS day, {texts}, t.line_key, NULL::BIGINT AS row, false AS daily,
+            n.* EXCLUDE (month, text_key) FROM narrow n JOIN text_keys t USING (text_key)""")
+    else:
+        grouping = grouping_texts(constant)
+        con.execute(f"""CREATE TEMP TABLE all_groups AS {lines} SELECT month, NULL::DATE AS day, {grouping["texts"]},
+            line_key, NULL::BIGINT AS row, false AS daily, {measures}
+            FROM keyed GROUP BY month, {grouping["keys"]}line_key""")
+    if not keep_texts:
+        con.execute("DROP TABLE IF EXISTS text_keys")
+    con.execute(f"INSERT INTO all_groups BY NAME {lines} {day_sums}")
+
+
+def text_hash(keys: str) -> str:
+    """SQL of the hash that stands for the texts `keys` in create_all_groups' grouping."""
+    return f"hash({keys})"
+
+
 _TEXT_HEADERS = {"resource_id": "ResourceId", "resource_name": "ResourceName", "resource_type": "ResourceType",
                  "service_name": "ServiceName", "service_category": "ServiceCategory", "description": "ChargeDescription",
                  "sku": "SkuId", "consumed_unit": "ConsumedUnit", "tags": "Tags", "currency": "BillingCurrency",
@@ -811,11 +856,6 @@ def _constant_texts(parts: Iterable[_Part]) -> dict[str, str]:
     if not any(c.lower().startswith("x_") for p in parts for c in p.columns):
         constant["extra_text"] = "''"
     return constant
-
-
-def _group_texts(parts: Iterable[_Part]) -> dict[str, str]:
-    """_GROUPS_APART's {texts} and {keys} for these parts (see _constant_texts)."""
-    return grouping_texts(_constant_texts(parts))
 
 
 def grouping_texts(constant: Mapping[str, str]) -> dict[str, str]:
