@@ -33,7 +33,6 @@ from .bill_sums import (
     DAYS_BEFORE,
     DEFAULT_MEMORY_LIMIT,
     FIRST_DATE,
-    GPU_LINE,
     LAST_DATE,
     BillSums,
     _bill_rates,
@@ -48,6 +47,7 @@ from .bill_sums import (
     _quiet,
     _sql,
     _tags_problem,
+    add_day_sums,
     create_all_groups,
     gpu_regex,
     no_rate,
@@ -155,15 +155,16 @@ def read_bill_sums(
                     f"FROM {reader})")
         problems = _check_sums(con, name, options)
         constant = _sums_constants(con)
-        create_all_groups(con, _KEYED_SUMS, _SUMS_MEASURES, _SUMS_DAY_SUMS, constant, keep_texts=True)
+        create_all_groups(con, _KEYED_SUMS, _SUMS_MEASURES, constant, keep_texts=True)
         problems += _repeated_keys(con, name, constant)
         if problems:
             raise InputError(problems)
-        con.execute(f"DROP {relation} sums_file")
         con.execute("DROP TABLE IF EXISTS text_keys")
         con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily, result_rows) FROM all_groups WHERE NOT daily")
         currencies = _convert(con, options, "all_groups", daily=True)
         _classify(con, options)
+        add_day_sums(con, _KEYED_SUMS, _SUMS_DAY_SUMS, options)
+        con.execute(f"DROP {relation} sums_file")
         sums = con.execute(_SUMS).df()
         daily = _daily(con)
         coverage = con.execute(_COVERAGE).fetchall()
@@ -226,11 +227,11 @@ _SUMS_MEASURES = """fsum(billed) AS billed, sum(quantity) AS quantity, sum(lines
     min(first_charge) AS first_charge, max(last_charge) AS last_charge, 0 AS dup_lines, 0.0 AS dup_billed,
     fsum(effective) AS effective, sum(effective_missing)::BIGINT AS effective_missing, bit_or(days) AS days,
     0::BIGINT AS problems, count(*) AS result_rows"""
-_SUMS_DAY_SUMS = f"""SELECT month, day, line_key, true AS daily, fsum(billed) AS billed, sum(lines)::BIGINT AS lines
-    FROM keyed WHERE {GPU_LINE} GROUP BY month, day, line_key"""
+_SUMS_DAY_SUMS = """SELECT month, day, line_key, true AS daily, fsum(billed) AS billed, sum(lines)::BIGINT AS lines
+    FROM keyed WHERE line_key IN (SELECT line_key FROM gpu_keys) GROUP BY month, day, line_key"""
 """The result's rows grouped as sum_bills groups the lines (bill_sums.create_all_groups): by month and texts (the
 groups every rule reads, once per resource and month rather than once per day), and apart, by month, day and
-line_key (the daily sums: BilledCost and the lines alone, of the rows that may be GPU lines)."""
+line_key (the daily sums: BilledCost and the lines alone, of GPU groups' rows: add_day_sums)."""
 
 
 def _amount(column: str, required: bool) -> str:

@@ -175,13 +175,15 @@ def sum_bills(
                 con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {_GROUPS.format(lines=local, measures=measures)}",
                                  options))
             else:
-                create_all_groups(con, _KEYED.format(lines=local), measures, _DAY_SUMS,
-                                  _constant_texts(p for _, p in parts))
+                create_all_groups(con, _KEYED.format(lines=local), measures, _constant_texts(p for _, p in parts))
             con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _raise_problems(con, parts, options)
         notes = _part_warnings(con, [p for _, p in parts], plan_currency)
         currencies = _convert(con, options, "all_groups", daily=True)
         _classify(con, options)
+        if len(sources) == 1:
+            with _reporting(con, options.progress, "reading the bill's GPU lines by day"):
+                add_day_sums(con, _KEYED.format(lines=local), _DAY_SUMS, options)
         sums = con.execute(_SUMS).df()
         daily = _daily(con)
         coverage = con.execute(_COVERAGE).fetchall()
@@ -219,21 +221,46 @@ def _convert(con: duckdb.DuckDBPyConnection, options: _Options, table: str, dail
         return {}
     rows = ", ".join(f"({_literal(c)}, {_literal(m)}, {r.rate!r}::DOUBLE)" for (c, m), r in options.rates.items())
     con.execute(f"CREATE OR REPLACE TEMP TABLE fx_rates AS SELECT * FROM (VALUES {rows}) t(currency, month, rate)")
-    join = "upper(txt(g.currency)) = r.currency AND CAST(g.month AS VARCHAR) = r.month"
+    join = _RATE_JOIN
     groups = " AND NOT g.daily" if daily else ""
     totals = con.execute(f"SELECT r.month, r.currency, fsum(g.billed) FROM {table} g JOIN fx_rates r ON {join} "
                          f"WHERE g.lines > 0{groups} GROUP BY ALL ORDER BY 1, 2").fetchall()
-    if daily:   # the days' rows first, by their lines' key (each key is one currency: it is one of the key's texts)
-        con.execute(f"UPDATE {table} AS d SET billed = d.billed * k.rate, dup_billed = d.dup_billed * k.rate, "
-                    f"effective = d.effective * k.rate FROM (SELECT DISTINCT g.month, g.line_key, r.rate "
-                    f"FROM {table} g JOIN fx_rates r ON {join} WHERE NOT g.daily) k "
-                    f"WHERE d.daily AND d.month = k.month AND d.line_key = k.line_key")
+    if daily:
+        _convert_days(con, table)
     con.execute(f"UPDATE {table} AS g SET billed = g.billed * r.rate, dup_billed = g.dup_billed * r.rate, "
                 f"effective = g.effective * r.rate FROM fx_rates r WHERE {join}{groups}")
     out: dict[str, list] = {}
     for month, code, billed in totals:
         out.setdefault(month, []).append((code, float(billed), options.rates[(code, month)]))
     return {m: tuple(v) for m, v in out.items()}
+
+
+_RATE_JOIN = "upper(txt(g.currency)) = r.currency AND CAST(g.month AS VARCHAR) = r.month"
+
+
+def _convert_days(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """The charge days' rows of `table` converted at the rates of fx_rates (_convert), by their lines' key (each key
+    is one currency: it is one of the key's texts) and the groups' currency."""
+    con.execute(f"UPDATE {table} AS d SET billed = d.billed * k.rate, dup_billed = d.dup_billed * k.rate, "
+                f"effective = d.effective * k.rate FROM (SELECT DISTINCT g.month, g.line_key, r.rate "
+                f"FROM {table} g JOIN fx_rates r ON {_RATE_JOIN} WHERE NOT g.daily) k "
+                f"WHERE d.daily AND d.month = k.month AND d.line_key = k.line_key")
+
+
+def add_day_sums(con: duckdb.DuckDBPyConnection, keyed: str, day_sums: str, options: _Options) -> None:
+    """all_groups' charge days' rows, after the groups are classified (view `final`): day_sums over `keyed` (SQL of
+    the lines with month, day and line_key), of the lines whose line_key is a GPU group's (table gpu_keys; the
+    daily view reads no other) in a second scan that sums BilledCost alone, converted as their groups were.
+
+    In a grouping set every grouping computes every measure (6 million resource-days of a dozen measures spilled),
+    and every line's day grouped before the groups were classified was mostly storage and networking: 10M lines of
+    400,000 resources a month, 2026-12-04, 7.0 -> ... CPU s."""
+    con.execute("CREATE TEMP TABLE gpu_keys AS SELECT DISTINCT line_key FROM final "
+                "WHERE lines > 0 AND is_gpu AND commitment = ''")
+    con.execute(f"INSERT INTO all_groups BY NAME WITH keyed AS NOT MATERIALIZED ({keyed}) {day_sums}")
+    con.execute("DROP TABLE gpu_keys")
+    if options.rates:
+        _convert_days(con, "all_groups")
 
 
 def _daily(con: duckdb.DuckDBPyConnection, query: str | None = None) -> pd.DataFrame:
@@ -772,32 +799,30 @@ _KEY_TEXTS = ("resource_id", "tags", "description", "sku", "resource_type", "ser
               "service_category", "charge_category", "commitment_status", "commitment_id", "extra_text", "currency")
 """The texts that decide a line's task, GPU class, commitment kind and currency: their hash (`line_key`) ties a
 day's sums to the classified group (and to the rate that converts it)."""
-GPU_LINE = ("lower(trim(coalesce(service_category, ''))) NOT IN ('storage', 'networking') AND "
-            "lower(trim(coalesce(charge_category, ''))) NOT IN ('credit', 'adjustment')")
-"""SQL true where a line (or a group of lines) may be a GPU line: storage, networking, credits and adjustments never
-are, so the daily grouping leaves them out and holds few more rows than GPU resource-days."""
-_GPU_DAY = f"CASE WHEN {GPU_LINE} THEN {_DAY} END"
-"""A line's charge day where it may be a GPU line (GPU_LINE), else NULL."""
+_GPU_DAY = (f"CASE WHEN lower(trim(coalesce(service_category, ''))) NOT IN ('storage', 'networking') AND "
+            f"lower(trim(coalesce(charge_category, ''))) NOT IN ('credit', 'adjustment') THEN {_DAY} END")
+"""A line's charge day where it may be a GPU line (storage, networking, credits and adjustments never are), else
+NULL: the others share one day-less row per key in _GROUPS' daily grouping."""
 _GROUPS = f"""SELECT month, day, {_TEXT_KEYS}, line_key, NULL::BIGINT AS row, grouping(day) = 0 AS daily,
     {{measures}} FROM (SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
     FROM ({{lines}})) GROUP BY GROUPING SETS ((month, {_TEXT_KEYS}, line_key), (month, day, line_key))"""
 """One scan, two groupings: the lines by month and texts (the groups every rule reads), and by month, charge day
 and line_key (the daily sums, narrow). Used where the lines are de-duplicated (several sources: the window that
 finds copies runs once); one source is grouped by create_all_groups."""
-_KEYED = f"""SELECT *, {_MONTH} AS month, {_GPU_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
+_KEYED = f"""SELECT *, {_MONTH} AS month, {_DAY} AS day, hash({", ".join(_KEY_TEXTS)}) AS line_key
     FROM ({{lines}})"""
-"""One source's lines with their month, charge day (where it may be a GPU line) and line_key."""
-_DAY_SUMS = ("SELECT month, day, line_key, true AS daily, fsum(cost) AS billed, "
-             "count(*) AS lines FROM keyed WHERE day IS NOT NULL GROUP BY month, day, line_key")
-"""The daily sums of keyed lines: only what the daily view reads (BilledCost and the lines counted), by month, charge
-day and line_key; the other columns of all_groups are NULL in these rows."""
+"""One source's lines with their month, charge day and line_key (the day sums read only GPU groups' lines,
+add_day_sums: no line needs _GPU_DAY's test)."""
+_DAY_SUMS = ("SELECT month, day, line_key, true AS daily, fsum(cost) AS billed, count(*) AS lines FROM keyed "
+             "WHERE day IS NOT NULL AND line_key IN (SELECT line_key FROM gpu_keys) GROUP BY month, day, line_key")
+"""The daily sums of keyed lines of GPU groups (add_day_sums): only what the daily view reads (BilledCost and the lines
+counted), by month, charge day and line_key; the other columns of all_groups are NULL in these rows."""
 
 
-def create_all_groups(con: duckdb.DuckDBPyConnection, keyed: str, measures: str, day_sums: str,
-                      constant: Mapping[str, str], *, keep_texts: bool = False) -> None:
+def create_all_groups(con: duckdb.DuckDBPyConnection, keyed: str, measures: str, constant: Mapping[str, str], *,
+                      keep_texts: bool = False) -> None:
     """Table all_groups of one source: a row per month and texts with `measures` over its lines (the groups every
-    rule reads), then day_sums' rows (the daily view's sums, a second scan summing BilledCost alone: in a grouping
-    set every grouping computes every measure, and 6 million resource-days of a dozen measures spilled).
+    rule reads; the charge days' rows follow once the groups are classified, add_day_sums).
 
     keyed: SQL of the lines (or a warehouse result's rows) with month, day, the texts and line_key, read as `keyed`;
     constant: {text: its SQL value} of the texts no line holds (_constant_texts), left out of every key.
@@ -829,7 +854,6 @@ def create_all_groups(con: duckdb.DuckDBPyConnection, keyed: str, measures: str,
             FROM keyed GROUP BY month, {grouping["keys"]}line_key""")
     if not keep_texts:
         con.execute("DROP TABLE IF EXISTS text_keys")
-    con.execute(f"INSERT INTO all_groups BY NAME {lines} {day_sums}")
 
 
 def text_hash(keys: str) -> str:
