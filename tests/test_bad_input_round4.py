@@ -529,6 +529,16 @@ def test_a_repeated_group_written_with_other_spaces_and_case_is_refused(tmp_path
     assert sums_build(tmp_path, plan, [*rows, again]) == [(Code.DUPLICATE_FILE, f"sums.csv!row {len(rows) + 2}")]
 
 
+def test_unreadable_tags_in_a_sums_file_are_named_at_their_first_row(tmp_path, bill_sums_rows):
+    """A Tags text that is no JSON object (rows 2 and 3, spaced otherwise: one text) is named once, at its first row;
+    one naming two tasks (row 4) at its own."""
+    rows, plan = bill_sums_rows
+    rows = [{**rows[0], "tags": " not json "}, {**rows[1], "tags": "not json"},
+            {**rows[2], "tags": '{"task_id": "T1", "Task-ID": "F1"}'}]
+    assert sums_build(tmp_path, plan, rows) == [(Code.WRONG_FORMAT, "sums.csv!row 2"),
+                                                (Code.WRONG_FORMAT, "sums.csv!row 4")]
+
+
 def test_the_same_group_on_another_day_is_no_repeat(tmp_path, bill_sums_rows):
     """The first group (5,200 CNY on 2026-07-05) again on 2026-07-06 with 10 CNY: a second day of the same resource,
     counted: July 6,000 + 10."""
