@@ -154,9 +154,11 @@ def read_bill_sums(
         con.execute(f"CREATE TEMP {relation} sums_file AS SELECT *, {read} FROM (SELECT {row} AS row, {rows} "
                     f"FROM {reader})")
         problems = _check_sums(con, name, options)
+        if problems:  # (the grouping reads months and days: only rows whose values read)
+            raise InputError(problems)
         constant = _sums_constants(con)
         create_all_groups(con, _KEYED_SUMS, _SUMS_MEASURES, constant, keep_texts=True)
-        problems += _tag_problems(con, name, constant) + _repeated_keys(con, name, constant)
+        problems = _tag_problems(con, name, constant) + _repeated_keys(con, name, constant)
         if problems:
             raise InputError(problems)
         con.execute("DROP TABLE IF EXISTS text_keys")

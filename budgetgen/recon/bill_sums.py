@@ -252,9 +252,9 @@ def add_day_sums(con: duckdb.DuckDBPyConnection, keyed: str, day_sums: str, opti
     the lines with month, day and line_key), of the lines whose line_key is a GPU group's (table gpu_keys; the
     daily view reads no other) in a second scan that sums BilledCost alone, converted as their groups were.
 
-    In a grouping set every grouping computes every measure (6 million resource-days of a dozen measures spilled),
-    and every line's day grouped before the groups were classified was mostly storage and networking: 10M lines of
-    400,000 resources a month, 2026-12-04, 7.0 -> ... CPU s."""
+    Apart from the month's grouping because in a grouping set every grouping computes every measure (6 million
+    resource-days of a dozen measures spilled); after the classification because only then is a GPU group known,
+    so no line's day needs a test of its texts (storage, networking) and no storage or networking day is grouped."""
     con.execute("CREATE TEMP TABLE gpu_keys AS SELECT DISTINCT line_key FROM final "
                 "WHERE lines > 0 AND is_gpu AND commitment = ''")
     con.execute(f"INSERT INTO all_groups BY NAME WITH keyed AS NOT MATERIALIZED ({keyed}) {day_sums}")
@@ -837,11 +837,12 @@ def create_all_groups(con: duckdb.DuckDBPyConnection, keyed: str, measures: str,
     names = (*_TEXTS, "extra_text")
     keys = ", ".join(n for n in names if n not in constant)
     lines = f"WITH keyed AS NOT MATERIALIZED ({keyed})"
+    unique = False
     if keys:
         con.execute(f"CREATE TEMP TABLE text_keys AS {lines} SELECT *, {text_hash(keys)} AS text_key "
                     f"FROM (SELECT DISTINCT {keys}, line_key FROM keyed)")
         unique = _first(con.execute("SELECT count(*) = count(DISTINCT text_key) FROM text_keys").fetchone())
-    if keys and unique:
+    if unique:
         texts = ", ".join(f"{constant[n]} AS {n}" if n in constant else f"t.{n}" for n in names)
         con.execute(f"""CREATE TEMP TABLE all_groups AS {lines}, narrow AS (SELECT month, {text_hash(keys)} AS
             text_key, {measures} FROM keyed GROUP BY month, text_key)
