@@ -562,6 +562,9 @@ def test_the_same_group_on_another_day_is_no_repeat(tmp_path, bill_sums_rows):
     ("first_charge", "0001-01-01 00:00:00+00"),  # a date no workbook shows, flagged as a resource
     ("last_charge", "2026-07-01 00:00:00+00"),  # before first_charge (2026-07-05)
     ("billing_timezone", "Asia/Shanghai"),  # one row of another zone among UTC rows
+    ("month", "2026-13"),  # the grouping would read it as a month: refused before it does
+    ("day", "someday"),
+    ("first_charge", "soon"),  # a text, read once a row into the instant every check and grouping reads
 ])
 def test_a_bad_value_in_a_sums_row_is_refused_at_its_row(tmp_path, bill_sums_rows, column, value):
     rows, plan = bill_sums_rows
