@@ -270,3 +270,15 @@ def test_serving_defines_no_function_beside_its_formula_texts_but_the_builders_a
 def test_the_check_catches_a_function_grown_beside_the_texts():
     planted = _serving_source() + "\n\ndef batch_size(concurrency, batch_mem):\n    return min(concurrency, batch_mem)\n"
     assert _defined(planted) - SERVING_FUNCTIONS == {"batch_size"}
+
+
+def test_a_formula_called_without_one_of_its_placeholders_names_it():
+    """The view looks for the missing placeholders only when the formula fails: {b} missing is named; a KeyError
+    the formula raises for another reason is not hidden behind that message."""
+    with pytest.raises(KeyError, match=r"the formula needs \['b'\]"):
+        value("{a}+{b}", a=1)
+    assert value("{a}+{b}", a=1, b=2) == 3
+    rule = rules.Rule("t", "a test", "{a}*{b}")
+    with pytest.raises(KeyError, match=r"the formula needs \['a'\]"):
+        rule(S, b=2)
+    assert rule(S, a=3, b=2) == 6

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.records import TIERS
 from ..core.schema import CONSTANT_VALUES, SETTINGS
@@ -41,12 +42,17 @@ class Rule:
     meaning: str
     excel: str
     py: Callable[..., object] = field(default=None, compare=False)  # type: ignore[assignment]
+    view: Callable[[Any, Mapping[str, object]], object] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.py is None:
             object.__setattr__(self, "py", expr.compile_excel(self.excel, NAMES))
         else:
             expr.parse(self.excel)  # a rule with its own py must still be a formula the sheet can read
+        py = self.py
+        # the Python view with its values as one mapping: a compiled formula's own (not unpacked again per call: the
+        # engine calls the month rules millions of times a plan), a hand-written one's through keywords
+        object.__setattr__(self, "view", getattr(py, "view", None) or (lambda settings, values: py(settings, **values)))
 
     @property
     def compiled(self) -> bool:
@@ -66,7 +72,7 @@ class Rule:
 
     def __call__(self, settings, **values):
         """The Python view."""
-        return self.py(settings, **values)
+        return self.view(settings, values)
 
 
 # --------------------------------------------------------------- month totals (Summary)
