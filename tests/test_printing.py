@@ -83,3 +83,23 @@ def test_a_sheet_with_forced_breaks_across_pages_is_never_squeezed_one_page_tall
     assert not (sheet.sheet_properties.pageSetUpPr and sheet.sheet_properties.pageSetUpPr.fitToPage)
     assert sheet.print_title_cols == "$A:$A"
     assert [b.id for b in sheet.row_breaks.brk] == [25]
+
+
+@pytest.mark.parametrize("book", ["sample_book", "sample_book_zh"])
+def test_no_assumptions_text_is_cut_by_the_cell_beside_it(request, book):
+    """A text wider than its column shows whole only when it wraps or the cell to its right is empty: the unit
+    `plan currency per USD` (21 characters in the 16-wide unit column, beside the meaning) printed cut short."""
+    import openpyxl
+
+    _, path = request.getfixturevalue(book)
+    ws = openpyxl.load_workbook(path)["Assumptions"]
+    cut = []
+    for row in ws.iter_rows():
+        for cell in row:
+            if not isinstance(cell.value, str) or cell.value.startswith("=") or cell.alignment.wrap_text:
+                continue
+            width = ws.column_dimensions[cell.column_letter].width
+            chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in cell.value)
+            if chars > width and ws.cell(cell.row, cell.column + 1).value not in (None, ""):
+                cut.append(f"{cell.coordinate} {cell.value!r}")
+    assert cut == []

@@ -15,7 +15,7 @@ from .layout import FX_CURRENCY, FX_HEADER, FX_RATE, AssumptionsLayout, camel
 from .printing import print_setup
 
 SHEET = "Assumptions"
-_WIDTHS = [22, 14, 16, 60, 20, 16]
+_WIDTHS = [26, 14, 16, 60, 20, 16]
 
 
 def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: AssumptionsLayout, rates: tuple[Rate, ...]) \
@@ -27,9 +27,9 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
         setting = SETTINGS_BY_KEY[key]
         ws.write_string(row, 0, input_name(key, book.lang))
         book.value(ws, row, 1, s.value(key), "input", "percent" if setting.type == "percent" else "general")
-        ws.write_string(row, 2, t(setting.unit))
         note = " (structure: change it in the input workbook and rebuild)" if setting.structural else ""
-        book.wrapped(ws, row, 3, t(setting.help) + t(note), _WIDTHS[3])
+        # the unit wrapped too: "plan currency per CNY" is wider than its column
+        book.wrapped_row(ws, row, [(2, t(setting.unit), _WIDTHS[2]), (3, t(setting.help) + t(note), _WIDTHS[3])])
         ws.write_string(row, 4, setting.name)
         book.define(setting.name, SHEET, row, 1)
         if setting.choices:
@@ -38,14 +38,14 @@ def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: Assumption
     ws.write_string(row, 0, "days_per_month")
     book.formula(ws, row, 1, "HoursPerMonth/HoursPerDay", s.hours_per_month / 24)
     ws.write_string(row, 2, t("days"))
-    ws.write_string(row, 3, t("billing days in a month = hours_per_month / 24"))
+    book.wrapped(ws, row, 3, t("billing days in a month = hours_per_month / 24"), _WIDTHS[3])
     ws.write_string(row, 4, "DaysPerMonth")
     book.define("DaysPerMonth", SHEET, row, 1)
     row = at.kv_bytes_row
     ws.write_string(row, 0, "kv_bytes")
     book.formula(ws, row, 1, serving.KV_BYTES_EXCEL.removeprefix("="), NAMES.derived["KvBytes"](s))
     ws.write_string(row, 2, t("bytes"))
-    ws.write_string(row, 3, t("bytes of one cached KV element = 1 when kv_cache_dtype is fp8, else 2"))
+    book.wrapped(ws, row, 3, t("bytes of one cached KV element = 1 when kv_cache_dtype is fp8, else 2"), _WIDTHS[3])
     ws.write_string(row, 4, "KvBytes")
     book.define("KvBytes", SHEET, row, 1)
 

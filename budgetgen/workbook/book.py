@@ -227,6 +227,13 @@ def column_range(sheet: str, first_row: int, last_row: int, first_col: int, last
     return f"='{sheet}'!${a}${first_row + 1}:${b}${max(last_row, first_row) + 1}"
 
 
+def wrapped_lines(text: str, width: float, slack: float = 1.0) -> int:
+    """How many lines `text` takes wrapped in a cell `width` characters wide (`slack` times its characters for a
+    printer's wider font); CJK characters are twice as wide."""
+    chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
+    return max(1, math.ceil(chars * slack / width))
+
+
 @dataclass(frozen=True)
 class Book:
     """The open workbook, its formats and its language, as each sheet writer receives them."""
@@ -270,12 +277,19 @@ class Book:
         ws.write_string(row, col, text, self.f.wrap)
         self.fit_height(ws, row, text, width)
 
+    def wrapped_row(self, ws, row: int, cells: list[tuple[int, str, float]]) -> None:
+        """Texts wrapped in their columns, (column, text, the column's width in characters) each, the row made tall
+        enough for the one that takes the most lines."""
+        for col, text, _ in cells:
+            ws.write_string(row, col, text, self.f.wrap)
+        _, text, width = max(cells, key=lambda c: wrapped_lines(c[1], c[2]))
+        self.fit_height(ws, row, text, width)
+
     @staticmethod
     def fit_height(ws, row: int, text: str, width: float, slack: float = 1.0) -> float:
         """Make row `row` tall enough to show `text` wrapped in cells `width` characters wide, `slack` times the
         characters for a printer's wider font; its height in points."""
-        chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)   # CJK characters are twice as wide
-        lines = max(1, math.ceil(chars * slack / width))
+        lines = wrapped_lines(text, width, slack)
         if lines > 1:
             ws.set_row(row, 13.5 * lines)
         return 13.5 * lines if lines > 1 else 15.0
