@@ -15,7 +15,7 @@ from .layout import FX_CURRENCY, FX_HEADER, FX_RATE, AssumptionsLayout, camel
 from .printing import print_setup
 
 SHEET = "Assumptions"
-_WIDTHS = [26, 14, 16, 60, 20, 16]
+_WIDTHS = [26, 14, 16, 56, 20, 16]  # 148 wide in all: one landscape page wide
 
 
 def write_assumptions(book: Book, ws, s, months: tuple[str, ...], at: AssumptionsLayout, rates: tuple[Rate, ...]) \
