@@ -103,3 +103,28 @@ def test_no_assumptions_text_is_cut_by_the_cell_beside_it(request, book):
             if chars > width and ws.cell(cell.row, cell.column + 1).value not in (None, ""):
                 cut.append(f"{cell.coordinate} {cell.value!r}")
     assert cut == []
+
+
+@pytest.mark.parametrize("book", ["sample_book", "sample_book_zh"])
+def test_every_header_row_is_tall_enough_for_its_texts(request, book):
+    """A header cell (white on navy) wraps its text; its row must be at least as tall as the lines that text takes
+    at the least (its characters, CJK twice, over the column's width, 12 points a line): the Commitments block
+    headers stood at 30 points and printed `commitment rate (USD/card-` without `hour)`."""
+    import math
+
+    import openpyxl
+
+    _, path = request.getfixturevalue(book)
+    low = []
+    for ws in openpyxl.load_workbook(path).worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if not isinstance(cell.value, str) or (cell.fill.fgColor.rgb or "")[-6:] != "1F3864":
+                    continue
+                width = (ws.column_dimensions[cell.column_letter].width or 8.43) - 0.71  # xlsxwriter's padding
+                chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in cell.value)
+                lines = math.ceil(0.75 * chars / width)   # letters at their narrowest: a bound below
+                height = ws.row_dimensions[cell.row].height or 15
+                if 12 * lines > height:
+                    low.append(f"{ws.title}!{cell.coordinate} {cell.value!r} {height}")
+    assert low == []

@@ -104,6 +104,48 @@ class Sheet(StreamedSheet):
 
 for _name in CHECKED_METHODS:
     setattr(Sheet, _name, _checked(getattr(Worksheet, _name)))
+_checked_set_column, _checked_set_row = Sheet.set_column, Sheet.set_row
+
+
+def _set_column(self, first_col, last_col, width=None, *args, **kwargs):
+    """Sheet.set_column, the widths kept (`column_widths`, in characters) for the headers that fit them."""
+    code = _checked_set_column(self, first_col, last_col, width, *args, **kwargs)
+    if width is not None and isinstance(first_col, int):
+        widths = self.__dict__.setdefault("column_widths", {})
+        widths.update(dict.fromkeys(range(first_col, last_col + 1), width))
+    return code
+
+
+def _set_row(self, row, height=None, *args, **kwargs):
+    """Sheet.set_row, never lower than the height a header row's texts need (`least_heights`, Book.header)."""
+    if height is not None:
+        height = max(height, self.__dict__.get("least_heights", {}).get(row, 0))
+    return _checked_set_row(self, row, height, *args, **kwargs)
+
+
+Sheet.set_column, Sheet.set_row = _set_column, _set_row
+DEFAULT_WIDTH = 8.43  # a column's width in characters where none was set
+HEADER_LINE_PT = 13.5  # a line of a header's bold text, with its share of the cell's padding
+HEADER_SLACK = 0.9  # a header's letter against the width of a column's digit (letters are narrower; bold wider)
+
+
+def header_lines(text: str, width: float) -> int:
+    """How many lines `text` takes in a header cell `width` characters wide, wrapped as spreadsheets wrap it: after
+    a space or a `-` (a CJK character is a word of its own, twice as wide), each character HEADER_SLACK wide;
+    a word wider than the column breaks where it must. Over-estimates rather than under (a taller header is only
+    taller; a lower one hides its unit)."""
+    lines, used = 1, 0.0
+    for word_, space in re.findall(r"([\u2e80-\uffff]|[^\s\u2e80-\uffff-]*-?)(\s*)", text):
+        if not word_:
+            continue
+        size = HEADER_SLACK * sum(2 if ord(c) >= 0x2E80 else 1 for c in word_)
+        if used and used + size > width:
+            lines, used = lines + 1, 0.0
+        used += size
+        while used > width:   # a word wider than the column breaks where it must
+            lines, used = lines + 1, used - width
+        used += HEADER_SLACK * len(space)
+    return lines
 
 
 def store_formula(ws, row: int, col: int, formula: str, cell_format, value) -> None:
@@ -266,10 +308,26 @@ class Book:
         self.wb.define_name(name, column_range(sheet, first_row, last_row, first_col, last_col))
 
     def header(self, ws, row: int, headers: list[str], widths: Sequence[float] | None = None, first_col: int = 0) -> None:
-        for i, text in enumerate(headers):
-            ws.write_string(row, first_col + i, self.t(text), self.f.header)
+        """A table's header row; its row as tall as its longest text needs wrapped in its column (a header cut to
+        its first two lines hid the unit: `commitment rate (USD/card-`)."""
+        texts = [self.t(text) for text in headers]
+        for i, text in enumerate(texts):
+            ws.write_string(row, first_col + i, text, self.f.header)
             if widths:
                 ws.set_column(first_col + i, first_col + i, widths[i])
+        self.fit_header(ws, row, {first_col + i: text for i, text in enumerate(texts)})
+
+    @staticmethod
+    def fit_header(ws, row: int, texts: Mapping[int, str]) -> None:
+        """Make header row `row` tall enough for each text ({column: text}) wrapped in its column (as wide as set
+        so far), and never lower later (Sheet.set_row)."""
+        known = getattr(ws, "column_widths", {})
+        lines = max((header_lines(text, known.get(col, DEFAULT_WIDTH)) for col, text in texts.items() if text),
+                    default=1)
+        least = ws.__dict__.setdefault("least_heights", {})
+        least[row] = max(least.get(row, 0.0), HEADER_LINE_PT * lines if lines > 1 else 0.0)
+        if least[row]:
+            ws.set_row(row, least[row])
 
     def wrapped(self, ws, row: int, col: int, text: str, width: float) -> None:
         """A long text wrapped in a column `width` characters wide, its row made tall enough to show it all

@@ -83,14 +83,16 @@ def column_headers(book: Book, ws, table: Table, labels: dict[str, str],
     titles = {c.key: c.header for c in CALCS}
     for key, (title, unit) in (more or {}).items():
         titles[key], units[key] = title, unit
+    texts = {}
     for key, col in table.columns.items():
         title = labels.get(key) or titles.get(key) or input_name(key, book.lang)
         unit = units.get(key, "")
         # `epochs`, not `epochs (epochs)`; `training (1 = yes)`, not `training? (1 = yes)`
         title, unit = (title, "") if unit in (key, title) else (title.removesuffix("?") if unit else title, unit)
-        ws.write_string(0, col, book.titled(title, unit), book.f.header)
+        texts[col] = book.titled(title, unit)
+        ws.write_string(0, col, texts[col], book.f.header)
         ws.set_column(col, col, 14 if key not in ("task", "tier_advice") else 28)
-    ws.set_row(0, 45)
+    book.fit_header(ws, 0, texts)
     return [14 if key not in ("task", "tier_advice") else 28 for key in table.columns]
 
 
