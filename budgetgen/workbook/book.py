@@ -335,6 +335,12 @@ class Book:
         ws.write_string(row, col, text, self.f.wrap)
         self.fit_height(ws, row, text, width)
 
+    def note_across(self, ws, row: int, text: str, widths: Sequence[float]) -> None:
+        """A sheet's note wrapped across the columns of `widths` (characters each, from column A), its row tall enough
+        for it: one long line ran past the printed page."""
+        ws.merge_range(row, 0, row, len(widths) - 1, text, self.f.note_wrap)
+        self.fit_height(ws, row, text, sum(widths), slack=1.2)
+
     def wrapped_row(self, ws, row: int, cells: list[tuple[int, str, float]]) -> None:
         """Texts wrapped in their columns, (column, text, the column's width in characters) each, the row made tall
         enough for the one that takes the most lines."""

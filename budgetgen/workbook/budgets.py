@@ -28,7 +28,7 @@ def _planned(line, month: str) -> str:
 def write_budgets(book: Book, ws, plan: Plan) -> None:
     """Row by row (the workbook is streamed): the note, the header, a block of months per budget line."""
     ws.write_string(0, 0, book.t("Budgets: the plan against the budget, month by month"), book.f.title)
-    ws.write_string(1, 0, book.t(NOTE), book.f.note)
+    book.note_across(ws, 1, book.t(NOTE), _WIDTHS)
     book.header(ws, 3, ["cost center", "month", book.titled("plan", "currency"), book.titled("budget", "currency"),
                         book.titled("over budget by", "currency"), "over budget?"], _WIDTHS)
     r = 4

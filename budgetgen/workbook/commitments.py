@@ -34,9 +34,7 @@ NAMED_FIGURES = {"commitment rate": "rate", "committed cards": "cards", "monthly
 def write_commitments(book: Book, ws, plan: Plan, at: CommitmentsLayout) -> None:
     """Row by row (the workbook is streamed): the title and note, the month totals of all commitments, the blocks."""
     ws.write_string(0, 0, book.t("Commitments: 1- and 3-year terms proposed from the plan's demand"), book.f.title)
-    # wrapped across the columns a printed page holds (NOTE_COLUMNS): one long line ran past the page
-    ws.merge_range(at.note_row, 0, at.note_row, NOTE_COLUMNS - 1, book.t(NOTE), book.f.note_wrap)
-    book.fit_height(ws, at.note_row, book.t(NOTE), sum(_WIDTHS[:NOTE_COLUMNS]), slack=1.2)
+    book.note_across(ws, at.note_row, book.t(NOTE), _WIDTHS[:NOTE_COLUMNS])   # the columns a printed page holds
     _totals(book, ws, plan, at)
     gpu_first: dict[str, int] = {}
     for i, c in enumerate(plan.commitments):

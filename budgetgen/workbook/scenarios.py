@@ -26,7 +26,7 @@ def write_scenarios(book: Book, ws, plan: Plan) -> None:
     """Row by row (the workbook is streamed): the inputs, the chosen buffer, the levels side by side, the tornado."""
     rows = plan.inputs.scenarios
     ws.write_string(0, 0, book.t("Scenarios: low, base and high, and what moves the total most"), book.f.title)
-    ws.write_string(1, 0, book.t(NOTE), book.f.note)
+    book.note_across(ws, 1, book.t(NOTE), _WIDTHS)
     book.header(ws, HEADER, ["driver", "task_id", "low", "base", "high", "chosen", "source"], _WIDTHS)
     first = HEADER + 1
     for i, row in enumerate(rows):
