@@ -604,11 +604,14 @@ def test_stop_signals_during_duckdb_work_exit_with_their_number(tmp_path, privat
     from budgetgen.recon import bill_sums
 
     real = bill_sums._reporting
+    timers: list[threading.Timer] = []
 
     @contextlib.contextmanager
     def reporting(con, progress, what):
         with real(con, progress, what):
-            threading.Timer(0.1, os.kill, (os.getpid(), signum)).start()
+            if not timers:   # once, in the first query: a bill is read in more than one
+                timers.append(threading.Timer(0.1, os.kill, (os.getpid(), signum)))
+                timers[0].start()
             yield
 
     monkeypatch.setattr(bill_sums, "_reporting", reporting)
@@ -617,6 +620,9 @@ def test_stop_signals_during_duckdb_work_exit_with_their_number(tmp_path, privat
     try:
         result = cli("build", book, "--bills", long_bill, "-o", tmp_path / "out" / "b.xlsx", "-q")
     finally:
+        for timer in timers:   # a signal not yet sent is not sent after the handlers are put back
+            timer.cancel()
+            timer.join()
         signal.signal(signum, previous)
     assert result.exit_code == 128 + signum, result.output
     assert error_lines(result) == [f"Error: stopped by {signum.name}; no output was written or changed"]
