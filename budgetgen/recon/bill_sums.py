@@ -170,12 +170,13 @@ def sum_bills(
         with _reporting(con, options.progress, f"reading {len(sources)} bill source(s)"):
             effective = any("EffectiveCost" in match_headers(p.columns, BILL_INPUT_COLUMNS) for _, p in parts)
             local = _local_lines(keyed, billing_timezone)
+            one_source = _KEYED.format(lines=local)   # (one source's lines keyed, read by both its groupings)
             measures = _measures(len(sources) > 1).format(effective=_EFFECTIVE[effective, len(sources) > 1])
             if len(sources) > 1:
                 con.execute(_sql(f"CREATE TEMP TABLE all_groups AS {_GROUPS.format(lines=local, measures=measures)}",
                                  options))
             else:
-                create_all_groups(con, _KEYED.format(lines=local), measures, _constant_texts(p for _, p in parts))
+                create_all_groups(con, one_source, measures, _constant_texts(p for _, p in parts))
             con.execute("CREATE TEMP VIEW groups AS SELECT * EXCLUDE (daily) FROM all_groups WHERE NOT daily")
         _raise_problems(con, parts, options)
         notes = _part_warnings(con, [p for _, p in parts], plan_currency)
@@ -183,7 +184,7 @@ def sum_bills(
         _classify(con, options)
         if len(sources) == 1:
             with _reporting(con, options.progress, "reading the bill's GPU lines by day"):
-                add_day_sums(con, _KEYED.format(lines=local), _DAY_SUMS, options)
+                add_day_sums(con, one_source, _DAY_SUMS, options)
         sums = con.execute(_SUMS).df()
         daily = _daily(con)
         coverage = con.execute(_COVERAGE).fetchall()

@@ -125,8 +125,13 @@ def _set_row(self, row, height=None, *args, **kwargs):
 
 Sheet.set_column, Sheet.set_row = _set_column, _set_row
 DEFAULT_WIDTH = 8.43  # a column's width in characters where none was set
-HEADER_LINE_PT = 13.5  # a line of a header's bold text, with its share of the cell's padding
+LINE_PT = 13.5  # a line of wrapped text (a header's bold one too), with its share of the cell's padding
 HEADER_SLACK = 0.9  # a header's letter against the width of a column's digit (letters are narrower; bold wider)
+
+
+def text_columns(text: str) -> int:
+    """How many characters of a column's width `text` takes: a CJK character two."""
+    return sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
 
 
 def header_lines(text: str, width: float) -> int:
@@ -138,7 +143,7 @@ def header_lines(text: str, width: float) -> int:
     for word_, space in re.findall(r"([\u2e80-\uffff]|[^\s\u2e80-\uffff-]*-?)(\s*)", text):
         if not word_:
             continue
-        size = HEADER_SLACK * sum(2 if ord(c) >= 0x2E80 else 1 for c in word_)
+        size = HEADER_SLACK * text_columns(word_)
         if used and used + size > width:
             lines, used = lines + 1, 0.0
         used += size
@@ -272,8 +277,7 @@ def column_range(sheet: str, first_row: int, last_row: int, first_col: int, last
 def wrapped_lines(text: str, width: float, slack: float = 1.0) -> int:
     """How many lines `text` takes wrapped in a cell `width` characters wide (`slack` times its characters for a
     printer's wider font); CJK characters are twice as wide."""
-    chars = sum(2 if ord(c) >= 0x2E80 else 1 for c in text)
-    return max(1, math.ceil(chars * slack / width))
+    return max(1, math.ceil(text_columns(text) * slack / width))
 
 
 @dataclass(frozen=True)
@@ -325,7 +329,7 @@ class Book:
         lines = max((header_lines(text, known.get(col, DEFAULT_WIDTH)) for col, text in texts.items() if text),
                     default=1)
         least = ws.__dict__.setdefault("least_heights", {})
-        least[row] = max(least.get(row, 0.0), HEADER_LINE_PT * lines if lines > 1 else 0.0)
+        least[row] = max(least.get(row, 0.0), LINE_PT * lines if lines > 1 else 0.0)
         if least[row]:
             ws.set_row(row, least[row])
 
@@ -355,8 +359,8 @@ class Book:
         characters for a printer's wider font; its height in points."""
         lines = wrapped_lines(text, width, slack)
         if lines > 1:
-            ws.set_row(row, 13.5 * lines)
-        return 13.5 * lines if lines > 1 else 15.0
+            ws.set_row(row, LINE_PT * lines)
+        return LINE_PT * lines if lines > 1 else 15.0
 
     def dropdown(self, ws, first: int, last: int, col: int, key: str, source) -> None:
         """A list on the input cells rows first..last of `col`: the enumeration `source` (a tuple of keys,
